@@ -1,0 +1,389 @@
+//! Databases and their shards, and the operations that span a whole database: counting,
+//! flushing, SCAN, KEYS, RANDOMKEY, SWAPDB and the active expiry cycle.
+
+use crate::entry::{Kind, Slot};
+use crate::glob;
+use crate::locked::{Guards, Locked};
+use crate::shard::{hash, ShardData};
+use crate::clock;
+use hashbrown::HashTable;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Redis's default number of databases (SELECT 0..15).
+pub const DB_COUNT: usize = 16;
+
+/// Padded so two shards' locks never share a cache line.
+#[repr(align(64))]
+pub(crate) struct Shard(pub Mutex<ShardData>);
+
+/// One logical database (SELECT n): a fixed, power-of-two number of shards.
+pub struct Db {
+    shards: Box<[Shard]>,
+    mask: usize,
+}
+
+/// What SCAN returns besides matching the cursor: an optional pattern and type.
+#[derive(Default, Clone, Copy)]
+pub struct ScanFilter<'p> {
+    pub pattern: Option<&'p [u8]>,
+    pub kind: Option<Kind>,
+}
+
+impl ScanFilter<'_> {
+    fn accepts(&self, slot: &Slot) -> bool {
+        self.pattern
+            .is_none_or(|p| glob::matches(p, slot.key(), false))
+            && self.kind.is_none_or(|k| slot.view().kind() == k)
+    }
+}
+
+/// Tables taken out of a flushed database; drop them wherever freeing is cheapest
+/// (FLUSHALL ASYNC drops them on a background thread).
+pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
+
+impl Db {
+    fn new(shard_bits: u32) -> Db {
+        let n = 1usize << shard_bits;
+        Db {
+            shards: (0..n).map(|_| Shard(Mutex::new(ShardData::default()))).collect(),
+            mask: n - 1,
+        }
+    }
+
+    /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
+    /// and top 7 bits, so shard selection takes bits from the middle.
+    pub(crate) fn shard_index(&self, h: u64) -> usize {
+        (h >> 32) as usize & self.mask
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Locks the shards of one key.
+    pub fn lock1(&self, key: &[u8]) -> Locked<'_> {
+        let idx = self.shard_index(hash(key));
+        Locked::new(self, Guards::One(idx, self.shards[idx].0.lock()))
+    }
+
+    /// Locks the shards of all `keys`, in ascending shard order.
+    pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
+        if keys.len() == 1 {
+            return self.lock1(keys[0].as_ref());
+        }
+        Locked::new(self, Guards::Many(self.lock_indices(self.indices(keys))))
+    }
+
+    fn indices<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<usize> {
+        let mut idx: Vec<usize> = keys
+            .iter()
+            .map(|k| self.shard_index(hash(k.as_ref())))
+            .collect();
+        idx.sort_unstable();
+        idx.dedup();
+        idx
+    }
+
+    fn lock_indices(
+        &self,
+        idx: Vec<usize>,
+    ) -> Vec<(usize, parking_lot::MutexGuard<'_, ShardData>)> {
+        idx.into_iter()
+            .map(|i| (i, self.shards[i].0.lock()))
+            .collect()
+    }
+
+    /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.0.lock().table.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.0.lock().table.is_empty())
+    }
+
+    /// Keys that carry an expiry (INFO keyspace `expires=`).
+    pub fn volatile_len(&self) -> usize {
+        self.shards.iter().map(|s| s.0.lock().volatile).sum()
+    }
+
+    /// (keyspace hits, misses, expired keys) counted in this database.
+    pub fn stats(&self) -> (u64, u64, u64) {
+        self.shards.iter().fold((0, 0, 0), |(h, m, e), s| {
+            let g = s.0.lock();
+            (h + g.hits, m + g.misses, e + g.expired)
+        })
+    }
+
+    pub fn reset_stats(&self) {
+        for s in self.shards.iter() {
+            let mut g = s.0.lock();
+            g.hits = 0;
+            g.misses = 0;
+            g.expired = 0;
+        }
+    }
+
+    /// Empties the database, returning its tables to be dropped by the caller.
+    pub fn flush(&self) -> Flushed {
+        Flushed(self.shards.iter().map(|s| s.0.lock().clear()).collect())
+    }
+
+    /// One SCAN step. The cursor is a shard index: each call returns whole shards (at least
+    /// one, until `count` keys are gathered), so every key present for the whole scan is
+    /// returned exactly once, whatever is inserted or deleted meanwhile. Returns 0 when done.
+    pub fn scan(&self, cursor: u64, count: usize, filter: ScanFilter<'_>) -> (u64, Vec<Vec<u8>>) {
+        let now = clock::now_ms();
+        let mut out = Vec::new();
+        let mut idx = cursor as usize;
+        let mut visited = 0usize;
+        while idx < self.shards.len() {
+            let g = self.shards[idx].0.lock();
+            visited += g.table.len();
+            out.extend(
+                g.table
+                    .iter()
+                    .filter(|s| !s.is_expired(now) && filter.accepts(s))
+                    .map(|s| s.key().to_vec()),
+            );
+            idx += 1;
+            // COUNT bounds the work done, as in Redis: stop once that many were visited.
+            if visited >= count.max(1) {
+                break;
+            }
+        }
+        let next = if idx >= self.shards.len() { 0 } else { idx as u64 };
+        (next, out)
+    }
+
+    /// All live keys matching `pattern` (KEYS).
+    pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
+        let filter = ScanFilter {
+            pattern: (pattern != b"*").then_some(pattern),
+            kind: None,
+        };
+        let mut out = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let (next, mut keys) = self.scan(cursor, usize::MAX, filter);
+            out.append(&mut keys);
+            if next == 0 {
+                return out;
+            }
+            cursor = next;
+        }
+    }
+
+    /// A random live key (RANDOMKEY), or None when the database is empty.
+    pub fn random_key(&self, seed: u64) -> Option<Vec<u8>> {
+        let now = clock::now_ms();
+        let n = self.shards.len();
+        let mut rng = seed | 1;
+        // Random shards first; an almost-empty database falls through to a full sweep.
+        for attempt in 0..(2 * n) {
+            rng = xorshift(rng);
+            let idx = if attempt < n {
+                rng as usize & self.mask
+            } else {
+                attempt - n
+            };
+            let mut g = self.shards[idx].0.lock();
+            g.purge_expired(now);
+            let len = g.table.len();
+            if len == 0 {
+                continue;
+            }
+            let pick = (xorshift(rng) % len as u64) as usize;
+            return g.table.iter().nth(pick).map(|s| s.key().to_vec());
+        }
+        None
+    }
+}
+
+pub(crate) fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
+/// All databases.
+pub struct Keyspace {
+    dbs: Box<[Db]>,
+    expire_cursor: AtomicUsize,
+    rng: AtomicU64,
+}
+
+impl Keyspace {
+    /// `databases` logical databases of 2^`shard_bits` shards each.
+    pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
+        Keyspace {
+            dbs: (0..databases.max(1)).map(|_| Db::new(shard_bits)).collect(),
+            expire_cursor: AtomicUsize::new(0),
+            rng: AtomicU64::new(clock::now_ms() | 1),
+        }
+    }
+
+    pub fn db(&self, index: usize) -> &Db {
+        &self.dbs[index]
+    }
+
+    pub fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// A cheap random number for sampling (not for security).
+    pub fn random(&self) -> u64 {
+        let x = xorshift(self.rng.load(Ordering::Relaxed));
+        self.rng.store(x, Ordering::Relaxed);
+        x
+    }
+
+    /// Locks `ka` in database `a` and `kb` in database `b` (MOVE, COPY ... DB), taking
+    /// locks in (database, shard) order. `a` and `b` must differ.
+    pub fn lock_pair<'a>(
+        &'a self,
+        a: usize,
+        ka: &[u8],
+        b: usize,
+        kb: &[u8],
+    ) -> (Locked<'a>, Locked<'a>) {
+        debug_assert_ne!(a, b);
+        if a < b {
+            let la = self.dbs[a].lock1(ka);
+            (la, self.dbs[b].lock1(kb))
+        } else {
+            let lb = self.dbs[b].lock1(kb);
+            (self.dbs[a].lock1(ka), lb)
+        }
+    }
+
+    /// SWAPDB: exchanges two databases' contents atomically (all shards of both are held).
+    pub fn swap(&self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut ga: Vec<_> = self.dbs[lo].shards.iter().map(|s| s.0.lock()).collect();
+        let mut gb: Vec<_> = self.dbs[hi].shards.iter().map(|s| s.0.lock()).collect();
+        for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
+            std::mem::swap(&mut x.table, &mut y.table);
+            std::mem::swap(&mut x.volatile, &mut y.volatile);
+        }
+    }
+
+    /// Flushes every database.
+    pub fn flush_all(&self) -> Vec<Flushed> {
+        self.dbs.iter().map(Db::flush).collect()
+    }
+
+    /// One active-expiry pass: visits shards that hold keys with a TTL, round-robin from
+    /// where the last pass stopped, removing expired keys until `budget` is spent or every
+    /// shard was visited once. Returns the number of keys removed.
+    pub fn active_expire_cycle(&self, budget: Duration) -> usize {
+        let start = Instant::now();
+        let per_db = self.dbs[0].shards.len();
+        let total = per_db * self.dbs.len();
+        let now = clock::now_ms();
+        let mut removed = 0;
+        let mut pos = self.expire_cursor.load(Ordering::Relaxed) % total;
+        for visited in 0..total {
+            let shard = &self.dbs[pos / per_db].shards[pos % per_db];
+            pos = (pos + 1) % total;
+            // Checking the count under the lock is cheap; purging holds it briefly per shard.
+            removed += shard.0.lock().purge_expired(now);
+            if visited % 64 == 63 && start.elapsed() >= budget {
+                break;
+            }
+        }
+        self.expire_cursor.store(pos, Ordering::Relaxed);
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locked::Ttl;
+    use crate::value::Value;
+
+    #[test]
+    fn set_get_remove_expire() {
+        let ks = Keyspace::new(2, 4);
+        let db = ks.db(0);
+        let mut l = db.lock1(b"a");
+        assert_eq!(l.get_str(b"a"), Ok(None));
+        l.set_str(b"a", b"1", Ttl::Clear);
+        assert_eq!(l.get_str(b"a"), Ok(Some(&b"1"[..])));
+        let past = l.now() - 1;
+        assert!(l.set_expire(b"a", Some(past)));
+        assert_eq!(l.get_str(b"a"), Ok(None));
+        drop(l);
+        assert_eq!(db.len(), 0);
+        assert_eq!(db.stats(), (1, 2, 1)); // a miss before the SET and one after expiry
+    }
+
+    #[test]
+    fn keep_ttl_and_str_mut() {
+        let ks = Keyspace::new(1, 2);
+        let db = ks.db(0);
+        let mut l = db.lock(&[b"k".as_slice(), b"j".as_slice()]);
+        let at = l.now() + 100_000;
+        l.set_str(b"k", b"v", Ttl::At(at));
+        l.set_str(b"k", b"w", Ttl::Keep);
+        assert_eq!(l.expire_at(b"k"), Some(Some(at)));
+        l.str_mut(b"k").unwrap().unwrap().extend_from_slice(b"xyz");
+        assert_eq!(l.get_str(b"k"), Ok(Some(&b"wxyz"[..])));
+        assert_eq!(l.peek(b"k").unwrap().encoding(), "raw");
+        let o = l.take(b"k").unwrap();
+        assert_eq!(o.value, Value::Str(b"wxyz".to_vec()));
+        l.put_owned(b"j", o);
+        assert_eq!(l.expire_at(b"j"), Some(Some(at)));
+        drop(l);
+        assert_eq!(db.volatile_len(), 1);
+    }
+
+    #[test]
+    fn scan_visits_every_key_once() {
+        let ks = Keyspace::new(1, 6);
+        let db = ks.db(0);
+        for i in 0..1000u32 {
+            let k = i.to_string();
+            db.lock1(k.as_bytes()).set_str(k.as_bytes(), b"v", Ttl::Clear);
+        }
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let (next, mut keys) = db.scan(cursor, 10, ScanFilter::default());
+            seen.append(&mut keys);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 1000);
+        assert_eq!(db.keys(b"99*").len(), 11);
+        assert!(db.random_key(42).is_some());
+    }
+
+    #[test]
+    fn active_expiry_and_swap() {
+        let ks = Keyspace::new(2, 3);
+        let db = ks.db(0);
+        for i in 0..100u32 {
+            let k = i.to_string();
+            let mut l = db.lock1(k.as_bytes());
+            let at = if i % 2 == 0 { Ttl::At(1) } else { Ttl::Clear };
+            l.set_str(k.as_bytes(), b"v", at);
+        }
+        assert_eq!(ks.active_expire_cycle(Duration::from_secs(1)), 50);
+        assert_eq!(db.len(), 50);
+        ks.swap(0, 1);
+        assert_eq!(ks.db(0).len(), 0);
+        assert_eq!(ks.db(1).len(), 50);
+    }
+}

@@ -1,0 +1,20 @@
+//! strata-engine: the keyspace. Sharded hash tables of compact entries with expiry,
+//! usable from many threads at once. No networking and no persistence here.
+//!
+//! A key's shard is chosen by a hash of the key; a command locks the shards of the keys it
+//! touches (ascending order, so multi-key commands never deadlock), works on them through a
+//! [`Locked`] guard, and unlocks. Expired keys are removed lazily on access and by
+//! [`Keyspace::active_expire_cycle`].
+
+pub mod clock;
+mod entry;
+pub mod glob;
+mod keyspace;
+mod locked;
+mod shard;
+mod value;
+
+pub use entry::{EntryRef, Kind};
+pub use keyspace::{Db, Keyspace, ScanFilter, DB_COUNT};
+pub use locked::{Locked, Ttl, WrongType};
+pub use value::{Owned, Value};

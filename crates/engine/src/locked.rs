@@ -1,0 +1,232 @@
+//! A command's hold on the shards of its keys. Every read and write of an entry goes through
+//! here, so lazy expiry, hit/miss counting and LRU touching happen in exactly one place.
+
+use crate::clock;
+use crate::entry::{EntryRef, Slot};
+use crate::keyspace::Db;
+use crate::shard::{hash, ShardData};
+use crate::value::{Owned, Value};
+use parking_lot::MutexGuard;
+
+/// The key holds a value of another type (Redis's WRONGTYPE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
+/// What a write does to the key's expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    /// Keep the existing expiry (SET KEEPTTL, SETRANGE, INCR...).
+    Keep,
+    /// No expiry (a plain SET).
+    Clear,
+    /// Expire at this absolute Unix time in milliseconds.
+    At(u64),
+}
+
+pub(crate) enum Guards<'a> {
+    One(usize, MutexGuard<'a, ShardData>),
+    /// Sorted by shard index, locked in that order.
+    Many(Vec<(usize, MutexGuard<'a, ShardData>)>),
+}
+
+/// Locked shards of one database. Dropping it unlocks them.
+pub struct Locked<'a> {
+    pub(crate) db: &'a Db,
+    pub(crate) guards: Guards<'a>,
+    now: u64,
+    lru: u32,
+    touch: bool,
+}
+
+impl<'a> Locked<'a> {
+    pub(crate) fn new(db: &'a Db, guards: Guards<'a>) -> Self {
+        let now = clock::now_ms();
+        Locked {
+            db,
+            guards,
+            now,
+            lru: clock::lru_clock(now),
+            touch: true,
+        }
+    }
+
+    /// Reads through this guard stop updating access times (CLIENT NO-TOUCH).
+    pub fn no_touch(mut self, no_touch: bool) -> Self {
+        self.touch = !no_touch;
+        self
+    }
+
+    /// The time this command runs at, in Unix milliseconds (one value for the whole command).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    fn shard(&mut self, h: u64) -> &mut ShardData {
+        let idx = self.db.shard_index(h);
+        match &mut self.guards {
+            Guards::One(i, g) if *i == idx => g,
+            Guards::Many(v) => match v.binary_search_by_key(&idx, |(i, _)| *i) {
+                Ok(pos) => &mut v[pos].1,
+                Err(_) => not_locked(),
+            },
+            Guards::One(..) => not_locked(),
+        }
+    }
+
+    /// Finds a live entry, deleting it first if it has expired.
+    fn live(&mut self, key: &[u8]) -> (u64, bool) {
+        let h = hash(key);
+        let now = self.now;
+        let shard = self.shard(h);
+        let expired = match shard.find(h, key) {
+            None => return (h, false),
+            Some(s) => s.is_expired(now),
+        };
+        if expired {
+            shard.remove(h, key);
+            shard.expired += 1;
+            return (h, false);
+        }
+        (h, true)
+    }
+
+    /// A read lookup: counts a keyspace hit or miss and touches the entry's access time.
+    pub fn get(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let (h, found) = self.live(key);
+        let (lru, touch) = (self.lru, self.touch);
+        let shard = self.shard(h);
+        if !found {
+            shard.misses += 1;
+            return None;
+        }
+        shard.hits += 1;
+        let slot = shard.find_mut(h, key)?;
+        if touch {
+            slot.touch(lru);
+        }
+        Some(slot.view())
+    }
+
+    /// A lookup that changes no statistics and no access time (write paths, TYPE, TTL...).
+    pub fn peek(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let (h, found) = self.live(key);
+        if !found {
+            return None;
+        }
+        self.shard(h).find(h, key).map(Slot::view)
+    }
+
+    /// GET's lookup: the string value, a miss, or WRONGTYPE.
+    pub fn get_str(&mut self, key: &[u8]) -> Result<Option<&[u8]>, WrongType> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(e) => e.as_str().map(Some).ok_or(WrongType),
+        }
+    }
+
+    pub fn contains(&mut self, key: &[u8]) -> bool {
+        self.live(key).1
+    }
+
+    /// Stores a string value (packed with its key).
+    pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
+        let expire_at = self.resolve_ttl(key, ttl);
+        let h = hash(key);
+        let lru = self.lru;
+        self.shard(h)
+            .put(h, Slot::packed(key, value, expire_at, lru));
+    }
+
+    /// Stores a value of any type.
+    pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
+        let expire_at = self.resolve_ttl(key, ttl);
+        let h = hash(key);
+        let lru = self.lru;
+        self.shard(h).put(h, Slot::new(key, value, expire_at, lru));
+    }
+
+    fn resolve_ttl(&mut self, key: &[u8], ttl: Ttl) -> Option<u64> {
+        match ttl {
+            Ttl::Clear => None,
+            Ttl::At(at) => Some(at),
+            Ttl::Keep => self.peek(key).and_then(|e| e.expire_at()),
+        }
+    }
+
+    /// The string value for editing in place (APPEND, SETRANGE, SETBIT...). The entry moves
+    /// to its growable form, so repeated edits are amortized.
+    pub fn str_mut(&mut self, key: &[u8]) -> Result<Option<&mut Vec<u8>>, WrongType> {
+        let (h, found) = self.live(key);
+        if !found {
+            return Ok(None);
+        }
+        let lru = self.lru;
+        let Some(slot) = self.shard(h).find_mut(h, key) else {
+            return Ok(None);
+        };
+        slot.touch(lru);
+        match &mut slot.obj_mut().value {
+            Value::Str(s) => Ok(Some(s)),
+            #[allow(unreachable_patterns)]
+            _ => Err(WrongType),
+        }
+    }
+
+    /// Deletes a key; true if it existed (and had not expired).
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        let (h, found) = self.live(key);
+        found && self.shard(h).remove(h, key).is_some()
+    }
+
+    /// Removes and returns an entry (RENAME, MOVE).
+    pub fn take(&mut self, key: &[u8]) -> Option<Owned> {
+        let (h, found) = self.live(key);
+        if !found {
+            return None;
+        }
+        let slot = self.shard(h).remove(h, key)?;
+        let expire_at = slot.expire_at();
+        Some(Owned {
+            value: slot.into_value(),
+            expire_at,
+        })
+    }
+
+    /// A copy of an entry (COPY).
+    pub fn clone_owned(&mut self, key: &[u8]) -> Option<Owned> {
+        let (h, found) = self.live(key);
+        if !found {
+            return None;
+        }
+        let slot = self.shard(h).find(h, key)?;
+        Some(Owned {
+            value: slot.to_value(),
+            expire_at: slot.expire_at(),
+        })
+    }
+
+    /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one.
+    pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
+        let h = hash(key);
+        let lru = self.lru;
+        self.shard(h)
+            .put(h, Slot::new(key, owned.value, owned.expire_at, lru));
+    }
+
+    /// None: no such key. Some(None): the key has no expiry.
+    pub fn expire_at(&mut self, key: &[u8]) -> Option<Option<u64>> {
+        self.peek(key).map(|e| e.expire_at())
+    }
+
+    /// Sets or clears an existing key's expiry; false if there is no such key.
+    pub fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
+        let (h, found) = self.live(key);
+        found && self.shard(h).set_expire(h, key, expire_at)
+    }
+}
+
+#[cold]
+fn not_locked() -> ! {
+    // A command touched a key it did not declare when locking: a bug in that command.
+    panic!("strata-engine: key accessed without locking its shard")
+}

@@ -1,0 +1,103 @@
+//! One shard: a hash table of entries behind its own lock, plus counters kept under that
+//! lock (so hot paths touch no shared atomics).
+
+use crate::entry::Slot;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
+
+/// The keyspace's hash. Seeded per process, so clients cannot aim collisions at a shard.
+pub(crate) fn hash(key: &[u8]) -> u64 {
+    static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
+    STATE.get_or_init(Default::default).hash_one(key)
+}
+
+#[derive(Default)]
+pub(crate) struct ShardData {
+    pub table: HashTable<Slot>,
+    /// Entries that carry an expiry; the active cycle skips shards with none.
+    pub volatile: usize,
+    pub hits: u64,
+    pub misses: u64,
+    pub expired: u64,
+}
+
+impl ShardData {
+    pub fn find(&self, h: u64, key: &[u8]) -> Option<&Slot> {
+        self.table.find(h, |s| s.key() == key)
+    }
+
+    pub fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
+        self.table.find_mut(h, |s| s.key() == key)
+    }
+
+    /// Inserts or replaces; returns the previous slot.
+    pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
+        let has_ttl = slot.expire_at().is_some();
+        let old = match self.table.find_mut(h, |s| s.key() == slot.key()) {
+            Some(existing) => Some(std::mem::replace(existing, slot)),
+            None => {
+                self.table.insert_unique(h, slot, |s| hash(s.key()));
+                None
+            }
+        };
+        if has_ttl {
+            self.volatile += 1;
+        }
+        if let Some(o) = &old {
+            if o.expire_at().is_some() {
+                self.volatile -= 1;
+            }
+        }
+        old
+    }
+
+    pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
+        let slot = self
+            .table
+            .find_entry(h, |s| s.key() == key)
+            .ok()
+            .map(|e| e.remove().0)?;
+        if slot.expire_at().is_some() {
+            self.volatile -= 1;
+        }
+        Some(slot)
+    }
+
+    /// Changes an existing entry's expiry, keeping the volatile count right.
+    pub fn set_expire(&mut self, h: u64, key: &[u8], expire_at: Option<u64>) -> bool {
+        let Some(slot) = self.find_mut(h, key) else {
+            return false;
+        };
+        let had = slot.expire_at().is_some();
+        slot.set_expire(expire_at);
+        match (had, expire_at.is_some()) {
+            (false, true) => self.volatile += 1,
+            (true, false) => self.volatile -= 1,
+            _ => {}
+        }
+        true
+    }
+
+    /// Removes every expired entry; returns how many.
+    pub fn purge_expired(&mut self, now: u64) -> usize {
+        if self.volatile == 0 {
+            return 0;
+        }
+        let before = self.table.len();
+        let mut dropped_volatile = 0;
+        self.table.retain(|s| {
+            let gone = s.is_expired(now);
+            dropped_volatile += gone as usize;
+            !gone
+        });
+        self.volatile -= dropped_volatile;
+        self.expired += dropped_volatile as u64;
+        before - self.table.len()
+    }
+
+    pub fn clear(&mut self) -> HashTable<Slot> {
+        self.volatile = 0;
+        std::mem::take(&mut self.table)
+    }
+}

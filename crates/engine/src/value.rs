@@ -1,0 +1,18 @@
+//! Values held outside the packed string form.
+
+/// A value in its general (unpacked) form. Strings live packed with their key (see `entry`)
+/// until a command edits them in place (APPEND, SETRANGE, SETBIT...), which moves them here
+/// so growth is amortized. Collections (hash, list, set, zset) join this enum with the
+/// data-types work.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(Vec<u8>),
+}
+
+/// An entry lifted out of the table (RENAME, MOVE, COPY): its value and expiry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owned {
+    pub value: Value,
+    /// Absolute expiry in Unix milliseconds.
+    pub expire_at: Option<u64>,
+}

@@ -1,0 +1,11 @@
+//! RESP2/RESP3 frames: an incremental, bounded request parser and a reply writer. No I/O.
+//!
+//! The parser follows Redis 7.0's `processInlineBuffer` / `processMultibulkBuffer`
+//! byte for byte, including their quirks (see `parser` docs).
+
+mod num;
+pub mod parser;
+pub mod reply;
+
+pub use parser::{Limits, Parser, ProtocolError};
+pub use reply::{format_g17, Protocol, Reply};

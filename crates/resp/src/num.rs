@@ -1,0 +1,114 @@
+//! Integer text conversions shared by the parser and the reply writer.
+
+/// Redis's `string2ll`: optional '-', no '+', no leading zeros (except "0"), no spaces,
+/// fewer than 21 bytes, fits in i64.
+#[inline]
+pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
+    // LONG_STR_SIZE is 21 in Redis: longer input is rejected before looking at it.
+    if s.is_empty() || s.len() >= 21 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    if neg {
+        if v > i64::MIN.unsigned_abs() {
+            return None;
+        }
+        Some((v as i64).wrapping_neg())
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Writes the decimal text of `n` at the end of `buf`; returns where the text starts.
+#[inline]
+pub(crate) fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
+    let mut v = n.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    i
+}
+
+/// Appends the decimal text of `n`.
+#[inline]
+pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
+    let mut buf = [0u8; 20];
+    let start = itoa(n, &mut buf);
+    out.extend_from_slice(&buf[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string2ll_matches_redis() {
+        let ok: &[(&[u8], i64)] = &[
+            (b"0", 0),
+            (b"1", 1),
+            (b"-1", -1),
+            (b"9223372036854775807", i64::MAX),
+            (b"-9223372036854775808", i64::MIN),
+            (b"1234", 1234),
+        ];
+        for (s, v) in ok {
+            assert_eq!(string2ll(s), Some(*v), "{:?}", s);
+        }
+        let bad: &[&[u8]] = &[
+            b"",
+            b"-",
+            b"-0",
+            b"00",
+            b"01",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"1a",
+            b"9223372036854775808",
+            b"-9223372036854775809",
+            b"18446744073709551616",
+            b"99999999999999999999",
+            b"000000000000000000001",
+        ];
+        for s in bad {
+            assert_eq!(string2ll(s), None, "{:?}", s);
+        }
+    }
+
+    #[test]
+    fn itoa_edges() {
+        for n in [0, 1, -1, 9, 10, -10, 12345, i64::MAX, i64::MIN] {
+            let mut v = Vec::new();
+            push_int(&mut v, n);
+            assert_eq!(v, n.to_string().as_bytes());
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Per-connection state, and the registry of all clients that CLIENT LIST/KILL and INFO read
+//! from any thread.
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use strata_resp::Protocol;
+use tokio::sync::Notify;
+
+/// CLIENT REPLY mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Suppress the reply of the next command only.
+    Skip,
+}
+
+/// State owned by the connection's task.
+pub struct Client {
+    pub id: u64,
+    pub db: usize,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    pub reply: ReplyMode,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    /// Set by QUIT and protocol errors: flush the reply, then close.
+    pub close_after_reply: bool,
+    pub info: Arc<ClientInfo>,
+}
+
+impl Client {
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+        Client {
+            id: info.id,
+            db: 0,
+            proto: Protocol::Resp2,
+            authenticated,
+            reply: ReplyMode::On,
+            no_evict: false,
+            no_touch: false,
+            close_after_reply: false,
+            info,
+        }
+    }
+
+    pub fn set_db(&mut self, db: usize) {
+        self.db = db;
+        self.info.db.store(db, Ordering::Relaxed);
+    }
+
+    pub fn set_proto(&mut self, proto: Protocol) {
+        self.proto = proto;
+        self.info
+            .resp
+            .store(if proto == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
+    }
+}
+
+/// What other threads may read or signal about a client.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub created: Instant,
+    pub name: Mutex<Option<Bytes>>,
+    pub db: AtomicUsize,
+    pub resp: AtomicU8,
+    /// Index of the last command run, into the command table.
+    pub last_cmd: AtomicUsize,
+    /// Milliseconds since `created` of the last interaction.
+    pub last_active: AtomicU64,
+    pub qbuf: AtomicUsize,
+    pub no_evict: AtomicBool,
+    pub no_touch: AtomicBool,
+    killed: AtomicBool,
+    kill: Notify,
+}
+
+impl ClientInfo {
+    pub fn new(id: u64, addr: String, laddr: String) -> ClientInfo {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            name: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            last_cmd: AtomicUsize::new(usize::MAX),
+            last_active: AtomicU64::new(0),
+            qbuf: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        }
+    }
+
+    /// Asks the connection to close (CLIENT KILL, SHUTDOWN). It closes at its next wake-up.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    /// Resolves once `kill` was called.
+    pub async fn killed(&self) {
+        while !self.is_killed() {
+            self.kill.notified().await;
+        }
+    }
+
+    pub fn touch(&self) {
+        self.last_active
+            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub fn idle_secs(&self) -> u64 {
+        let now = self.created.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000
+    }
+}
+
+/// All connected clients, by id (CLIENT LIST orders by id, as Redis).
+#[derive(Default)]
+pub struct Registry {
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    next_id: AtomicU64,
+    connected: AtomicUsize,
+}
+
+impl Registry {
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub fn add(&self, info: Arc<ClientInfo>) {
+        self.clients.lock().insert(info.id, info);
+        self.connected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn remove(&self, id: u64) {
+        if self.clients.lock().remove(&id).is_some() {
+            self.connected.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn connected(&self) -> usize {
+        self.connected.load(Ordering::Relaxed)
+    }
+
+    pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
+        self.clients.lock().get(&id).cloned()
+    }
+}

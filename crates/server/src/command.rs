@@ -1,0 +1,278 @@
+//! The one command table. Each command is declared once, next to its implementation in
+//! `commands/<family>.rs`, as a [`Command`]: name, arity, flags, key positions, docs and
+//! handler. Dispatch, arity checks, COMMAND INFO/DOCS/GETKEYS and key extraction all read
+//! these declarations; nothing repeats them.
+
+use crate::client::Client;
+use crate::server::Server;
+use bytes::Bytes;
+use std::borrow::Cow;
+use strata_engine::{Db, Locked, WrongType};
+use strata_resp::Reply;
+
+/// Command flags, named as COMMAND INFO names them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLEKEYS: u32 = 1 << 15;
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// Where a command's keys are in its argv (argv[0] is the command name).
+#[derive(Clone, Copy, Debug)]
+pub enum Keys {
+    None,
+    /// Redis's legacy (first, last, step); a negative `last` counts from the end
+    /// (-1 = the last argument).
+    Range { first: i32, last: i32, step: i32 },
+    /// Computed from the arguments (BITOP, LCS...). Flag the command MOVABLEKEYS.
+    Custom(fn(&[Bytes]) -> Vec<usize>),
+}
+
+/// A command's result: the handler wrote its reply into `ctx.out`, or failed with an
+/// error that dispatch writes.
+pub type CmdResult = Result<(), CmdError>;
+pub type Handler = fn(&mut Ctx<'_>) -> CmdResult;
+
+/// One command (or one subcommand of a container such as CONFIG or CLIENT).
+pub struct Command {
+    /// Lower-case name; a subcommand's own name (e.g. "get" under "config").
+    pub name: &'static str,
+    /// Redis convention: N means exactly N arguments counting the name, -N at least N.
+    /// A subcommand counts the container too (CONFIG GET is arity -3).
+    pub arity: i32,
+    pub flags: u32,
+    pub keys: Keys,
+    /// Redis's doc group: "string", "generic", "connection", "server"...
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub complexity: &'static str,
+    pub handler: Handler,
+    pub subcommands: &'static [Command],
+}
+
+impl Command {
+    /// Defaults for the fields most declarations leave alone; use with `..Command::DEFAULT`.
+    pub const DEFAULT: Command = Command {
+        name: "",
+        arity: 1,
+        flags: 0,
+        keys: Keys::None,
+        group: "generic",
+        summary: "",
+        since: "1.0.0",
+        complexity: "O(1)",
+        handler: no_handler,
+        subcommands: &[],
+    };
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// Positions of the key arguments in `argv`.
+    pub fn key_positions(&self, argv: &[Bytes]) -> Vec<usize> {
+        match self.keys {
+            Keys::None => Vec::new(),
+            Keys::Range { first, last, step } => {
+                let argc = argv.len() as i32;
+                let last = if last < 0 { argc + last } else { last };
+                if first <= 0 || step <= 0 {
+                    return Vec::new();
+                }
+                (first..=last.min(argc - 1))
+                    .step_by(step as usize)
+                    .map(|i| i as usize)
+                    .collect()
+            }
+            Keys::Custom(f) => f(argv),
+        }
+    }
+
+    /// ACL categories, derived from flags and group as Redis derives most of them.
+    pub fn acl_categories(&self) -> Vec<&'static str> {
+        let mut c = Vec::new();
+        if self.has(flags::WRITE) {
+            c.push("@write");
+        }
+        if self.has(flags::READONLY) {
+            c.push("@read");
+        }
+        if self.has(flags::ADMIN) {
+            c.extend(["@admin", "@dangerous"]);
+        }
+        if self.has(flags::PUBSUB) {
+            c.push("@pubsub");
+        }
+        if self.has(flags::BLOCKING) {
+            c.push("@blocking");
+        }
+        c.push(if self.has(flags::FAST) { "@fast" } else { "@slow" });
+        match self.group {
+            "string" => c.push("@string"),
+            "generic" => c.push("@keyspace"),
+            "connection" => c.push("@connection"),
+            "bitmap" => c.push("@bitmap"),
+            _ => {}
+        }
+        c
+    }
+}
+
+fn no_handler(ctx: &mut Ctx<'_>) -> CmdResult {
+    Err(CmdError::Custom(format!(
+        "ERR unknown command '{}'",
+        String::from_utf8_lossy(&ctx.argv[0])
+    )))
+}
+
+/// Everything a handler may use: the server, its client, the arguments, the reply.
+pub struct Ctx<'a> {
+    pub server: &'a Server,
+    pub client: &'a mut Client,
+    /// The whole argv; argv[0] is the command name (argv[1] the subcommand for containers).
+    pub argv: &'a [Bytes],
+    pub out: Reply<'a>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The client's selected database.
+    pub fn db(&self) -> &'a Db {
+        self.server.keyspace.db(self.client.db)
+    }
+
+    /// Locks the shards of `keys` in the selected database, honouring CLIENT NO-TOUCH.
+    pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'a> {
+        self.db().lock(keys).no_touch(self.client.no_touch)
+    }
+
+    /// Locks one key's shard in the selected database.
+    pub fn lock1(&self, key: &[u8]) -> Locked<'a> {
+        self.db().lock1(key).no_touch(self.client.no_touch)
+    }
+
+    /// Argument `i` (0 is the command name).
+    pub fn arg(&self, i: usize) -> &'a [u8] {
+        &self.argv[i]
+    }
+
+    /// Argument `i` as an i64, or Redis's "value is not an integer" error.
+    pub fn int_arg(&self, i: usize) -> Result<i64, CmdError> {
+        parse_i64(&self.argv[i]).ok_or(CmdError::NOT_INTEGER)
+    }
+
+    /// Argument `i` lower-cased as ASCII, for matching options (EX, NX, ...).
+    pub fn lower(&self, i: usize) -> Vec<u8> {
+        self.argv[i].to_ascii_lowercase()
+    }
+}
+
+/// Parses like Redis's string2ll: optional '-', digits, no '+', no leading zeros or spaces.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s.len() > 1 && (s[0] == b'0' || (s[0] == b'-' && s[1] == b'0')) {
+        return None;
+    }
+    if s == b"-" {
+        return None;
+    }
+    std::str::from_utf8(s).ok()?.parse().ok().filter(|_| s[0] != b'+')
+}
+
+/// A command error: the full error line without the leading '-' (e.g. "ERR syntax error").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmdError {
+    Static(&'static str),
+    Custom(String),
+}
+
+impl CmdError {
+    pub const WRONG_TYPE: CmdError =
+        CmdError::Static("WRONGTYPE Operation against a key holding the wrong kind of value");
+    pub const SYNTAX: CmdError = CmdError::Static("ERR syntax error");
+    pub const NOT_INTEGER: CmdError =
+        CmdError::Static("ERR value is not an integer or out of range");
+    pub const NOT_FLOAT: CmdError = CmdError::Static("ERR value is not a valid float");
+    pub const OVERFLOW: CmdError =
+        CmdError::Static("ERR increment or decrement would overflow");
+    pub const NO_SUCH_KEY: CmdError = CmdError::Static("ERR no such key");
+    pub const DB_RANGE: CmdError = CmdError::Static("ERR DB index is out of range");
+    pub const INVALID_EXPIRE: CmdError = CmdError::Static("ERR invalid expire time in 'set' command");
+
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            CmdError::Static(s) => Cow::Borrowed(s),
+            CmdError::Custom(s) => Cow::Borrowed(s.as_str()),
+        }
+    }
+
+    /// "ERR <msg>"
+    pub fn err(msg: impl std::fmt::Display) -> CmdError {
+        CmdError::Custom(format!("ERR {msg}"))
+    }
+
+    /// Redis's error for a wrong argument count: "ERR wrong number of arguments for 'get' command".
+    pub fn arity(fullname: &str) -> CmdError {
+        CmdError::Custom(format!(
+            "ERR wrong number of arguments for '{fullname}' command"
+        ))
+    }
+}
+
+impl From<WrongType> for CmdError {
+    fn from(_: WrongType) -> Self {
+        CmdError::WRONG_TYPE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_i64;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b""[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"-", b"9223372036854775808", b"1.0"] {
+            assert_eq!(parse_i64(bad), None, "{:?}", bad);
+        }
+    }
+}

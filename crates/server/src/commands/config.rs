@@ -1,0 +1,104 @@
+//! CONFIG GET/SET/RESETSTAT/REWRITE/HELP.
+
+use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::config::param;
+
+const fn cfg(name: &'static str, arity: i32, flags: u32, summary: &'static str, since: &'static str, handler: crate::command::Handler) -> Command {
+    Command { name, arity, flags, group: "server", summary, since, handler, ..Command::DEFAULT }
+}
+
+pub const COMMANDS: &[Command] = &[Command {
+    subcommands: CONFIG,
+    ..cfg("config", -2, 0, "A container for server configuration commands.", "2.0.0", super::container)
+}];
+
+const CONFIG: &[Command] = &[
+    cfg("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Returns the effective values of configuration parameters.", "2.0.0", config_get),
+    cfg("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, "Sets configuration parameters in-flight.", "2.0.0", config_set),
+    cfg("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Resets the server's statistics.", "2.0.0", config_resetstat),
+    cfg("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Persists the effective configuration to file.", "2.8.0", config_rewrite),
+    cfg("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "5.0.0", config_help),
+];
+
+fn config_get(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mut pairs: Vec<(&str, String)> = Vec::new();
+    for pattern in &ctx.argv[2..] {
+        for (k, v) in ctx.server.config.matching(pattern) {
+            if !pairs.iter().any(|(n, _)| *n == k) {
+                pairs.push((k, v));
+            }
+        }
+    }
+    ctx.out.map(pairs.len());
+    for (k, v) in pairs {
+        ctx.out.bulk(k.as_bytes());
+        ctx.out.bulk(v.as_bytes());
+    }
+    Ok(())
+}
+
+fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
+    let args = &ctx.argv[2..];
+    if args.len() % 2 != 0 {
+        return Err(unknown_option(&args[args.len() - 1]));
+    }
+    // Validate everything first so a failing pair leaves the config untouched, as Redis 7.
+    let mut checked = Vec::new();
+    for pair in args.chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        let Some(p) = param(&name) else {
+            return Err(unknown_option(&pair[0]));
+        };
+        if checked.iter().any(|(n, _)| *n == p.name) {
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter")));
+        }
+        let refuse = |why: String| CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"));
+        if !p.mutable {
+            return Err(refuse("can't set immutable config".into()));
+        }
+        crate::config::normalize(p, &value).map_err(refuse)?;
+        checked.push((p.name, value));
+    }
+    for (name, value) in checked {
+        ctx.server.config.set(name, &value, true).map_err(CmdError::err)?;
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn unknown_option(name: &[u8]) -> CmdError {
+    CmdError::err(format!(
+        "Unknown option or number of arguments for CONFIG SET - '{}'",
+        String::from_utf8_lossy(name)
+    ))
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.server.stats.reset();
+    for i in 0..ctx.server.keyspace.db_count() {
+        ctx.server.keyspace.db(i).reset_stats();
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_>) -> CmdResult {
+    let Some(path) = ctx.server.config.file.clone() else {
+        return Err(CmdError::err("The server is running without a config file"));
+    };
+    let mut text = String::from("# Written by Strata's CONFIG REWRITE\n");
+    for (k, v) in ctx.server.config.matching(b"*") {
+        text.push_str(&format!("{k} \"{}\"\n", v.replace('\\', "\\\\").replace('"', "\\\"")));
+    }
+    let tmp = format!("{path}.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn config_help(ctx: &mut Ctx<'_>) -> CmdResult {
+    super::help(ctx, "CONFIG", CONFIG)
+}

@@ -1,0 +1,389 @@
+//! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
+
+use crate::client::{Client, ClientInfo, ReplyMode};
+use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::server::Server;
+use std::sync::atomic::Ordering;
+use strata_resp::Protocol;
+
+const fn conn(name: &'static str, arity: i32, flags: u32, summary: &'static str, since: &'static str, handler: crate::command::Handler) -> Command {
+    Command { name, arity, flags, group: "connection", summary, since, handler, ..Command::DEFAULT }
+}
+
+pub const COMMANDS: &[Command] = &[
+    conn("ping", -1, FAST, "Returns the server's liveliness response.", "1.0.0", ping),
+    conn("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
+    conn("hello", -1, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE, "Handshakes with the Redis server.", "6.0.0", hello),
+    conn("auth", -2, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE, "Authenticates the connection.", "1.0.0", auth),
+    conn("select", 2, FAST | LOADING | STALE, "Changes the selected database.", "1.0.0", select),
+    conn("quit", -1, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, "Closes the connection.", "1.0.0", quit),
+    conn("reset", 1, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE, "Resets the connection.", "6.2.0", reset),
+    Command {
+        subcommands: CLIENT,
+        ..conn("client", -2, 0, "A container for client connection commands.", "2.4.0", super::container)
+    },
+];
+
+const CLIENT: &[Command] = &[
+    conn("id", 2, FAST | NOSCRIPT | LOADING | STALE, "Returns the unique client ID of the connection.", "5.0.0", client_id),
+    conn("setname", 3, FAST | NOSCRIPT | LOADING | STALE, "Sets the connection name.", "2.6.9", client_setname),
+    conn("getname", 2, FAST | NOSCRIPT | LOADING | STALE, "Returns the name of the connection.", "2.6.9", client_getname),
+    conn("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Lists open connections.", "2.4.0", client_list),
+    conn("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection.", "6.2.0", client_info),
+    conn("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections.", "2.4.0", client_kill),
+    conn("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection.", "7.0.0", client_no_evict),
+    conn("no-touch", 3, FAST | NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "7.2.0", client_no_touch),
+    conn("reply", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to reply to commands.", "3.2.0", client_reply),
+    conn("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "5.0.0", client_help),
+];
+
+fn ping(ctx: &mut Ctx<'_>) -> CmdResult {
+    match ctx.argv.len() {
+        1 => ctx.out.simple("PONG"),
+        2 => ctx.out.bulk(ctx.arg(1)),
+        _ => return Err(CmdError::arity("ping")),
+    }
+    Ok(())
+}
+
+fn echo(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.out.bulk(ctx.arg(1));
+    Ok(())
+}
+
+/// Checks a password against `requirepass` for the default user.
+fn check_password(server: &Server, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CmdError> {
+    let required = server.config.get("requirepass");
+    let user_ok = user.is_none_or(|u| u == b"default");
+    // With no password set, the default user accepts any password (Redis's nopass).
+    if user_ok && (required.is_empty() || required.as_bytes() == pass) {
+        Ok(())
+    } else {
+        Err(CmdError::Static("WRONGPASS invalid username-password pair or user is disabled."))
+    }
+}
+
+fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
+    let (user, pass) = match ctx.argv.len() {
+        2 => (None, ctx.arg(1)),
+        3 => (Some(ctx.arg(1)), ctx.arg(2)),
+        _ => return Err(CmdError::SYNTAX),
+    };
+    if user.is_none() && ctx.server.config.get("requirepass").is_empty() {
+        return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
+    }
+    check_password(ctx.server, user, pass)?;
+    ctx.client.authenticated = true;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mut proto = None;
+    if ctx.argv.len() >= 2 {
+        let v = ctx.int_arg(1).map_err(|_| CmdError::err("Protocol version is not an integer or out of range"))?;
+        proto = match v {
+            2 => Some(Protocol::Resp2),
+            3 => Some(Protocol::Resp3),
+            _ => return Err(CmdError::Static("NOPROTO unsupported protocol version")),
+        };
+    }
+    let mut name = None;
+    let mut j = 2;
+    while j < ctx.argv.len() {
+        let more = ctx.argv.len() - 1 - j;
+        let opt = ctx.lower(j);
+        if opt == b"auth" && more >= 2 {
+            check_password(ctx.server, Some(ctx.arg(j + 1)), ctx.arg(j + 2))?;
+            ctx.client.authenticated = true;
+            j += 3;
+        } else if opt == b"setname" && more >= 1 {
+            validate_name(ctx.arg(j + 1))?;
+            name = Some(ctx.argv[j + 1].clone());
+            j += 2;
+        } else {
+            return Err(CmdError::err(format!(
+                "Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(ctx.arg(j))
+            )));
+        }
+    }
+    if !ctx.client.authenticated {
+        return Err(CmdError::Static("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if let Some(n) = name {
+        *ctx.client.info.name.lock() = (!n.is_empty()).then_some(n);
+    }
+    if let Some(p) = proto {
+        ctx.client.set_proto(p);
+        ctx.out.proto = p;
+    }
+    let out = &mut ctx.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(crate::info::REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(if ctx.client.proto == Protocol::Resp3 { 3 } else { 2 });
+    out.bulk(b"id");
+    out.int(ctx.client.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}
+
+fn select(ctx: &mut Ctx<'_>) -> CmdResult {
+    let db = ctx.int_arg(1)?;
+    if db < 0 || db as usize >= ctx.server.keyspace.db_count() {
+        return Err(CmdError::DB_RANGE);
+    }
+    ctx.client.set_db(db as usize);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn quit(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.out.ok();
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
+    let c = &mut *ctx.client;
+    c.set_db(0);
+    c.set_proto(Protocol::Resp2);
+    c.reply = ReplyMode::On;
+    c.no_evict = false;
+    c.no_touch = false;
+    c.info.no_evict.store(false, Ordering::Relaxed);
+    c.info.no_touch.store(false, Ordering::Relaxed);
+    *c.info.name.lock() = None;
+    c.authenticated = ctx.server.config.get("requirepass").is_empty();
+    ctx.out.proto = Protocol::Resp2;
+    ctx.out.simple("RESET");
+    Ok(())
+}
+
+fn client_id(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.out.int(ctx.client.id as i64);
+    Ok(())
+}
+
+/// Redis allows names of printable ASCII without spaces.
+fn validate_name(name: &[u8]) -> CmdResult {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::err("Client names cannot contain spaces, newlines or special characters."));
+    }
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx<'_>) -> CmdResult {
+    let name = ctx.argv[2].clone();
+    validate_name(&name)?;
+    *ctx.client.info.name.lock() = (!name.is_empty()).then_some(name);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx<'_>) -> CmdResult {
+    match ctx.client.info.name.lock().as_ref() {
+        Some(n) => ctx.out.bulk(n),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+/// One CLIENT LIST line, with Redis 7.0's fields (memory fields are estimates of ours).
+fn client_line(server: &Server, c: &ClientInfo) -> String {
+    let name = c.name.lock().as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
+    let cmd = server.table.fullnames.get(c.last_cmd.load(Ordering::Relaxed)).map(String::as_str).unwrap_or("NULL");
+    let mut flags = String::new();
+    if c.no_evict.load(Ordering::Relaxed) {
+        flags.push('e');
+    }
+    if c.no_touch.load(Ordering::Relaxed) {
+        flags.push('T');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    format!(
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        name,
+        c.created.elapsed().as_secs(),
+        c.idle_secs(),
+        flags,
+        c.db.load(Ordering::Relaxed),
+        c.qbuf.load(Ordering::Relaxed),
+        cmd,
+        c.resp.load(Ordering::Relaxed)
+    )
+}
+
+fn client_info(ctx: &mut Ctx<'_>) -> CmdResult {
+    let line = client_line(ctx.server, &ctx.client.info) + "\n";
+    ctx.out.verbatim("txt", line.as_bytes());
+    Ok(())
+}
+
+fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut j = 2;
+    while j < ctx.argv.len() {
+        match ctx.lower(j).as_slice() {
+            b"type" if j + 1 < ctx.argv.len() => {
+                let t = ctx.lower(j + 1);
+                match t.as_slice() {
+                    b"normal" => {}
+                    b"master" | b"replica" | b"slave" | b"pubsub" => ids = Some(Vec::new()),
+                    _ => return Err(CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(ctx.arg(j + 1))))),
+                }
+                j += 2;
+            }
+            b"id" if j + 1 < ctx.argv.len() => {
+                let mut list = Vec::new();
+                for a in &ctx.argv[j + 1..] {
+                    match crate::command::parse_i64(a) {
+                        Some(id) if id > 0 => list.push(id as u64),
+                        _ => return Err(CmdError::err("Invalid client ID")),
+                    }
+                }
+                ids = Some(list);
+                j = ctx.argv.len();
+            }
+            _ => return Err(CmdError::SYNTAX),
+        }
+    }
+    let mut text = String::new();
+    for c in ctx.server.clients.snapshot() {
+        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+            text.push_str(&client_line(ctx.server, &c));
+            text.push('\n');
+        }
+    }
+    ctx.out.verbatim("txt", text.as_bytes());
+    Ok(())
+}
+
+fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
+    let all = ctx.server.clients.snapshot();
+    // The old form: CLIENT KILL addr:port.
+    if ctx.argv.len() == 3 {
+        let addr = ctx.arg(2);
+        let Some(c) = all.iter().find(|c| c.addr.as_bytes() == addr) else {
+            return Err(CmdError::err("No such client"));
+        };
+        kill(ctx.client, c);
+        ctx.out.ok();
+        return Ok(());
+    }
+    let (mut id, mut addr, mut laddr, mut skipme, mut maxage) = (None, None, None, true, None);
+    let mut normal_only = true;
+    let mut j = 2;
+    while j < ctx.argv.len() {
+        if j + 1 >= ctx.argv.len() {
+            return Err(CmdError::SYNTAX);
+        }
+        let val = ctx.arg(j + 1);
+        match ctx.lower(j).as_slice() {
+            b"id" => match crate::command::parse_i64(val) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(CmdError::err("client-id should be greater than 0")),
+            },
+            b"addr" => addr = Some(val.to_vec()),
+            b"laddr" => laddr = Some(val.to_vec()),
+            b"user" => {
+                if val != b"default" {
+                    return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(val))));
+                }
+            }
+            b"type" => match val.to_ascii_lowercase().as_slice() {
+                b"normal" => {}
+                b"master" | b"replica" | b"slave" | b"pubsub" => normal_only = false,
+                _ => return Err(CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(val)))),
+            },
+            b"skipme" => match val.to_ascii_lowercase().as_slice() {
+                b"yes" => skipme = true,
+                b"no" => skipme = false,
+                _ => return Err(CmdError::SYNTAX),
+            },
+            b"maxage" => maxage = Some(crate::command::parse_i64(val).ok_or(CmdError::NOT_INTEGER)?),
+            _ => return Err(CmdError::SYNTAX),
+        }
+        j += 2;
+    }
+    let mut killed = 0;
+    for c in &all {
+        let matches = normal_only
+            && id.is_none_or(|id| c.id == id)
+            && addr.as_ref().is_none_or(|a| c.addr.as_bytes() == a.as_slice())
+            && laddr.as_ref().is_none_or(|a| c.laddr.as_bytes() == a.as_slice())
+            && maxage.is_none_or(|m| c.created.elapsed().as_secs() as i64 >= m)
+            && !(skipme && c.id == ctx.client.id);
+        if matches {
+            kill(ctx.client, c);
+            killed += 1;
+        }
+    }
+    ctx.out.int(killed);
+    Ok(())
+}
+
+/// Kills a client; killing ourselves closes after this reply, as in Redis.
+fn kill(me: &mut Client, c: &ClientInfo) {
+    if c.id == me.id {
+        me.close_after_reply = true;
+    } else {
+        c.kill();
+    }
+}
+
+fn on_off(ctx: &Ctx<'_>, i: usize) -> Result<bool, CmdError> {
+    match ctx.lower(i).as_slice() {
+        b"on" => Ok(true),
+        b"off" => Ok(false),
+        _ => Err(CmdError::SYNTAX),
+    }
+}
+
+fn client_no_evict(ctx: &mut Ctx<'_>) -> CmdResult {
+    let on = on_off(ctx, 2)?;
+    ctx.client.no_evict = on;
+    ctx.client.info.no_evict.store(on, Ordering::Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_no_touch(ctx: &mut Ctx<'_>) -> CmdResult {
+    let on = on_off(ctx, 2)?;
+    ctx.client.no_touch = on;
+    ctx.client.info.no_touch.store(on, Ordering::Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_reply(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mode = match ctx.lower(2).as_slice() {
+        b"on" => ReplyMode::On,
+        b"off" => ReplyMode::Off,
+        b"skip" => ReplyMode::Skip,
+        _ => return Err(CmdError::SYNTAX),
+    };
+    ctx.client.reply = mode;
+    if mode == ReplyMode::On {
+        ctx.out.ok();
+    }
+    Ok(())
+}
+
+fn client_help(ctx: &mut Ctx<'_>) -> CmdResult {
+    super::help(ctx, "CLIENT", CLIENT)
+}

@@ -1,0 +1,42 @@
+//! Command families, one file each. Each file declares its commands in a `COMMANDS` table
+//! next to their handlers; `FAMILIES` lists every table.
+
+use crate::command::{CmdError, CmdResult, Command, Ctx};
+
+pub mod admin;
+pub mod config;
+pub mod connection;
+pub mod introspection;
+pub mod keys;
+pub mod strings;
+
+pub const FAMILIES: &[&[Command]] = &[
+    connection::COMMANDS,
+    admin::COMMANDS,
+    config::COMMANDS,
+    introspection::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+];
+
+/// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before
+/// handlers run, so this only answers when a container is called in a way it can't resolve.
+pub fn container(ctx: &mut Ctx<'_>) -> CmdResult {
+    Err(CmdError::arity(&String::from_utf8_lossy(ctx.arg(0)).to_ascii_lowercase()))
+}
+
+/// A container's HELP: one line per subcommand, from the declarations themselves.
+pub fn help(ctx: &mut Ctx<'_>, container: &str, subs: &[Command]) -> CmdResult {
+    let mut lines = vec![format!(
+        "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    )];
+    for s in subs {
+        lines.push(s.name.to_ascii_uppercase());
+        lines.push(format!("    {}", s.summary));
+    }
+    ctx.out.array(lines.len());
+    for l in &lines {
+        ctx.out.simple(l);
+    }
+    Ok(())
+}

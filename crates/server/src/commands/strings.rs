@@ -1,0 +1,5 @@
+//! placeholder
+
+use crate::command::Command;
+
+pub const COMMANDS: &[Command] = &[];

@@ -1,0 +1,272 @@
+//! INFO: Redis 7.0's sections and field names, so tools that parse INFO (redis-cli --stat,
+//! monitoring exporters, client libraries) read Strata unchanged.
+
+use crate::server::Server;
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+/// The Redis version whose behaviour Strata follows; clients gate features on it.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+const DEFAULT: &[&str] = &[
+    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats",
+    "cluster", "keyspace",
+];
+
+/// Builds the INFO text for the requested sections (none = "default").
+pub fn render(server: &Server, requested: &[String]) -> String {
+    let mut wanted: Vec<&str> = Vec::new();
+    let requested: Vec<String> = requested.iter().map(|s| s.to_ascii_lowercase()).collect();
+    if requested.is_empty() {
+        wanted.extend(DEFAULT);
+    }
+    for r in &requested {
+        match r.as_str() {
+            "default" => wanted.extend(DEFAULT),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT);
+                wanted.push("commandstats");
+            }
+            s => wanted.push(s),
+        }
+    }
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    for name in wanted {
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let body = match section(server, name) {
+            Some(b) => b,
+            None => continue,
+        };
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        out.push_str(&body);
+    }
+    out
+}
+
+fn section(server: &Server, name: &str) -> Option<String> {
+    let mut s = String::new();
+    match name {
+        "server" => server_section(server, &mut s),
+        "clients" => {
+            s.push_str("# Clients\r\n");
+            field(&mut s, "connected_clients", server.clients.connected());
+            field(&mut s, "cluster_connections", 0);
+            field(&mut s, "maxclients", server.config.get("maxclients"));
+            field(&mut s, "client_recent_max_input_buffer", 0);
+            field(&mut s, "client_recent_max_output_buffer", 0);
+            field(&mut s, "blocked_clients", 0);
+            field(&mut s, "tracking_clients", 0);
+            field(&mut s, "clients_in_timeout_table", 0);
+        }
+        "memory" => memory_section(server, &mut s),
+        "persistence" => {
+            s.push_str("# Persistence\r\n");
+            for (k, v) in [
+                ("loading", "0".to_string()),
+                ("async_loading", "0".into()),
+                ("rdb_changes_since_last_save", "0".into()),
+                ("rdb_bgsave_in_progress", "0".into()),
+                ("rdb_last_save_time", server.last_save.load(Ordering::Relaxed).to_string()),
+                ("rdb_last_bgsave_status", "ok".into()),
+                ("aof_enabled", "0".into()),
+                ("aof_rewrite_in_progress", "0".into()),
+                ("aof_last_bgrewrite_status", "ok".into()),
+                ("aof_last_write_status", "ok".into()),
+            ] {
+                field(&mut s, k, v);
+            }
+        }
+        "stats" => stats_section(server, &mut s),
+        "replication" => {
+            s.push_str("# Replication\r\n");
+            field(&mut s, "role", "master");
+            field(&mut s, "connected_slaves", 0);
+            field(&mut s, "master_failover_state", "no-failover");
+            field(&mut s, "master_replid", &server.run_id);
+            field(&mut s, "master_replid2", "0000000000000000000000000000000000000000");
+            field(&mut s, "master_repl_offset", 0);
+            field(&mut s, "second_repl_offset", -1);
+            field(&mut s, "repl_backlog_active", 0);
+        }
+        "cpu" => {
+            s.push_str("# CPU\r\n");
+            let (user, sys) = cpu_seconds();
+            field(&mut s, "used_cpu_sys", format!("{sys:.6}"));
+            field(&mut s, "used_cpu_user", format!("{user:.6}"));
+            field(&mut s, "used_cpu_sys_children", "0.000000");
+            field(&mut s, "used_cpu_user_children", "0.000000");
+        }
+        "modules" => s.push_str("# Modules\r\n"),
+        "errorstats" => {
+            s.push_str("# Errorstats\r\n");
+            for (code, n) in server.stats.errors() {
+                field(&mut s, &format!("errorstat_{code}"), format!("count={n}"));
+            }
+        }
+        "cluster" => {
+            s.push_str("# Cluster\r\n");
+            field(&mut s, "cluster_enabled", 0);
+        }
+        "keyspace" => {
+            s.push_str("# Keyspace\r\n");
+            for i in 0..server.keyspace.db_count() {
+                let db = server.keyspace.db(i);
+                let keys = db.len();
+                if keys > 0 {
+                    field(&mut s, &format!("db{i}"), format!("keys={keys},expires={},avg_ttl=0", db.volatile_len()));
+                }
+            }
+        }
+        "commandstats" => {
+            s.push_str("# Commandstats\r\n");
+            let totals = server.stats.command_totals(server.table.commands.len());
+            for (id, t) in totals.iter().enumerate() {
+                if t.calls == 0 && t.rejected == 0 && t.failed == 0 {
+                    continue;
+                }
+                let per_call = if t.calls > 0 { t.usec as f64 / t.calls as f64 } else { 0.0 };
+                field(
+                    &mut s,
+                    &format!("cmdstat_{}", server.table.fullnames[id]),
+                    format!(
+                        "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                        t.calls, t.usec, t.rejected, t.failed
+                    ),
+                );
+            }
+        }
+        _ => return None,
+    }
+    Some(s)
+}
+
+fn field(s: &mut String, k: &str, v: impl std::fmt::Display) {
+    let _ = write!(s, "{k}:{v}\r\n");
+}
+
+fn server_section(server: &Server, s: &mut String) {
+    let uptime = server.started.elapsed().as_secs();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    s.push_str("# Server\r\n");
+    field(s, "redis_version", REDIS_VERSION);
+    field(s, "strata_version", env!("CARGO_PKG_VERSION"));
+    field(s, "redis_git_sha1", "00000000");
+    field(s, "redis_git_dirty", 0);
+    field(s, "redis_mode", "standalone");
+    field(s, "os", format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
+    field(s, "arch_bits", usize::BITS);
+    field(s, "multiplexing_api", "epoll");
+    field(s, "process_id", std::process::id());
+    field(s, "process_supervised", "no");
+    field(s, "run_id", &server.run_id);
+    field(s, "tcp_port", server.listen.first().map(|a| a.port()).unwrap_or(0));
+    field(s, "server_time_usec", now.as_micros());
+    field(s, "uptime_in_seconds", uptime);
+    field(s, "uptime_in_days", uptime / 86400);
+    field(s, "hz", server.config.get("hz"));
+    field(s, "configured_hz", server.config.get("hz"));
+    field(s, "lru_clock", strata_engine::clock::lru_clock(now.as_millis() as u64));
+    field(s, "executable", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
+    field(s, "config_file", server.config.file.as_deref().unwrap_or(""));
+    field(s, "io_threads_active", 0);
+    field(s, "worker_threads", server.threads);
+}
+
+/// Bytes as Redis's "human" memory format (e.g. "1.50M").
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    match bytes {
+        0..=1023 => format!("{bytes}B"),
+        1024..=1048575 => format!("{:.2}K", b / 1024.0),
+        1048576..=1073741823 => format!("{:.2}M", b / 1048576.0),
+        _ => format!("{:.2}G", b / 1073741824.0),
+    }
+}
+
+/// (allocated, resident) bytes as the allocator counts them.
+fn allocator() -> (u64, u64) {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    let _ = epoch::advance();
+    (
+        stats::allocated::read().unwrap_or(0) as u64,
+        stats::resident::read().unwrap_or(0) as u64,
+    )
+}
+
+/// Resident set size from /proc, as Redis reports used_memory_rss.
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+fn memory_section(server: &Server, s: &mut String) {
+    let (used, resident) = allocator();
+    let rss = rss_bytes();
+    let peak = server.memory_peak.fetch_max(used, Ordering::Relaxed).max(used);
+    let maxmemory = server.config.get_u64("maxmemory");
+    s.push_str("# Memory\r\n");
+    field(s, "used_memory", used);
+    field(s, "used_memory_human", human(used));
+    field(s, "used_memory_rss", rss);
+    field(s, "used_memory_rss_human", human(rss));
+    field(s, "used_memory_peak", peak);
+    field(s, "used_memory_peak_human", human(peak));
+    field(s, "allocator_allocated", used);
+    field(s, "allocator_resident", resident);
+    field(s, "maxmemory", maxmemory);
+    field(s, "maxmemory_human", human(maxmemory));
+    field(s, "maxmemory_policy", server.config.get("maxmemory-policy"));
+    let ratio = if used > 0 { rss as f64 / used as f64 } else { 0.0 };
+    field(s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
+    field(s, "mem_allocator", "jemalloc");
+}
+
+fn stats_section(server: &Server, s: &mut String) {
+    let st = &server.stats;
+    let totals = st.command_totals(server.table.commands.len());
+    let commands: u64 = totals.iter().map(|t| t.calls).sum();
+    let (input, output) = st.net();
+    let (mut hits, mut misses, mut expired) = (0, 0, 0);
+    for i in 0..server.keyspace.db_count() {
+        let (h, m, e) = server.keyspace.db(i).stats();
+        hits += h;
+        misses += m;
+        expired += e;
+    }
+    let errors: u64 = st.errors().iter().map(|(_, n)| n).sum();
+    s.push_str("# Stats\r\n");
+    field(s, "total_connections_received", st.connections_received.load(Ordering::Relaxed));
+    field(s, "total_commands_processed", commands);
+    field(s, "instantaneous_ops_per_sec", server.ops_per_sec.load(Ordering::Relaxed));
+    field(s, "total_net_input_bytes", input);
+    field(s, "total_net_output_bytes", output);
+    field(s, "rejected_connections", st.rejected_connections.load(Ordering::Relaxed));
+    field(s, "expired_keys", expired);
+    field(s, "evicted_keys", 0);
+    field(s, "keyspace_hits", hits);
+    field(s, "keyspace_misses", misses);
+    field(s, "pubsub_channels", 0);
+    field(s, "pubsub_patterns", 0);
+    field(s, "latest_fork_usec", 0);
+    field(s, "total_forks", 0);
+    field(s, "total_error_replies", errors);
+}
+
+/// (user, system) CPU seconds of the whole process, all threads.
+pub fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (ticks(11), ticks(12))
+}

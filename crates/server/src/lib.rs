@@ -1,0 +1,16 @@
+//! strata-server: the Redis-protocol server. See ../../shared/DESIGN.md, "The way a request
+//! travels": socket bytes -> strata_resp::Parser -> table::execute (the command table) ->
+//! commands::<family> -> strata_engine -> reply bytes, one write per batch.
+
+pub mod client;
+pub mod command;
+pub mod commands;
+pub mod config;
+mod conn;
+pub mod info;
+pub mod server;
+pub mod stats;
+pub mod table;
+
+pub use config::Config;
+pub use server::{run, serve, start, Server};

@@ -1,0 +1,271 @@
+//! The server: shared state, start-up, worker threads and the background cycle.
+
+use crate::client::Registry;
+use crate::commands;
+use crate::config::Config;
+use crate::conn;
+use crate::stats::{Stats, ThreadStats};
+use crate::table::Table;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use strata_engine::Keyspace;
+use tokio::sync::mpsc;
+
+/// State shared by every connection on every thread.
+pub struct Server {
+    pub keyspace: Keyspace,
+    pub config: Config,
+    pub table: Table,
+    pub clients: Registry,
+    pub stats: Stats,
+    pub started: Instant,
+    pub run_id: String,
+    pub threads: usize,
+    /// Addresses actually bound (port 0 resolves to the port the OS chose).
+    pub listen: Vec<SocketAddr>,
+    /// Unix seconds of the last successful save (the start time until persistence lands).
+    pub last_save: AtomicU64,
+    pub shutting_down: AtomicBool,
+    /// Highest allocator figure INFO has seen (used_memory_peak).
+    pub memory_peak: AtomicU64,
+    /// Commands per second over the last second, sampled by the background cycle.
+    pub ops_per_sec: AtomicU64,
+    /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
+    pub active_expire: AtomicBool,
+}
+
+impl Server {
+    pub fn now_unix() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    }
+
+    pub fn stop(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        for c in self.clients.snapshot() {
+            c.kill();
+        }
+    }
+}
+
+/// Binds the listeners, starts the worker threads and serves until SHUTDOWN.
+/// Returns once the server has stopped.
+pub fn run(config: Config) -> std::io::Result<()> {
+    let (server, listeners) = start(config)?;
+    for addr in &server.listen {
+        tracing::info!("Ready to accept connections on {addr} with {} worker threads", server.threads);
+    }
+    serve(server, listeners)
+}
+
+/// Binds and builds the shared state without serving yet.
+pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
+    let port = config.get_u64("port") as u16;
+    let mut listeners = Vec::new();
+    let mut listen = Vec::new();
+    for host in config.get("bind").split_whitespace() {
+        // Redis's "-" prefix means "optional": skip it if the address is unavailable.
+        let (optional, host) = match host.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, host),
+        };
+        let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+        match TcpListener::bind(&addr) {
+            Ok(l) => {
+                listen.push(l.local_addr()?);
+                listeners.push(l);
+            }
+            Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
+            Err(e) => return Err(std::io::Error::new(e.kind(), format!("could not bind {addr}: {e}"))),
+        }
+    }
+    if listeners.is_empty() {
+        return Err(std::io::Error::other("no address to listen on"));
+    }
+    let mut threads = config.get_u64("threads") as usize;
+    if threads == 0 {
+        threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    }
+    let shards = (config.get_u64("shards") as usize).next_power_of_two();
+    let databases = config.get_u64("databases") as usize;
+    let table = Table::new(commands::FAMILIES);
+    let server = Arc::new(Server {
+        keyspace: Keyspace::new(databases, shards.trailing_zeros()),
+        config,
+        table,
+        clients: Registry::default(),
+        stats: Stats::default(),
+        started: Instant::now(),
+        run_id: run_id(),
+        threads,
+        listen,
+        last_save: AtomicU64::new(Server::now_unix()),
+        shutting_down: AtomicBool::new(false),
+        memory_peak: AtomicU64::new(0),
+        ops_per_sec: AtomicU64::new(0),
+        active_expire: AtomicBool::new(true),
+    });
+    Ok((server, listeners))
+}
+
+/// Serves on already-bound listeners until SHUTDOWN.
+pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Result<()> {
+    let mut workers = Vec::new();
+    let mut senders = Vec::new();
+    for i in 0..server.threads {
+        let (tx, rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
+        senders.push(tx);
+        let server = server.clone();
+        let stats = Arc::new(ThreadStats::new(server.table.commands.len()));
+        server.stats.register(stats.clone());
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("strata-worker-{i}"))
+                .spawn(move || worker(server, stats, rx))?,
+        );
+    }
+    let background = {
+        let server = server.clone();
+        std::thread::Builder::new()
+            .name("strata-cron".into())
+            .spawn(move || cron(&server))?
+    };
+    for listener in listeners {
+        let server = server.clone();
+        let senders = senders.clone();
+        std::thread::Builder::new()
+            .name("strata-accept".into())
+            .spawn(move || accept_loop(&server, listener, &senders))?;
+    }
+    drop(senders);
+    {
+        let server = server.clone();
+        std::thread::Builder::new().name("strata-signals".into()).spawn(move || watch_signals(server))?;
+    }
+    background.join().ok();
+    for w in workers {
+        w.join().ok();
+    }
+    tracing::info!("Strata is now ready to exit, bye bye...");
+    Ok(())
+}
+
+fn accept_loop(server: &Arc<Server>, listener: TcpListener, workers: &[mpsc::UnboundedSender<std::net::TcpStream>]) {
+    let mut next = 0usize;
+    loop {
+        let stream = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) => {
+                if server.shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if server.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        server.stats.connections_received.fetch_add(1, Ordering::Relaxed);
+        if workers[next % workers.len()].send(stream).is_err() {
+            return;
+        }
+        next = next.wrapping_add(1);
+    }
+}
+
+fn worker(server: Arc<Server>, stats: Arc<ThreadStats>, mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>) {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start a worker event loop: {e}");
+            server.stop();
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        loop {
+            tokio::select! {
+                s = rx.recv() => match s {
+                    Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s)); }
+                    None => break,
+                },
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if server.shutting_down.load(Ordering::SeqCst) { break; }
+                }
+            }
+        }
+    });
+}
+
+/// The background cycle, `hz` times a second: active expiry, idle-client timeouts, the
+/// ops/sec sample, and the shutdown check.
+fn cron(server: &Server) {
+    let mut last = (Instant::now(), 0u64);
+    while !server.shutting_down.load(Ordering::SeqCst) {
+        let hz = server.config.get_u64("hz").clamp(1, 500);
+        let period = Duration::from_millis(1000 / hz);
+        if server.active_expire.load(Ordering::Relaxed) {
+            // Redis lets its slow expire cycle use up to 25% of each period.
+            server.keyspace.active_expire_cycle(period / 4);
+        }
+        if last.0.elapsed() >= Duration::from_secs(1) {
+            let total: u64 = server.stats.command_totals(server.table.commands.len()).iter().map(|t| t.calls).sum();
+            let rate = total.saturating_sub(last.1) as f64 / last.0.elapsed().as_secs_f64();
+            server.ops_per_sec.store(rate as u64, Ordering::Relaxed);
+            last = (Instant::now(), total);
+            close_idle_clients(server);
+        }
+        std::thread::sleep(period);
+    }
+}
+
+/// `timeout N`: closes clients idle for longer than N seconds.
+fn close_idle_clients(server: &Server) {
+    let timeout = server.config.get_u64("timeout");
+    if timeout == 0 {
+        return;
+    }
+    for c in server.clients.snapshot() {
+        if c.idle_secs() > timeout {
+            c.kill();
+        }
+    }
+}
+
+/// SIGTERM and SIGINT stop the server cleanly, as redis-server does.
+fn watch_signals(server: Arc<Server>) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return;
+    };
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+            _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+        }
+        server.stop();
+    });
+}
+
+fn run_id() -> String {
+    let mut x = (Server::now_unix() ^ std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut s = String::with_capacity(40);
+    for _ in 0..40 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.push(char::from_digit((x % 16) as u32, 16).unwrap_or('0'));
+    }
+    s
+}

@@ -1,0 +1,126 @@
+//! Counters for INFO. Per-command counters are per worker thread (only that thread writes
+//! them, so no cache line bounces between cores); INFO sums them.
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct ThreadStats {
+    calls: Box<[AtomicU64]>,
+    usec: Box<[AtomicU64]>,
+    rejected: Box<[AtomicU64]>,
+    failed: Box<[AtomicU64]>,
+    pub net_input: AtomicU64,
+    pub net_output: AtomicU64,
+}
+
+fn counters(n: usize) -> Box<[AtomicU64]> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+impl ThreadStats {
+    pub fn new(commands: usize) -> ThreadStats {
+        ThreadStats {
+            calls: counters(commands),
+            usec: counters(commands),
+            rejected: counters(commands),
+            failed: counters(commands),
+            net_input: AtomicU64::new(0),
+            net_output: AtomicU64::new(0),
+        }
+    }
+
+    // Only the owning thread writes, so a load and a store suffice (no locked instruction).
+    fn bump(c: &AtomicU64, by: u64) {
+        c.store(c.load(Relaxed) + by, Relaxed);
+    }
+
+    pub fn called(&self, id: usize, took: Duration) {
+        Self::bump(&self.calls[id], 1);
+        Self::bump(&self.usec[id], took.as_micros() as u64);
+    }
+
+    pub fn rejected(&self, id: usize) {
+        Self::bump(&self.rejected[id], 1);
+    }
+
+    pub fn failed(&self, id: usize) {
+        Self::bump(&self.failed[id], 1);
+    }
+
+    pub fn add_net(&self, input: usize, output: usize) {
+        Self::bump(&self.net_input, input as u64);
+        Self::bump(&self.net_output, output as u64);
+    }
+
+    fn reset(&self) {
+        for c in self.calls.iter().chain(self.usec.iter()).chain(self.rejected.iter()).chain(self.failed.iter()) {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+/// Per-command totals over all threads.
+#[derive(Default, Clone, Copy)]
+pub struct CommandTotals {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+/// Server-wide counters.
+#[derive(Default)]
+pub struct Stats {
+    threads: Mutex<Vec<Arc<ThreadStats>>>,
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    errors: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Stats {
+    pub fn register(&self, t: Arc<ThreadStats>) {
+        self.threads.lock().push(t);
+    }
+
+    /// Counts an error reply by its code (the first word), for INFO errorstats.
+    pub fn count_error(&self, text: &str) {
+        let code = text.split(' ').next().unwrap_or("ERR");
+        *self.errors.lock().entry(code.to_string()).or_default() += 1;
+    }
+
+    pub fn errors(&self) -> Vec<(String, u64)> {
+        self.errors.lock().iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    pub fn command_totals(&self, commands: usize) -> Vec<CommandTotals> {
+        let mut t = vec![CommandTotals::default(); commands];
+        for ts in self.threads.lock().iter() {
+            for (i, c) in t.iter_mut().enumerate() {
+                c.calls += ts.calls[i].load(Relaxed);
+                c.usec += ts.usec[i].load(Relaxed);
+                c.rejected += ts.rejected[i].load(Relaxed);
+                c.failed += ts.failed[i].load(Relaxed);
+            }
+        }
+        t
+    }
+
+    /// (bytes read, bytes written) over all threads.
+    pub fn net(&self) -> (u64, u64) {
+        self.threads.lock().iter().fold((0, 0), |(i, o), t| {
+            (i + t.net_input.load(Relaxed), o + t.net_output.load(Relaxed))
+        })
+    }
+
+    pub fn reset(&self) {
+        for t in self.threads.lock().iter() {
+            t.reset();
+        }
+        self.errors.lock().clear();
+        self.connections_received.store(0, Relaxed);
+        self.rejected_connections.store(0, Relaxed);
+    }
+}

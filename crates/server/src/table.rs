@@ -1,0 +1,177 @@
+//! The command table built from every family's declarations, and dispatch: lookup, arity,
+//! authentication, execution, CLIENT REPLY suppression and per-command statistics.
+
+use crate::client::{Client, ReplyMode};
+use crate::command::{flags, CmdError, Command, Ctx};
+use crate::server::Server;
+use crate::stats::ThreadStats;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::time::Instant;
+use strata_resp::Reply;
+
+pub struct Table {
+    /// Every command and subcommand; a command's id is its index here.
+    pub commands: Vec<&'static Command>,
+    /// "get", "config|get": as Redis names them in errors and INFO commandstats.
+    pub fullnames: Vec<String>,
+    /// Index of each top-level command (subcommands are looked up by fullname).
+    by_name: HashMap<String, usize>,
+    /// The container (CONFIG, CLIENT...) of each subcommand, by id.
+    parent: Vec<Option<usize>>,
+}
+
+impl Table {
+    pub fn new(families: &[&'static [Command]]) -> Table {
+        let mut t = Table {
+            commands: Vec::new(),
+            fullnames: Vec::new(),
+            by_name: HashMap::new(),
+            parent: Vec::new(),
+        };
+        for family in families {
+            for cmd in family.iter() {
+                let id = t.add(cmd, cmd.name.to_string(), None);
+                for sub in cmd.subcommands {
+                    t.add(sub, format!("{}|{}", cmd.name, sub.name), Some(id));
+                }
+            }
+        }
+        t
+    }
+
+    fn add(&mut self, cmd: &'static Command, fullname: String, parent: Option<usize>) -> usize {
+        let id = self.commands.len();
+        debug_assert!(!self.by_name.contains_key(&fullname), "{fullname} declared twice");
+        self.commands.push(cmd);
+        self.by_name.insert(fullname.clone(), id);
+        self.fullnames.push(fullname);
+        self.parent.push(parent);
+        id
+    }
+
+    pub fn lookup(&self, fullname: &str) -> Option<usize> {
+        self.by_name.get(fullname).copied()
+    }
+
+    /// Top-level commands, in declaration order.
+    pub fn top_level(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.commands.len()).filter(|&i| self.parent[i].is_none())
+    }
+
+    /// Resolves argv to a command id, or the error Redis gives for an unknown command,
+    /// an unknown subcommand or a wrong argument count.
+    pub fn resolve(&self, argv: &[Bytes]) -> Result<usize, CmdError> {
+        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+        let Some(&id) = self.by_name.get(&name) else {
+            return Err(unknown_command(argv));
+        };
+        let cmd = self.commands[id];
+        if cmd.subcommands.is_empty() {
+            return check_arity(cmd, argv, &self.fullnames[id]).map(|_| id);
+        }
+        if argv.len() < 2 {
+            // A bare container runs its own handler where its arity allows (COMMAND).
+            return check_arity(cmd, argv, &self.fullnames[id]).map(|_| id);
+        }
+        let sub = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+        match self.by_name.get(&format!("{name}|{sub}")) {
+            Some(&sid) => check_arity(self.commands[sid], argv, &self.fullnames[sid]).map(|_| sid),
+            None => Err(CmdError::Custom(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                truncate(&argv[1], 128),
+                name.to_ascii_uppercase()
+            ))),
+        }
+    }
+}
+
+fn check_arity(cmd: &Command, argv: &[Bytes], fullname: &str) -> Result<(), CmdError> {
+    let argc = argv.len() as i32;
+    if (cmd.arity > 0 && argc != cmd.arity) || argc < -cmd.arity {
+        return Err(CmdError::arity(fullname));
+    }
+    Ok(())
+}
+
+fn truncate(b: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned()
+}
+
+/// Redis 7's text: "ERR unknown command 'foo', with args beginning with: 'a' 'b' ".
+fn unknown_command(argv: &[Bytes]) -> CmdError {
+    let mut args = String::new();
+    for a in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push_str(&format!("'{}' ", truncate(a, room)));
+    }
+    CmdError::Custom(format!(
+        "ERR unknown command '{}', with args beginning with: {args}",
+        truncate(&argv[0], 128)
+    ))
+}
+
+/// Runs one command and writes its reply (or error) into `out`.
+pub fn execute(server: &Server, client: &mut Client, stats: &ThreadStats, argv: &[Bytes], out: &mut Vec<u8>) {
+    let mode_before = client.reply;
+    let start_len = out.len();
+    let id = match server.table.resolve(argv) {
+        Ok(id) => Some(id),
+        Err(e) => {
+            write_error(server, client, out, &e);
+            None
+        }
+    };
+    if let Some(id) = id {
+        run(server, client, stats, id, argv, out);
+    }
+    // CLIENT REPLY OFF/SKIP: drop the reply. SKIP applies to the one command after it.
+    let suppress = match mode_before {
+        ReplyMode::On => false,
+        ReplyMode::Skip => {
+            if client.reply == ReplyMode::Skip {
+                client.reply = ReplyMode::On;
+            }
+            true
+        }
+        ReplyMode::Off => client.reply != ReplyMode::On,
+    };
+    if suppress {
+        out.truncate(start_len);
+    }
+}
+
+fn run(server: &Server, client: &mut Client, stats: &ThreadStats, id: usize, argv: &[Bytes], out: &mut Vec<u8>) {
+    let cmd = server.table.commands[id];
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+        stats.rejected(id);
+        write_error(server, client, out, &CmdError::Static("NOAUTH Authentication required."));
+        return;
+    }
+    client.info.last_cmd.store(id, std::sync::atomic::Ordering::Relaxed);
+    let started = Instant::now();
+    let proto = client.proto;
+    let result = {
+        let mut ctx = Ctx {
+            server,
+            client,
+            argv,
+            out: Reply::new(out, proto),
+        };
+        (cmd.handler)(&mut ctx)
+    };
+    stats.called(id, started.elapsed());
+    if let Err(e) = result {
+        stats.failed(id);
+        write_error(server, client, out, &e);
+    }
+}
+
+fn write_error(server: &Server, client: &Client, out: &mut Vec<u8>, e: &CmdError) {
+    let text = e.text();
+    server.stats.count_error(&text);
+    Reply::new(out, client.proto).error(&text);
+}

@@ -1,0 +1,144 @@
+//! The one Strata binary: `strata serve` (and, as their work lands, `bench` and `check`).
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use strata_server::config::{self, Config};
+
+// jemalloc, as Redis uses: size classes fit small entries tightly and it scales across threads.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[derive(Parser)]
+#[command(name = "strata", version, about = "Strata: a Redis-compatible database")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start the server (no persistence yet: data lives in memory only).
+    #[command(after_help = "Any other config directive can be given as --name value \
+(for example --hz 100 --proto-max-bulk-len 1mb), as with redis-server. \
+The config file uses redis.conf syntax: one `name value` per line, # for comments.")]
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// A config file in redis.conf syntax, applied before the options below.
+    config: Option<String>,
+    /// TCP port to listen on (0 picks a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Addresses to listen on, space separated (default 127.0.0.1: loopback only).
+    #[arg(long)]
+    bind: Option<String>,
+    /// Worker threads, each an event loop with its own connections (default: one per core).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Require clients to AUTH with this password.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// Maximum number of connected clients (default 10000).
+    #[arg(long)]
+    maxclients: Option<u32>,
+    /// Data directory (default ./data; used once persistence lands).
+    #[arg(long)]
+    dir: Option<String>,
+    /// Log level: debug, verbose, notice (default), warning or nothing.
+    #[arg(long)]
+    loglevel: Option<String>,
+}
+
+fn main() -> ExitCode {
+    // Options clap does not name are config directives (`--hz 100`); take them out first.
+    let (args, directives) = split_directives(std::env::args().collect());
+    let cli = Cli::parse_from(args);
+    match cli.command {
+        Cmd::Serve(a) => serve(a, directives),
+    }
+}
+
+const NAMED: &[&str] = &["port", "bind", "threads", "requirepass", "maxclients", "dir", "loglevel"];
+
+/// Splits `--name value...` pairs for config directives other than the named options.
+/// As in redis-server, a directive takes every following word up to the next `--`.
+fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    let mut rest = Vec::new();
+    let mut directives = Vec::new();
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let name = a.strip_prefix("--").filter(|n| !NAMED.contains(n) && config::param(n).is_some());
+        match name {
+            Some(name) => {
+                let mut words = Vec::new();
+                while let Some(w) = it.next_if(|w| !w.starts_with("--")) {
+                    words.push(w);
+                }
+                directives.push((name.to_string(), words.join(" ")));
+            }
+            None => rest.push(a),
+        }
+    }
+    (rest, directives)
+}
+
+fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
+    let config = Config::new(a.config.clone());
+    if let Some(path) = &a.config {
+        let loaded = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {path}: {e}"))
+            .and_then(|text| config.load_text(&text).map_err(|e| format!("{path}: {e}")));
+        if let Err(e) = loaded {
+            eprintln!("*** FATAL CONFIG FILE ERROR ***\n{e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let named = [
+        ("port", a.port.map(|v| v.to_string())),
+        ("bind", a.bind),
+        ("threads", a.threads.map(|v| v.to_string())),
+        ("requirepass", a.requirepass),
+        ("maxclients", a.maxclients.map(|v| v.to_string())),
+        ("dir", a.dir),
+        ("loglevel", a.loglevel),
+    ];
+    let given = named.into_iter().filter_map(|(n, v)| v.map(|v| (n.to_string(), v)));
+    for (name, value) in directives.into_iter().chain(given) {
+        if let Err(e) = config.set(&name, &value, false) {
+            eprintln!("*** FATAL CONFIG ERROR *** --{name} {value}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    init_logging(&config);
+    match strata_server::run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(config: &Config) {
+    let level = match config.get("loglevel").as_str() {
+        "debug" | "verbose" => tracing::Level::DEBUG,
+        "warning" => tracing::Level::WARN,
+        "nothing" => tracing::Level::ERROR,
+        _ => tracing::Level::INFO,
+    };
+    let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false);
+    let logfile = config.get("logfile");
+    if logfile.is_empty() {
+        builder.init();
+        return;
+    }
+    match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
+        Ok(f) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(f)).init(),
+        Err(e) => {
+            builder.init();
+            tracing::warn!("cannot open logfile {logfile}: {e}; logging to standard output");
+        }
+    }
+}
