@@ -13,7 +13,11 @@ fuzz_target!(|data: &[u8]| {
     // "too big" and length-limit paths are reachable with small inputs.
     let chunk = usize::from(first & 0x7f) * 2 + 1;
     let limits = if first & 0x80 != 0 {
-        Limits { max_bulk_len: 64, max_multibulk_len: 16, max_inline_len: 32 }
+        Limits {
+            max_bulk_len: 64,
+            max_multibulk_len: 16,
+            max_inline_len: 32,
+        }
     } else {
         Limits::default()
     };

@@ -258,7 +258,10 @@ impl<'a> EntryRef<'a> {
 
 /// True when `s` is the canonical decimal text of an i64 (what Redis would encode as int).
 pub fn is_canonical_i64(s: &[u8]) -> bool {
-    match std::str::from_utf8(s).ok().and_then(|t| t.parse::<i64>().ok()) {
+    match std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse::<i64>().ok())
+    {
         Some(n) => {
             let mut buf = [0u8; 20];
             let t = fmt_i64(n, &mut buf);

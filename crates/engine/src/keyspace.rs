@@ -1,11 +1,11 @@
 //! Databases and their shards, and the operations that span a whole database: counting,
 //! flushing, SCAN, KEYS, RANDOMKEY, SWAPDB and the active expiry cycle.
 
+use crate::clock;
 use crate::entry::{Kind, Slot};
 use crate::glob;
 use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
-use crate::clock;
 use hashbrown::HashTable;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -47,7 +47,9 @@ impl Db {
     fn new(shard_bits: u32) -> Db {
         let n = 1usize << shard_bits;
         Db {
-            shards: (0..n).map(|_| Shard(Mutex::new(ShardData::default()))).collect(),
+            shards: (0..n)
+                .map(|_| Shard(Mutex::new(ShardData::default())))
+                .collect(),
             mask: n - 1,
         }
     }
@@ -62,18 +64,33 @@ impl Db {
         self.shards.len()
     }
 
-    /// Locks the shards of one key.
+    /// Locks the shard of one key.
     pub fn lock1(&self, key: &[u8]) -> Locked<'_> {
-        let idx = self.shard_index(hash(key));
-        Locked::new(self, Guards::One(idx, self.shards[idx].0.lock()))
+        self.lock1_at(clock::now_ms(), key)
     }
 
     /// Locks the shards of all `keys`, in ascending shard order.
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
+        self.lock_at(clock::now_ms(), keys)
+    }
+
+    /// `lock1` for a command running at `now` (Unix ms): a server reads the clock once per
+    /// command and every key it touches expires against that same instant.
+    pub fn lock1_at(&self, now: u64, key: &[u8]) -> Locked<'_> {
+        let idx = self.shard_index(hash(key));
+        Locked::new(self, Guards::One(idx, self.shards[idx].0.lock()), now)
+    }
+
+    /// `lock` for a command running at `now` (Unix ms).
+    pub fn lock_at<K: AsRef<[u8]>>(&self, now: u64, keys: &[K]) -> Locked<'_> {
         if keys.len() == 1 {
-            return self.lock1(keys[0].as_ref());
+            return self.lock1_at(now, keys[0].as_ref());
         }
-        Locked::new(self, Guards::Many(self.lock_indices(self.indices(keys))))
+        Locked::new(
+            self,
+            Guards::Many(self.lock_indices(self.indices(keys))),
+            now,
+        )
     }
 
     fn indices<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<usize> {
@@ -154,7 +171,11 @@ impl Db {
                 break;
             }
         }
-        let next = if idx >= self.shards.len() { 0 } else { idx as u64 };
+        let next = if idx >= self.shards.len() {
+            0
+        } else {
+            idx as u64
+        };
         (next, out)
     }
 
@@ -351,7 +372,8 @@ mod tests {
         let db = ks.db(0);
         for i in 0..1000u32 {
             let k = i.to_string();
-            db.lock1(k.as_bytes()).set_str(k.as_bytes(), b"v", Ttl::Clear);
+            db.lock1(k.as_bytes())
+                .set_str(k.as_bytes(), b"v", Ttl::Clear);
         }
         let mut seen = Vec::new();
         let mut cursor = 0;

@@ -39,8 +39,7 @@ pub struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
-    pub(crate) fn new(db: &'a Db, guards: Guards<'a>) -> Self {
-        let now = clock::now_ms();
+    pub(crate) fn new(db: &'a Db, guards: Guards<'a>, now: u64) -> Self {
         Locked {
             db,
             guards,
@@ -219,9 +218,18 @@ impl<'a> Locked<'a> {
     }
 
     /// Sets or clears an existing key's expiry; false if there is no such key.
+    /// Like Redis's write lookups, this refreshes the key's access time.
     pub fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
         let (h, found) = self.live(key);
-        found && self.shard(h).set_expire(h, key, expire_at)
+        let lru = self.lru;
+        let shard = self.shard(h);
+        if !(found && shard.set_expire(h, key, expire_at)) {
+            return false;
+        }
+        if let Some(slot) = shard.find_mut(h, key) {
+            slot.touch(lru);
+        }
+        true
     }
 }
 

@@ -55,9 +55,10 @@ impl Client {
 
     pub fn set_proto(&mut self, proto: Protocol) {
         self.proto = proto;
-        self.info
-            .resp
-            .store(if proto == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
+        self.info.resp.store(
+            if proto == Protocol::Resp3 { 3 } else { 2 },
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -118,9 +119,9 @@ impl ClientInfo {
         }
     }
 
-    pub fn touch(&self) {
-        self.last_active
-            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    pub fn touch(&self, now: Instant) {
+        let ms = now.saturating_duration_since(self.created).as_millis() as u64;
+        self.last_active.store(ms, Ordering::Relaxed);
     }
 
     pub fn idle_secs(&self) -> u64 {

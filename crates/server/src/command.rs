@@ -57,7 +57,11 @@ pub enum Keys {
     None,
     /// Redis's legacy (first, last, step); a negative `last` counts from the end
     /// (-1 = the last argument).
-    Range { first: i32, last: i32, step: i32 },
+    Range {
+        first: i32,
+        last: i32,
+        step: i32,
+    },
     /// Computed from the arguments (BITOP, LCS...). Flag the command MOVABLEKEYS.
     Custom(fn(&[Bytes]) -> Vec<usize>),
 }
@@ -123,35 +127,58 @@ impl Command {
         }
     }
 
-    /// ACL categories, derived from flags and group as Redis derives most of them.
+    /// ACL categories, derived from flags and group as Redis derives most of them, listed
+    /// in the order of Redis's category table (COMMAND INFO shows them so).
     pub fn acl_categories(&self) -> Vec<&'static str> {
-        let mut c = Vec::new();
-        if self.has(flags::WRITE) {
-            c.push("@write");
-        }
-        if self.has(flags::READONLY) {
-            c.push("@read");
-        }
-        if self.has(flags::ADMIN) {
-            c.extend(["@admin", "@dangerous"]);
-        }
-        if self.has(flags::PUBSUB) {
-            c.push("@pubsub");
-        }
-        if self.has(flags::BLOCKING) {
-            c.push("@blocking");
-        }
-        c.push(if self.has(flags::FAST) { "@fast" } else { "@slow" });
-        match self.group {
-            "string" => c.push("@string"),
-            "generic" => c.push("@keyspace"),
-            "connection" => c.push("@connection"),
-            "bitmap" => c.push("@bitmap"),
-            _ => {}
-        }
-        c
+        let group = match self.group {
+            "generic" => "@keyspace",
+            "string" => "@string",
+            "bitmap" => "@bitmap",
+            "connection" => "@connection",
+            _ => "",
+        };
+        let has = |cat: &str| match cat {
+            "@read" => self.has(flags::READONLY),
+            "@write" => self.has(flags::WRITE),
+            "@pubsub" => self.has(flags::PUBSUB),
+            "@admin" | "@dangerous" => self.has(flags::ADMIN),
+            "@fast" => self.has(flags::FAST),
+            "@slow" => !self.has(flags::FAST),
+            "@blocking" => self.has(flags::BLOCKING),
+            other => other == group,
+        };
+        ACL_CATEGORY_ORDER
+            .iter()
+            .copied()
+            .filter(|c| has(c))
+            .collect()
     }
 }
+
+/// Redis's ACL categories in the order of its ACLCommandCategories table.
+const ACL_CATEGORY_ORDER: &[&str] = &[
+    "@keyspace",
+    "@read",
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@hash",
+    "@string",
+    "@bitmap",
+    "@hyperloglog",
+    "@geo",
+    "@stream",
+    "@pubsub",
+    "@admin",
+    "@fast",
+    "@slow",
+    "@blocking",
+    "@dangerous",
+    "@connection",
+    "@transaction",
+    "@scripting",
+];
 
 fn no_handler(ctx: &mut Ctx<'_>) -> CmdResult {
     Err(CmdError::Custom(format!(
@@ -167,6 +194,8 @@ pub struct Ctx<'a> {
     /// The whole argv; argv[0] is the command name (argv[1] the subcommand for containers).
     pub argv: &'a [Bytes],
     pub out: Reply<'a>,
+    /// The time this command runs at, in Unix milliseconds (read once per command).
+    pub now_ms: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -177,12 +206,16 @@ impl<'a> Ctx<'a> {
 
     /// Locks the shards of `keys` in the selected database, honouring CLIENT NO-TOUCH.
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'a> {
-        self.db().lock(keys).no_touch(self.client.no_touch)
+        self.db()
+            .lock_at(self.now_ms, keys)
+            .no_touch(self.client.no_touch)
     }
 
     /// Locks one key's shard in the selected database.
     pub fn lock1(&self, key: &[u8]) -> Locked<'a> {
-        self.db().lock1(key).no_touch(self.client.no_touch)
+        self.db()
+            .lock1_at(self.now_ms, key)
+            .no_touch(self.client.no_touch)
     }
 
     /// Argument `i` (0 is the command name).
@@ -212,7 +245,11 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if s == b"-" {
         return None;
     }
-    std::str::from_utf8(s).ok()?.parse().ok().filter(|_| s[0] != b'+')
+    std::str::from_utf8(s)
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|_| s[0] != b'+')
 }
 
 /// A command error: the full error line without the leading '-' (e.g. "ERR syntax error").
@@ -229,11 +266,11 @@ impl CmdError {
     pub const NOT_INTEGER: CmdError =
         CmdError::Static("ERR value is not an integer or out of range");
     pub const NOT_FLOAT: CmdError = CmdError::Static("ERR value is not a valid float");
-    pub const OVERFLOW: CmdError =
-        CmdError::Static("ERR increment or decrement would overflow");
+    pub const OVERFLOW: CmdError = CmdError::Static("ERR increment or decrement would overflow");
     pub const NO_SUCH_KEY: CmdError = CmdError::Static("ERR no such key");
     pub const DB_RANGE: CmdError = CmdError::Static("ERR DB index is out of range");
-    pub const INVALID_EXPIRE: CmdError = CmdError::Static("ERR invalid expire time in 'set' command");
+    pub const INVALID_EXPIRE: CmdError =
+        CmdError::Static("ERR invalid expire time in 'set' command");
 
     pub fn text(&self) -> Cow<'_, str> {
         match self {
@@ -271,7 +308,17 @@ mod tests {
         assert_eq!(parse_i64(b"-1"), Some(-1));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"-", b"9223372036854775808", b"1.0"] {
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"-",
+            b"9223372036854775808",
+            b"1.0",
+        ] {
             assert_eq!(parse_i64(bad), None, "{:?}", bad);
         }
     }

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     /// A byte count accepting Redis's units (k, kb, m, mb, g, gb).
     Memory,
     Bool,
@@ -24,54 +27,256 @@ pub struct Param {
     pub help: &'static str,
 }
 
-const fn p(name: &'static str, kind: Kind, default: &'static str, mutable: bool, help: &'static str) -> Param {
-    Param { name, kind, default, mutable, help }
+const fn p(
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    mutable: bool,
+    help: &'static str,
+) -> Param {
+    Param {
+        name,
+        kind,
+        default,
+        mutable,
+        help,
+    }
 }
 
-const INT: Kind = Kind::Int { min: 0, max: i64::MAX };
+const INT: Kind = Kind::Int {
+    min: 0,
+    max: i64::MAX,
+};
+// In Redis's order: its error message lists them so.
 const POLICIES: &[&str] = &[
-    "noeviction",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
     "volatile-lru",
     "volatile-lfu",
     "volatile-random",
     "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
 ];
 
 /// Every parameter Strata knows. `threads` defaults to the number of cores (filled at start).
 pub const PARAMS: &[Param] = &[
-    p("bind", Kind::Str, "127.0.0.1", false, "addresses to listen on, space separated"),
-    p("port", Kind::Int { min: 0, max: 65535 }, "6379", false, "TCP port"),
-    p("threads", Kind::Int { min: 1, max: 256 }, "0", false, "worker threads, each an event loop with its own connections (0 = one per core)"),
-    p("protected-mode", Kind::Bool, "yes", true, "refuse non-loopback clients when no password is set"),
-    p("requirepass", Kind::Str, "", true, "password clients must AUTH with"),
-    p("maxclients", Kind::Int { min: 1, max: 1_000_000 }, "10000", true, "maximum connected clients"),
-    p("timeout", INT, "0", true, "close a client idle this many seconds (0 = never)"),
-    p("tcp-keepalive", INT, "300", true, "TCP keepalive interval in seconds"),
-    p("databases", Kind::Int { min: 1, max: 1_000_000 }, "16", false, "number of logical databases"),
-    p("shards", Kind::Int { min: 1, max: 1 << 20 }, "1024", false, "shards per database, rounded up to a power of two"),
+    p(
+        "bind",
+        Kind::Str,
+        "127.0.0.1",
+        false,
+        "addresses to listen on, space separated",
+    ),
+    p(
+        "port",
+        Kind::Int { min: 0, max: 65535 },
+        "6379",
+        false,
+        "TCP port",
+    ),
+    p(
+        "threads",
+        Kind::Int { min: 1, max: 256 },
+        "0",
+        false,
+        "worker threads, each an event loop with its own connections (0 = one per core)",
+    ),
+    p(
+        "protected-mode",
+        Kind::Bool,
+        "yes",
+        true,
+        "refuse non-loopback clients when no password is set",
+    ),
+    p(
+        "requirepass",
+        Kind::Str,
+        "",
+        true,
+        "password clients must AUTH with",
+    ),
+    p(
+        "maxclients",
+        Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        "10000",
+        true,
+        "maximum connected clients",
+    ),
+    p(
+        "timeout",
+        INT,
+        "0",
+        true,
+        "close a client idle this many seconds (0 = never)",
+    ),
+    p(
+        "tcp-keepalive",
+        INT,
+        "300",
+        true,
+        "TCP keepalive interval in seconds",
+    ),
+    p(
+        "databases",
+        Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        "16",
+        false,
+        "number of logical databases",
+    ),
+    p(
+        "shards",
+        Kind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        "1024",
+        false,
+        "shards per database, rounded up to a power of two",
+    ),
     p("dir", Kind::Str, "./data", true, "data directory"),
-    p("dbfilename", Kind::Str, "dump.rdb", true, "snapshot file name"),
-    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice", true, "log verbosity"),
-    p("logfile", Kind::Str, "", false, "log file (empty = standard output)"),
-    p("daemonize", Kind::Enum(&["no"]), "no", false, "always no: run under a supervisor"),
-    p("pidfile", Kind::Str, "", false, "file to write the process id to"),
-    p("proto-max-bulk-len", Kind::Memory, "512mb", true, "largest bulk string a client may send"),
-    p("client-query-buffer-limit", Kind::Memory, "1gb", true, "largest query buffer per client"),
-    p("hz", Kind::Int { min: 1, max: 500 }, "10", true, "background tasks (active expiry) per second"),
-    p("maxmemory", Kind::Memory, "0", true, "memory limit (accounting and eviction arrive with the tiering work)"),
-    p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction", true, "eviction policy"),
-    p("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5", true, "keys sampled per eviction"),
-    p("lfu-log-factor", INT, "10", true, "LFU counter logarithm factor"),
-    p("lfu-decay-time", INT, "1", true, "LFU counter decay time in minutes"),
-    p("save", Kind::Str, "", true, "snapshot rules (persistence arrives with the durability work)"),
-    p("appendonly", Kind::Bool, "no", true, "journal writes (arrives with the durability work)"),
-    p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec", true, "journal fsync policy"),
-    p("notify-keyspace-events", Kind::Str, "", true, "keyspace notification classes"),
-    p("lazyfree-lazy-user-flush", Kind::Bool, "no", true, "FLUSHALL/FLUSHDB free memory in the background by default"),
-    p("slowlog-log-slower-than", Kind::Int { min: -1, max: i64::MAX }, "10000", true, "slow log threshold in microseconds"),
+    p(
+        "dbfilename",
+        Kind::Str,
+        "dump.rdb",
+        true,
+        "snapshot file name",
+    ),
+    p(
+        "loglevel",
+        Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]),
+        "notice",
+        true,
+        "log verbosity",
+    ),
+    p(
+        "logfile",
+        Kind::Str,
+        "",
+        false,
+        "log file (empty = standard output)",
+    ),
+    p(
+        "daemonize",
+        Kind::Enum(&["no"]),
+        "no",
+        false,
+        "always no: run under a supervisor",
+    ),
+    p(
+        "pidfile",
+        Kind::Str,
+        "",
+        false,
+        "file to write the process id to",
+    ),
+    p(
+        "proto-max-bulk-len",
+        Kind::Memory,
+        "512mb",
+        true,
+        "largest bulk string a client may send",
+    ),
+    p(
+        "client-query-buffer-limit",
+        Kind::Memory,
+        "1gb",
+        true,
+        "largest query buffer per client",
+    ),
+    p(
+        "hz",
+        Kind::Int { min: 1, max: 500 },
+        "10",
+        true,
+        "background tasks (active expiry) per second",
+    ),
+    p(
+        "maxmemory",
+        Kind::Memory,
+        "0",
+        true,
+        "memory limit (accounting and eviction arrive with the tiering work)",
+    ),
+    p(
+        "maxmemory-policy",
+        Kind::Enum(POLICIES),
+        "noeviction",
+        true,
+        "eviction policy",
+    ),
+    p(
+        "maxmemory-samples",
+        Kind::Int { min: 1, max: 64 },
+        "5",
+        true,
+        "keys sampled per eviction",
+    ),
+    p(
+        "lfu-log-factor",
+        INT,
+        "10",
+        true,
+        "LFU counter logarithm factor",
+    ),
+    p(
+        "lfu-decay-time",
+        INT,
+        "1",
+        true,
+        "LFU counter decay time in minutes",
+    ),
+    p(
+        "save",
+        Kind::Str,
+        "",
+        true,
+        "snapshot rules (persistence arrives with the durability work)",
+    ),
+    p(
+        "appendonly",
+        Kind::Bool,
+        "no",
+        true,
+        "journal writes (arrives with the durability work)",
+    ),
+    p(
+        "appendfsync",
+        Kind::Enum(&["always", "everysec", "no"]),
+        "everysec",
+        true,
+        "journal fsync policy",
+    ),
+    p(
+        "notify-keyspace-events",
+        Kind::Str,
+        "",
+        true,
+        "keyspace notification classes",
+    ),
+    p(
+        "lazyfree-lazy-user-flush",
+        Kind::Bool,
+        "no",
+        true,
+        "FLUSHALL/FLUSHDB free memory in the background by default",
+    ),
+    p(
+        "slowlog-log-slower-than",
+        Kind::Int {
+            min: -1,
+            max: i64::MAX,
+        },
+        "10000",
+        true,
+        "slow log threshold in microseconds",
+    ),
     p("slowlog-max-len", INT, "128", true, "slow log length"),
 ];
 
@@ -107,7 +312,9 @@ pub fn normalize(p: &Param, value: &str) -> Result<String, String> {
                 .parse()
                 .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
             if n < min || n > max {
-                return Err(format!("argument must be between {min} and {max} inclusive"));
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
             }
             Ok(n.to_string())
         }
@@ -124,7 +331,10 @@ pub fn normalize(p: &Param, value: &str) -> Result<String, String> {
             if choices.contains(&v.as_str()) {
                 Ok(v)
             } else {
-                Err(format!("argument(s) must be one of the following: {}", choices.join(", ")))
+                Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    choices.join(", ")
+                ))
             }
         }
         Kind::Str => Ok(value.to_string()),
@@ -146,7 +356,12 @@ impl Config {
             values: RwLock::new(
                 PARAMS
                     .iter()
-                    .map(|p| (p.name, normalize(p, p.default).unwrap_or_else(|_| p.default.to_string())))
+                    .map(|p| {
+                        (
+                            p.name,
+                            normalize(p, p.default).unwrap_or_else(|_| p.default.to_string()),
+                        )
+                    })
                     .collect(),
             ),
             epoch: AtomicU64::new(0),
@@ -269,7 +484,8 @@ mod tests {
     #[test]
     fn file_and_runtime_rules() {
         let c = Config::new(None);
-        c.load_text("# comment\nport 7000\nrequirepass \"a b\"\nsave ''\n").unwrap();
+        c.load_text("# comment\nport 7000\nrequirepass \"a b\"\nsave ''\n")
+            .unwrap();
         assert_eq!(c.get("port"), "7000");
         assert_eq!(c.get("requirepass"), "a b");
         assert!(c.load_text("nonsense 1").unwrap_err().contains("line 1"));

@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use strata_resp::{Limits, Parser, Reply};
+use strata_resp::{Limits, Parser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -23,20 +23,27 @@ const DENIED: &str = "DENIED Redis is running in protected mode because protecte
 /// Limits the connection enforces, refreshed when CONFIG SET changes the config epoch.
 struct ConnLimits {
     epoch: u64,
+    authenticated: bool,
     query_buffer: usize,
 }
 
 impl ConnLimits {
-    fn load(server: &Server, parser: &mut Parser) -> ConnLimits {
+    fn load(server: &Server, parser: &mut Parser, authenticated: bool) -> ConnLimits {
         let epoch = server.config.epoch();
         parser.set_limits(Limits {
             max_bulk_len: server.config.get_u64("proto-max-bulk-len") as usize,
+            unauthenticated: !authenticated,
             ..Limits::default()
         });
         ConnLimits {
             epoch,
+            authenticated,
             query_buffer: server.config.get_u64("client-query-buffer-limit") as usize,
         }
+    }
+
+    fn stale(&self, server: &Server, client: &Client) -> bool {
+        server.config.epoch() != self.epoch || client.authenticated != self.authenticated
     }
 }
 
@@ -53,11 +60,18 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::ne
         return;
     };
     if let Some(refusal) = refuse(&server, &peer) {
-        server.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        server
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
         let _ = stream.write_all(format!("-{refusal}\r\n").as_bytes()).await;
         return;
     }
-    let info = Arc::new(ClientInfo::new(server.clients.next_id(), peer.to_string(), local.to_string()));
+    let info = Arc::new(ClientInfo::new(
+        server.clients.next_id(),
+        peer.to_string(),
+        local.to_string(),
+    ));
     server.clients.add(info.clone());
     let authenticated = server.config.get("requirepass").is_empty();
     let mut client = Client::new(info.clone(), authenticated);
@@ -70,16 +84,22 @@ fn refuse(server: &Server, peer: &SocketAddr) -> Option<&'static str> {
     if server.clients.connected() >= server.config.get_u64("maxclients") as usize {
         return Some("ERR max number of clients reached");
     }
-    let protected = server.config.get_bool("protected-mode") && server.config.get("requirepass").is_empty();
+    let protected =
+        server.config.get_bool("protected-mode") && server.config.get("requirepass").is_empty();
     if protected && !peer.ip().is_loopback() {
         return Some(DENIED);
     }
     None
 }
 
-async fn serve_client(server: &Server, stats: &ThreadStats, stream: &mut TcpStream, client: &mut Client) {
+async fn serve_client(
+    server: &Server,
+    stats: &ThreadStats,
+    stream: &mut TcpStream,
+    client: &mut Client,
+) {
     let mut parser = Parser::new(Limits::default());
-    let mut limits = ConnLimits::load(server, &mut parser);
+    let mut limits = ConnLimits::load(server, &mut parser, client.authenticated);
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let info = client.info.clone();
@@ -96,21 +116,23 @@ async fn serve_client(server: &Server, stats: &ThreadStats, stream: &mut TcpStre
                 Ok(n) => n,
             },
         };
-        info.touch();
-        if server.config.epoch() != limits.epoch {
-            limits = ConnLimits::load(server, &mut parser);
-        }
+        let mut clock = std::time::Instant::now();
+        info.touch(clock);
         loop {
+            if limits.stale(server, client) {
+                limits = ConnLimits::load(server, &mut parser, client.authenticated);
+            }
             match parser.parse(&mut inbuf) {
                 Ok(Some(argv)) => {
-                    table::execute(server, client, stats, &argv, &mut out);
+                    table::execute(server, client, stats, &argv, &mut out, &mut clock);
                     if client.close_after_reply {
                         break;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    Reply::new(&mut out, client.proto).error(&format!("ERR {e}"));
+                    // Redis echoes an offending byte raw, which a &str can't carry.
+                    out.extend_from_slice(&e.reply_bytes());
                     server.stats.count_error("ERR");
                     client.close_after_reply = true;
                     break;
@@ -119,7 +141,10 @@ async fn serve_client(server: &Server, stats: &ThreadStats, stream: &mut TcpStre
         }
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
-            tracing::warn!("closing client {} that reached max query buffer length", info.addr);
+            tracing::warn!(
+                "closing client {} that reached max query buffer length",
+                info.addr
+            );
             return;
         }
         stats.add_net(n, out.len());

@@ -9,8 +9,17 @@ use std::sync::atomic::Ordering;
 pub const REDIS_VERSION: &str = "7.0.15";
 
 const DEFAULT: &[&str] = &[
-    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats",
-    "cluster", "keyspace",
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
 ];
 
 /// Builds the INFO text for the requested sections (none = "default").
@@ -72,7 +81,10 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 ("async_loading", "0".into()),
                 ("rdb_changes_since_last_save", "0".into()),
                 ("rdb_bgsave_in_progress", "0".into()),
-                ("rdb_last_save_time", server.last_save.load(Ordering::Relaxed).to_string()),
+                (
+                    "rdb_last_save_time",
+                    server.last_save.load(Ordering::Relaxed).to_string(),
+                ),
                 ("rdb_last_bgsave_status", "ok".into()),
                 ("aof_enabled", "0".into()),
                 ("aof_rewrite_in_progress", "0".into()),
@@ -89,7 +101,11 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(&mut s, "connected_slaves", 0);
             field(&mut s, "master_failover_state", "no-failover");
             field(&mut s, "master_replid", &server.run_id);
-            field(&mut s, "master_replid2", "0000000000000000000000000000000000000000");
+            field(
+                &mut s,
+                "master_replid2",
+                "0000000000000000000000000000000000000000",
+            );
             field(&mut s, "master_repl_offset", 0);
             field(&mut s, "second_repl_offset", -1);
             field(&mut s, "repl_backlog_active", 0);
@@ -119,7 +135,11 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 let db = server.keyspace.db(i);
                 let keys = db.len();
                 if keys > 0 {
-                    field(&mut s, &format!("db{i}"), format!("keys={keys},expires={},avg_ttl=0", db.volatile_len()));
+                    field(
+                        &mut s,
+                        &format!("db{i}"),
+                        format!("keys={keys},expires={},avg_ttl=0", db.volatile_len()),
+                    );
                 }
             }
         }
@@ -130,7 +150,11 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 if t.calls == 0 && t.rejected == 0 && t.failed == 0 {
                     continue;
                 }
-                let per_call = if t.calls > 0 { t.usec as f64 / t.calls as f64 } else { 0.0 };
+                let per_call = if t.calls > 0 {
+                    t.usec as f64 / t.calls as f64
+                } else {
+                    0.0
+                };
                 field(
                     &mut s,
                     &format!("cmdstat_{}", server.table.fullnames[id]),
@@ -152,28 +176,52 @@ fn field(s: &mut String, k: &str, v: impl std::fmt::Display) {
 
 fn server_section(server: &Server, s: &mut String) {
     let uptime = server.started.elapsed().as_secs();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     s.push_str("# Server\r\n");
     field(s, "redis_version", REDIS_VERSION);
     field(s, "strata_version", env!("CARGO_PKG_VERSION"));
     field(s, "redis_git_sha1", "00000000");
     field(s, "redis_git_dirty", 0);
     field(s, "redis_mode", "standalone");
-    field(s, "os", format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
+    field(
+        s,
+        "os",
+        format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+    );
     field(s, "arch_bits", usize::BITS);
     field(s, "multiplexing_api", "epoll");
     field(s, "process_id", std::process::id());
     field(s, "process_supervised", "no");
     field(s, "run_id", &server.run_id);
-    field(s, "tcp_port", server.listen.first().map(|a| a.port()).unwrap_or(0));
+    field(
+        s,
+        "tcp_port",
+        server.listen.first().map(|a| a.port()).unwrap_or(0),
+    );
     field(s, "server_time_usec", now.as_micros());
     field(s, "uptime_in_seconds", uptime);
     field(s, "uptime_in_days", uptime / 86400);
     field(s, "hz", server.config.get("hz"));
     field(s, "configured_hz", server.config.get("hz"));
-    field(s, "lru_clock", strata_engine::clock::lru_clock(now.as_millis() as u64));
-    field(s, "executable", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
-    field(s, "config_file", server.config.file.as_deref().unwrap_or(""));
+    field(
+        s,
+        "lru_clock",
+        strata_engine::clock::lru_clock(now.as_millis() as u64),
+    );
+    field(
+        s,
+        "executable",
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
+    field(
+        s,
+        "config_file",
+        server.config.file.as_deref().unwrap_or(""),
+    );
     field(s, "io_threads_active", 0);
     field(s, "worker_threads", server.threads);
 }
@@ -203,7 +251,11 @@ fn allocator() -> (u64, u64) {
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
@@ -211,7 +263,10 @@ pub fn rss_bytes() -> u64 {
 fn memory_section(server: &Server, s: &mut String) {
     let (used, resident) = allocator();
     let rss = rss_bytes();
-    let peak = server.memory_peak.fetch_max(used, Ordering::Relaxed).max(used);
+    let peak = server
+        .memory_peak
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
     let maxmemory = server.config.get_u64("maxmemory");
     s.push_str("# Memory\r\n");
     field(s, "used_memory", used);
@@ -225,7 +280,11 @@ fn memory_section(server: &Server, s: &mut String) {
     field(s, "maxmemory", maxmemory);
     field(s, "maxmemory_human", human(maxmemory));
     field(s, "maxmemory_policy", server.config.get("maxmemory-policy"));
-    let ratio = if used > 0 { rss as f64 / used as f64 } else { 0.0 };
+    let ratio = if used > 0 {
+        rss as f64 / used as f64
+    } else {
+        0.0
+    };
     field(s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
     field(s, "mem_allocator", "jemalloc");
 }
@@ -244,12 +303,24 @@ fn stats_section(server: &Server, s: &mut String) {
     }
     let errors: u64 = st.errors().iter().map(|(_, n)| n).sum();
     s.push_str("# Stats\r\n");
-    field(s, "total_connections_received", st.connections_received.load(Ordering::Relaxed));
+    field(
+        s,
+        "total_connections_received",
+        st.connections_received.load(Ordering::Relaxed),
+    );
     field(s, "total_commands_processed", commands);
-    field(s, "instantaneous_ops_per_sec", server.ops_per_sec.load(Ordering::Relaxed));
+    field(
+        s,
+        "instantaneous_ops_per_sec",
+        server.ops_per_sec.load(Ordering::Relaxed),
+    );
     field(s, "total_net_input_bytes", input);
     field(s, "total_net_output_bytes", output);
-    field(s, "rejected_connections", st.rejected_connections.load(Ordering::Relaxed));
+    field(
+        s,
+        "rejected_connections",
+        st.rejected_connections.load(Ordering::Relaxed),
+    );
     field(s, "expired_keys", expired);
     field(s, "evicted_keys", 0);
     field(s, "keyspace_hits", hits);

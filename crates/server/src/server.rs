@@ -34,6 +34,46 @@ pub struct Server {
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
     pub active_expire: AtomicBool,
+    pub clock: Clock,
+}
+
+/// Wall-clock milliseconds derived from a monotonic `Instant`, so a command needs one
+/// clock read for both its latency statistics and its expiry time. The offset to the wall
+/// clock is re-read every second, so changes to the system time are followed.
+pub struct Clock {
+    base: Instant,
+    /// Unix time of `base`, in microseconds (finer than the ms we hand out, so rounding
+    /// never puts our clock behind the wall clock).
+    offset_us: AtomicU64,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        let c = Clock {
+            base: Instant::now(),
+            offset_us: AtomicU64::new(0),
+        };
+        c.sync();
+        c
+    }
+
+    /// Re-reads the wall clock.
+    pub fn sync(&self) {
+        let since_base = self.base.elapsed().as_micros() as u64;
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        self.offset_us
+            .store(wall.saturating_sub(since_base), Ordering::Relaxed);
+    }
+
+    /// Unix milliseconds at `at`.
+    pub fn unix_ms(&self, at: Instant) -> u64 {
+        let us = self.offset_us.load(Ordering::Relaxed)
+            + at.saturating_duration_since(self.base).as_micros() as u64;
+        us / 1000
+    }
 }
 
 impl Server {
@@ -44,6 +84,7 @@ impl Server {
             .unwrap_or(0)
     }
 
+    /// Stops serving: every connection closes and the worker threads exit.
     pub fn stop(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
         for c in self.clients.snapshot() {
@@ -57,7 +98,10 @@ impl Server {
 pub fn run(config: Config) -> std::io::Result<()> {
     let (server, listeners) = start(config)?;
     for addr in &server.listen {
-        tracing::info!("Ready to accept connections on {addr} with {} worker threads", server.threads);
+        tracing::info!(
+            "Ready to accept connections on {addr} with {} worker threads",
+            server.threads
+        );
     }
     serve(server, listeners)
 }
@@ -73,14 +117,23 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
             Some(h) => (true, h),
             None => (false, host),
         };
-        let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
         match TcpListener::bind(&addr) {
             Ok(l) => {
                 listen.push(l.local_addr()?);
                 listeners.push(l);
             }
             Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
-            Err(e) => return Err(std::io::Error::new(e.kind(), format!("could not bind {addr}: {e}"))),
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("could not bind {addr}: {e}"),
+                ))
+            }
         }
     }
     if listeners.is_empty() {
@@ -88,7 +141,9 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
     }
     let mut threads = config.get_u64("threads") as usize;
     if threads == 0 {
-        threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
     }
     let shards = (config.get_u64("shards") as usize).next_power_of_two();
     let databases = config.get_u64("databases") as usize;
@@ -108,6 +163,7 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         memory_peak: AtomicU64::new(0),
         ops_per_sec: AtomicU64::new(0),
         active_expire: AtomicBool::new(true),
+        clock: Clock::new(),
     });
     Ok((server, listeners))
 }
@@ -144,7 +200,9 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
     drop(senders);
     {
         let server = server.clone();
-        std::thread::Builder::new().name("strata-signals".into()).spawn(move || watch_signals(server))?;
+        std::thread::Builder::new()
+            .name("strata-signals".into())
+            .spawn(move || watch_signals(server))?;
     }
     background.join().ok();
     for w in workers {
@@ -154,7 +212,11 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
     Ok(())
 }
 
-fn accept_loop(server: &Arc<Server>, listener: TcpListener, workers: &[mpsc::UnboundedSender<std::net::TcpStream>]) {
+fn accept_loop(
+    server: &Arc<Server>,
+    listener: TcpListener,
+    workers: &[mpsc::UnboundedSender<std::net::TcpStream>],
+) {
     let mut next = 0usize;
     loop {
         let stream = match listener.accept() {
@@ -172,7 +234,10 @@ fn accept_loop(server: &Arc<Server>, listener: TcpListener, workers: &[mpsc::Unb
         if server.shutting_down.load(Ordering::SeqCst) {
             return;
         }
-        server.stats.connections_received.fetch_add(1, Ordering::Relaxed);
+        server
+            .stats
+            .connections_received
+            .fetch_add(1, Ordering::Relaxed);
         if workers[next % workers.len()].send(stream).is_err() {
             return;
         }
@@ -180,8 +245,15 @@ fn accept_loop(server: &Arc<Server>, listener: TcpListener, workers: &[mpsc::Unb
     }
 }
 
-fn worker(server: Arc<Server>, stats: Arc<ThreadStats>, mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>) {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+fn worker(
+    server: Arc<Server>,
+    stats: Arc<ThreadStats>,
+    mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start a worker event loop: {e}");
@@ -217,7 +289,13 @@ fn cron(server: &Server) {
             server.keyspace.active_expire_cycle(period / 4);
         }
         if last.0.elapsed() >= Duration::from_secs(1) {
-            let total: u64 = server.stats.command_totals(server.table.commands.len()).iter().map(|t| t.calls).sum();
+            server.clock.sync();
+            let total: u64 = server
+                .stats
+                .command_totals(server.table.commands.len())
+                .iter()
+                .map(|t| t.calls)
+                .sum();
             let rate = total.saturating_sub(last.1) as f64 / last.0.elapsed().as_secs_f64();
             server.ops_per_sec.store(rate as u64, Ordering::Relaxed);
             last = (Instant::now(), total);
@@ -242,12 +320,18 @@ fn close_idle_clients(server: &Server) {
 
 /// SIGTERM and SIGINT stop the server cleanly, as redis-server does.
 fn watch_signals(server: Arc<Server>) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
         return;
     };
     rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
             return;
         };
         tokio::select! {
@@ -259,7 +343,8 @@ fn watch_signals(server: Arc<Server>) {
 }
 
 fn run_id() -> String {
-    let mut x = (Server::now_unix() ^ std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut x =
+        (Server::now_unix() ^ std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut s = String::with_capacity(40);
     for _ in 0..40 {
         x ^= x << 13;

@@ -56,7 +56,13 @@ impl ThreadStats {
     }
 
     fn reset(&self) {
-        for c in self.calls.iter().chain(self.usec.iter()).chain(self.rejected.iter()).chain(self.failed.iter()) {
+        for c in self
+            .calls
+            .iter()
+            .chain(self.usec.iter())
+            .chain(self.rejected.iter())
+            .chain(self.failed.iter())
+        {
             c.store(0, Relaxed);
         }
     }
@@ -92,7 +98,11 @@ impl Stats {
     }
 
     pub fn errors(&self) -> Vec<(String, u64)> {
-        self.errors.lock().iter().map(|(k, v)| (k.clone(), *v)).collect()
+        self.errors
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
     }
 
     pub fn command_totals(&self, commands: usize) -> Vec<CommandTotals> {
@@ -111,7 +121,10 @@ impl Stats {
     /// (bytes read, bytes written) over all threads.
     pub fn net(&self) -> (u64, u64) {
         self.threads.lock().iter().fold((0, 0), |(i, o), t| {
-            (i + t.net_input.load(Relaxed), o + t.net_output.load(Relaxed))
+            (
+                i + t.net_input.load(Relaxed),
+                o + t.net_output.load(Relaxed),
+            )
         })
     }
 

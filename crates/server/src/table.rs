@@ -15,8 +15,8 @@ pub struct Table {
     pub commands: Vec<&'static Command>,
     /// "get", "config|get": as Redis names them in errors and INFO commandstats.
     pub fullnames: Vec<String>,
-    /// Index of each top-level command (subcommands are looked up by fullname).
-    by_name: HashMap<String, usize>,
+    /// Index of every command by its lower-case fullname ("get", "config|get").
+    by_name: HashMap<Box<[u8]>, usize, foldhash::fast::FixedState>,
     /// The container (CONFIG, CLIENT...) of each subcommand, by id.
     parent: Vec<Option<usize>>,
 }
@@ -26,7 +26,7 @@ impl Table {
         let mut t = Table {
             commands: Vec::new(),
             fullnames: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             parent: Vec::new(),
         };
         for family in families {
@@ -42,16 +42,29 @@ impl Table {
 
     fn add(&mut self, cmd: &'static Command, fullname: String, parent: Option<usize>) -> usize {
         let id = self.commands.len();
-        debug_assert!(!self.by_name.contains_key(&fullname), "{fullname} declared twice");
+        let key: Box<[u8]> = fullname.as_bytes().into();
+        debug_assert!(
+            !self.by_name.contains_key(&key),
+            "{fullname} declared twice"
+        );
         self.commands.push(cmd);
-        self.by_name.insert(fullname.clone(), id);
+        self.by_name.insert(key, id);
         self.fullnames.push(fullname);
         self.parent.push(parent);
         id
     }
 
     pub fn lookup(&self, fullname: &str) -> Option<usize> {
-        self.by_name.get(fullname).copied()
+        self.by_name.get(fullname.as_bytes()).copied()
+    }
+
+    /// Looks a name up case-insensitively without allocating (this runs for every command).
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        let mut buf = [0u8; 64];
+        let lower = buf.get_mut(..name.len())?;
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.by_name.get(&*lower).copied()
     }
 
     /// Top-level commands, in declaration order.
@@ -62,8 +75,7 @@ impl Table {
     /// Resolves argv to a command id, or the error Redis gives for an unknown command,
     /// an unknown subcommand or a wrong argument count.
     pub fn resolve(&self, argv: &[Bytes]) -> Result<usize, CmdError> {
-        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-        let Some(&id) = self.by_name.get(&name) else {
+        let Some(id) = self.find(&argv[0]) else {
             return Err(unknown_command(argv));
         };
         let cmd = self.commands[id];
@@ -74,13 +86,13 @@ impl Table {
             // A bare container runs its own handler where its arity allows (COMMAND).
             return check_arity(cmd, argv, &self.fullnames[id]).map(|_| id);
         }
-        let sub = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
-        match self.by_name.get(&format!("{name}|{sub}")) {
-            Some(&sid) => check_arity(self.commands[sid], argv, &self.fullnames[sid]).map(|_| sid),
+        let full = [cmd.name.as_bytes(), b"|", &argv[1]].concat();
+        match self.find(&full) {
+            Some(sid) => check_arity(self.commands[sid], argv, &self.fullnames[sid]).map(|_| sid),
             None => Err(CmdError::Custom(format!(
                 "ERR unknown subcommand '{}'. Try {} HELP.",
                 truncate(&argv[1], 128),
-                name.to_ascii_uppercase()
+                cmd.name.to_ascii_uppercase()
             ))),
         }
     }
@@ -114,8 +126,17 @@ fn unknown_command(argv: &[Bytes]) -> CmdError {
     ))
 }
 
-/// Runs one command and writes its reply (or error) into `out`.
-pub fn execute(server: &Server, client: &mut Client, stats: &ThreadStats, argv: &[Bytes], out: &mut Vec<u8>) {
+/// Runs one command and writes its reply (or error) into `out`. `clock` is when the
+/// previous command of the batch finished (or the batch began); it is advanced to when this
+/// one finishes, so each command costs one clock read.
+pub fn execute(
+    server: &Server,
+    client: &mut Client,
+    stats: &ThreadStats,
+    argv: &[Bytes],
+    out: &mut Vec<u8>,
+    clock: &mut Instant,
+) {
     let mode_before = client.reply;
     let start_len = out.len();
     let id = match server.table.resolve(argv) {
@@ -126,7 +147,7 @@ pub fn execute(server: &Server, client: &mut Client, stats: &ThreadStats, argv: 
         }
     };
     if let Some(id) = id {
-        run(server, client, stats, id, argv, out);
+        run(server, client, stats, id, argv, out, clock);
     }
     // CLIENT REPLY OFF/SKIP: drop the reply. SKIP applies to the one command after it.
     let suppress = match mode_before {
@@ -144,15 +165,31 @@ pub fn execute(server: &Server, client: &mut Client, stats: &ThreadStats, argv: 
     }
 }
 
-fn run(server: &Server, client: &mut Client, stats: &ThreadStats, id: usize, argv: &[Bytes], out: &mut Vec<u8>) {
+fn run(
+    server: &Server,
+    client: &mut Client,
+    stats: &ThreadStats,
+    id: usize,
+    argv: &[Bytes],
+    out: &mut Vec<u8>,
+    clock: &mut Instant,
+) {
     let cmd = server.table.commands[id];
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         stats.rejected(id);
-        write_error(server, client, out, &CmdError::Static("NOAUTH Authentication required."));
+        write_error(
+            server,
+            client,
+            out,
+            &CmdError::Static("NOAUTH Authentication required."),
+        );
         return;
     }
-    client.info.last_cmd.store(id, std::sync::atomic::Ordering::Relaxed);
-    let started = Instant::now();
+    client
+        .info
+        .last_cmd
+        .store(id, std::sync::atomic::Ordering::Relaxed);
+    let started = *clock;
     let proto = client.proto;
     let result = {
         let mut ctx = Ctx {
@@ -160,10 +197,12 @@ fn run(server: &Server, client: &mut Client, stats: &ThreadStats, id: usize, arg
             client,
             argv,
             out: Reply::new(out, proto),
+            now_ms: server.clock.unix_ms(started),
         };
         (cmd.handler)(&mut ctx)
     };
-    stats.called(id, started.elapsed());
+    *clock = Instant::now();
+    stats.called(id, clock.saturating_duration_since(started));
     if let Err(e) = result {
         stats.failed(id);
         write_error(server, client, out, &e);

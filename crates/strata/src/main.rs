@@ -9,7 +9,11 @@ use strata_server::config::{self, Config};
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Parser)]
-#[command(name = "strata", version, about = "Strata: a Redis-compatible database")]
+#[command(
+    name = "strata",
+    version,
+    about = "Strata: a Redis-compatible database"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -18,9 +22,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Start the server (no persistence yet: data lives in memory only).
-    #[command(after_help = "Any other config directive can be given as --name value \
+    #[command(
+        after_help = "Any other config directive can be given as --name value \
 (for example --hz 100 --proto-max-bulk-len 1mb), as with redis-server. \
-The config file uses redis.conf syntax: one `name value` per line, # for comments.")]
+The config file uses redis.conf syntax: one `name value` per line, # for comments."
+    )]
     Serve(ServeArgs),
 }
 
@@ -60,7 +66,15 @@ fn main() -> ExitCode {
     }
 }
 
-const NAMED: &[&str] = &["port", "bind", "threads", "requirepass", "maxclients", "dir", "loglevel"];
+const NAMED: &[&str] = &[
+    "port",
+    "bind",
+    "threads",
+    "requirepass",
+    "maxclients",
+    "dir",
+    "loglevel",
+];
 
 /// Splits `--name value...` pairs for config directives other than the named options.
 /// As in redis-server, a directive takes every following word up to the next `--`.
@@ -69,7 +83,9 @@ fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
     let mut directives = Vec::new();
     let mut it = args.into_iter().peekable();
     while let Some(a) = it.next() {
-        let name = a.strip_prefix("--").filter(|n| !NAMED.contains(n) && config::param(n).is_some());
+        let name = a
+            .strip_prefix("--")
+            .filter(|n| !NAMED.contains(n) && config::param(n).is_some());
         match name {
             Some(name) => {
                 let mut words = Vec::new();
@@ -104,7 +120,9 @@ fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
         ("dir", a.dir),
         ("loglevel", a.loglevel),
     ];
-    let given = named.into_iter().filter_map(|(n, v)| v.map(|v| (n.to_string(), v)));
+    let given = named
+        .into_iter()
+        .filter_map(|(n, v)| v.map(|v| (n.to_string(), v)));
     for (name, value) in directives.into_iter().chain(given) {
         if let Err(e) = config.set(&name, &value, false) {
             eprintln!("*** FATAL CONFIG ERROR *** --{name} {value}: {e}");
@@ -128,14 +146,23 @@ fn init_logging(config: &Config) {
         "nothing" => tracing::Level::ERROR,
         _ => tracing::Level::INFO,
     };
-    let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false);
     let logfile = config.get("logfile");
     if logfile.is_empty() {
         builder.init();
         return;
     }
-    match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
-        Ok(f) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(f)).init(),
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&logfile)
+    {
+        Ok(f) => builder
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(f))
+            .init(),
         Err(e) => {
             builder.init();
             tracing::warn!("cannot open logfile {logfile}: {e}; logging to standard output");

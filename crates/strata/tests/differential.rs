@@ -60,6 +60,7 @@ enum Step {
     Hello(u8),
 }
 
+#[derive(Debug)]
 struct Line {
     no: usize,
     text: String,
@@ -90,13 +91,23 @@ fn parse_file(path: &Path) -> Result<Vec<Line>, String> {
             Some("approx") => Mode::Approx,
             Some("any") => Mode::Any,
             Some("sleep") => {
-                let ms = rest.parse().map_err(|_| fail("!sleep needs milliseconds"))?;
-                lines.push(Line { no, text: t.to_string(), step: Step::Sleep(ms) });
+                let ms = rest
+                    .parse()
+                    .map_err(|_| fail("!sleep needs milliseconds"))?;
+                lines.push(Line {
+                    no,
+                    text: t.to_string(),
+                    step: Step::Sleep(ms),
+                });
                 continue;
             }
             Some(d @ ("resp2" | "resp3")) if rest.is_empty() => {
                 let v = if d == "resp3" { 3 } else { 2 };
-                lines.push(Line { no, text: t.to_string(), step: Step::Hello(v) });
+                lines.push(Line {
+                    no,
+                    text: t.to_string(),
+                    step: Step::Hello(v),
+                });
                 continue;
             }
             Some(_) => return Err(fail("unknown directive")),
@@ -105,7 +116,11 @@ fn parse_file(path: &Path) -> Result<Vec<Line>, String> {
         if args.is_empty() {
             return Err(fail("directive without a command"));
         }
-        lines.push(Line { no, text: t.to_string(), step: Step::Command { mode, args } });
+        lines.push(Line {
+            no,
+            text: t.to_string(),
+            step: Step::Command { mode, args },
+        });
     }
     Ok(lines)
 }
@@ -122,7 +137,12 @@ fn allowed() -> Result<BTreeMap<String, String>, String> {
         let Some(rest) = line.trim_end().strip_prefix("- `") else {
             continue;
         };
-        let bad = || format!("ALLOWED.md:{}: expected ``- `<command line>` — reason``: {line}", i + 1);
+        let bad = || {
+            format!(
+                "ALLOWED.md:{}: expected ``- `<command line>` — reason``: {line}",
+                i + 1
+            )
+        };
         let end = rest.rfind('`').ok_or_else(bad)?;
         let (cmd, reason) = (&rest[..end], rest[end + 1..].trim());
         let reason = reason.trim_start_matches(['—', '-', '–', ':']).trim();
@@ -139,8 +159,13 @@ fn is_allowed(allow: &BTreeMap<String, String>, line: &Line) -> Option<String> {
         return Some(k.0.clone());
     }
     // Also match the command without its directive.
-    let cmd = line.text.strip_prefix('!').and_then(|d| d.split_once(char::is_whitespace)).map(|(_, c)| c.trim());
-    cmd.and_then(|c| allow.get_key_value(c)).map(|k| k.0.clone())
+    let cmd = line
+        .text
+        .strip_prefix('!')
+        .and_then(|d| d.split_once(char::is_whitespace))
+        .map(|(_, c)| c.trim());
+    cmd.and_then(|c| allow.get_key_value(c))
+        .map(|k| k.0.clone())
 }
 
 fn same(mode: Mode, a: &RawReply, b: &RawReply) -> bool {
@@ -161,7 +186,10 @@ fn same(mode: Mode, a: &RawReply, b: &RawReply) -> bool {
 /// The elements' raw bytes in sorted order (a map's key-value pairs as units).
 fn sorted(r: &RawReply) -> Vec<Vec<u8>> {
     let mut v: Vec<Vec<u8>> = if r.kind == b'%' {
-        r.elems.chunks(2).map(|p| p.iter().flat_map(|e| e.raw.clone()).collect()).collect()
+        r.elems
+            .chunks(2)
+            .map(|p| p.iter().flat_map(|e| e.raw.clone()).collect())
+            .collect()
     } else {
         r.elems.iter().map(|e| e.raw.clone()).collect()
     };
@@ -174,14 +202,19 @@ fn approx(a: &RawReply, b: &RawReply) -> bool {
         return false;
     }
     if a.kind == b':' {
-        let n = |r: &RawReply| String::from_utf8_lossy(&r.raw[1..r.raw.len() - 2]).parse::<i64>().ok();
+        let n = |r: &RawReply| {
+            String::from_utf8_lossy(&r.raw[1..r.raw.len() - 2])
+                .parse::<i64>()
+                .ok()
+        };
         return match (n(a), n(b)) {
             (Some(x), Some(y)) => x.abs_diff(y) <= 1,
             _ => a.raw == b.raw,
         };
     }
     if a.is_aggregate() && b.is_aggregate() {
-        return a.elems.len() == b.elems.len() && a.elems.iter().zip(&b.elems).all(|(x, y)| approx(x, y));
+        return a.elems.len() == b.elems.len()
+            && a.elems.iter().zip(&b.elems).all(|(x, y)| approx(x, y));
     }
     a.raw == b.raw
 }
@@ -194,7 +227,10 @@ struct Pair {
 
 impl Pair {
     fn new(redis: &Proc, strata: &Proc) -> Pair {
-        Pair { redis: RespConn::new(redis), strata: RespConn::new(strata) }
+        Pair {
+            redis: RespConn::new(redis),
+            strata: RespConn::new(strata),
+        }
     }
 }
 
@@ -234,7 +270,10 @@ fn run_file(
                 std::thread::sleep(Duration::from_millis(*ms));
                 continue;
             }
-            Step::Hello(v) => (Mode::Any, vec![b"HELLO".to_vec(), v.to_string().into_bytes()]),
+            Step::Hello(v) => (
+                Mode::Any,
+                vec![b"HELLO".to_vec(), v.to_string().into_bytes()],
+            ),
             Step::Command { mode, args } => (*mode, args.clone()),
         };
         let req = encode_command(&args);
@@ -268,7 +307,10 @@ fn run_file(
         if a.is_err() || b.is_err() {
             // A lost connection (or a reply we could not read) leaves the two sides out of
             // step: start both again on fresh connections, in RESP2 and db 0.
-            report.push(format!("{name}:{}: reconnecting both sides (state reset)", line.no));
+            report.push(format!(
+                "{name}:{}: reconnecting both sides (state reset)",
+                line.no
+            ));
             pair = Pair::new(redis, strata);
         }
     }
@@ -277,7 +319,9 @@ fn run_file(
 
 fn selected(name: &str) -> bool {
     match std::env::var("DIFF_ONLY") {
-        Ok(only) if !only.trim().is_empty() => only.split([',', ' ']).any(|w| !w.is_empty() && name.contains(w)),
+        Ok(only) if !only.trim().is_empty() => only
+            .split([',', ' '])
+            .any(|w| !w.is_empty() && name.contains(w)),
         _ => true,
     }
 }
@@ -297,13 +341,23 @@ fn diff_files() {
         dir.display()
     );
     files.retain(|p| selected(&p.file_name().unwrap().to_string_lossy()));
-    assert!(!files.is_empty(), "DIFF_ONLY={:?} matches no file in {}", std::env::var("DIFF_ONLY"), dir.display());
+    assert!(
+        !files.is_empty(),
+        "DIFF_ONLY={:?} matches no file in {}",
+        std::env::var("DIFF_ONLY"),
+        dir.display()
+    );
 
     // Parse everything first: a malformed file fails before any server starts.
     let allow = allowed().unwrap_or_else(|e| panic!("{e}"));
     let parsed: Vec<(String, Vec<Line>)> = files
         .iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), parse_file(p).unwrap_or_else(|e| panic!("{e}"))))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                parse_file(p).unwrap_or_else(|e| panic!("{e}")),
+            )
+        })
         .collect();
 
     let redis = common::redis(&[]);
@@ -336,7 +390,10 @@ fn diff_files() {
     }
     if !failed.is_empty() {
         eprintln!("{report}");
-        panic!("differential mismatches against redis-server in: {}", failed.join(", "));
+        panic!(
+            "differential mismatches against redis-server in: {}",
+            failed.join(", ")
+        );
     }
 }
 
@@ -384,22 +441,31 @@ fn set_cmd() -> impl Strategy<Value = Vec<String>> {
         ])
         .prop_map(|v| v.into_iter().map(str::to_string).collect()),
     ];
-    let cond = prop::sample::select(vec![vec![], vec![], vec!["NX"], vec!["XX"], vec!["NX", "XX"]]);
+    let cond = prop::sample::select(vec![
+        vec![],
+        vec![],
+        vec!["NX"],
+        vec!["XX"],
+        vec!["NX", "XX"],
+    ]);
     // Option groups (`EX 100` stays together) in random order, as clients may send them.
-    (key(), value(), expiry, cond, prop::bool::weighted(0.3)).prop_flat_map(|(k, v, exp, cond, get)| {
-        let mut groups: Vec<Vec<String>> = cond.into_iter().map(|c| vec![c.to_string()]).collect();
-        if !exp.is_empty() {
-            groups.push(exp);
-        }
-        if get {
-            groups.push(vec!["GET".to_string()]);
-        }
-        Just(groups).prop_shuffle().prop_map(move |groups| {
-            let mut c = vec!["SET".to_string(), k.clone(), v.clone()];
-            c.extend(groups.into_iter().flatten());
-            c
-        })
-    })
+    (key(), value(), expiry, cond, prop::bool::weighted(0.3)).prop_flat_map(
+        |(k, v, exp, cond, get)| {
+            let mut groups: Vec<Vec<String>> =
+                cond.into_iter().map(|c| vec![c.to_string()]).collect();
+            if !exp.is_empty() {
+                groups.push(exp);
+            }
+            if get {
+                groups.push(vec!["GET".to_string()]);
+            }
+            Just(groups).prop_shuffle().prop_map(move |groups| {
+                let mut c = vec!["SET".to_string(), k.clone(), v.clone()];
+                c.extend(groups.into_iter().flatten());
+                c
+            })
+        },
+    )
 }
 
 fn keys(min: usize, max: usize) -> impl Strategy<Value = Vec<String>> {
@@ -443,18 +509,29 @@ fn command() -> impl Strategy<Value = Vec<String>> {
 }
 
 fn show_cmd(c: &[String]) -> String {
-    c.iter().map(|a| quote_arg(a.as_bytes())).collect::<Vec<_>>().join(" ")
+    c.iter()
+        .map(|a| quote_arg(a.as_bytes()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[test]
 fn diff_random_strings() {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(200);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let pair = RefCell::new(Pair::new(&redis, &strata));
     // Command names that mismatched in any run (shrinking included), with one example.
     let seen: RefCell<BTreeMap<String, String>> = RefCell::new(BTreeMap::new());
-    let config = PtConfig { cases, failure_persistence: None, max_shrink_iters: 4000, ..PtConfig::default() };
+    let config = PtConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4000,
+        ..PtConfig::default()
+    };
     let mut runner = TestRunner::new(config);
     let strategy = prop::collection::vec(command(), 1..=30);
     let result = runner.run(&strategy, |cmds| {
@@ -463,7 +540,10 @@ fn diff_random_strings() {
         for (name, r) in ["redis", "strata"].iter().zip(&flushed) {
             if !matches!(r, Ok(r) if r.raw == b"+OK\r\n") {
                 *p = Pair::new(&redis, &strata);
-                return Err(TestCaseError::fail(format!("FLUSHALL on {name}: {}", shown(r))));
+                return Err(TestCaseError::fail(format!(
+                    "FLUSHALL on {name}: {}",
+                    shown(r)
+                )));
             }
         }
         let mut history = String::new();
@@ -495,12 +575,21 @@ fn diff_random_strings() {
         Ok(()) => {}
         Err(TestError::Fail(why, cmds)) => {
             let mut msg = String::new();
-            writeln!(msg, "minimal failing sequence ({} commands), as redis-cli lines:", cmds.len()).unwrap();
+            writeln!(
+                msg,
+                "minimal failing sequence ({} commands), as redis-cli lines:",
+                cmds.len()
+            )
+            .unwrap();
             for c in &cmds {
                 writeln!(msg, "  {}", show_cmd(c)).unwrap();
             }
             writeln!(msg, "{why}").unwrap();
-            writeln!(msg, "commands that mismatched during the run (one example each):").unwrap();
+            writeln!(
+                msg,
+                "commands that mismatched during the run (one example each):"
+            )
+            .unwrap();
             for (name, ex) in seen.borrow().iter() {
                 writeln!(msg, "  {name}: {ex}").unwrap();
             }
@@ -508,4 +597,155 @@ fn diff_random_strings() {
         }
         Err(e) => panic!("random differential test: {e}"),
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The runner's own pieces, checked without servers.
+
+fn reply(bytes: &[u8]) -> RawReply {
+    let mut r = bytes;
+    let rep = common::read_reply(&mut r).unwrap_or_else(|e| panic!("{}: {e}", common::show(bytes)));
+    assert!(
+        r.is_empty(),
+        "left over after one reply: {}",
+        common::show(r)
+    );
+    rep
+}
+
+#[test]
+fn runner_splits_like_redis_cli() {
+    let s = |l: &str| {
+        split_args(l).map(|v| {
+            v.into_iter()
+                .map(|a| String::from_utf8_lossy(&a).into_owned())
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(
+        s("SET a b"),
+        Some(vec!["SET".into(), "a".into(), "b".into()])
+    );
+    assert_eq!(
+        s("  SET  \"a b\"\t'c d' "),
+        Some(vec!["SET".into(), "a b".into(), "c d".into()])
+    );
+    assert_eq!(
+        s(r#"ECHO "\x41\n\t\"\\""#),
+        Some(vec!["ECHO".into(), "A\n\t\"\\".into()])
+    );
+    assert_eq!(
+        s(r"ECHO 'it\'s' '\n'"),
+        Some(vec!["ECHO".into(), "it's".into(), "\\n".into()])
+    );
+    assert_eq!(s(r#"ECHO """#), Some(vec!["ECHO".into(), "".into()]));
+    assert_eq!(s(r#"ECHO "\xzz""#), Some(vec!["ECHO".into(), "xzz".into()]));
+    assert_eq!(s(r#"ECHO a"b c"d"#), None);
+    assert_eq!(s(r#"ECHO "abc"#), None);
+    assert_eq!(s("ECHO 'abc"), None);
+    assert_eq!(split_args(r#""\xff\x00""#), Some(vec![vec![0xff, 0]]));
+}
+
+#[test]
+fn runner_reads_every_reply_type() {
+    for raw in [
+        &b"+OK\r\n"[..],
+        b"-ERR x\r\n",
+        b":-12\r\n",
+        b"$3\r\na\r\n\r\n",
+        b"$0\r\n\r\n",
+        b"$-1\r\n",
+        b"*-1\r\n",
+        b"*0\r\n",
+        b"*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+        b"_\r\n",
+        b",3.14\r\n",
+        b"#t\r\n",
+        b"(3492890328409238509324850943850943825024385\r\n",
+        b"!5\r\nSYNTX\r\n",
+        b"=7\r\ntxt:abc\r\n",
+        b"%1\r\n+k\r\n:1\r\n",
+        b"~2\r\n+a\r\n+b\r\n",
+        b">2\r\n+message\r\n+x\r\n",
+        b"|1\r\n+ttl\r\n:3\r\n+OK\r\n",
+    ] {
+        assert_eq!(reply(raw).raw, raw);
+    }
+    assert_eq!(reply(b"%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n").elems.len(), 4);
+    assert_eq!(reply(b"|1\r\n+ttl\r\n:3\r\n*1\r\n+x\r\n").kind, b'*');
+    for bad in [
+        &b"+OK\n"[..],
+        b"$3\r\nab\r\n",
+        b"$3\r\nabcde",
+        b"?\r\n",
+        b"*2\r\n+a\r\n",
+        b"",
+    ] {
+        let mut r = bad;
+        assert!(common::read_reply(&mut r).is_err(), "{}", common::show(bad));
+    }
+}
+
+#[test]
+fn runner_compare_modes() {
+    let (a, b) = (
+        reply(b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+        reply(b"*2\r\n$1\r\nb\r\n$1\r\na\r\n"),
+    );
+    assert!(!same(Mode::Exact, &a, &b) && same(Mode::Sort, &a, &b) && same(Mode::Any, &a, &b));
+    let (a, b) = (
+        reply(b"%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n"),
+        reply(b"%2\r\n+b\r\n:2\r\n+a\r\n:1\r\n"),
+    );
+    assert!(same(Mode::Sort, &a, &b));
+    let c = reply(b"%2\r\n+b\r\n:1\r\n+a\r\n:2\r\n");
+    assert!(
+        !same(Mode::Sort, &a, &c),
+        "map pairs stay pairs when sorted"
+    );
+    assert!(same(Mode::Approx, &reply(b":100\r\n"), &reply(b":99\r\n")));
+    assert!(!same(Mode::Approx, &reply(b":100\r\n"), &reply(b":98\r\n")));
+    assert!(same(
+        Mode::Approx,
+        &reply(b"*2\r\n:5\r\n:7\r\n"),
+        &reply(b"*2\r\n:6\r\n:7\r\n")
+    ));
+    assert!(!same(Mode::Any, &reply(b"+OK\r\n"), &reply(b"-ERR\r\n")));
+}
+
+#[test]
+fn runner_parses_directives_and_allow_list() {
+    let dir = std::env::temp_dir().join(format!("strata-diff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("t.txt");
+    std::fs::write(
+        &f,
+        "# c\n\nPING\n!sort SMEMBERS s\n!sleep 5\n!resp3\n!any HELLO 3\n!approx TTL k\n",
+    )
+    .unwrap();
+    let lines = parse_file(&f).unwrap();
+    assert_eq!(lines.len(), 6);
+    assert_eq!(lines[0].no, 3);
+    assert!(matches!(&lines[1].step, Step::Command { mode: Mode::Sort, args } if args.len() == 2));
+    assert!(matches!(lines[2].step, Step::Sleep(5)));
+    assert!(matches!(lines[3].step, Step::Hello(3)));
+    std::fs::write(&f, "!nosuch PING\n").unwrap();
+    assert!(parse_file(&f)
+        .unwrap_err()
+        .contains("t.txt:1: unknown directive"));
+    std::fs::write(&f, "ECHO \"x\n").unwrap();
+    assert!(parse_file(&f).unwrap_err().contains("unbalanced"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut allow = BTreeMap::new();
+    allow.insert("OBJECT ENCODING k".to_string(), "r".to_string());
+    let line = |text: &str| Line {
+        no: 1,
+        text: text.into(),
+        step: Step::Sleep(0),
+    };
+    assert!(is_allowed(&allow, &line("OBJECT ENCODING k")).is_some());
+    assert!(is_allowed(&allow, &line("!any OBJECT ENCODING k")).is_some());
+    assert!(is_allowed(&allow, &line("OBJECT ENCODING j")).is_none());
+    // The real list parses.
+    allowed().unwrap();
 }

@@ -23,6 +23,9 @@ pub struct Limits {
     pub max_multibulk_len: usize,
     /// Pending bytes allowed without a line terminator (PROTO_INLINE_MAX_SIZE).
     pub max_inline_len: usize,
+    /// The client has not authenticated yet: as Redis, refuse more than 10 arguments or a
+    /// bulk over 16 KiB, so an unauthenticated client cannot make the server buffer much.
+    pub unauthenticated: bool,
 }
 
 impl Default for Limits {
@@ -31,6 +34,7 @@ impl Default for Limits {
             max_bulk_len: 512 * 1024 * 1024,
             max_multibulk_len: i32::MAX as usize,
             max_inline_len: 64 * 1024,
+            unauthenticated: false,
         }
     }
 }
@@ -66,6 +70,8 @@ pub(crate) const TOO_BIG_BULK: &str = "Protocol error: too big bulk count string
 pub(crate) const INVALID_BULK: &str = "Protocol error: invalid bulk length";
 pub(crate) const TOO_BIG_INLINE: &str = "Protocol error: too big inline request";
 pub(crate) const UNBALANCED: &str = "Protocol error: unbalanced quotes in request";
+pub(crate) const UNAUTH_MBULK: &str = "Protocol error: unauthenticated multibulk length";
+pub(crate) const UNAUTH_BULK: &str = "Protocol error: unauthenticated bulk length";
 
 fn err<T>(msg: &str) -> Result<T, ProtocolError> {
     Err(ProtocolError(msg.to_owned()))
@@ -234,6 +240,9 @@ impl Parser {
             Some(n) if (n as u64) <= self.limits.max_multibulk_len as u64 => n as usize,
             _ => return err(INVALID_MBULK),
         };
+        if n > 10 && self.limits.unauthenticated {
+            return err(UNAUTH_MBULK);
+        }
         self.state = State::Bulks;
         self.remaining = n;
         self.pos = cr + 2;
@@ -273,6 +282,9 @@ impl Parser {
                         }
                         _ => return err(INVALID_BULK),
                     };
+                    if len > 16384 && self.limits.unauthenticated {
+                        return err(UNAUTH_BULK);
+                    }
                     self.pos = cr + 2;
                     self.bulk_len = Some(len);
                     len

@@ -321,6 +321,7 @@ fn smaller_limits() {
         max_bulk_len: 3,
         max_multibulk_len: 2,
         max_inline_len: 8,
+        unauthenticated: false,
     });
     let mut b = BytesMut::from(&b"*3\r\n"[..]);
     assert_eq!(p.parse(&mut b).unwrap_err().0, INVALID_MBULK);
@@ -328,4 +329,32 @@ fn smaller_limits() {
     assert_eq!(p.parse(&mut b).unwrap_err().0, INVALID_BULK);
     let mut b = BytesMut::from(&b"123456789"[..]);
     assert_eq!(p.parse(&mut b).unwrap_err().0, TOO_BIG_INLINE);
+}
+
+#[test]
+fn unauthenticated_limits() {
+    let mut p = Parser::new(Limits {
+        unauthenticated: true,
+        ..Limits::default()
+    });
+    let mut b = BytesMut::from(&b"*11\r\n"[..]);
+    assert_eq!(p.parse(&mut b).unwrap_err().0, UNAUTH_MBULK);
+    let mut p = Parser::new(Limits {
+        unauthenticated: true,
+        ..Limits::default()
+    });
+    let mut b = BytesMut::from(&b"*1\r\n$16385\r\n"[..]);
+    assert_eq!(p.parse(&mut b).unwrap_err().0, UNAUTH_BULK);
+    // At the limits themselves, frames are accepted.
+    let mut p = Parser::new(Limits {
+        unauthenticated: true,
+        ..Limits::default()
+    });
+    let mut frame = b"*10\r\n".to_vec();
+    for _ in 0..9 {
+        frame.extend_from_slice(b"$1\r\na\r\n");
+    }
+    frame.extend_from_slice(format!("$16384\r\n{}\r\n", "x".repeat(16384)).as_bytes());
+    let mut b = BytesMut::from(&frame[..]);
+    assert_eq!(p.parse(&mut b).unwrap().unwrap().len(), 10);
 }

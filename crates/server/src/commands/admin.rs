@@ -5,33 +5,144 @@ use crate::info;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const fn admin(name: &'static str, arity: i32, flags: u32, summary: &'static str, since: &'static str, handler: crate::command::Handler) -> Command {
-    Command { name, arity, flags, group: "server", summary, since, handler, ..Command::DEFAULT }
+const fn admin(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::command::Handler,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags,
+        group: "server",
+        summary,
+        since,
+        handler,
+        ..Command::DEFAULT
+    }
 }
 
 pub const COMMANDS: &[Command] = &[
-    admin("dbsize", 1, READONLY | FAST, "Returns the number of keys in the database.", "1.0.0", dbsize),
-    admin("flushdb", -1, WRITE, "Removes all keys from the current database.", "1.0.0", flushdb),
-    admin("flushall", -1, WRITE, "Removes all keys from all databases.", "1.0.0", flushall),
-    admin("swapdb", 3, WRITE | FAST, "Swaps two Redis databases.", "4.0.0", swapdb),
-    admin("time", 1, LOADING | STALE | FAST, "Returns the server time.", "2.6.0", time),
-    admin("lastsave", 1, LOADING | STALE | FAST, "Returns the Unix timestamp of the last successful save to disk.", "1.0.0", lastsave),
-    admin("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0", shutdown),
-    admin("info", -1, LOADING | STALE, "Returns information and statistics about the server.", "1.0.0", info_cmd),
+    admin(
+        "dbsize",
+        1,
+        READONLY | FAST,
+        "Returns the number of keys in the database.",
+        "1.0.0",
+        dbsize,
+    ),
+    admin(
+        "flushdb",
+        -1,
+        WRITE,
+        "Removes all keys from the current database.",
+        "1.0.0",
+        flushdb,
+    ),
+    admin(
+        "flushall",
+        -1,
+        WRITE,
+        "Removes all keys from all databases.",
+        "1.0.0",
+        flushall,
+    ),
+    admin(
+        "swapdb",
+        3,
+        WRITE | FAST,
+        "Swaps two Redis databases.",
+        "4.0.0",
+        swapdb,
+    ),
+    admin(
+        "time",
+        1,
+        LOADING | STALE | FAST,
+        "Returns the server time.",
+        "2.6.0",
+        time,
+    ),
+    admin(
+        "lastsave",
+        1,
+        LOADING | STALE | FAST,
+        "Returns the Unix timestamp of the last successful save to disk.",
+        "1.0.0",
+        lastsave,
+    ),
+    admin(
+        "shutdown",
+        -1,
+        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "1.0.0",
+        shutdown,
+    ),
+    admin(
+        "info",
+        -1,
+        LOADING | STALE,
+        "Returns information and statistics about the server.",
+        "1.0.0",
+        info_cmd,
+    ),
     Command {
         subcommands: DEBUG,
-        ..admin("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, "A container for debugging commands.", "1.0.0", super::container)
+        ..admin(
+            "debug",
+            -2,
+            ADMIN | NOSCRIPT | LOADING | STALE,
+            "A container for debugging commands.",
+            "1.0.0",
+            super::container,
+        )
     },
 ];
 
 const DEBUG: &[Command] = &[
-    admin("sleep", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Blocks the worker thread for the given number of seconds (a float).", "1.0.0", debug_sleep),
+    admin(
+        "sleep",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Blocks the worker thread for the given number of seconds (a float).",
+        "1.0.0",
+        debug_sleep,
+    ),
     Command {
-        keys: Keys::Range { first: 2, last: 2, step: 1 },
-        ..admin("object", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Shows low-level information about a key.", "1.0.0", debug_object)
+        keys: Keys::Range {
+            first: 2,
+            last: 2,
+            step: 1,
+        },
+        ..admin(
+            "object",
+            3,
+            ADMIN | NOSCRIPT | LOADING | STALE,
+            "Shows low-level information about a key.",
+            "1.0.0",
+            debug_object,
+        )
     },
-    admin("set-active-expire", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Turns the active expiry cycle on (1) or off (0).", "1.0.0", debug_set_active_expire),
-    admin("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "1.0.0", debug_help),
+    admin(
+        "set-active-expire",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Turns the active expiry cycle on (1) or off (0).",
+        "1.0.0",
+        debug_set_active_expire,
+    ),
+    admin(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "1.0.0",
+        debug_help,
+    ),
 ];
 
 fn dbsize(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -55,7 +166,9 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
 /// Frees flushed tables on a background thread when asked to (ASYNC), else right here.
 fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
     if in_background {
-        let spawned = std::thread::Builder::new().name("strata-lazyfree".into()).spawn(move || drop(garbage));
+        let spawned = std::thread::Builder::new()
+            .name("strata-lazyfree".into())
+            .spawn(move || drop(garbage));
         if let Err(e) = spawned {
             tracing::warn!("lazyfree thread: {e}");
         }
@@ -77,8 +190,12 @@ fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
-    let a = ctx.int_arg(1).map_err(|_| CmdError::err("invalid first DB index"))?;
-    let b = ctx.int_arg(2).map_err(|_| CmdError::err("invalid second DB index"))?;
+    let a = ctx
+        .int_arg(1)
+        .map_err(|_| CmdError::err("invalid first DB index"))?;
+    let b = ctx
+        .int_arg(2)
+        .map_err(|_| CmdError::err("invalid second DB index"))?;
     let n = ctx.server.keyspace.db_count() as i64;
     if !(0..n).contains(&a) || !(0..n).contains(&b) {
         return Err(CmdError::DB_RANGE);
@@ -89,7 +206,9 @@ fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn time(ctx: &mut Ctx<'_>) -> CmdResult {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     ctx.out.array(2);
     ctx.out.bulk_int(now.as_secs() as i64);
     ctx.out.bulk_int(now.subsec_micros() as i64);
@@ -97,7 +216,8 @@ fn time(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn lastsave(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.out.int(ctx.server.last_save.load(Ordering::Relaxed) as i64);
+    ctx.out
+        .int(ctx.server.last_save.load(Ordering::Relaxed) as i64);
     Ok(())
 }
 
@@ -117,7 +237,10 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn info_cmd(ctx: &mut Ctx<'_>) -> CmdResult {
-    let sections: Vec<String> = ctx.argv[1..].iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let sections: Vec<String> = ctx.argv[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
     let text = info::render(ctx.server, &sections);
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
@@ -125,7 +248,10 @@ fn info_cmd(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn debug_sleep(ctx: &mut Ctx<'_>) -> CmdResult {
     // Redis parses with strtod and treats junk as 0.
-    let secs: f64 = std::str::from_utf8(ctx.arg(2)).ok().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let secs: f64 = std::str::from_utf8(ctx.arg(2))
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
     if secs.is_finite() && secs > 0.0 {
         std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
     }

@@ -3,35 +3,100 @@
 use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
 use crate::config::param;
 
-const fn cfg(name: &'static str, arity: i32, flags: u32, summary: &'static str, since: &'static str, handler: crate::command::Handler) -> Command {
-    Command { name, arity, flags, group: "server", summary, since, handler, ..Command::DEFAULT }
+const fn cfg(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::command::Handler,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags,
+        group: "server",
+        summary,
+        since,
+        handler,
+        ..Command::DEFAULT
+    }
 }
 
 pub const COMMANDS: &[Command] = &[Command {
     subcommands: CONFIG,
-    ..cfg("config", -2, 0, "A container for server configuration commands.", "2.0.0", super::container)
+    ..cfg(
+        "config",
+        -2,
+        0,
+        "A container for server configuration commands.",
+        "2.0.0",
+        super::container,
+    )
 }];
 
 const CONFIG: &[Command] = &[
-    cfg("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Returns the effective values of configuration parameters.", "2.0.0", config_get),
-    cfg("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, "Sets configuration parameters in-flight.", "2.0.0", config_set),
-    cfg("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Resets the server's statistics.", "2.0.0", config_resetstat),
-    cfg("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Persists the effective configuration to file.", "2.8.0", config_rewrite),
-    cfg("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "5.0.0", config_help),
+    cfg(
+        "get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Returns the effective values of configuration parameters.",
+        "2.0.0",
+        config_get,
+    ),
+    cfg(
+        "set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Sets configuration parameters in-flight.",
+        "2.0.0",
+        config_set,
+    ),
+    cfg(
+        "resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Resets the server's statistics.",
+        "2.0.0",
+        config_resetstat,
+    ),
+    cfg(
+        "rewrite",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Persists the effective configuration to file.",
+        "2.8.0",
+        config_rewrite,
+    ),
+    cfg(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        config_help,
+    ),
 ];
 
 fn config_get(ctx: &mut Ctx<'_>) -> CmdResult {
-    let mut pairs: Vec<(&str, String)> = Vec::new();
+    let mut pairs: Vec<(&str, String, String)> = Vec::new();
     for pattern in &ctx.argv[2..] {
+        // A plain name is echoed as the client spelled it, as Redis does.
+        let exact = !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
         for (k, v) in ctx.server.config.matching(pattern) {
-            if !pairs.iter().any(|(n, _)| *n == k) {
-                pairs.push((k, v));
+            if !pairs.iter().any(|(n, _, _)| *n == k) {
+                let shown = if exact {
+                    String::from_utf8_lossy(pattern).into_owned()
+                } else {
+                    k.to_string()
+                };
+                pairs.push((k, shown, v));
             }
         }
     }
     ctx.out.map(pairs.len());
-    for (k, v) in pairs {
-        ctx.out.bulk(k.as_bytes());
+    for (_, shown, v) in pairs {
+        ctx.out.bulk(shown.as_bytes());
         ctx.out.bulk(v.as_bytes());
     }
     Ok(())
@@ -39,7 +104,7 @@ fn config_get(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
     let args = &ctx.argv[2..];
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(unknown_option(&args[args.len() - 1]));
     }
     // Validate everything first so a failing pair leaves the config untouched, as Redis 7.
@@ -51,9 +116,15 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
             return Err(unknown_option(&pair[0]));
         };
         if checked.iter().any(|(n, _)| *n == p.name) {
-            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter")));
+            return Err(CmdError::err(format!(
+                "CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+            )));
         }
-        let refuse = |why: String| CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"));
+        let refuse = |why: String| {
+            CmdError::err(format!(
+                "CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
         if !p.mutable {
             return Err(refuse("can't set immutable config".into()));
         }
@@ -61,7 +132,10 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
         checked.push((p.name, value));
     }
     for (name, value) in checked {
-        ctx.server.config.set(name, &value, true).map_err(CmdError::err)?;
+        ctx.server
+            .config
+            .set(name, &value, true)
+            .map_err(CmdError::err)?;
     }
     ctx.out.ok();
     Ok(())
@@ -89,7 +163,10 @@ fn config_rewrite(ctx: &mut Ctx<'_>) -> CmdResult {
     };
     let mut text = String::from("# Written by Strata's CONFIG REWRITE\n");
     for (k, v) in ctx.server.config.matching(b"*") {
-        text.push_str(&format!("{k} \"{}\"\n", v.replace('\\', "\\\\").replace('"', "\\\"")));
+        text.push_str(&format!(
+            "{k} \"{}\"\n",
+            v.replace('\\', "\\\\").replace('"', "\\\"")
+        ));
     }
     let tmp = format!("{path}.tmp");
     std::fs::write(&tmp, text)

@@ -6,35 +6,170 @@ use crate::server::Server;
 use std::sync::atomic::Ordering;
 use strata_resp::Protocol;
 
-const fn conn(name: &'static str, arity: i32, flags: u32, summary: &'static str, since: &'static str, handler: crate::command::Handler) -> Command {
-    Command { name, arity, flags, group: "connection", summary, since, handler, ..Command::DEFAULT }
+const fn conn(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::command::Handler,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags,
+        group: "connection",
+        summary,
+        since,
+        handler,
+        ..Command::DEFAULT
+    }
 }
 
 pub const COMMANDS: &[Command] = &[
-    conn("ping", -1, FAST, "Returns the server's liveliness response.", "1.0.0", ping),
+    conn(
+        "ping",
+        -1,
+        FAST,
+        "Returns the server's liveliness response.",
+        "1.0.0",
+        ping,
+    ),
     conn("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
-    conn("hello", -1, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE, "Handshakes with the Redis server.", "6.0.0", hello),
-    conn("auth", -2, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE, "Authenticates the connection.", "1.0.0", auth),
-    conn("select", 2, FAST | LOADING | STALE, "Changes the selected database.", "1.0.0", select),
-    conn("quit", -1, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, "Closes the connection.", "1.0.0", quit),
-    conn("reset", 1, NO_AUTH | FAST | NOSCRIPT | LOADING | STALE, "Resets the connection.", "6.2.0", reset),
+    conn(
+        "hello",
+        -1,
+        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        "Handshakes with the Redis server.",
+        "6.0.0",
+        hello,
+    ),
+    conn(
+        "auth",
+        -2,
+        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        "Authenticates the connection.",
+        "1.0.0",
+        auth,
+    ),
+    conn(
+        "select",
+        2,
+        FAST | LOADING | STALE,
+        "Changes the selected database.",
+        "1.0.0",
+        select,
+    ),
+    conn(
+        "quit",
+        -1,
+        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
+        "Closes the connection.",
+        "1.0.0",
+        quit,
+    ),
+    conn(
+        "reset",
+        1,
+        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        "Resets the connection.",
+        "6.2.0",
+        reset,
+    ),
     Command {
         subcommands: CLIENT,
-        ..conn("client", -2, 0, "A container for client connection commands.", "2.4.0", super::container)
+        ..conn(
+            "client",
+            -2,
+            0,
+            "A container for client connection commands.",
+            "2.4.0",
+            super::container,
+        )
     },
 ];
 
 const CLIENT: &[Command] = &[
-    conn("id", 2, FAST | NOSCRIPT | LOADING | STALE, "Returns the unique client ID of the connection.", "5.0.0", client_id),
-    conn("setname", 3, FAST | NOSCRIPT | LOADING | STALE, "Sets the connection name.", "2.6.9", client_setname),
-    conn("getname", 2, FAST | NOSCRIPT | LOADING | STALE, "Returns the name of the connection.", "2.6.9", client_getname),
-    conn("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Lists open connections.", "2.4.0", client_list),
-    conn("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection.", "6.2.0", client_info),
-    conn("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections.", "2.4.0", client_kill),
-    conn("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection.", "7.0.0", client_no_evict),
-    conn("no-touch", 3, FAST | NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "7.2.0", client_no_touch),
-    conn("reply", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to reply to commands.", "3.2.0", client_reply),
-    conn("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "5.0.0", client_help),
+    conn(
+        "id",
+        2,
+        FAST | NOSCRIPT | LOADING | STALE,
+        "Returns the unique client ID of the connection.",
+        "5.0.0",
+        client_id,
+    ),
+    conn(
+        "setname",
+        3,
+        FAST | NOSCRIPT | LOADING | STALE,
+        "Sets the connection name.",
+        "2.6.9",
+        client_setname,
+    ),
+    conn(
+        "getname",
+        2,
+        FAST | NOSCRIPT | LOADING | STALE,
+        "Returns the name of the connection.",
+        "2.6.9",
+        client_getname,
+    ),
+    conn(
+        "list",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Lists open connections.",
+        "2.4.0",
+        client_list,
+    ),
+    conn(
+        "info",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        "Returns information about the connection.",
+        "6.2.0",
+        client_info,
+    ),
+    conn(
+        "kill",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Terminates open connections.",
+        "2.4.0",
+        client_kill,
+    ),
+    conn(
+        "no-evict",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Sets the client eviction mode of the connection.",
+        "7.0.0",
+        client_no_evict,
+    ),
+    conn(
+        "no-touch",
+        3,
+        FAST | NOSCRIPT | LOADING | STALE,
+        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+        "7.2.0",
+        client_no_touch,
+    ),
+    conn(
+        "reply",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        "Instructs the server whether to reply to commands.",
+        "3.2.0",
+        client_reply,
+    ),
+    conn(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        client_help,
+    ),
 ];
 
 fn ping(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -59,7 +194,9 @@ fn check_password(server: &Server, user: Option<&[u8]>, pass: &[u8]) -> Result<(
     if user_ok && (required.is_empty() || required.as_bytes() == pass) {
         Ok(())
     } else {
-        Err(CmdError::Static("WRONGPASS invalid username-password pair or user is disabled."))
+        Err(CmdError::Static(
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        ))
     }
 }
 
@@ -81,7 +218,9 @@ fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
 fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut proto = None;
     if ctx.argv.len() >= 2 {
-        let v = ctx.int_arg(1).map_err(|_| CmdError::err("Protocol version is not an integer or out of range"))?;
+        let v = ctx
+            .int_arg(1)
+            .map_err(|_| CmdError::err("Protocol version is not an integer or out of range"))?;
         proto = match v {
             2 => Some(Protocol::Resp2),
             3 => Some(Protocol::Resp3),
@@ -109,7 +248,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     if !ctx.client.authenticated {
-        return Err(CmdError::Static("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(CmdError::Static("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(n) = name {
         *ctx.client.info.name.lock() = (!n.is_empty()).then_some(n);
@@ -125,7 +264,11 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
     out.bulk(b"version");
     out.bulk(crate::info::REDIS_VERSION.as_bytes());
     out.bulk(b"proto");
-    out.int(if ctx.client.proto == Protocol::Resp3 { 3 } else { 2 });
+    out.int(if ctx.client.proto == Protocol::Resp3 {
+        3
+    } else {
+        2
+    });
     out.bulk(b"id");
     out.int(ctx.client.id as i64);
     out.bulk(b"mode");
@@ -177,7 +320,9 @@ fn client_id(ctx: &mut Ctx<'_>) -> CmdResult {
 /// Redis allows names of printable ASCII without spaces.
 fn validate_name(name: &[u8]) -> CmdResult {
     if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err(CmdError::err("Client names cannot contain spaces, newlines or special characters."));
+        return Err(CmdError::err(
+            "Client names cannot contain spaces, newlines or special characters.",
+        ));
     }
     Ok(())
 }
@@ -200,8 +345,18 @@ fn client_getname(ctx: &mut Ctx<'_>) -> CmdResult {
 
 /// One CLIENT LIST line, with Redis 7.0's fields (memory fields are estimates of ours).
 fn client_line(server: &Server, c: &ClientInfo) -> String {
-    let name = c.name.lock().as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
-    let cmd = server.table.fullnames.get(c.last_cmd.load(Ordering::Relaxed)).map(String::as_str).unwrap_or("NULL");
+    let name = c
+        .name
+        .lock()
+        .as_ref()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let cmd = server
+        .table
+        .fullnames
+        .get(c.last_cmd.load(Ordering::Relaxed))
+        .map(String::as_str)
+        .unwrap_or("NULL");
     let mut flags = String::new();
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
@@ -244,7 +399,12 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
                 match t.as_slice() {
                     b"normal" => {}
                     b"master" | b"replica" | b"slave" | b"pubsub" => ids = Some(Vec::new()),
-                    _ => return Err(CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(ctx.arg(j + 1))))),
+                    _ => {
+                        return Err(CmdError::err(format!(
+                            "Unknown client type '{}'",
+                            String::from_utf8_lossy(ctx.arg(j + 1))
+                        )))
+                    }
                 }
                 j += 2;
             }
@@ -302,20 +462,30 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
             b"laddr" => laddr = Some(val.to_vec()),
             b"user" => {
                 if val != b"default" {
-                    return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(val))));
+                    return Err(CmdError::err(format!(
+                        "No such user '{}'",
+                        String::from_utf8_lossy(val)
+                    )));
                 }
             }
             b"type" => match val.to_ascii_lowercase().as_slice() {
                 b"normal" => {}
                 b"master" | b"replica" | b"slave" | b"pubsub" => normal_only = false,
-                _ => return Err(CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(val)))),
+                _ => {
+                    return Err(CmdError::err(format!(
+                        "Unknown client type '{}'",
+                        String::from_utf8_lossy(val)
+                    )))
+                }
             },
             b"skipme" => match val.to_ascii_lowercase().as_slice() {
                 b"yes" => skipme = true,
                 b"no" => skipme = false,
                 _ => return Err(CmdError::SYNTAX),
             },
-            b"maxage" => maxage = Some(crate::command::parse_i64(val).ok_or(CmdError::NOT_INTEGER)?),
+            b"maxage" => {
+                maxage = Some(crate::command::parse_i64(val).ok_or(CmdError::NOT_INTEGER)?)
+            }
             _ => return Err(CmdError::SYNTAX),
         }
         j += 2;
@@ -324,8 +494,12 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     for c in &all {
         let matches = normal_only
             && id.is_none_or(|id| c.id == id)
-            && addr.as_ref().is_none_or(|a| c.addr.as_bytes() == a.as_slice())
-            && laddr.as_ref().is_none_or(|a| c.laddr.as_bytes() == a.as_slice())
+            && addr
+                .as_ref()
+                .is_none_or(|a| c.addr.as_bytes() == a.as_slice())
+            && laddr
+                .as_ref()
+                .is_none_or(|a| c.laddr.as_bytes() == a.as_slice())
             && maxage.is_none_or(|m| c.created.elapsed().as_secs() as i64 >= m)
             && !(skipme && c.id == ctx.client.id);
         if matches {

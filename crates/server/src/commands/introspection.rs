@@ -4,22 +4,79 @@
 use crate::command::{flags, flags::*, CmdError, CmdResult, Command, Ctx, Keys};
 use bytes::Bytes;
 
-const fn intro(name: &'static str, arity: i32, summary: &'static str, since: &'static str, handler: crate::command::Handler) -> Command {
-    Command { name, arity, flags: LOADING | STALE, group: "server", summary, since, handler, ..Command::DEFAULT }
+const fn intro(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::command::Handler,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags: LOADING | STALE,
+        group: "server",
+        summary,
+        since,
+        handler,
+        ..Command::DEFAULT
+    }
 }
 
 pub const COMMANDS: &[Command] = &[Command {
     subcommands: SUBCOMMANDS,
-    ..intro("command", -1, "Returns detailed information about all commands.", "2.8.13", command_all)
+    ..intro(
+        "command",
+        -1,
+        "Returns detailed information about all commands.",
+        "2.8.13",
+        command_all,
+    )
 }];
 
 const SUBCOMMANDS: &[Command] = &[
-    intro("count", 2, "Returns a count of commands.", "2.8.13", command_count),
-    intro("info", -2, "Returns information about one, multiple or all commands.", "2.8.13", command_info),
-    intro("docs", -2, "Returns documentary information about one, multiple or all commands.", "7.0.0", command_docs),
-    intro("list", -2, "Returns a list of command names.", "7.0.0", command_list),
-    intro("getkeys", -3, "Extracts the key names from an arbitrary command.", "2.8.13", command_getkeys),
-    intro("help", 2, "Returns helpful text about the different subcommands.", "5.0.0", command_help),
+    intro(
+        "count",
+        2,
+        "Returns a count of commands.",
+        "2.8.13",
+        command_count,
+    ),
+    intro(
+        "info",
+        -2,
+        "Returns information about one, multiple or all commands.",
+        "2.8.13",
+        command_info,
+    ),
+    intro(
+        "docs",
+        -2,
+        "Returns documentary information about one, multiple or all commands.",
+        "7.0.0",
+        command_docs,
+    ),
+    intro(
+        "list",
+        -2,
+        "Returns a list of command names.",
+        "7.0.0",
+        command_list,
+    ),
+    intro(
+        "getkeys",
+        -3,
+        "Extracts the key names from an arbitrary command.",
+        "2.8.13",
+        command_getkeys,
+    ),
+    intro(
+        "help",
+        2,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        command_help,
+    ),
 ];
 
 /// Bare COMMAND (no subcommand) lists every command's info. Dispatch sends a bare
@@ -28,7 +85,11 @@ fn command_all(ctx: &mut Ctx<'_>) -> CmdResult {
     let ids: Vec<usize> = ctx.server.table.top_level().collect();
     ctx.out.array(ids.len());
     for id in ids {
-        write_info(ctx, ctx.server.table.commands[id], &ctx.server.table.fullnames[id].clone());
+        write_info(
+            ctx,
+            ctx.server.table.commands[id],
+            &ctx.server.table.fullnames[id].clone(),
+        );
     }
     Ok(())
 }
@@ -41,7 +102,9 @@ fn command_count(ctx: &mut Ctx<'_>) -> CmdResult {
 fn lookup<'a>(ctx: &Ctx<'a>, name: &[u8]) -> Option<(&'a Command, String)> {
     let name = String::from_utf8_lossy(name).to_ascii_lowercase();
     let table = &ctx.server.table;
-    table.lookup(&name).map(|id| (table.commands[id], table.fullnames[id].clone()))
+    table
+        .lookup(&name)
+        .map(|id| (table.commands[id], table.fullnames[id].clone()))
 }
 
 fn command_info(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -68,7 +131,11 @@ fn write_info(ctx: &mut Ctx<'_>, cmd: &Command, fullname: &str) {
     out.array(10);
     out.bulk(fullname.as_bytes());
     out.int(cmd.arity as i64);
-    let names: Vec<&str> = flags::NAMES.iter().filter(|(f, _)| cmd.has(*f)).map(|(_, n)| *n).collect();
+    let names: Vec<&str> = flags::NAMES
+        .iter()
+        .filter(|(f, _)| cmd.has(*f))
+        .map(|(_, n)| *n)
+        .collect();
     out.set(names.len());
     for n in names {
         out.simple(n);
@@ -95,7 +162,11 @@ fn write_key_specs(out: &mut strata_resp::Reply<'_>, cmd: &Command) {
         out.array(0);
         return;
     };
-    let access: &[&str] = if cmd.has(WRITE) { &["RW", "update"] } else { &["RO", "access"] };
+    let access: &[&str] = if cmd.has(WRITE) {
+        &["RW", "update"]
+    } else {
+        &["RO", "access"]
+    };
     out.array(1);
     out.map(3);
     out.bulk(b"flags");
@@ -118,7 +189,11 @@ fn write_key_specs(out: &mut strata_resp::Reply<'_>, cmd: &Command) {
     out.bulk(b"spec");
     out.map(3);
     out.bulk(b"lastkey");
-    out.int(if last < 0 { last as i64 } else { (last - first) as i64 });
+    out.int(if last < 0 {
+        last as i64
+    } else {
+        (last - first) as i64
+    });
     out.bulk(b"keystep");
     out.int(step as i64);
     out.bulk(b"limit");
@@ -128,9 +203,15 @@ fn write_key_specs(out: &mut strata_resp::Reply<'_>, cmd: &Command) {
 fn command_docs(ctx: &mut Ctx<'_>) -> CmdResult {
     let table = &ctx.server.table;
     let found: Vec<(&Command, String)> = if ctx.argv.len() == 2 {
-        table.top_level().map(|id| (table.commands[id], table.fullnames[id].clone())).collect()
+        table
+            .top_level()
+            .map(|id| (table.commands[id], table.fullnames[id].clone()))
+            .collect()
     } else {
-        ctx.argv[2..].iter().filter_map(|n| lookup(ctx, n)).collect()
+        ctx.argv[2..]
+            .iter()
+            .filter_map(|n| lookup(ctx, n))
+            .collect()
     };
     ctx.out.map(found.len());
     for (cmd, full) in found {
@@ -143,7 +224,12 @@ fn command_docs(ctx: &mut Ctx<'_>) -> CmdResult {
 fn write_doc(out: &mut strata_resp::Reply<'_>, cmd: &Command, fullname: &str) {
     let has_subs = !cmd.subcommands.is_empty();
     out.map(4 + has_subs as usize);
-    for (k, v) in [("summary", cmd.summary), ("since", cmd.since), ("group", cmd.group), ("complexity", cmd.complexity)] {
+    for (k, v) in [
+        ("summary", cmd.summary),
+        ("since", cmd.since),
+        ("group", cmd.group),
+        ("complexity", cmd.complexity),
+    ] {
         out.bulk(k.as_bytes());
         out.bulk(v.as_bytes());
     }
@@ -197,7 +283,9 @@ fn command_getkeys(ctx: &mut Ctx<'_>) -> CmdResult {
     let id = match table.resolve(argv) {
         Ok(id) => id,
         Err(e) if e.text().starts_with("ERR wrong number") => {
-            return Err(CmdError::err("Invalid number of arguments specified for command"))
+            return Err(CmdError::err(
+                "Invalid number of arguments specified for command",
+            ))
         }
         Err(_) => return Err(CmdError::err("Invalid command specified")),
     };

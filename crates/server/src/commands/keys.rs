@@ -170,6 +170,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "A container for object introspection commands",
         since: "2.2.3",
         complexity: "Depends on subcommand.",
+        handler: super::container,
         subcommands: OBJECT_SUBCOMMANDS,
         ..Command::DEFAULT
     },
@@ -728,7 +729,7 @@ fn object_idletime(ctx: &mut Ctx<'_>) -> CmdResult {
     if lfu_policy(ctx) {
         return Err(CmdError::err("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let idle = clock::idle_ms(info.lru, clock::now_ms()) / 1000;
+    let idle = clock::idle_ms(info.lru, ctx.now_ms) / 1000;
     ctx.out.int(i64::try_from(idle).unwrap_or(i64::MAX));
     Ok(())
 }
@@ -744,8 +745,8 @@ fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
     let decay = ctx.server.config.get_u64("lfu-decay-time");
-    let idle_min = clock::idle_ms(info.lru, clock::now_ms()) / 60_000;
-    let periods = if decay == 0 { 0 } else { idle_min / decay };
+    let idle_min = clock::idle_ms(info.lru, ctx.now_ms) / 60_000;
+    let periods = idle_min.checked_div(decay).unwrap_or(0);
     ctx.out.int(LFU_INIT_VAL.saturating_sub(periods) as i64);
     Ok(())
 }

@@ -4,6 +4,7 @@
 use crate::command::{CmdError, CmdResult, Command, Ctx};
 
 pub mod admin;
+pub mod bitmap;
 pub mod config;
 pub mod connection;
 pub mod introspection;
@@ -16,13 +17,16 @@ pub const FAMILIES: &[&[Command]] = &[
     config::COMMANDS,
     introspection::COMMANDS,
     strings::COMMANDS,
+    bitmap::COMMANDS,
     keys::COMMANDS,
 ];
 
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before
 /// handlers run, so this only answers when a container is called in a way it can't resolve.
 pub fn container(ctx: &mut Ctx<'_>) -> CmdResult {
-    Err(CmdError::arity(&String::from_utf8_lossy(ctx.arg(0)).to_ascii_lowercase()))
+    Err(CmdError::arity(
+        &String::from_utf8_lossy(ctx.arg(0)).to_ascii_lowercase(),
+    ))
 }
 
 /// A container's HELP: one line per subcommand, from the declarations themselves.

@@ -79,16 +79,27 @@ pub fn strata(args: &[&str]) -> Proc {
         };
         if let Some(rest) = line.split("Ready to accept connections on ").nth(1) {
             let addr = rest.split_whitespace().next().unwrap_or_default();
-            break addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in log");
+            break addr
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("port in log");
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Proc { port, child, name: "strata" }
+    Proc {
+        port,
+        child,
+        name: "strata",
+    }
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 /// Starts Debian's redis-server without persistence. Panics with the install hint if it is
@@ -96,13 +107,28 @@ pub fn free_port() -> u16 {
 pub fn redis(args: &[&str]) -> Proc {
     let port = free_port();
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--bind",
+            "127.0.0.1",
+        ])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("redis-server is required (apt-get install -y redis-server): {e}"));
-    let p = Proc { port, child, name: "redis" };
+        .unwrap_or_else(|e| {
+            panic!("redis-server is required (apt-get install -y redis-server): {e}")
+        });
+    let p = Proc {
+        port,
+        child,
+        name: "redis",
+    };
     wait_listening(port);
     p
 }
@@ -201,7 +227,8 @@ pub fn show(bytes: &[u8]) -> String {
 /// Quotes one argument the way redis-cli would accept it back (for printing a command).
 pub fn quote_arg(a: &[u8]) -> String {
     let plain = !a.is_empty()
-        && a.iter().all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
+        && a.iter()
+            .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
     if plain {
         String::from_utf8_lossy(a).into_owned()
     } else {
@@ -236,7 +263,11 @@ pub fn split_args(line: &str) -> Option<Vec<Vec<u8>>> {
         while !done {
             let c = at(i);
             if inq {
-                if c == b'\\' && at(i + 1) == b'x' && hex(at(i + 2)).is_some() && hex(at(i + 3)).is_some() {
+                if c == b'\\'
+                    && at(i + 1) == b'x'
+                    && hex(at(i + 2)).is_some()
+                    && hex(at(i + 3)).is_some()
+                {
                     cur.push(hex(at(i + 2)).unwrap() * 16 + hex(at(i + 3)).unwrap());
                     i += 3;
                 } else if c == b'\\' && at(i + 1) != 0 {
@@ -300,14 +331,21 @@ fn bad(msg: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, msg)
 }
 
-fn read_into<R: BufRead>(r: &mut R, raw: &mut Vec<u8>, depth: usize) -> std::io::Result<(u8, Vec<RawReply>)> {
+fn read_into<R: BufRead>(
+    r: &mut R,
+    raw: &mut Vec<u8>,
+    depth: usize,
+) -> std::io::Result<(u8, Vec<RawReply>)> {
     if depth > 64 {
         return Err(bad("reply nested too deep".into()));
     }
     let start = raw.len();
     let n = r.read_until(b'\n', raw)?;
     if n == 0 {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed",
+        ));
     }
     let line = &raw[start..];
     if line.len() < 3 || !line.ends_with(b"\r\n") {
@@ -318,7 +356,7 @@ fn read_into<R: BufRead>(r: &mut R, raw: &mut Vec<u8>, depth: usize) -> std::io:
     let len = || -> std::io::Result<i64> {
         body.parse::<i64>()
             .ok()
-            .filter(|&n| n >= -1 && n <= 1 << 30)
+            .filter(|n| (-1..=1 << 30).contains(n))
             .ok_or_else(|| bad(format!("bad length in {}", show(&raw[start..]))))
     };
     match kind {
@@ -331,7 +369,10 @@ fn read_into<R: BufRead>(r: &mut R, raw: &mut Vec<u8>, depth: usize) -> std::io:
                 raw.resize(at + n as usize + 2, 0);
                 r.read_exact(&mut raw[at..])?;
                 if !raw.ends_with(b"\r\n") {
-                    return Err(bad(format!("bulk not ended by CRLF: {}", show(&raw[start..]))));
+                    return Err(bad(format!(
+                        "bulk not ended by CRLF: {}",
+                        show(&raw[start..])
+                    )));
                 }
             } else if kind != b'$' {
                 return Err(bad(format!("negative length in {}", show(&raw[start..]))));
@@ -343,12 +384,20 @@ fn read_into<R: BufRead>(r: &mut R, raw: &mut Vec<u8>, depth: usize) -> std::io:
             if n < 0 && kind != b'*' {
                 return Err(bad(format!("negative count in {}", show(&raw[start..]))));
             }
-            let count = if matches!(kind, b'%' | b'|') { 2 * n.max(0) } else { n.max(0) };
+            let count = if matches!(kind, b'%' | b'|') {
+                2 * n.max(0)
+            } else {
+                n.max(0)
+            };
             let mut elems = Vec::with_capacity(count as usize);
             for _ in 0..count {
                 let at = raw.len();
                 let (k, e) = read_into(r, raw, depth + 1)?;
-                elems.push(RawReply { raw: raw[at..].to_vec(), kind: k, elems: e });
+                elems.push(RawReply {
+                    raw: raw[at..].to_vec(),
+                    kind: k,
+                    elems: e,
+                });
             }
             if kind == b'|' {
                 // An attribute annotates the reply that follows it: that is the reply.
@@ -368,7 +417,10 @@ pub struct RespConn {
 
 impl RespConn {
     pub fn new(p: &Proc) -> RespConn {
-        RespConn { name: p.name, reader: BufReader::new(p.raw()) }
+        RespConn {
+            name: p.name,
+            reader: BufReader::new(p.raw()),
+        }
     }
 
     pub fn stream(&mut self) -> &mut TcpStream {
@@ -388,5 +440,49 @@ impl RespConn {
     pub fn call<A: AsRef<[u8]>>(&mut self, args: &[A]) -> std::io::Result<RawReply> {
         self.send(&encode_command(args))?;
         self.read()
+    }
+}
+
+/// Starts redis-server like [`redis`], for configurations where PING needs a password
+/// (`--requirepass`): ready once it answers PING at all.
+pub fn redis_requiring_auth(args: &[&str]) -> Proc {
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--bind",
+            "127.0.0.1",
+        ])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("redis-server is required (apt-get install -y redis-server): {e}")
+        });
+    let p = Proc {
+        port,
+        child,
+        name: "redis",
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut r = BufReader::new(s);
+            if r.get_mut().write_all(b"PING\r\n").is_ok() && read_reply(&mut r).is_ok() {
+                return p;
+            }
+        }
+        assert!(
+            Instant::now() < end,
+            "redis-server on port {port} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -1,0 +1,366 @@
+//! Real clients against the real binary: the `redis` crate, redis-cli, redis-py and
+//! redis-benchmark, plus the connection and server commands they lean on.
+
+mod common;
+
+use redis::{Commands, Value};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn tool(name: &str, args: &[&str]) -> String {
+    let out = Command::new(name)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{name} is required (apt-get install -y redis-tools): {e}"));
+    assert!(
+        out.status.success(),
+        "{name} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines().find_map(|l| {
+        l.strip_prefix(&format!("{name}:"))
+            .map(|v| v.trim().to_string())
+    })
+}
+
+#[test]
+fn redis_crate_handshake_and_basics() {
+    let s = common::strata(&[]);
+    let mut c = s.client();
+    let _: () = c.set("k", "v").unwrap();
+    let v: String = c.get("k").unwrap();
+    assert_eq!(v, "v");
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    assert!(id > 0);
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("rust")
+        .query(&mut c)
+        .unwrap();
+    let name: String = redis::cmd("CLIENT").arg("GETNAME").query(&mut c).unwrap();
+    assert_eq!(name, "rust");
+    // HELLO 3 switches this connection to RESP3: a map reply with proto 3.
+    let hello: Value = redis::cmd("HELLO").arg(3).query(&mut c).unwrap();
+    let text = format!("{hello:?}");
+    assert!(
+        text.contains("proto") && text.contains("int(3)") || text.contains("Int(3)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn redis_cli_interactive_features() {
+    let s = common::strata(&[]);
+    let port = s.port.to_string();
+    let p = ["-p", port.as_str()];
+    assert_eq!(
+        tool("redis-cli", &[&p[..], &["set", "a", "1"]].concat()).trim(),
+        "OK"
+    );
+    // Piped (not a tty), redis-cli prints replies raw.
+    assert_eq!(
+        tool("redis-cli", &[&p[..], &["-3", "get", "a"]].concat()).trim(),
+        "1"
+    );
+    let hello = tool("redis-cli", &[&p[..], &["-3", "hello", "3"]].concat());
+    assert!(hello.contains("proto\n3"), "{hello}");
+    for i in 0..50 {
+        tool(
+            "redis-cli",
+            &[&p[..], &["set", &format!("scan:{i}"), "x"]].concat(),
+        );
+    }
+    let scanned = tool(
+        "redis-cli",
+        &[&p[..], &["--scan", "--pattern", "scan:*"]].concat(),
+    );
+    let mut keys: Vec<&str> = scanned.lines().collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 50);
+    let info = tool("redis-cli", &[&p[..], &["info"]].concat());
+    assert_eq!(
+        info_field(&info, "db0").as_deref(),
+        Some("keys=51,expires=0,avg_ttl=0")
+    );
+    assert!(info_field(&info, "connected_clients").is_some());
+    assert!(info_field(&info, "used_memory").is_some_and(|m| m.parse::<u64>().unwrap() > 0));
+    // --stat prints a line per interval from INFO; run it for a moment and stop it.
+    let mut stat = Command::new("redis-cli")
+        .args([&p[..], &["--stat", "-i", "0.2"]].concat())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(900));
+    stat.kill().unwrap();
+    let out = stat.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("keys") && text.contains("51"),
+        "redis-cli --stat printed: {text}"
+    );
+}
+
+#[test]
+fn redis_py_client() {
+    let s = common::strata(&[]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/clients/redis_py_check.py"
+    );
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(s.port.to_string())
+        .output()
+        .expect("python3 is required");
+    assert!(
+        out.status.success(),
+        "redis-py check failed (needs `pip install redis`):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn redis_benchmark_default_string_tests_run_clean() {
+    let s = common::strata(&[]);
+    let port = s.port.to_string();
+    let out = tool(
+        "redis-benchmark",
+        &[
+            "-p",
+            &port,
+            "-q",
+            "-n",
+            "2000",
+            "-c",
+            "10",
+            "-t",
+            "ping,set,get,incr,mset",
+            "--csv",
+        ],
+    );
+    // One CSV row per test; a test with errors makes redis-benchmark print them instead.
+    for t in ["PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "MSET"] {
+        assert!(out.contains(&format!("\"{t}")), "no result for {t}:\n{out}");
+    }
+    let mut c = s.client();
+    let counter: i64 = c.get("counter:__rand_int__").unwrap();
+    assert_eq!(counter, 2000, "INCR ran 2000 times on one key");
+}
+
+#[test]
+fn concurrent_increments_across_threads_lose_nothing() {
+    let s = common::strata(&["--threads", "4"]);
+    let clients = 8;
+    let per = 500;
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let url = s.url();
+            std::thread::spawn(move || {
+                let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+                for i in 0..per {
+                    let _: i64 = c.incr("shared", 1).unwrap();
+                    let _: i64 = c.incr(format!("k{}", i % 7), 1).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut c = s.client();
+    let total: i64 = c.get("shared").unwrap();
+    assert_eq!(total, clients * per);
+    let spread: i64 = (0..7)
+        .map(|i| c.get::<_, i64>(format!("k{i}")).unwrap())
+        .sum();
+    assert_eq!(spread, clients * per);
+}
+
+#[test]
+fn client_list_kill_reply_and_no_touch() {
+    let s = common::strata(&[]);
+    let mut a = s.client();
+    let mut b = s.client();
+    let b_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut b).unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut a).unwrap();
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(list.contains(&format!("id={b_id} ")));
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(b_id)
+        .query(&mut a)
+        .unwrap();
+    assert_eq!(killed, 1);
+    assert!(
+        redis::cmd("PING").query::<String>(&mut b).is_err(),
+        "killed client still served"
+    );
+    let gone = Instant::now();
+    loop {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut a).unwrap();
+        if list.lines().count() == 1 {
+            break;
+        }
+        assert!(
+            gone.elapsed() < Duration::from_secs(5),
+            "killed client still listed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // CLIENT REPLY OFF/SKIP over one raw connection: only the unsuppressed replies arrive.
+    let mut raw = s.raw();
+    let req = b"CLIENT REPLY SKIP\r\nSET x 1\r\nGET x\r\nCLIENT REPLY OFF\r\nGET x\r\nCLIENT REPLY ON\r\nGET x\r\n";
+    let got = common::roundtrip(&mut raw, req, 16);
+    assert_eq!(got, b"$1\r\n1\r\n+OK\r\n$1\r\n1\r\n");
+
+    // CLIENT NO-TOUCH: reads stop refreshing the key's idle time.
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(1)
+        .query(&mut a)
+        .unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("NO-TOUCH")
+        .arg("ON")
+        .query(&mut a)
+        .unwrap();
+    let flags: String = redis::cmd("CLIENT").arg("INFO").query(&mut a).unwrap();
+    assert!(flags.contains("flags=T"), "{flags}");
+}
+
+#[test]
+fn config_set_takes_effect_and_info_counts() {
+    let s = common::strata(&[]);
+    let mut c = s.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxclients")
+        .arg("3")
+        .query(&mut c)
+        .unwrap();
+    let _keep: Vec<_> = (0..2).map(|_| s.client()).collect();
+    let mut raw = s.raw();
+    let got = common::roundtrip(&mut raw, b"PING\r\n", 36);
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+
+    let _: () = c.set("hit", 1).unwrap();
+    let _: Option<String> = c.get("hit").unwrap();
+    let _: Option<String> = c.get("miss").unwrap();
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert_eq!(info_field(&info, "keyspace_hits").as_deref(), Some("1"));
+    assert_eq!(info_field(&info, "keyspace_misses").as_deref(), Some("1"));
+    let cmdstats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    assert!(cmdstats.contains("cmdstat_get:calls=2,"), "{cmdstats}");
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert_eq!(info_field(&info, "keyspace_hits").as_deref(), Some("0"));
+}
+
+#[test]
+fn active_expiry_frees_untouched_keys() {
+    let s = common::strata(&["--hz", "50"]);
+    let mut c = s.client();
+    for i in 0..200 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("t{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: () = c.set("stays", "v").unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    // DBSIZE counts keys without touching them, so only the active cycle can have removed them.
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 1);
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert_eq!(info_field(&info, "expired_keys").as_deref(), Some("200"));
+}
+
+#[test]
+fn lazy_expiry_when_active_cycle_is_off() {
+    let s = common::strata(&[]);
+    let mut c = s.client();
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("gone")
+        .arg("v")
+        .arg("PX")
+        .arg(50)
+        .query(&mut c)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 1, "still stored: nothing has touched it");
+    let v: Option<String> = c.get("gone").unwrap();
+    assert_eq!(v, None);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0, "the read removed it");
+}
+
+#[test]
+fn shutdown_stops_the_process() {
+    let mut s = common::strata(&[]);
+    let mut raw = s.raw();
+    let got = common::roundtrip(&mut raw, b"SHUTDOWN NOSAVE\r\n", 1);
+    assert!(
+        got.is_empty(),
+        "SHUTDOWN replied {:?}",
+        String::from_utf8_lossy(&got)
+    );
+    assert!(
+        s.wait_exit(Duration::from_secs(5)),
+        "server still running after SHUTDOWN"
+    );
+}
+
+#[test]
+fn config_file_and_options_like_redis_server() {
+    let dir = std::env::temp_dir().join(format!("strata-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("strata.conf");
+    std::fs::write(
+        &conf,
+        "# test config\nhz 33\nrequirepass \"from file\"\ndatabases 4\n",
+    )
+    .unwrap();
+    let s = common::strata(&[
+        conf.to_str().unwrap(),
+        "--requirepass",
+        "override",
+        "--maxmemory",
+        "1mb",
+    ]);
+    let mut raw = s.raw();
+    assert_eq!(
+        common::roundtrip(&mut raw, b"GET a\r\n", 34),
+        b"-NOAUTH Authentication required.\r\n"
+    );
+    assert_eq!(
+        common::roundtrip(&mut raw, b"AUTH override\r\n", 5),
+        b"+OK\r\n"
+    );
+    let got = common::roundtrip(&mut raw, b"CONFIG GET hz\r\n", 19);
+    assert_eq!(got, b"*2\r\n$2\r\nhz\r\n$2\r\n33\r\n");
+    let got = common::roundtrip(&mut raw, b"CONFIG GET maxmemory\r\n", 32);
+    assert_eq!(got, b"*2\r\n$9\r\nmaxmemory\r\n$7\r\n1048576\r\n");
+    let got = common::roundtrip(&mut raw, b"SELECT 4\r\n", 30);
+    assert_eq!(got, b"-ERR DB index is out of range\r\n");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,904 @@
+//! The generic keyspace commands against the real binary: DEL UNLINK EXISTS TYPE RENAME
+//! RENAMENX COPY MOVE KEYS SCAN RANDOMKEY TOUCH OBJECT, and the expiry commands. Expected
+//! values are computed here from first principles (the keys the test wrote, the clock).
+
+mod common;
+
+use common::{Proc, RespConn};
+use redis::{Connection, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn cmd(c: &mut Connection, args: &[&str]) -> Value {
+    let mut r = redis::cmd(args[0]);
+    for a in &args[1..] {
+        r.arg(*a);
+    }
+    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn int(c: &mut Connection, args: &[&str]) -> i64 {
+    match cmd(c, args) {
+        Value::Int(n) => n,
+        other => panic!("{args:?}: expected an integer, got {other:?}"),
+    }
+}
+
+fn ok(c: &mut Connection, args: &[&str]) {
+    match cmd(c, args) {
+        Value::Okay => {}
+        Value::SimpleString(s) if s == "OK" => {}
+        other => panic!("{args:?}: expected OK, got {other:?}"),
+    }
+}
+
+fn get(c: &mut Connection, key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query(c).expect("GET")
+}
+
+fn keys_of(c: &mut Connection, pattern: &str) -> BTreeSet<String> {
+    let v: Vec<String> = redis::cmd("KEYS").arg(pattern).query(c).expect("KEYS");
+    let set: BTreeSet<String> = v.iter().cloned().collect();
+    assert_eq!(set.len(), v.len(), "KEYS returned a key twice: {v:?}");
+    set
+}
+
+/// The exact error line (without '-' and CRLF) a command gets, over a raw connection.
+fn err(c: &mut RespConn, args: &[&str]) -> String {
+    let r = c.call(args).expect("call");
+    assert_eq!(r.kind, b'-', "{args:?} should fail, got {}", r.shown());
+    String::from_utf8_lossy(&r.raw[1..r.raw.len() - 2]).into_owned()
+}
+
+/// The raw reply bytes of a command.
+fn raw(c: &mut RespConn, args: &[&str]) -> Vec<u8> {
+    c.call(args).expect("call").raw
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .expect("clock")
+}
+
+fn setup() -> (Proc, Connection, RespConn) {
+    let p = common::strata(&[]);
+    let c = p.client();
+    let r = RespConn::new(&p);
+    (p, c, r)
+}
+
+fn arity(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+#[test]
+fn del_unlink_exists() {
+    let (_p, mut c, mut r) = setup();
+    for k in ["a", "b", "c", "d"] {
+        ok(&mut c, &["SET", k, "v"]);
+    }
+    assert_eq!(int(&mut c, &["DEL", "nokey"]), 0);
+    assert_eq!(int(&mut c, &["DEL", "a"]), 1);
+    assert_eq!(int(&mut c, &["DEL", "a"]), 0);
+    // Each key is removed once, however often it is named.
+    assert_eq!(int(&mut c, &["DEL", "b", "b", "nokey", "c"]), 2);
+    assert_eq!(int(&mut c, &["UNLINK", "d", "d", "nokey"]), 1);
+    assert_eq!(int(&mut c, &["EXISTS", "a", "b", "c", "d"]), 0);
+
+    ok(&mut c, &["SET", "e", "v"]);
+    ok(&mut c, &["SET", "", "empty key"]);
+    // EXISTS counts every argument naming a live key, repeats included.
+    assert_eq!(int(&mut c, &["EXISTS", "e", "e", "nokey", "e", ""]), 4);
+    assert_eq!(int(&mut c, &["DEL", ""]), 1);
+
+    // Many keys spread over many shards, deleted in one command.
+    let many: Vec<String> = (0..300).map(|i| format!("many:{i}")).collect();
+    for k in &many {
+        ok(&mut c, &["SET", k, "v"]);
+    }
+    let mut args: Vec<&str> = vec!["EXISTS"];
+    args.extend(many.iter().map(String::as_str));
+    assert_eq!(int(&mut c, &args), 300);
+    args[0] = "DEL";
+    args.push("nokey");
+    assert_eq!(int(&mut c, &args), 300);
+    args[0] = "EXISTS";
+    assert_eq!(int(&mut c, &args), 0);
+
+    for name in ["del", "unlink", "exists"] {
+        assert_eq!(err(&mut r, &[name]), arity(name));
+    }
+}
+
+#[test]
+fn type_command() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "s", "v"]);
+    assert_eq!(
+        cmd(&mut c, &["TYPE", "s"]),
+        Value::SimpleString("string".into())
+    );
+    assert_eq!(
+        cmd(&mut c, &["TYPE", "nokey"]),
+        Value::SimpleString("none".into())
+    );
+    assert_eq!(raw(&mut r, &["TYPE", "s"]), b"+string\r\n");
+    assert_eq!(err(&mut r, &["TYPE"]), arity("type"));
+    assert_eq!(err(&mut r, &["TYPE", "a", "b"]), arity("type"));
+}
+
+#[test]
+fn rename_and_renamenx() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "src", "value"]);
+    ok(&mut c, &["RENAME", "src", "dst"]);
+    assert_eq!(get(&mut c, "src"), None);
+    assert_eq!(get(&mut c, "dst").as_deref(), Some("value"));
+    assert_eq!(err(&mut r, &["RENAME", "src", "x"]), "ERR no such key");
+    assert_eq!(
+        err(&mut r, &["RENAME", "nokey", "nokey"]),
+        "ERR no such key"
+    );
+    // Renaming a key to itself is a no-op that still answers OK.
+    ok(&mut c, &["RENAME", "dst", "dst"]);
+    assert_eq!(get(&mut c, "dst").as_deref(), Some("value"));
+
+    // RENAME overwrites, and the destination takes the source's expiry (or none).
+    ok(&mut c, &["SET", "other", "old", "EX", "1000"]);
+    ok(&mut c, &["RENAME", "dst", "other"]);
+    assert_eq!(get(&mut c, "other").as_deref(), Some("value"));
+    assert_eq!(int(&mut c, &["TTL", "other"]), -1);
+    ok(&mut c, &["SET", "t", "v", "EX", "1000"]);
+    ok(&mut c, &["RENAME", "t", "t2"]);
+    let ttl = int(&mut c, &["TTL", "t2"]);
+    assert!((999..=1000).contains(&ttl), "TTL after RENAME: {ttl}");
+    assert_eq!(int(&mut c, &["EXISTS", "t"]), 0);
+
+    // RENAMENX
+    ok(&mut c, &["SET", "n1", "one"]);
+    ok(&mut c, &["SET", "n2", "two"]);
+    assert_eq!(int(&mut c, &["RENAMENX", "n1", "n2"]), 0);
+    assert_eq!(get(&mut c, "n1").as_deref(), Some("one"));
+    assert_eq!(get(&mut c, "n2").as_deref(), Some("two"));
+    assert_eq!(int(&mut c, &["RENAMENX", "n1", "n3"]), 1);
+    assert_eq!(get(&mut c, "n3").as_deref(), Some("one"));
+    assert_eq!(int(&mut c, &["EXISTS", "n1"]), 0);
+    assert_eq!(int(&mut c, &["RENAMENX", "n3", "n3"]), 0);
+    assert_eq!(err(&mut r, &["RENAMENX", "nokey", "n9"]), "ERR no such key");
+
+    // An expired source is no key.
+    ok(&mut c, &["SET", "gone", "v", "PX", "10"]);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(err(&mut r, &["RENAME", "gone", "x"]), "ERR no such key");
+
+    assert_eq!(err(&mut r, &["RENAME", "a"]), arity("rename"));
+    assert_eq!(err(&mut r, &["RENAMENX", "a", "b", "c"]), arity("renamenx"));
+}
+
+#[test]
+fn copy_within_and_across_databases() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "c1", "hello", "EX", "1000"]);
+    assert_eq!(int(&mut c, &["COPY", "c1", "c2"]), 1);
+    assert_eq!(get(&mut c, "c2").as_deref(), Some("hello"));
+    assert_eq!(get(&mut c, "c1").as_deref(), Some("hello"));
+    let ttl = int(&mut c, &["TTL", "c2"]);
+    assert!((999..=1000).contains(&ttl), "COPY keeps the expiry: {ttl}");
+    assert_eq!(int(&mut c, &["COPY", "c1", "c2"]), 0);
+    ok(&mut c, &["SET", "c3", "other"]);
+    assert_eq!(int(&mut c, &["COPY", "c3", "c2", "REPLACE"]), 1);
+    assert_eq!(get(&mut c, "c2").as_deref(), Some("other"));
+    assert_eq!(int(&mut c, &["TTL", "c2"]), -1);
+    assert_eq!(int(&mut c, &["COPY", "nokey", "c9"]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "c9"]), 0);
+    // The copy is independent of its source.
+    ok(&mut c, &["SET", "c1", "changed"]);
+    assert_eq!(get(&mut c, "c2").as_deref(), Some("other"));
+
+    // Across databases.
+    assert_eq!(int(&mut c, &["COPY", "c1", "c1", "DB", "5"]), 1);
+    assert_eq!(int(&mut c, &["COPY", "c1", "c1", "DB", "5"]), 0);
+    assert_eq!(int(&mut c, &["COPY", "c3", "c1", "DB", "5", "REPLACE"]), 1);
+    ok(&mut c, &["SELECT", "5"]);
+    assert_eq!(get(&mut c, "c1").as_deref(), Some("other"));
+    assert_eq!(int(&mut c, &["DBSIZE"]), 1);
+    // From database 5 back to 0, under a new name.
+    assert_eq!(int(&mut c, &["COPY", "c1", "back", "db", "0"]), 1);
+    ok(&mut c, &["SELECT", "0"]);
+    assert_eq!(get(&mut c, "back").as_deref(), Some("other"));
+
+    for (args, e) in [
+        (
+            vec!["COPY", "c1", "c1"],
+            "ERR source and destination objects are the same",
+        ),
+        (
+            vec!["COPY", "c1", "c1", "DB", "0"],
+            "ERR source and destination objects are the same",
+        ),
+        (vec!["COPY", "c1", "x", "FOO"], "ERR syntax error"),
+        (vec!["COPY", "c1", "x", "DB"], "ERR syntax error"),
+        (
+            vec!["COPY", "c1", "x", "DB", "16"],
+            "ERR DB index is out of range",
+        ),
+        (
+            vec!["COPY", "c1", "x", "DB", "-1"],
+            "ERR DB index is out of range",
+        ),
+        (
+            vec!["COPY", "c1", "x", "DB", "x"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            vec!["COPY", "c1", "x", "DB", "4294967296"],
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ),
+        (
+            vec!["COPY", "c1"],
+            "ERR wrong number of arguments for 'copy' command",
+        ),
+    ] {
+        assert_eq!(err(&mut r, &args), e, "{args:?}");
+    }
+    assert_eq!(int(&mut c, &["EXISTS", "x"]), 0);
+}
+
+#[test]
+fn move_between_databases() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "m", "v", "EX", "1000"]);
+    assert_eq!(int(&mut c, &["MOVE", "m", "3"]), 1);
+    assert_eq!(int(&mut c, &["EXISTS", "m"]), 0);
+    assert_eq!(int(&mut c, &["MOVE", "m", "3"]), 0);
+    ok(&mut c, &["SELECT", "3"]);
+    assert_eq!(get(&mut c, "m").as_deref(), Some("v"));
+    let ttl = int(&mut c, &["TTL", "m"]);
+    assert!((999..=1000).contains(&ttl), "MOVE keeps the expiry: {ttl}");
+    // `c` is in database 3 now; moving to 0 from there finds nothing in 0 to clash with.
+    assert_eq!(int(&mut c, &["MOVE", "m", "0"]), 1);
+    assert_eq!(int(&mut c, &["EXISTS", "m"]), 0);
+    ok(&mut c, &["SELECT", "0"]);
+    assert_eq!(int(&mut c, &["MOVE", "m", "3"]), 1);
+    ok(&mut c, &["SELECT", "3"]);
+    ok(&mut c, &["SET", "clash", "in3"]);
+    ok(&mut c, &["SELECT", "0"]);
+    ok(&mut c, &["SET", "clash", "in0"]);
+    assert_eq!(int(&mut c, &["MOVE", "clash", "3"]), 0);
+    assert_eq!(get(&mut c, "clash").as_deref(), Some("in0"));
+    assert_eq!(int(&mut c, &["MOVE", "nokey", "3"]), 0);
+
+    for (args, e) in [
+        (
+            vec!["MOVE", "clash", "0"],
+            "ERR source and destination objects are the same",
+        ),
+        (vec!["MOVE", "clash", "16"], "ERR DB index is out of range"),
+        (vec!["MOVE", "clash", "-1"], "ERR DB index is out of range"),
+        (
+            vec!["MOVE", "clash", "1.5"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            vec!["MOVE", "clash", "99999999999"],
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ),
+        (
+            vec!["MOVE", "clash"],
+            "ERR wrong number of arguments for 'move' command",
+        ),
+    ] {
+        assert_eq!(err(&mut r, &args), e, "{args:?}");
+    }
+    // The raw connection moves a key out of its own database 0 into 1.
+    assert_eq!(raw(&mut r, &["MOVE", "clash", "1"]), b":1\r\n");
+    ok(&mut c, &["SELECT", "1"]);
+    assert_eq!(get(&mut c, "clash").as_deref(), Some("in0"));
+}
+
+#[test]
+fn keys_patterns() {
+    let (_p, mut c, mut r) = setup();
+    let mut all = BTreeSet::new();
+    for i in 0..200 {
+        let k = if i % 2 == 0 {
+            format!("user:{i}")
+        } else {
+            format!("item:{i}")
+        };
+        ok(&mut c, &["SET", &k, "v"]);
+        all.insert(k);
+    }
+    assert_eq!(keys_of(&mut c, "*"), all);
+    let users: BTreeSet<String> = all
+        .iter()
+        .filter(|k| k.starts_with("user:"))
+        .cloned()
+        .collect();
+    assert_eq!(keys_of(&mut c, "user:*"), users);
+    let ones: BTreeSet<String> = all
+        .iter()
+        .filter(|k| k.starts_with("user:1"))
+        .cloned()
+        .collect();
+    assert_eq!(keys_of(&mut c, "user:1*"), ones);
+    // One character after "item:1": item:11 .. item:19 (odd ones exist).
+    let two_digit: BTreeSet<String> = all
+        .iter()
+        .filter(|k| k.len() == 7 && k.starts_with("item:1"))
+        .cloned()
+        .collect();
+    assert_eq!(keys_of(&mut c, "item:1?"), two_digit);
+    let ends_in_5: BTreeSet<String> = all.iter().filter(|k| k.ends_with('5')).cloned().collect();
+    assert_eq!(keys_of(&mut c, "*5"), ends_in_5);
+    let classes: BTreeSet<String> = all
+        .iter()
+        .filter(|k| {
+            k.starts_with("user:") && k.len() == 6 && matches!(k.as_bytes()[5], b'2' | b'4')
+        })
+        .cloned()
+        .collect();
+    assert_eq!(keys_of(&mut c, "user:[24]"), classes);
+    assert!(keys_of(&mut c, "nomatch*").is_empty());
+    // Expired keys are not listed.
+    ok(&mut c, &["SET", "short", "v", "PX", "10"]);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(keys_of(&mut c, "*"), all);
+    assert_eq!(err(&mut r, &["KEYS"]), arity("keys"));
+}
+
+/// SCAN with COUNT 10 over 5000 keys returns each of them (at least once), and nothing else.
+#[test]
+fn scan_is_complete() {
+    let (_p, mut c, mut r) = setup();
+    let mut all = BTreeSet::new();
+    let mut pipe = redis::pipe();
+    for i in 0..5000 {
+        let k = format!("key:{i}");
+        pipe.cmd("SET").arg(&k).arg(i).ignore();
+        all.insert(k);
+    }
+    pipe.query::<()>(&mut c).expect("pipeline");
+    assert_eq!(int(&mut c, &["DBSIZE"]), 5000);
+
+    let scan_all = |c: &mut Connection, extra: &[&str]| -> (BTreeSet<String>, usize) {
+        let mut seen = BTreeSet::new();
+        let mut cursor = "0".to_string();
+        let mut calls = 0;
+        loop {
+            let mut q = redis::cmd("SCAN");
+            q.arg(&cursor);
+            for a in extra {
+                q.arg(*a);
+            }
+            let (next, keys): (String, Vec<String>) = q.query(c).expect("SCAN");
+            seen.extend(keys);
+            calls += 1;
+            assert!(calls < 100_000, "SCAN does not terminate");
+            if next == "0" {
+                return (seen, calls);
+            }
+            cursor = next;
+        }
+    };
+    let (seen, calls) = scan_all(&mut c, &["COUNT", "10"]);
+    assert_eq!(seen, all);
+    assert!(calls > 10, "COUNT 10 should take many calls, took {calls}");
+
+    let (seen, _) = scan_all(&mut c, &["MATCH", "key:1*", "COUNT", "10"]);
+    let expected: BTreeSet<String> = all
+        .iter()
+        .filter(|k| k.starts_with("key:1"))
+        .cloned()
+        .collect();
+    assert_eq!(seen, expected);
+    let (seen, _) = scan_all(&mut c, &["TYPE", "string", "COUNT", "100"]);
+    assert_eq!(seen, all);
+    let (seen, _) = scan_all(&mut c, &["TYPE", "hash"]);
+    assert!(seen.is_empty());
+    let (seen, _) = scan_all(&mut c, &["TYPE", "nosuchtype"]);
+    assert!(seen.is_empty());
+
+    // Keys deleted during the scan are never returned after their deletion; keys present
+    // throughout are all returned.
+    let mut seen = BTreeSet::new();
+    let mut cursor = "0".to_string();
+    let mut deleted = BTreeSet::new();
+    let mut step = 0;
+    loop {
+        let (next, keys): (String, Vec<String>) = redis::cmd("SCAN")
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(50)
+            .query(&mut c)
+            .expect("SCAN");
+        for k in keys {
+            assert!(!deleted.contains(&k), "{k} returned after its deletion");
+            seen.insert(k);
+        }
+        let victim = format!("key:{}", 4999 - step);
+        if int(&mut c, &["DEL", &victim]) == 1 {
+            deleted.insert(victim);
+        }
+        step += 1;
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    let survivors: BTreeSet<String> = all.difference(&deleted).cloned().collect();
+    assert!(survivors.is_subset(&seen));
+
+    for (args, e) in [
+        (vec!["SCAN", "x"], "ERR invalid cursor"),
+        (vec!["SCAN", " 0"], "ERR invalid cursor"),
+        (vec!["SCAN", "0 "], "ERR invalid cursor"),
+        (vec!["SCAN", "18446744073709551616"], "ERR invalid cursor"),
+        (vec!["SCAN", "0", "COUNT", "0"], "ERR syntax error"),
+        (vec!["SCAN", "0", "COUNT", "-5"], "ERR syntax error"),
+        (
+            vec!["SCAN", "0", "COUNT", "ten"],
+            "ERR value is not an integer or out of range",
+        ),
+        (vec!["SCAN", "0", "COUNT"], "ERR syntax error"),
+        (vec!["SCAN", "0", "MATCH"], "ERR syntax error"),
+        (vec!["SCAN", "0", "BOGUS", "x"], "ERR syntax error"),
+        (
+            vec!["SCAN"],
+            "ERR wrong number of arguments for 'scan' command",
+        ),
+    ] {
+        assert_eq!(err(&mut r, &args), e, "{args:?}");
+    }
+    // A cursor past the end finishes the scan.
+    assert_eq!(raw(&mut r, &["SCAN", "-1"]), b"*2\r\n$1\r\n0\r\n*0\r\n");
+}
+
+#[test]
+fn randomkey() {
+    let (_p, mut c, mut r) = setup();
+    assert_eq!(cmd(&mut c, &["RANDOMKEY"]), Value::Nil);
+    let keys: BTreeSet<String> = (0..20).map(|i| format!("r{i}")).collect();
+    for k in &keys {
+        ok(&mut c, &["SET", k, "v"]);
+    }
+    let mut picked = BTreeSet::new();
+    for _ in 0..200 {
+        let k: String = redis::cmd("RANDOMKEY").query(&mut c).expect("RANDOMKEY");
+        assert!(keys.contains(&k), "{k} is not a key");
+        picked.insert(k);
+    }
+    assert!(picked.len() > 1, "RANDOMKEY always returns the same key");
+    for k in &keys {
+        int(&mut c, &["DEL", k]);
+    }
+    assert_eq!(cmd(&mut c, &["RANDOMKEY"]), Value::Nil);
+    // Only expired keys left: none is returned.
+    ok(&mut c, &["SET", "e", "v", "PX", "10"]);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(cmd(&mut c, &["RANDOMKEY"]), Value::Nil);
+    assert_eq!(err(&mut r, &["RANDOMKEY", "x"]), arity("randomkey"));
+}
+
+/// TOUCH and reads reset the idle time; EXISTS, TYPE, TTL and OBJECT do not.
+#[test]
+fn touch_and_idletime() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "a", "v"]);
+    ok(&mut c, &["SET", "b", "v"]);
+    assert_eq!(int(&mut c, &["OBJECT", "IDLETIME", "a"]), 0);
+    std::thread::sleep(Duration::from_millis(2100));
+    for args in [
+        vec!["EXISTS", "a"],
+        vec!["TYPE", "a"],
+        vec!["TTL", "a"],
+        vec!["PTTL", "a"],
+        vec!["OBJECT", "ENCODING", "a"],
+    ] {
+        cmd(&mut c, &args);
+    }
+    let idle = int(&mut c, &["OBJECT", "IDLETIME", "a"]);
+    assert!((2..=3).contains(&idle), "idle time {idle}");
+    assert_eq!(int(&mut c, &["TOUCH", "a", "nokey", "a"]), 2);
+    assert_eq!(int(&mut c, &["OBJECT", "IDLETIME", "a"]), 0);
+    get(&mut c, "b");
+    assert_eq!(int(&mut c, &["OBJECT", "IDLETIME", "b"]), 0);
+    assert_eq!(int(&mut c, &["TOUCH", "nokey"]), 0);
+    assert_eq!(err(&mut r, &["TOUCH"]), arity("touch"));
+}
+
+#[test]
+fn object_subcommands() {
+    let (_p, mut c, mut r) = setup();
+    for (k, v) in [
+        ("int", "12345"),
+        ("zero", "0"),
+        ("neg", "-42"),
+        ("max", "9223372036854775807"),
+        ("over", "9223372036854775808"),
+        ("lead", "0123"),
+        ("short", "abc"),
+        ("e44", &"x".repeat(44)),
+        ("e45", &"x".repeat(45)),
+    ] {
+        ok(&mut c, &["SET", k, v]);
+    }
+    let enc = |c: &mut Connection, k: &str| -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(k)
+            .query(c)
+            .expect("OBJECT ENCODING")
+    };
+    for (k, e) in [
+        ("int", "int"),
+        ("zero", "int"),
+        ("neg", "int"),
+        ("max", "int"),
+        ("over", "embstr"),
+        ("lead", "embstr"),
+        ("short", "embstr"),
+        ("e44", "embstr"),
+        ("e45", "raw"),
+    ] {
+        assert_eq!(enc(&mut c, k), e, "OBJECT ENCODING {k}");
+    }
+    assert_eq!(cmd(&mut c, &["OBJECT", "ENCODING", "nokey"]), Value::Nil);
+    assert_eq!(cmd(&mut c, &["OBJECT", "REFCOUNT", "nokey"]), Value::Nil);
+    assert_eq!(
+        int(&mut c, &["OBJECT", "REFCOUNT", "zero"]),
+        i32::MAX as i64
+    );
+    assert_eq!(int(&mut c, &["OBJECT", "REFCOUNT", "int"]), 1);
+    assert_eq!(int(&mut c, &["OBJECT", "REFCOUNT", "short"]), 1);
+    ok(&mut c, &["SET", "n9999", "9999"]);
+    ok(&mut c, &["SET", "n10000", "10000"]);
+    assert_eq!(
+        int(&mut c, &["OBJECT", "REFCOUNT", "n9999"]),
+        i32::MAX as i64
+    );
+    assert_eq!(int(&mut c, &["OBJECT", "REFCOUNT", "n10000"]), 1);
+
+    let help = cmd(&mut c, &["OBJECT", "HELP"]);
+    let Value::Array(lines) = help else {
+        panic!("OBJECT HELP: {help:?}")
+    };
+    assert_eq!(lines.len(), 15);
+    assert_eq!(
+        lines[0],
+        Value::SimpleString(
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into()
+        )
+    );
+
+    let lfu_off = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+    let lfu_on = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+    assert_eq!(err(&mut r, &["OBJECT", "FREQ", "short"]), lfu_off);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    assert_eq!(int(&mut c, &["OBJECT", "FREQ", "short"]), 5);
+    assert_eq!(err(&mut r, &["OBJECT", "IDLETIME", "short"]), lfu_on);
+    assert_eq!(cmd(&mut c, &["OBJECT", "FREQ", "nokey"]), Value::Nil);
+    ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+
+    assert_eq!(err(&mut r, &["OBJECT"]), arity("object"));
+    assert_eq!(
+        err(&mut r, &["OBJECT", "ENCODING"]),
+        arity("object|encoding")
+    );
+    assert_eq!(err(&mut r, &["OBJECT", "HELP", "x"]), arity("object|help"));
+    assert_eq!(
+        err(&mut r, &["OBJECT", "nope", "k"]),
+        "ERR unknown subcommand 'nope'. Try OBJECT HELP."
+    );
+}
+
+#[test]
+fn expire_sets_and_reports_ttl() {
+    let (_p, mut c, _r) = setup();
+    ok(&mut c, &["SET", "k", "v"]);
+    assert_eq!(int(&mut c, &["TTL", "k"]), -1);
+    assert_eq!(int(&mut c, &["PTTL", "k"]), -1);
+    assert_eq!(int(&mut c, &["EXPIRETIME", "k"]), -1);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "k"]), -1);
+    assert_eq!(int(&mut c, &["TTL", "nokey"]), -2);
+    assert_eq!(int(&mut c, &["PTTL", "nokey"]), -2);
+    assert_eq!(int(&mut c, &["EXPIRETIME", "nokey"]), -2);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "nokey"]), -2);
+
+    let before = now_ms();
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "100"]), 1);
+    let after = now_ms();
+    assert_eq!(int(&mut c, &["TTL", "k"]), 100);
+    let pttl = int(&mut c, &["PTTL", "k"]);
+    assert!(pttl > 99_000 && pttl <= 100_000, "PTTL {pttl}");
+    let at = int(&mut c, &["PEXPIRETIME", "k"]);
+    assert!(
+        at >= before + 100_000 && at <= after + 100_000,
+        "PEXPIRETIME {at}"
+    );
+    assert_eq!(int(&mut c, &["EXPIRETIME", "k"]), (at + 500) / 1000);
+
+    assert_eq!(int(&mut c, &["PEXPIRE", "k", "5000"]), 1);
+    let pttl = int(&mut c, &["PTTL", "k"]);
+    assert!(pttl > 4000 && pttl <= 5000, "PTTL {pttl}");
+    assert_eq!(int(&mut c, &["TTL", "k"]), 5);
+
+    let when = now_ms() / 1000 + 1000;
+    assert_eq!(int(&mut c, &["EXPIREAT", "k", &when.to_string()]), 1);
+    assert_eq!(int(&mut c, &["EXPIRETIME", "k"]), when);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "k"]), when * 1000);
+    let ttl = int(&mut c, &["TTL", "k"]);
+    assert!((999..=1000).contains(&ttl), "TTL {ttl}");
+    let pwhen = now_ms() + 123_456;
+    assert_eq!(int(&mut c, &["PEXPIREAT", "k", &pwhen.to_string()]), 1);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "k"]), pwhen);
+
+    // Missing keys.
+    for name in ["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"] {
+        assert_eq!(int(&mut c, &[name, "nokey", "100"]), 0);
+    }
+    assert_eq!(int(&mut c, &["EXISTS", "nokey"]), 0);
+
+    // PERSIST
+    assert_eq!(int(&mut c, &["PERSIST", "k"]), 1);
+    assert_eq!(int(&mut c, &["TTL", "k"]), -1);
+    assert_eq!(int(&mut c, &["PERSIST", "k"]), 0);
+    assert_eq!(int(&mut c, &["PERSIST", "nokey"]), 0);
+    assert_eq!(get(&mut c, "k").as_deref(), Some("v"));
+}
+
+#[test]
+fn expire_in_the_past_deletes() {
+    let (_p, mut c, _r) = setup();
+    let past_s = (now_ms() / 1000 - 10).to_string();
+    let past_ms = (now_ms() - 1).to_string();
+    for args in [
+        vec!["EXPIRE", "k", "0"],
+        vec!["EXPIRE", "k", "-100"],
+        vec!["PEXPIRE", "k", "0"],
+        vec!["PEXPIRE", "k", "-1"],
+        vec!["EXPIREAT", "k", &past_s],
+        vec!["PEXPIREAT", "k", &past_ms],
+        vec!["EXPIREAT", "k", "-9223372036854775"],
+        vec!["EXPIRE", "k", "-9223372036854775"],
+        vec!["PEXPIREAT", "k", "-9223372036854775808"],
+    ] {
+        ok(&mut c, &["SET", "k", "v"]);
+        assert_eq!(int(&mut c, &args), 1, "{args:?}");
+        assert_eq!(int(&mut c, &["EXISTS", "k"]), 0, "{args:?}");
+        assert_eq!(int(&mut c, &["DBSIZE"]), 0, "{args:?}");
+    }
+}
+
+#[test]
+fn expire_options() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "k", "v"]);
+    // No expiry yet: XX and GT refuse, NX and LT accept.
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "100", "XX"]), 0);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "100", "GT"]), 0);
+    assert_eq!(int(&mut c, &["TTL", "k"]), -1);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "100", "NX"]), 1);
+    assert_eq!(int(&mut c, &["TTL", "k"]), 100);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "200", "nx"]), 0);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "200", "xx"]), 1);
+    assert_eq!(int(&mut c, &["TTL", "k"]), 200);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "100", "GT"]), 0);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "300", "GT"]), 1);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "400", "LT"]), 0);
+    assert_eq!(int(&mut c, &["EXPIRE", "k", "50", "LT", "XX"]), 1);
+    assert_eq!(int(&mut c, &["TTL", "k"]), 50);
+    assert_eq!(int(&mut c, &["PEXPIRE", "k", "50000", "LT"]), 0);
+    ok(&mut c, &["SET", "j", "v"]);
+    assert_eq!(int(&mut c, &["EXPIRE", "j", "100", "LT"]), 1);
+    assert_eq!(int(&mut c, &["TTL", "j"]), 100);
+    // An option that refuses keeps the key even when the time is in the past.
+    ok(&mut c, &["SET", "p", "v"]);
+    assert_eq!(int(&mut c, &["EXPIRE", "p", "-1", "XX"]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "p"]), 1);
+
+    for (args, e) in [
+        (
+            vec!["EXPIRE", "k", "10", "FOO"],
+            "ERR Unsupported option FOO",
+        ),
+        (
+            vec!["EXPIRE", "k", "10", "NX", "XX"],
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ),
+        (
+            vec!["EXPIRE", "k", "10", "NX", "GT"],
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ),
+        (
+            vec!["PEXPIRE", "k", "10", "lt", "nx"],
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ),
+        (
+            vec!["EXPIREAT", "k", "10", "GT", "LT"],
+            "ERR GT and LT options at the same time are not compatible",
+        ),
+        (
+            vec!["EXPIRE", "k", "abc", "NX", "XX"],
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ),
+        (
+            vec!["EXPIRE", "k", "abc"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            vec!["EXPIRE", "k", "1.5"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            vec!["EXPIRE", "k", "9223372036854775807"],
+            "ERR invalid expire time in 'expire' command",
+        ),
+        (
+            vec!["EXPIRE", "k", "9223372036854775"],
+            "ERR invalid expire time in 'expire' command",
+        ),
+        (
+            vec!["EXPIRE", "k", "-9223372036854776"],
+            "ERR invalid expire time in 'expire' command",
+        ),
+        (
+            vec!["PEXPIRE", "k", "9223372036854775807"],
+            "ERR invalid expire time in 'pexpire' command",
+        ),
+        (
+            vec!["EXPIREAT", "k", "9223372036854775807"],
+            "ERR invalid expire time in 'expireat' command",
+        ),
+        (
+            vec!["expireat", "k", "9223372036854776"],
+            "ERR invalid expire time in 'expireat' command",
+        ),
+        (
+            vec!["EXPIRE", "k"],
+            "ERR wrong number of arguments for 'expire' command",
+        ),
+        (
+            vec!["PERSIST"],
+            "ERR wrong number of arguments for 'persist' command",
+        ),
+        (
+            vec!["TTL", "a", "b"],
+            "ERR wrong number of arguments for 'ttl' command",
+        ),
+    ] {
+        assert_eq!(err(&mut r, &args), e, "{args:?}");
+    }
+    // The errors changed nothing.
+    assert_eq!(int(&mut c, &["TTL", "k"]), 50);
+
+    // The largest absolute time is accepted, and reported without overflow.
+    assert_eq!(int(&mut c, &["PEXPIREAT", "k", "9223372036854775807"]), 1);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "k"]), i64::MAX);
+    assert_eq!(int(&mut c, &["EXPIRETIME", "k"]), 9_223_372_036_854_776);
+    let ttl = int(&mut c, &["TTL", "k"]);
+    let expected = (i64::MAX - now_ms()) / 1000;
+    assert!((ttl - expected).abs() <= 2, "TTL {ttl} vs {expected}");
+}
+
+/// A key given PEXPIRE 100 is gone after 200 ms: for GET, and for DBSIZE and KEYS without
+/// anyone touching it (the active expiry cycle runs 10 times a second).
+#[test]
+fn keys_expire_lazily_and_actively() {
+    let (_p, mut c, _r) = setup();
+    ok(&mut c, &["SET", "lazy", "v"]);
+    assert_eq!(int(&mut c, &["PEXPIRE", "lazy", "100"]), 1);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(get(&mut c, "lazy"), None);
+
+    ok(&mut c, &["SET", "stay", "v"]);
+    for i in 0..50 {
+        let k = format!("active:{i}");
+        ok(&mut c, &["SET", &k, "v"]);
+        assert_eq!(int(&mut c, &["PEXPIRE", &k, "100"]), 1);
+    }
+    assert_eq!(int(&mut c, &["DBSIZE"]), 51);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(int(&mut c, &["DBSIZE"]), 1);
+    assert_eq!(keys_of(&mut c, "*"), BTreeSet::from(["stay".to_string()]));
+
+    // Expired keys are also gone for EXISTS, TTL and the write commands.
+    ok(&mut c, &["SET", "e", "v", "PX", "50"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(int(&mut c, &["EXISTS", "e"]), 0);
+    assert_eq!(int(&mut c, &["TTL", "e"]), -2);
+    assert_eq!(int(&mut c, &["EXPIRE", "e", "100"]), 0);
+    assert_eq!(int(&mut c, &["PERSIST", "e"]), 0);
+}
+
+/// RESP3 shapes: nulls are `_`, TYPE is a simple string, SCAN an array of two.
+#[test]
+fn resp3_replies() {
+    let p = common::strata(&[]);
+    let mut r = RespConn::new(&p);
+    let hello = r.call(&["HELLO", "3"]).expect("HELLO 3");
+    assert_eq!(hello.kind, b'%');
+    assert_eq!(raw(&mut r, &["RANDOMKEY"]), b"_\r\n");
+    assert_eq!(raw(&mut r, &["OBJECT", "ENCODING", "nokey"]), b"_\r\n");
+    assert_eq!(raw(&mut r, &["SET", "k", "42"]), b"+OK\r\n");
+    assert_eq!(raw(&mut r, &["TYPE", "k"]), b"+string\r\n");
+    assert_eq!(raw(&mut r, &["OBJECT", "ENCODING", "k"]), b"$3\r\nint\r\n");
+    assert_eq!(raw(&mut r, &["KEYS", "*"]), b"*1\r\n$1\r\nk\r\n");
+    assert_eq!(
+        raw(&mut r, &["SCAN", "0", "COUNT", "1000000"]),
+        b"*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n"
+    );
+    assert_eq!(raw(&mut r, &["RANDOMKEY"]), b"$1\r\nk\r\n");
+    assert_eq!(raw(&mut r, &["TTL", "k"]), b":-1\r\n");
+    assert_eq!(raw(&mut r, &["EXISTS", "k", "k"]), b":2\r\n");
+}
+
+/// Odd arguments never crash the server or wedge a connection.
+#[test]
+fn odd_arguments_are_answered() {
+    let (_p, mut c, mut r) = setup();
+    ok(&mut c, &["SET", "k", "v"]);
+    let odd = [
+        "",
+        "-",
+        "+",
+        "-0",
+        "0x1",
+        "\u{0}",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "k",
+        "NX",
+        "db",
+        "REPLACE",
+        "*",
+        "[",
+        "\\",
+    ];
+    let cmds = [
+        "DEL",
+        "UNLINK",
+        "EXISTS",
+        "TYPE",
+        "RENAME",
+        "RENAMENX",
+        "COPY",
+        "MOVE",
+        "KEYS",
+        "SCAN",
+        "RANDOMKEY",
+        "TOUCH",
+        "OBJECT",
+        "EXPIRE",
+        "PEXPIRE",
+        "EXPIREAT",
+        "PEXPIREAT",
+        "EXPIRETIME",
+        "PEXPIRETIME",
+        "TTL",
+        "PTTL",
+        "PERSIST",
+    ];
+    let mut replies: HashMap<&str, usize> = HashMap::new();
+    for name in cmds {
+        for n in 0..4 {
+            for (i, a) in odd.iter().enumerate() {
+                let mut args = vec![name];
+                for j in 0..n {
+                    args.push(odd[(i + j * 7) % odd.len()]);
+                }
+                args.push(a);
+                r.call(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+                *replies.entry(name).or_default() += 1;
+                ok(&mut c, &["SET", "k", "v"]);
+            }
+        }
+    }
+    assert_eq!(replies.len(), cmds.len());
+    assert_eq!(cmd(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
+}

@@ -1,0 +1,365 @@
+#!/usr/bin/env bash
+# Strata vs Redis on this machine, interleaved, the way shared/peers/README.md says to
+# compare on a noisy machine: the same redis-benchmark run against each server in turn
+# (A B B A A B ...) for ROUNDS rounds; each side's best round for throughput and p99, each
+# server's least CPU time (utime+stime of the whole process, all threads) per million
+# requests for efficiency.
+#
+# usage: scripts/bench-vs-redis.sh [p1|p16|1k|100k|mem|all]...     (default: all)
+#
+#   p1    redis-benchmark -t set,get,incr -n 2000000 -r 1000000 -c 50 -P 1
+#   p16   the same with -P 16
+#   1k    redis-benchmark -t set,get -d 1024 -r 100000 -n 1000000 -c 50
+#   100k  redis-benchmark -t set,get -d 102400 -r 1000 -n 20000 -c 50
+#   mem   SET key:<i> <64 bytes> for i in 1..1000000 through redis-cli --pipe, then VmRSS
+#
+# Environment:
+#   ROUNDS=5          rounds per test (each round runs both servers once)
+#   N=                request count for every suite (and key count for mem), for quick runs:
+#                     N=20000 ROUNDS=1 scripts/bench-vs-redis.sh p1
+#   MEM_KEYS=1000000  keys loaded by the mem suite (N overrides it too)
+#   OUT=target/bench-vs-redis.md   where the markdown table is written (also printed);
+#                     every round's raw figures go to the same name with .csv
+#   REDIS_CMD="redis-server"                 the peer
+#   STRATA_CMD="target/release/strata serve" the server under test; `--port N` is appended.
+#                     Pointing it at redis-server checks this script with two identical
+#                     servers: STRATA_CMD="redis-server --save '' --appendonly no --bind 127.0.0.1"
+#   STRATA_ARGS=      extra arguments for Strata (e.g. "--threads 2")
+#   NO_BUILD=1        do not run cargo build --release first
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+ROUNDS=${ROUNDS:-5}
+N=${N:-}
+MEM_KEYS=${MEM_KEYS:-${N:-1000000}}
+OUT=${OUT:-target/bench-vs-redis.md}
+REDIS_CMD=${REDIS_CMD:-redis-server}
+DEFAULT_STRATA="target/release/strata serve"
+STRATA_CMD=${STRATA_CMD:-$DEFAULT_STRATA}
+STRATA_ARGS=${STRATA_ARGS:-}
+CLK_TCK=$(getconf CLK_TCK)
+
+SUITES=("$@")
+[ ${#SUITES[@]} -eq 0 ] && SUITES=(all)
+if [ "${SUITES[*]}" = all ]; then SUITES=(p1 p16 1k 100k mem); fi
+for s in "${SUITES[@]}"; do
+    case "$s" in
+    p1 | p16 | 1k | 100k | mem) ;;
+    *)
+        echo "unknown suite '$s' (choose from p1 p16 1k 100k mem all)" >&2
+        exit 2
+        ;;
+    esac
+done
+case "$ROUNDS" in '' | *[!0-9]* | 0)
+    echo "ROUNDS must be a positive integer" >&2
+    exit 2
+    ;;
+esac
+
+for tool in redis-benchmark redis-cli awk; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "$tool is required: apt-get install -y redis-server redis-tools" >&2
+        exit 1
+    fi
+done
+if ! command -v "${REDIS_CMD%% *}" >/dev/null 2>&1; then
+    echo "${REDIS_CMD%% *} is required: apt-get install -y redis-server" >&2
+    exit 1
+fi
+
+if [ "$STRATA_CMD" = "$DEFAULT_STRATA" ] && [ -z "${NO_BUILD:-}" ]; then
+    echo "building strata (release)..." >&2
+    cargo build --release -p strata >&2
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-redis.XXXXXX")
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { echo "$*" >&2; }
+
+# A loopback port nobody listens on, below the ephemeral range (where outgoing connections
+# take their local ports, which a connect probe cannot see).
+EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$EPHEMERAL_LOW" -gt 12000 ] || EPHEMERAL_LOW=32768
+free_port() {
+    local p
+    while :; do
+        p=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000)))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+}
+
+# start_server NAME -> sets SERVER_PID and SERVER_PORT; a few tries, in case another
+# process takes the port between the probe and the bind.
+start_server() {
+    local try
+    for try in 1 2 3 4 5; do
+        SERVER_PORT=$(free_port)
+        if start_server_on "$1" "$SERVER_PORT"; then
+            return
+        fi
+    done
+    log "$1 did not start (command: $LAST_CMD); its log:"
+    cat "$WORK/$1.log" >&2
+    exit 1
+}
+
+# start_server_on NAME PORT: starts it and waits for PONG; false if it exited instead.
+start_server_on() {
+    local name=$1 port=$2 cmd
+    if [ "$name" = redis ]; then
+        cmd="$REDIS_CMD --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no"
+    else
+        cmd="$STRATA_CMD --port $port $STRATA_ARGS"
+    fi
+    # exec: $! is the server itself, not a shell around it.
+    LAST_CMD=$cmd
+    (eval "exec $cmd" >"$WORK/$name.log" 2>&1) &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    local i
+    for i in $(seq 1 200); do
+        if [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ]; then
+            return 0
+        fi
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            wait "$SERVER_PID" 2>/dev/null || true
+            return 1
+        fi
+        sleep 0.05
+    done
+    log "$name did not answer PING on port $port within 10 s ($cmd); its log:"
+    cat "$WORK/$name.log" >&2
+    exit 1
+}
+
+stop_server() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+# CPU ticks (utime+stime, all threads) of a process: fields 14 and 15 of /proc/PID/stat,
+# counted after the ")" that ends the command name (which may hold spaces).
+cpu_ticks() {
+    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+rss_kb() {
+    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+}
+
+start_pair() {
+    start_server redis
+    REDIS_PID=$SERVER_PID REDIS_PORT=$SERVER_PORT
+    start_server strata
+    STRATA_PID=$SERVER_PID STRATA_PORT=$SERVER_PORT
+}
+
+stop_pair() {
+    stop_server "$REDIS_PID"
+    stop_server "$STRATA_PID"
+}
+
+RAW="${OUT%.md}.csv"
+mkdir -p "$(dirname "$OUT")" "$(dirname "$RAW")"
+echo "suite,test,round,server,requests,rps,p99_ms,cpu_ticks,clk_tck,rss_kb,error" >"$RAW"
+
+# run_one SUITE TEST ROUND NAME PORT PID REQUESTS ARGS... : one redis-benchmark run, one row.
+run_one() {
+    local suite=$1 test=$2 round=$3 name=$4 port=$5 pid=$6 n=$7
+    shift 7
+    local before after csv rc=0 err=""
+    before=$(cpu_ticks "$pid")
+    redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" -n "$n" "$@" --csv \
+        >"$WORK/out.csv" 2>"$WORK/err.txt" || rc=$?
+    after=$(cpu_ticks "$pid")
+    if ! kill -0 "$pid" 2>/dev/null; then
+        log "$name died during $suite/$test"
+        exit 1
+    fi
+    # The line of this test: "SET","68027.21","0.491",...,"p99","max"
+    csv=$(awk -F, 'NR > 1 { gsub(/"/, ""); print $2 "," $7; exit }' "$WORK/out.csv")
+    if [ "$rc" != 0 ] || [ -z "$csv" ]; then
+        err=$(head -c 200 "$WORK/err.txt" | tr '\n,' '  ')
+        [ -z "$err" ] && err="redis-benchmark exit $rc"
+        csv=","
+        log "  $suite/$test round $round $name: ERROR $err"
+    else
+        log "  $suite/$test round $round $name: ${csv%,*} req/s, p99 ${csv#*,} ms, $((after - before)) ticks"
+    fi
+    echo "$suite,$test,$round,$name,$n,$csv,$((after - before)),$CLK_TCK,,$err" >>"$RAW"
+}
+
+# run_suite SUITE TESTS REQUESTS ARGS...
+run_suite() {
+    local suite=$1 tests=$2 n=$3
+    shift 3
+    log "== $suite: redis-benchmark -t $tests -n $n $* ($ROUNDS rounds)"
+    start_pair
+    local round t i
+    for round in $(seq 1 "$ROUNDS"); do
+        i=0
+        for t in ${tests//,/ }; do
+            # Each test alternates A B, B A, A B ... from round to round, so neither side
+            # always runs first (or always right after the other's load).
+            if [ $(((round + i) % 2)) = 1 ]; then
+                run_one "$suite" "$t" "$round" redis "$REDIS_PORT" "$REDIS_PID" "$n" "$@"
+                run_one "$suite" "$t" "$round" strata "$STRATA_PORT" "$STRATA_PID" "$n" "$@"
+            else
+                run_one "$suite" "$t" "$round" strata "$STRATA_PORT" "$STRATA_PID" "$n" "$@"
+                run_one "$suite" "$t" "$round" redis "$REDIS_PORT" "$REDIS_PID" "$n" "$@"
+            fi
+            i=$((i + 1))
+        done
+    done
+    stop_pair
+}
+
+# RESP for SET key:<i> <64 bytes>, i = 1..keys.
+gen_keys() {
+    awk -v n="$1" 'BEGIN {
+        for (i = 1; i <= n; i++) {
+            k = "key:" i
+            v = sprintf("%064d", i)
+            printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$64\r\n%s\r\n", length(k), k, v
+        }
+    }'
+}
+
+mem_suite() {
+    local keys=$MEM_KEYS name port pid base after out
+    log "== mem: $keys keys of 64-byte values through redis-cli --pipe"
+    gen_keys "$keys" >"$WORK/keys.resp"
+    start_pair
+    for name in redis strata; do
+        if [ $name = redis ]; then port=$REDIS_PORT pid=$REDIS_PID; else port=$STRATA_PORT pid=$STRATA_PID; fi
+        base=$(rss_kb "$pid")
+        out=$(redis-cli -p "$port" --pipe <"$WORK/keys.resp" 2>&1 | tail -n 1 | tr ',' ' ')
+        sleep 1
+        after=$(rss_kb "$pid")
+        log "  mem $name: VmRSS $base -> $after kB ($out)"
+        local err=""
+        case "$out" in *"errors: 0"*) ;; *) err="$out" ;; esac
+        echo "mem,load,1,$name,$keys,,,,$CLK_TCK,$after,$err" >>"$RAW"
+        echo "mem,empty,1,$name,0,,,,$CLK_TCK,$base," >>"$RAW"
+    done
+    stop_pair
+}
+
+for s in "${SUITES[@]}"; do
+    case "$s" in
+    p1) run_suite p1 set,get,incr "${N:-2000000}" -r 1000000 -c 50 -P 1 ;;
+    p16) run_suite p16 set,get,incr "${N:-2000000}" -r 1000000 -c 50 -P 16 ;;
+    1k) run_suite 1k set,get "${N:-1000000}" -d 1024 -r 100000 -c 50 ;;
+    100k) run_suite 100k set,get "${N:-20000}" -d 102400 -r 1000 -c 50 ;;
+    mem) mem_suite ;;
+    esac
+done
+
+# ---- the report
+suite_cmd() {
+    case "$1" in
+    p1) echo "-t set,get,incr -n ${N:-2000000} -r 1000000 -c 50 -P 1" ;;
+    p16) echo "-t set,get,incr -n ${N:-2000000} -r 1000000 -c 50 -P 16" ;;
+    1k) echo "-t set,get -d 1024 -r 100000 -n ${N:-1000000} -c 50" ;;
+    100k) echo "-t set,get -d 102400 -r 1000 -n ${N:-20000} -c 50" ;;
+    esac
+}
+
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo "no commit")
+if ! git diff --quiet HEAD 2>/dev/null; then rev="$rev+changes"; fi
+redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+{
+    echo "### Strata vs Redis $redis_version, $(date -u +%Y-%m-%d)"
+    echo
+    echo "Machine: ${cpu_model:-unknown CPU}, $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)."
+    echo "Strata $rev (\`$STRATA_CMD${STRATA_ARGS:+ $STRATA_ARGS}\`) vs \`$REDIS_CMD --save '' --appendonly no\`, both on loopback,"
+    echo "measured in the same session, interleaved (A B B A ...), $ROUNDS round(s); redis-benchmark on the same machine."
+    echo "Made by: \`ROUNDS=$ROUNDS${N:+ N=$N} scripts/bench-vs-redis.sh ${SUITES[*]}\`."
+    echo "Throughput is each side's best round, p99 each side's lowest; CPU is the server process's least"
+    echo "utime+stime (all threads) per million requests over one redis-benchmark run."
+    echo
+    if awk -F, 'NR > 1 && $1 != "mem" { found = 1 } END { exit !found }' "$RAW"; then
+        echo "| suite | test | Redis req/s | Strata req/s | Strata/Redis | Redis p99 ms | Strata p99 ms | Redis CPU s/1M req | Strata CPU s/1M req | CPU Strata/Redis |"
+        echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        awk -F, '
+            NR == 1 || $1 == "mem" { next }
+            {
+                key = $1 SUBSEP $2
+                if (!(key in seen)) { seen[key] = 1; order[++n] = key; suite[key] = $1; test[key] = $2 }
+                s = $4
+                if ($11 != "") { err[key, s] = 1; next }
+                if ($6 + 0 > best[key, s] + 0) best[key, s] = $6
+                if (!((key, s) in p99) || $7 + 0 < p99[key, s] + 0) p99[key, s] = $7
+                cpu = ($8 / $9) / $5 * 1000000
+                if (!((key, s) in mincpu) || cpu < mincpu[key, s]) mincpu[key, s] = cpu
+            }
+            function cell(v, fmt) { return v == "" ? "error" : sprintf(fmt, v) }
+            function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+            END {
+                for (i = 1; i <= n; i++) {
+                    k = order[i]
+                    rb = ((k, "redis") in best) ? best[k, "redis"] : ""
+                    sb = ((k, "strata") in best) ? best[k, "strata"] : ""
+                    rp = ((k, "redis") in p99) ? p99[k, "redis"] : ""
+                    sp = ((k, "strata") in p99) ? p99[k, "strata"] : ""
+                    rc = ((k, "redis") in mincpu) ? mincpu[k, "redis"] : ""
+                    sc = ((k, "strata") in mincpu) ? mincpu[k, "strata"] : ""
+                    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", suite[k], toupper(test[k]),
+                        cell(rb, "%.0f"), cell(sb, "%.0f"), ratio(sb, rb), cell(rp, "%.3f"), cell(sp, "%.3f"),
+                        cell(rc, "%.2f"), cell(sc, "%.2f"), ratio(sc, rc)
+                }
+            }' "$RAW"
+        coarse=$(awk -F, 'NR > 1 && $1 != "mem" && $11 == "" && $8 < 100 { n++ } END { print n + 0 }' "$RAW")
+        if [ "$coarse" -gt 0 ]; then
+            echo
+            echo "Note: $coarse run(s) used under 100 CPU clock ticks (1/$CLK_TCK s each): their CPU figures are coarse; use a larger N."
+        fi
+        echo
+        echo "Commands (redis-benchmark against each server):"
+        echo
+        for s in "${SUITES[@]}"; do
+            [ "$s" = mem ] && continue
+            echo "- $s: \`redis-benchmark $(suite_cmd "$s") --csv\`"
+        done
+        echo
+    fi
+    if awk -F, '$1 == "mem" { found = 1 } END { exit !found }' "$RAW"; then
+        echo "| memory | Redis VmRSS MiB | Strata VmRSS MiB | Strata/Redis |"
+        echo "| --- | ---: | ---: | ---: |"
+        awk -F, -v keys="$MEM_KEYS" '
+            $1 == "mem" { rss[$2, $4] = $10; err[$2, $4] = $11 }
+            function mib(v) { return sprintf("%.1f", v / 1024) }
+            END {
+                printf "| empty server | %s | %s | %s |\n", mib(rss["empty", "redis"]), mib(rss["empty", "strata"]),
+                    rss["empty", "redis"] ? sprintf("%.2f", rss["empty", "strata"] / rss["empty", "redis"]) : "-"
+                printf "| %d keys, 64-byte values | %s | %s | %s |\n", keys, mib(rss["load", "redis"]),
+                    mib(rss["load", "strata"]) (err["load", "strata"] != "" ? " (load errors)" : ""),
+                    rss["load", "redis"] ? sprintf("%.2f", rss["load", "strata"] / rss["load", "redis"]) : "-"
+            }' "$RAW"
+        echo
+        echo "Memory: \`SET key:<i> <64 bytes>\` for i in 1..$MEM_KEYS piped through \`redis-cli --pipe\` into a fresh server, then VmRSS from /proc/PID/status."
+        echo
+    fi
+} >"$OUT"
+
+cat "$OUT"
+log "written to $OUT (every round: $RAW)"
