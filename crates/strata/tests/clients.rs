@@ -89,15 +89,14 @@ fn redis_cli_interactive_features() {
     );
     assert!(info_field(&info, "connected_clients").is_some());
     assert!(info_field(&info, "used_memory").is_some_and(|m| m.parse::<u64>().unwrap() > 0));
-    // --stat prints a line per interval from INFO; run it for a moment and stop it.
-    let mut stat = Command::new("redis-cli")
-        .args([&p[..], &["--stat", "-i", "0.2"]].concat())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(900));
-    stat.kill().unwrap();
-    let out = stat.wait_with_output().unwrap();
+    // --stat prints a line per interval from INFO, only to a terminal: give it one with
+    // script(1) and let timeout(1) stop it.
+    let out = Command::new("timeout")
+        .args(["1", "script", "-qc"])
+        .arg(format!("redis-cli -p {port} --stat -i 0.2"))
+        .arg("/dev/null")
+        .output()
+        .expect("timeout and script (coreutils, bsdutils) are required");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("keys") && text.contains("51"),
