@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 mod conn;
 pub mod info;
+pub mod longdouble;
 pub mod server;
 pub mod stats;
 pub mod table;
