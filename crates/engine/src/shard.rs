@@ -31,23 +31,24 @@ impl ShardData {
         self.table.find_mut(h, |s| s.key() == key)
     }
 
-    /// Inserts or replaces; returns the previous slot.
+    /// Inserts or replaces; returns the previous slot. One probe either way.
     pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
-        let has_ttl = slot.expire_at().is_some();
-        let old = match self.table.find_mut(h, |s| s.key() == slot.key()) {
-            Some(existing) => Some(std::mem::replace(existing, slot)),
-            None => {
-                self.table.insert_unique(h, slot, |s| hash(s.key()));
+        use hashbrown::hash_table::Entry;
+        if slot.expire_at().is_some() {
+            self.volatile += 1;
+        }
+        let old = match self
+            .table
+            .entry(h, |s| s.key() == slot.key(), |s| hash(s.key()))
+        {
+            Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), slot)),
+            Entry::Vacant(e) => {
+                e.insert(slot);
                 None
             }
         };
-        if has_ttl {
-            self.volatile += 1;
-        }
-        if let Some(o) = &old {
-            if o.expire_at().is_some() {
-                self.volatile -= 1;
-            }
+        if old.as_ref().is_some_and(|o| o.expire_at().is_some()) {
+            self.volatile -= 1;
         }
         old
     }

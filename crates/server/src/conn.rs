@@ -2,6 +2,7 @@
 //! the whole batch with one write.
 
 use crate::client::{Client, ClientInfo};
+use crate::config::Config;
 use crate::server::Server;
 use crate::stats::ThreadStats;
 use crate::table;
@@ -59,7 +60,7 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::ne
     let Ok(mut stream) = TcpStream::from_std(stream) else {
         return;
     };
-    if let Some(refusal) = refuse(&server, &peer) {
+    if let Some(refusal) = refuse(&server.config, server.clients.connected(), &peer) {
         server
             .stats
             .rejected_connections
@@ -79,13 +80,13 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::ne
     server.clients.remove(info.id);
 }
 
-/// Why a new connection is turned away, if it is (maxclients, protected mode).
-fn refuse(server: &Server, peer: &SocketAddr) -> Option<&'static str> {
-    if server.clients.connected() >= server.config.get_u64("maxclients") as usize {
+/// Why a new connection is turned away, if it is: maxclients, or protected mode (no
+/// password set and a client from beyond loopback), as Redis decides.
+fn refuse(config: &Config, connected: usize, peer: &SocketAddr) -> Option<&'static str> {
+    if connected >= config.get_u64("maxclients") as usize {
         return Some("ERR max number of clients reached");
     }
-    let protected =
-        server.config.get_bool("protected-mode") && server.config.get("requirepass").is_empty();
+    let protected = config.get_bool("protected-mode") && config.get("requirepass").is_empty();
     if protected && !peer.ip().is_loopback() {
         return Some(DENIED);
     }
@@ -161,5 +162,36 @@ async fn serve_client(
         if client.close_after_reply || info.is_killed() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_and_maxclients() {
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let local6: SocketAddr = "[::1]:5000".parse().unwrap();
+        let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        let c = Config::new(None);
+        assert_eq!(refuse(&c, 0, &local), None);
+        assert_eq!(refuse(&c, 0, &local6), None);
+        assert_eq!(refuse(&c, 0, &remote), Some(DENIED));
+        c.set("requirepass", "pw", false).unwrap();
+        assert_eq!(
+            refuse(&c, 0, &remote),
+            None,
+            "a password lifts protected mode"
+        );
+        c.set("requirepass", "", false).unwrap();
+        c.set("protected-mode", "no", false).unwrap();
+        assert_eq!(refuse(&c, 0, &remote), None);
+        c.set("maxclients", "2", false).unwrap();
+        assert_eq!(refuse(&c, 1, &local), None);
+        assert_eq!(
+            refuse(&c, 2, &local),
+            Some("ERR max number of clients reached")
+        );
     }
 }
