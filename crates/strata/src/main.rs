@@ -130,6 +130,12 @@ fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
         }
     }
     init_logging(&config);
+    tracing::info!(
+        "Strata {} (Redis 7.0 protocol), pid {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    );
+    tracing::warn!("No persistence yet: data lives in memory and is lost when the server stops.");
     match strata_server::run(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -146,9 +152,12 @@ fn init_logging(config: &Config) {
         "nothing" => tracing::Level::ERROR,
         _ => tracing::Level::INFO,
     };
+    // Colour only for a terminal: logs piped to a file or a supervisor stay plain text.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_target(false);
+        .with_target(false)
+        .with_ansi(tty);
     let logfile = config.get("logfile");
     if logfile.is_empty() {
         builder.init();
