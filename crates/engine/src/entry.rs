@@ -74,6 +74,12 @@ impl Slot {
     pub fn new(key: &[u8], value: Value, expire_at: Option<u64>, lru: u32) -> Slot {
         match value {
             Value::Str(s) => Slot::packed(key, &s, expire_at, lru),
+            value => Slot::Obj(Box::new(ObjEntry {
+                key: key.into(),
+                expire_at,
+                lru,
+                value,
+            })),
         }
     }
 
@@ -204,6 +210,10 @@ impl<'a> EntryRef<'a> {
             Slot::Packed(_) => Kind::String,
             Slot::Obj(o) => match o.value {
                 Value::Str(_) => Kind::String,
+                Value::Hash(_) => Kind::Hash,
+                Value::List(_) => Kind::List,
+                Value::Set(_) => Kind::Set,
+                Value::ZSet(_) => Kind::ZSet,
             },
         }
     }
@@ -214,6 +224,7 @@ impl<'a> EntryRef<'a> {
             Slot::Packed(_) => Some(self.slot.packed_str()),
             Slot::Obj(o) => match &o.value {
                 Value::Str(s) => Some(s),
+                _ => None,
             },
         }
     }
@@ -249,8 +260,12 @@ impl<'a> EntryRef<'a> {
                     "raw"
                 }
             }
-            Slot::Obj(o) => match o.value {
+            Slot::Obj(o) => match &o.value {
                 Value::Str(_) => "raw",
+                Value::Hash(h) => h.encoding(),
+                Value::List(l) => l.encoding(),
+                Value::Set(s) => s.encoding(),
+                Value::ZSet(z) => z.encoding(),
             },
         }
     }

@@ -233,6 +233,8 @@ pub(crate) fn xorshift(mut x: u64) -> u64 {
 /// All databases.
 pub struct Keyspace {
     dbs: Box<[Db]>,
+    /// Encoding thresholds for collections (from the server's config).
+    pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
 }
@@ -242,6 +244,7 @@ impl Keyspace {
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
         Keyspace {
             dbs: (0..databases.max(1)).map(|_| Db::new(shard_bits)).collect(),
+            encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
         }

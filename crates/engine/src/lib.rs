@@ -12,9 +12,11 @@ pub mod glob;
 mod keyspace;
 mod locked;
 mod shard;
+mod types;
 mod value;
 
 pub use entry::{EntryRef, Kind};
 pub use keyspace::{Db, Keyspace, ScanFilter, DB_COUNT};
 pub use locked::{Locked, Ttl, WrongType};
+pub use types::{Encodings, HashValue, ListValue, SetValue, ZSetValue};
 pub use value::{Owned, Value};

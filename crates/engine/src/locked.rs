@@ -164,10 +164,36 @@ impl<'a> Locked<'a> {
             return Ok(None);
         };
         slot.touch(lru);
+        if slot.view().kind() != crate::Kind::String {
+            return Err(WrongType);
+        }
         match &mut slot.obj_mut().value {
             Value::Str(s) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
             _ => Err(WrongType),
+        }
+    }
+
+    /// A collection for editing in place: `Ok(None)` when the key is missing, WRONGTYPE
+    /// when it holds a string. The caller matches the variant it wants (and answers
+    /// WRONGTYPE for the others); the type modules add typed shortcuts (`hash_mut`...).
+    pub fn collection_mut(&mut self, key: &[u8]) -> Result<Option<&mut Value>, WrongType> {
+        let (h, found) = self.live(key);
+        if !found {
+            return Ok(None);
+        }
+        let lru = self.lru;
+        let Some(slot) = self.shard(h).find_mut(h, key) else {
+            return Ok(None);
+        };
+        match slot {
+            Slot::Packed(_) => Err(WrongType),
+            Slot::Obj(o) => {
+                o.lru = lru;
+                match o.value {
+                    Value::Str(_) => Err(WrongType),
+                    _ => Ok(Some(&mut o.value)),
+                }
+            }
         }
     }
 

@@ -1,12 +1,17 @@
 //! Values held outside the packed string form.
 
+pub use crate::types::{HashValue, ListValue, SetValue, ZSetValue};
+
 /// A value in its general (unpacked) form. Strings live packed with their key (see `entry`)
 /// until a command edits them in place (APPEND, SETRANGE, SETBIT...), which moves them here
-/// so growth is amortized. Collections (hash, list, set, zset) join this enum with the
-/// data-types work.
+/// so growth is amortized. Collections are boxed so an entry stays small whatever its type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(Vec<u8>),
+    Hash(Box<HashValue>),
+    List(Box<ListValue>),
+    Set(Box<SetValue>),
+    ZSet(Box<ZSetValue>),
 }
 
 /// An entry lifted out of the table (RENAME, MOVE, COPY): its value and expiry.

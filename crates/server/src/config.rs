@@ -278,6 +278,58 @@ pub const PARAMS: &[Param] = &[
         "slow log threshold in microseconds",
     ),
     p("slowlog-max-len", INT, "128", true, "slow log length"),
+    p(
+        "hash-max-listpack-entries",
+        INT,
+        "128",
+        true,
+        "hashes up to this many fields use the compact listpack form",
+    ),
+    p(
+        "hash-max-listpack-value",
+        INT,
+        "64",
+        true,
+        "... and fields and values up to this many bytes",
+    ),
+    p(
+        "set-max-intset-entries",
+        INT,
+        "512",
+        true,
+        "sets of integers up to this many members use the compact intset form",
+    ),
+    p(
+        "zset-max-listpack-entries",
+        INT,
+        "128",
+        true,
+        "sorted sets up to this many members use the compact listpack form",
+    ),
+    p(
+        "zset-max-listpack-value",
+        INT,
+        "64",
+        true,
+        "... and members up to this many bytes",
+    ),
+    p(
+        "list-max-listpack-size",
+        Kind::Int {
+            min: -5,
+            max: i64::MAX,
+        },
+        "-2",
+        true,
+        "list node size: entries (> 0) or -1..-5 for 4..64 KiB",
+    ),
+    p(
+        "list-compress-depth",
+        INT,
+        "0",
+        true,
+        "list nodes kept uncompressed at each end (0 = no compression)",
+    ),
 ];
 
 pub fn param(name: &str) -> Option<&'static Param> {

@@ -77,6 +77,26 @@ impl Clock {
 }
 
 impl Server {
+    /// Pushes config values the engine reads on its own (encoding thresholds) into it.
+    /// Called at start and after every CONFIG SET.
+    pub fn apply_config(&self) {
+        let e = &self.keyspace.encodings;
+        let c = &self.config;
+        let n = |name| c.get_u64(name) as usize;
+        e.hash_max_listpack_entries
+            .store(n("hash-max-listpack-entries"), Ordering::Relaxed);
+        e.hash_max_listpack_value
+            .store(n("hash-max-listpack-value"), Ordering::Relaxed);
+        e.set_max_intset_entries
+            .store(n("set-max-intset-entries"), Ordering::Relaxed);
+        e.zset_max_listpack_entries
+            .store(n("zset-max-listpack-entries"), Ordering::Relaxed);
+        e.zset_max_listpack_value
+            .store(n("zset-max-listpack-value"), Ordering::Relaxed);
+        let list: i64 = c.get("list-max-listpack-size").parse().unwrap_or(-2);
+        e.list_max_listpack_size.store(list, Ordering::Relaxed);
+    }
+
     pub fn now_unix() -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -165,6 +185,7 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         active_expire: AtomicBool::new(true),
         clock: Clock::new(),
     });
+    server.apply_config();
     Ok((server, listeners))
 }
 

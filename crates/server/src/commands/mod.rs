@@ -7,9 +7,13 @@ pub mod admin;
 pub mod bitmap;
 pub mod config;
 pub mod connection;
+pub mod hash;
 pub mod introspection;
 pub mod keys;
+pub mod list;
+pub mod set;
 pub mod strings;
+pub mod zset;
 
 pub const FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
@@ -19,6 +23,10 @@ pub const FAMILIES: &[&[Command]] = &[
     strings::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,
+    hash::COMMANDS,
+    list::COMMANDS,
+    set::COMMANDS,
+    zset::COMMANDS,
 ];
 
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before

@@ -1,0 +1,5 @@
+//! Placeholder: the list commands arrive with the data-types work.
+
+use crate::command::Command;
+
+pub const COMMANDS: &[Command] = &[];
