@@ -104,21 +104,28 @@ async fn serve_client(
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let info = client.info.clone();
+    // Set when a batch stopped early because its replies grew large: the buffer may still
+    // hold complete commands, so run them before reading more.
+    let mut pending = false;
     loop {
-        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-            let pending = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
-            inbuf.reserve(pending.clamp(READ_CHUNK, MAX_RESERVE));
+        let mut n = 0;
+        if !pending {
+            if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
+                let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
+                inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
+            }
+            n = tokio::select! {
+                biased;
+                _ = info.killed() => return,
+                r = stream.read_buf(&mut inbuf) => match r {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                },
+            };
         }
-        let n = tokio::select! {
-            biased;
-            _ = info.killed() => return,
-            r = stream.read_buf(&mut inbuf) => match r {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            },
-        };
         let mut clock = std::time::Instant::now();
         info.touch(clock);
+        pending = false;
         loop {
             if limits.stale(server, client) {
                 limits = ConnLimits::load(server, &mut parser, client.authenticated);
@@ -127,6 +134,11 @@ async fn serve_client(
                 Ok(Some(argv)) => {
                     table::execute(server, client, stats, &argv, &mut out, &mut clock);
                     if client.close_after_reply {
+                        break;
+                    }
+                    // Bound this connection's reply memory: write what we have first.
+                    if out.len() >= MAX_RESERVE {
+                        pending = true;
                         break;
                     }
                 }

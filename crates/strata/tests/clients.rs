@@ -363,3 +363,37 @@ fn config_file_and_options_like_redis_server() {
     assert_eq!(got, b"-ERR DB index is out of range\r\n");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn vm_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn replies_to_a_client_that_does_not_read_stay_bounded() {
+    use std::io::{Read, Write};
+    let s = common::strata(&["--threads", "1"]);
+    let value = vec![b'v'; 100 * 1024];
+    let mut c = s.client();
+    let _: () = c.set("big", &value).unwrap();
+    let before = vm_rss_kb(s.pid());
+    // 3000 pipelined GETs would be ~300 MB of replies if they were all buffered.
+    let gets = 3000;
+    let mut raw = s.raw();
+    raw.write_all(&b"GET big\r\n".repeat(gets)).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = vm_rss_kb(s.pid());
+    assert!(
+        during < before + 64 * 1024,
+        "server RSS grew from {before} kB to {during} kB while the client did not read"
+    );
+    let reply_len = format!("${}\r\n", value.len()).len() + value.len() + 2;
+    let mut got = vec![0u8; reply_len * gets];
+    raw.read_exact(&mut got).unwrap();
+    let one = [format!("${}\r\n", value.len()).as_bytes(), &value, b"\r\n"].concat();
+    assert!(got.chunks(reply_len).all(|r| r == one.as_slice()));
+}
