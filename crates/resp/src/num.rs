@@ -38,8 +38,9 @@ pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
 }
 
 /// Writes the decimal text of `n` at the end of `buf`; returns where the text starts.
+/// No allocation: for hot paths that format integers (replies, INCR's stored value).
 #[inline]
-pub(crate) fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
+pub fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
     let mut v = n.unsigned_abs();
     let mut i = buf.len();
     loop {

@@ -104,6 +104,28 @@ impl Command {
         subcommands: &[],
     };
 
+    /// A command with the fields most declarations set; the rest take `DEFAULT`'s values.
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        group: &'static str,
+        summary: &'static str,
+        since: &'static str,
+        handler: Handler,
+    ) -> Command {
+        Command {
+            name,
+            arity,
+            flags,
+            group,
+            summary,
+            since,
+            handler,
+            ..Command::DEFAULT
+        }
+    }
+
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }

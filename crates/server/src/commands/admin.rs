@@ -13,16 +13,7 @@ const fn admin(
     since: &'static str,
     handler: crate::command::Handler,
 ) -> Command {
-    Command {
-        name,
-        arity,
-        flags,
-        group: "server",
-        summary,
-        since,
-        handler,
-        ..Command::DEFAULT
-    }
+    Command::new(name, arity, flags, "server", summary, since, handler)
 }
 
 pub const COMMANDS: &[Command] = &[

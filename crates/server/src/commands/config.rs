@@ -11,16 +11,7 @@ const fn cfg(
     since: &'static str,
     handler: crate::command::Handler,
 ) -> Command {
-    Command {
-        name,
-        arity,
-        flags,
-        group: "server",
-        summary,
-        since,
-        handler,
-        ..Command::DEFAULT
-    }
+    Command::new(name, arity, flags, "server", summary, since, handler)
 }
 
 pub const COMMANDS: &[Command] = &[Command {

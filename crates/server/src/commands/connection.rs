@@ -14,16 +14,7 @@ const fn conn(
     since: &'static str,
     handler: crate::command::Handler,
 ) -> Command {
-    Command {
-        name,
-        arity,
-        flags,
-        group: "connection",
-        summary,
-        since,
-        handler,
-        ..Command::DEFAULT
-    }
+    Command::new(name, arity, flags, "connection", summary, since, handler)
 }
 
 pub const COMMANDS: &[Command] = &[

@@ -11,16 +11,15 @@ const fn intro(
     since: &'static str,
     handler: crate::command::Handler,
 ) -> Command {
-    Command {
+    Command::new(
         name,
         arity,
-        flags: LOADING | STALE,
-        group: "server",
+        LOADING | STALE,
+        "server",
         summary,
         since,
         handler,
-        ..Command::DEFAULT
-    }
+    )
 }
 
 pub const COMMANDS: &[Command] = &[Command {

@@ -335,25 +335,6 @@ pub(crate) fn is_opt(arg: &[u8], name: &[u8]) -> bool {
     opt_name(arg).eq_ignore_ascii_case(name)
 }
 
-/// The decimal text of `n` in a stack buffer; returns the start of the text.
-pub(crate) fn fmt_i64(n: i64, buf: &mut [u8; 20]) -> usize {
-    let mut v = n.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    i
-}
-
 fn invalid_expire(cmd: &str) -> CmdError {
     CmdError::Static(match cmd {
         "set" => "ERR invalid expire time in 'set' command",
@@ -686,7 +667,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, delta: i64) -> CmdResult {
     };
     let new = old.checked_add(delta).ok_or(CmdError::OVERFLOW)?;
     let mut buf = [0u8; 20];
-    let start = fmt_i64(new, &mut buf);
+    let start = strata_resp::itoa(new, &mut buf);
     l.set_str(key, &buf[start..], ttl);
     drop(l);
     ctx.out.int(new);

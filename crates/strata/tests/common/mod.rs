@@ -105,18 +105,16 @@ pub fn free_port() -> u16 {
 /// Starts Debian's redis-server without persistence. Panics with the install hint if it is
 /// missing: differential tests must not be skipped silently.
 pub fn redis(args: &[&str]) -> Proc {
+    let p = spawn_redis(args);
+    wait_listening(p.port);
+    p
+}
+
+fn spawn_redis(args: &[&str]) -> Proc {
     let port = free_port();
     let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--bind",
-            "127.0.0.1",
-        ])
+        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .args(["--bind", "127.0.0.1"])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -124,13 +122,11 @@ pub fn redis(args: &[&str]) -> Proc {
         .unwrap_or_else(|e| {
             panic!("redis-server is required (apt-get install -y redis-server): {e}")
         });
-    let p = Proc {
+    Proc {
         port,
         child,
         name: "redis",
-    };
-    wait_listening(port);
-    p
+    }
 }
 
 fn wait_listening(port: u16) {
@@ -446,30 +442,8 @@ impl RespConn {
 /// Starts redis-server like [`redis`], for configurations where PING needs a password
 /// (`--requirepass`): ready once it answers PING at all.
 pub fn redis_requiring_auth(args: &[&str]) -> Proc {
-    let port = free_port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--bind",
-            "127.0.0.1",
-        ])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("redis-server is required (apt-get install -y redis-server): {e}")
-        });
-    let p = Proc {
-        port,
-        child,
-        name: "redis",
-    };
+    let p = spawn_redis(args);
+    let port = p.port;
     let end = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
