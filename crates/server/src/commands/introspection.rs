@@ -64,7 +64,7 @@ const SUBCOMMANDS: &[Command] = &[
     ),
     intro(
         "getkeys",
-        -3,
+        -4,
         "Extracts the key names from an arbitrary command.",
         "2.8.13",
         command_getkeys,
