@@ -18,10 +18,17 @@ pub const DB_COUNT: usize = 16;
 #[repr(align(64))]
 pub(crate) struct Shard(pub Mutex<ShardData>);
 
+/// Called with (database index, key) for every key removed because it expired, lazily
+/// or by the active cycle (the server publishes `expired` keyspace events from it). It runs
+/// under the key's shard lock: it must not lock shards.
+pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
+    index: usize,
+    pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -44,13 +51,31 @@ impl ScanFilter<'_> {
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
 
 impl Db {
-    fn new(shard_bits: u32) -> Db {
+    fn new(
+        index: usize,
+        shard_bits: u32,
+        hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    ) -> Db {
         let n = 1usize << shard_bits;
         Db {
             shards: (0..n)
                 .map(|_| Shard(Mutex::new(ShardData::default())))
                 .collect(),
             mask: n - 1,
+            index,
+            on_expired: hook.clone(),
+        }
+    }
+
+    /// This database's number (SELECT n).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Reports an expired key to the hook, if one is set.
+    pub(crate) fn expired(&self, key: &[u8]) {
+        if let Some(h) = self.on_expired.get() {
+            h(self.index, key);
         }
     }
 
@@ -211,7 +236,7 @@ impl Db {
                 attempt - n
             };
             let mut g = self.shards[idx].0.lock();
-            g.purge_expired(now);
+            g.purge_expired(now, |k| self.expired(k));
             let len = g.table.len();
             if len == 0 {
                 continue;
@@ -237,17 +262,27 @@ pub struct Keyspace {
     pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
+    on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
 }
 
 impl Keyspace {
     /// `databases` logical databases of 2^`shard_bits` shards each.
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
+        let hook = std::sync::Arc::new(std::sync::OnceLock::new());
         Keyspace {
-            dbs: (0..databases.max(1)).map(|_| Db::new(shard_bits)).collect(),
+            dbs: (0..databases.max(1))
+                .map(|i| Db::new(i, shard_bits, &hook))
+                .collect(),
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
+            on_expired: hook,
         }
+    }
+
+    /// Installs the expired-key hook (once; later calls are ignored).
+    pub fn set_expired_hook(&self, hook: ExpiredHook) {
+        let _ = self.on_expired.set(hook);
     }
 
     pub fn db(&self, index: usize) -> &Db {
@@ -314,10 +349,11 @@ impl Keyspace {
         let mut removed = 0;
         let mut pos = self.expire_cursor.load(Ordering::Relaxed) % total;
         for visited in 0..total {
-            let shard = &self.dbs[pos / per_db].shards[pos % per_db];
+            let db = &self.dbs[pos / per_db];
+            let shard = &db.shards[pos % per_db];
             pos = (pos + 1) % total;
             // Checking the count under the lock is cheap; purging holds it briefly per shard.
-            removed += shard.0.lock().purge_expired(now);
+            removed += shard.0.lock().purge_expired(now, |k| db.expired(k));
             if visited % 64 == 63 && start.elapsed() >= budget {
                 break;
             }

@@ -16,7 +16,7 @@ mod types;
 mod value;
 
 pub use entry::{EntryRef, Kind};
-pub use keyspace::{Db, Keyspace, ScanFilter, DB_COUNT};
+pub use keyspace::{Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT};
 pub use locked::{Locked, Ttl, WrongType};
 pub use types::{Encodings, HashValue, ListValue, SetValue, ZSetValue};
 pub use value::{Owned, Value};

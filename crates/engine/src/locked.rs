@@ -84,6 +84,7 @@ impl<'a> Locked<'a> {
         if expired {
             shard.remove(h, key);
             shard.expired += 1;
+            self.db.expired(key);
             return (h, false);
         }
         (h, true)

@@ -80,8 +80,8 @@ impl ShardData {
         true
     }
 
-    /// Removes every expired entry; returns how many.
-    pub fn purge_expired(&mut self, now: u64) -> usize {
+    /// Removes every expired entry, reporting each key to `on_expired`; returns how many.
+    pub fn purge_expired(&mut self, now: u64, mut on_expired: impl FnMut(&[u8])) -> usize {
         if self.volatile == 0 {
             return 0;
         }
@@ -89,6 +89,9 @@ impl ShardData {
         let mut dropped_volatile = 0;
         self.table.retain(|s| {
             let gone = s.is_expired(now);
+            if gone {
+                on_expired(s.key());
+            }
             dropped_volatile += gone as usize;
             !gone
         });

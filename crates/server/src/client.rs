@@ -31,6 +31,21 @@ pub struct Client {
     /// Set by QUIT and protocol errors: flush the reply, then close.
     pub close_after_reply: bool,
     pub info: Arc<ClientInfo>,
+    /// RESP2 with subscriptions: only (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT, RESET run.
+    pub pubsub_mode: bool,
+    /// Set when the connection has work after the current command (pushes for this
+    /// client, keys made ready for blocked clients, a block request); checked once per
+    /// command, so clients using neither pub/sub nor blocking pay one branch.
+    pub attention: bool,
+    /// Pub/sub state, from the first (P)SUBSCRIBE on.
+    pub subs: Option<Box<crate::pubsub::Subscriptions>>,
+    /// Push messages for this client produced by its own command (PUBLISH to itself, its
+    /// keyspace events), placed before that command's reply.
+    pub self_push: Vec<u8>,
+    /// Keys a write made ready for blocked clients: (db, key).
+    pub ready_keys: Vec<(usize, Bytes)>,
+    /// A blocking command asked to wait.
+    pub block: Option<Box<crate::blocking::BlockRequest>>,
 }
 
 impl Client {
@@ -45,7 +60,29 @@ impl Client {
             no_touch: false,
             close_after_reply: false,
             info,
+            pubsub_mode: false,
+            attention: false,
+            subs: None,
+            self_push: Vec::new(),
+            ready_keys: Vec::new(),
+            block: None,
         }
+    }
+
+    /// Subscriptions (channels + patterns).
+    pub fn sub_count(&self) -> usize {
+        self.subs.as_ref().map_or(0, |s| s.count())
+    }
+
+    /// Re-derives the pub/sub flags after a subscription or protocol change.
+    pub fn update_pubsub(&mut self) {
+        let (c, p) = self
+            .subs
+            .as_ref()
+            .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()));
+        self.info.sub.store(c, Ordering::Relaxed);
+        self.info.psub.store(p, Ordering::Relaxed);
+        self.pubsub_mode = c + p > 0 && self.proto == Protocol::Resp2;
     }
 
     pub fn set_db(&mut self, db: usize) {
@@ -59,6 +96,10 @@ impl Client {
             if proto == Protocol::Resp3 { 3 } else { 2 },
             Ordering::Relaxed,
         );
+        if let Some(s) = &self.subs {
+            s.mailbox.set_proto(proto);
+        }
+        self.update_pubsub();
     }
 }
 
@@ -78,6 +119,11 @@ pub struct ClientInfo {
     pub qbuf: AtomicUsize,
     pub no_evict: AtomicBool,
     pub no_touch: AtomicBool,
+    /// Channel and pattern subscriptions (CLIENT LIST sub= psub=, flags=P).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    /// In a blocking command (CLIENT LIST flags=b).
+    pub blocked: AtomicBool,
     killed: AtomicBool,
     kill: Notify,
 }
@@ -97,6 +143,9 @@ impl ClientInfo {
             qbuf: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            blocked: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }

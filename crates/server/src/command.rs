@@ -157,6 +157,11 @@ impl Command {
             "string" => "@string",
             "bitmap" => "@bitmap",
             "connection" => "@connection",
+            "sorted-set" => "@sortedset",
+            "hash" => "@hash",
+            "set" => "@set",
+            "list" => "@list",
+            "hyperloglog" => "@hyperloglog",
             _ => "",
         };
         let has = |cat: &str| match cat {
@@ -238,6 +243,97 @@ impl<'a> Ctx<'a> {
         self.db()
             .lock1_at(self.now_ms, key)
             .no_touch(self.client.no_touch)
+    }
+
+    /// Publishes a keyspace event for `key` in the selected database, if events of
+    /// `class` (crate::notify::STRING, GENERIC...) are enabled: one relaxed load when off.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let flags = self
+            .server
+            .notify_flags
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if flags & class != 0 {
+            self.notify_slow(flags, event, key, self.client.db);
+        }
+    }
+
+    /// True when events of `class` are published (to skip gathering what `notify` needs).
+    #[inline]
+    pub fn notifying(&self, class: u32) -> bool {
+        self.server
+            .notify_flags
+            .load(std::sync::atomic::Ordering::Relaxed)
+            & class
+            != 0
+    }
+
+    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB).
+    #[inline]
+    pub fn notify_db(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
+        let flags = self
+            .server
+            .notify_flags
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if flags & class != 0 {
+            self.notify_slow(flags, event, key, db);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn notify_slow(&mut self, flags: u32, event: &str, key: &[u8], db: usize) {
+        let mut me = crate::pubsub::Publisher {
+            id: self.client.id,
+            self_push: &mut self.client.self_push,
+            proto: self.out.proto,
+        };
+        crate::notify::emit(self.server, flags, event, key, db, Some(&mut me));
+        if !self.client.self_push.is_empty() {
+            self.client.attention = true;
+        }
+    }
+
+    /// Tells blocked clients waiting on `key` (selected database) that it may now serve
+    /// them (LPUSH, ZADD, LMOVE's destination...). Call it after the write, under the
+    /// lock. One relaxed load when no client is blocked.
+    #[inline]
+    pub fn signal_key_ready(&mut self, key: &[u8]) {
+        self.signal_key_ready_db(key, self.client.db);
+    }
+
+    /// `signal_key_ready` for a key of another database (MOVE, COPY ... DB).
+    #[inline]
+    pub fn signal_key_ready_db(&mut self, key: &[u8], db: usize) {
+        if self.server.blocking.count() != 0 {
+            self.client
+                .ready_keys
+                .push((db, Bytes::copy_from_slice(key)));
+            self.client.attention = true;
+        }
+    }
+
+    /// Signals every key clients wait on in database `db` (SWAPDB changed its contents).
+    pub fn signal_db_ready(&mut self, db: usize) {
+        if self.server.blocking.count() != 0 {
+            for key in self.server.blocking.keys_in_db(db) {
+                self.client.ready_keys.push((db, key));
+                self.client.attention = true;
+            }
+        }
+    }
+
+    /// Asks to block on `keys` until `deadline_ms` (Unix ms, 0 = forever; see
+    /// `blocking::parse_timeout`). The handler then returns Ok(()) without a reply; the
+    /// command is re-run when a key is signalled, and `on_timeout` writes the reply if the
+    /// deadline passes first.
+    pub fn block_on(&mut self, keys: Vec<Bytes>, deadline_ms: u64, on_timeout: fn(&mut Reply<'_>)) {
+        self.client.block = Some(Box::new(crate::blocking::BlockRequest {
+            keys,
+            deadline_ms,
+            on_timeout,
+        }));
+        self.client.attention = true;
     }
 
     /// Argument `i` (0 is the command name).

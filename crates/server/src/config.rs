@@ -16,6 +16,9 @@ pub enum Kind {
     Bool,
     Enum(&'static [&'static str]),
     Str,
+    /// Parsed and re-rendered by a function of (current value, new value), for values with
+    /// their own syntax (`notify-keyspace-events`, `client-output-buffer-limit`).
+    Custom(fn(&str, &str) -> Result<String, String>),
 }
 
 pub struct Param {
@@ -255,10 +258,17 @@ pub const PARAMS: &[Param] = &[
     ),
     p(
         "notify-keyspace-events",
-        Kind::Str,
+        Kind::Custom(crate::notify::normalize),
         "",
         true,
-        "keyspace notification classes",
+        "keyspace notification classes (Redis's flag letters K E g $ l s h z x e t m d n A)",
+    ),
+    p(
+        "client-output-buffer-limit",
+        Kind::Custom(crate::pubsub::normalize_buffer_limits),
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        true,
+        "output buffer limits per client class: <class> <hard> <soft> <soft seconds>",
     ),
     p(
         "lazyfree-lazy-user-flush",
@@ -316,12 +326,19 @@ pub const PARAMS: &[Param] = &[
     p(
         "list-max-listpack-size",
         Kind::Int {
-            min: -5,
-            max: i64::MAX,
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
         },
         "-2",
         true,
         "list node size: entries (> 0) or -1..-5 for 4..64 KiB",
+    ),
+    p(
+        "hll-sparse-max-bytes",
+        Kind::Memory,
+        "3000",
+        true,
+        "HyperLogLogs use the sparse form up to this many bytes",
     ),
     p(
         "list-compress-depth",
@@ -390,6 +407,7 @@ pub fn normalize(p: &Param, value: &str) -> Result<String, String> {
             }
         }
         Kind::Str => Ok(value.to_string()),
+        Kind::Custom(f) => f(p.default, value),
     }
 }
 
@@ -431,7 +449,10 @@ impl Config {
         if at_runtime && !p.mutable {
             return Err("can't set immutable config".into());
         }
-        let v = normalize(p, value)?;
+        let v = match p.kind {
+            Kind::Custom(f) => f(&self.get(p.name), value)?,
+            _ => normalize(p, value)?,
+        };
         self.values.write().insert(p.name, v);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())

@@ -1,6 +1,7 @@
 //! One connection: read what the client sent, run every complete command in it, answer
 //! the whole batch with one write.
 
+use crate::blocking;
 use crate::client::{Client, ClientInfo};
 use crate::config::Config;
 use crate::server::Server;
@@ -77,6 +78,9 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::ne
     let authenticated = server.config.get("requirepass").is_empty();
     let mut client = Client::new(info.clone(), authenticated);
     serve_client(&server, &stats, &mut stream, &mut client).await;
+    if let Some(mut subs) = client.subs.take() {
+        server.pubsub.remove_all(&mut subs);
+    }
     server.clients.remove(info.id);
 }
 
@@ -114,25 +118,51 @@ async fn serve_client(
                 let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
                 inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
             }
-            n = tokio::select! {
-                biased;
-                _ = info.killed() => return,
-                r = stream.read_buf(&mut inbuf) => match r {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                },
-            };
+            match client.subs.as_ref().map(|s| s.mailbox.clone()) {
+                None => {
+                    n = tokio::select! {
+                        biased;
+                        _ = info.killed() => return,
+                        r = stream.read_buf(&mut inbuf) => match r {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        },
+                    };
+                }
+                // A subscriber also wakes for messages published to it.
+                Some(mb) => {
+                    n = tokio::select! {
+                        biased;
+                        _ = info.killed() => return,
+                        _ = mb.arrived() => 0,
+                        r = stream.read_buf(&mut inbuf) => match r {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        },
+                    };
+                }
+            }
         }
         let mut clock = std::time::Instant::now();
         info.touch(clock);
         pending = false;
+        let mut blocked = None;
         loop {
             if limits.stale(server, client) {
                 limits = ConnLimits::load(server, &mut parser, client.authenticated);
             }
             match parser.parse(&mut inbuf) {
                 Ok(Some(argv)) => {
+                    let start = out.len();
                     table::execute(server, client, stats, &argv, &mut out, &mut clock);
+                    if client.attention {
+                        if let Some(req) = after_command(server, client, stats, &mut out, start) {
+                            // Blocked: answer what came before, then wait; the commands
+                            // after it stay in the buffer until it is served.
+                            blocked = Some(blocking::begin(server, stats, client, &argv, *req));
+                            break;
+                        }
+                    }
                     if client.close_after_reply {
                         break;
                     }
@@ -158,11 +188,23 @@ async fn serve_client(
                 "closing client {} that reached max query buffer length",
                 info.addr
             );
+            if let Some(w) = blocked {
+                blocking::abandon(server, &w);
+            }
             return;
+        }
+        let mut mail = 0;
+        if let Some(s) = &client.subs {
+            if s.mailbox.has_mail() {
+                mail = s.mailbox.take(&mut out);
+            }
         }
         stats.add_net(n, out.len());
         if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
+            if !write_out(stream, &info, &out).await {
+                if let Some(w) = blocked {
+                    blocking::abandon(server, &w);
+                }
                 return;
             }
             out.clear();
@@ -171,8 +213,147 @@ async fn serve_client(
                 out = Vec::with_capacity(READ_CHUNK);
             }
         }
+        if mail > 0 {
+            if let Some(s) = &client.subs {
+                s.mailbox.written(mail);
+            }
+        }
+        if let Some(w) = blocked {
+            match wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await {
+                Some(reply) => {
+                    out.extend_from_slice(&reply);
+                    // Run what was pipelined after the blocking command.
+                    pending = true;
+                }
+                None => return,
+            }
+        }
         if client.close_after_reply || info.is_killed() {
             return;
+        }
+    }
+}
+
+/// The slow path after a command that set `client.attention`: place the client's own push
+/// messages before the reply, serve clients blocked on keys the command made ready, and
+/// return a block request if the command asked to block.
+#[cold]
+#[inline(never)]
+fn after_command(
+    server: &Server,
+    client: &mut Client,
+    stats: &ThreadStats,
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Option<Box<blocking::BlockRequest>> {
+    client.attention = false;
+    if !client.self_push.is_empty() {
+        let push = std::mem::take(&mut client.self_push);
+        out.splice(start..start, push);
+    }
+    if !client.ready_keys.is_empty() {
+        let keys = std::mem::take(&mut client.ready_keys);
+        blocking::serve_ready(server, stats, keys);
+    }
+    client.block.take()
+}
+
+/// Writes `buf` completely, giving up if the client is killed meanwhile (a client that
+/// stops reading must not pin its connection). The first attempt is a plain write.
+async fn write_out(stream: &mut TcpStream, info: &ClientInfo, buf: &[u8]) -> bool {
+    let mut off = 0;
+    loop {
+        match stream.try_write(&buf[off..]) {
+            Ok(0) => return false,
+            Ok(n) => {
+                off += n;
+                if off == buf.len() {
+                    return true;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                tokio::select! {
+                    biased;
+                    _ = info.killed() => return false,
+                    r = stream.writable() => if r.is_err() { return false },
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Waits while the client is blocked: until it is served, times out, is unblocked (CLIENT
+/// UNBLOCK) or goes away. The socket is still read, to notice a disconnect (what arrives
+/// is buffered for later), and a subscriber still receives its messages. Returns the reply
+/// to write, or None when the connection must close.
+async fn wait_blocked(
+    server: &Server,
+    stats: &ThreadStats,
+    stream: &mut TcpStream,
+    client: &Client,
+    inbuf: &mut BytesMut,
+    limits: &ConnLimits,
+    w: &Arc<blocking::Waiter>,
+) -> Option<Vec<u8>> {
+    let info = &client.info;
+    let deadline = w.deadline(server);
+    let mailbox = client.subs.as_ref().map(|s| s.mailbox.clone());
+    let mut mail_out = Vec::new();
+    loop {
+        if let Some(o) = w.outcome(server) {
+            return match o {
+                blocking::Outcome::Reply(r) => Some(r),
+                blocking::Outcome::Closed => None,
+            };
+        }
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mail = async {
+            match &mailbox {
+                Some(m) => m.arrived().await,
+                None => std::future::pending().await,
+            }
+        };
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
+            inbuf.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            biased;
+            _ = info.killed() => {
+                blocking::abandon(server, w);
+                return None;
+            }
+            _ = w.woken() => {}
+            _ = sleep => blocking::time_out(server, w),
+            _ = mail => {
+                if let Some(m) = &mailbox {
+                    let n = m.take(&mut mail_out);
+                    let ok = write_out(stream, info, &mail_out).await;
+                    stats.add_net(0, mail_out.len());
+                    m.written(n);
+                    mail_out.clear();
+                    if !ok {
+                        blocking::abandon(server, w);
+                        return None;
+                    }
+                }
+            }
+            r = stream.read_buf(inbuf) => match r {
+                Ok(n) if n > 0 && inbuf.len() <= limits.query_buffer => {
+                    stats.add_net(n, 0);
+                    info.qbuf.store(inbuf.len(), Ordering::Relaxed);
+                }
+                _ => {
+                    blocking::abandon(server, w);
+                    return None;
+                }
+            },
         }
     }
 }

@@ -69,7 +69,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(&mut s, "maxclients", server.config.get("maxclients"));
             field(&mut s, "client_recent_max_input_buffer", 0);
             field(&mut s, "client_recent_max_output_buffer", 0);
-            field(&mut s, "blocked_clients", 0);
+            field(&mut s, "blocked_clients", server.blocking.count());
             field(&mut s, "tracking_clients", 0);
             field(&mut s, "clients_in_timeout_table", 0);
         }
@@ -325,8 +325,8 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "evicted_keys", 0);
     field(s, "keyspace_hits", hits);
     field(s, "keyspace_misses", misses);
-    field(s, "pubsub_channels", 0);
-    field(s, "pubsub_patterns", 0);
+    field(s, "pubsub_channels", server.pubsub.channel_count());
+    field(s, "pubsub_patterns", server.pubsub.pattern_count());
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
     field(s, "total_error_replies", errors);

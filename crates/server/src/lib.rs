@@ -2,15 +2,20 @@
 //! travels": socket bytes -> strata_resp::Parser -> table::execute (the command table) ->
 //! commands::<family> -> strata_engine -> reply bytes, one write per batch.
 
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod commands;
 pub mod config;
 mod conn;
+pub mod hll;
 pub mod info;
 pub mod longdouble;
+pub mod notify;
+pub mod pubsub;
 pub mod server;
 pub mod stats;
+pub mod strtod;
 pub mod table;
 
 pub use config::Config;

@@ -7,7 +7,7 @@ use crate::conn;
 use crate::stats::{Stats, ThreadStats};
 use crate::table::Table;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata_engine::Keyspace;
@@ -35,6 +35,12 @@ pub struct Server {
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
     pub active_expire: AtomicBool,
     pub clock: Clock,
+    /// Channel and pattern subscriptions of every client.
+    pub pubsub: crate::pubsub::Hub,
+    /// Clients blocked on keys.
+    pub blocking: crate::blocking::Blocking,
+    /// `notify-keyspace-events` as flags (crate::notify), 0 when nothing can be published.
+    pub notify_flags: AtomicU32,
 }
 
 /// Wall-clock milliseconds derived from a monotonic `Instant`, so a command needs one
@@ -95,6 +101,13 @@ impl Server {
             .store(n("zset-max-listpack-value"), Ordering::Relaxed);
         let list: i64 = c.get("list-max-listpack-size").parse().unwrap_or(-2);
         e.list_max_listpack_size.store(list, Ordering::Relaxed);
+        let flags = crate::notify::parse_flags(&c.get("notify-keyspace-events")).unwrap_or(0);
+        self.notify_flags
+            .store(crate::notify::effective(flags), Ordering::Relaxed);
+        if let Ok(l) = crate::pubsub::parse_buffer_limits(&c.get("client-output-buffer-limit"), "")
+        {
+            self.pubsub.set_limit(l[2]);
+        }
     }
 
     pub fn now_unix() -> u64 {
@@ -184,8 +197,22 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         ops_per_sec: AtomicU64::new(0),
         active_expire: AtomicBool::new(true),
         clock: Clock::new(),
+        pubsub: Default::default(),
+        blocking: Default::default(),
+        notify_flags: AtomicU32::new(0),
     });
     server.apply_config();
+    // Keys removed by lazy or active expiry publish `expired` events.
+    let weak = Arc::downgrade(&server);
+    server
+        .keyspace
+        .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
+            let Some(s) = weak.upgrade() else { return };
+            let flags = s.notify_flags.load(Ordering::Relaxed);
+            if flags & crate::notify::EXPIRED != 0 {
+                crate::notify::emit(&s, flags, "expired", key, db, None);
+            }
+        }));
     Ok((server, listeners))
 }
 

@@ -185,6 +185,12 @@ fn run(
         );
         return;
     }
+    if client.pubsub_mode && !allowed_in_pubsub(&server.table.fullnames[id]) {
+        stats.rejected(id);
+        let e = CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id]));
+        write_error(server, client, out, &e);
+        return;
+    }
     client
         .info
         .last_cmd
@@ -207,6 +213,23 @@ fn run(
         stats.failed(id);
         write_error(server, client, out, &e);
     }
+}
+
+/// What a RESP2 client may run while subscribed.
+#[cold]
+fn allowed_in_pubsub(fullname: &str) -> bool {
+    matches!(
+        fullname,
+        "ping"
+            | "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "quit"
+            | "reset"
+    )
 }
 
 fn write_error(server: &Server, client: &Client, out: &mut Vec<u8>, e: &CmdError) {

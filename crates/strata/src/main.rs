@@ -28,6 +28,9 @@ enum Cmd {
 The config file uses redis.conf syntax: one `name value` per line, # for comments."
     )]
     Serve(ServeArgs),
+    /// Load generator: kv (redis-benchmark style), ycsb A-F, voter; several targets side
+    /// by side, percentiles from HdrHistogram, JSON/CSV/HTML reports.
+    Bench(strata_bench::cli::BenchArgs),
 }
 
 #[derive(clap::Args)]
@@ -58,11 +61,18 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
-    // Options clap does not name are config directives (`--hz 100`); take them out first.
-    let (args, directives) = split_directives(std::env::args().collect());
+    // For `serve`, options clap does not name are config directives (`--hz 100`); take
+    // them out first. Other subcommands get their arguments untouched.
+    let args: Vec<String> = std::env::args().collect();
+    let (args, directives) = if args.get(1).map(String::as_str) == Some("serve") {
+        split_directives(args)
+    } else {
+        (args, Vec::new())
+    };
     let cli = Cli::parse_from(args);
     match cli.command {
         Cmd::Serve(a) => serve(a, directives),
+        Cmd::Bench(a) => strata_bench::cli::run(a),
     }
 }
 

@@ -192,6 +192,9 @@ fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::DB_RANGE);
     }
     ctx.server.keyspace.swap(a as usize, b as usize);
+    // Clients blocked in either database may find their keys there now.
+    ctx.signal_db_ready(a as usize);
+    ctx.signal_db_ready(b as usize);
     ctx.out.ok();
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use super::strings::{is_opt, max_string_len};
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::notify;
 use strata_engine::{Locked, Ttl, Value};
 
 const KEY1: Keys = Keys::Range {
@@ -161,6 +162,7 @@ fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
         old
     })?;
     drop(l);
+    ctx.notify(notify::STRING, "setbit", key);
     ctx.out.int(i64::from(old));
     Ok(())
 }
@@ -433,8 +435,11 @@ fn bitop(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     if maxlen == 0 {
-        l.remove(dest);
+        let existed = l.remove(dest);
         drop(l);
+        if existed {
+            ctx.notify(notify::GENERIC, "del", dest);
+        }
         ctx.out.int(0);
         return Ok(());
     }
@@ -461,6 +466,7 @@ fn bitop(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     l.set_value(dest, Value::Str(res), Ttl::Clear);
     drop(l);
+    ctx.notify(notify::STRING, "set", dest);
     ctx.out.int(maxlen as i64);
     Ok(())
 }
@@ -609,8 +615,9 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> Option<i64
     }
 }
 
-/// Runs one SET or INCRBY on `p` (long enough), writing its reply.
-fn field_write(p: &mut [u8], f: &Field, out: &mut strata_resp::Reply<'_>) {
+/// Runs one SET or INCRBY on `p` (long enough), writing its reply; false if it failed
+/// (OVERFLOW FAIL) and changed nothing.
+fn field_write(p: &mut [u8], f: &Field, out: &mut strata_resp::Reply<'_>) -> bool {
     let (ret, new, overflow) = if f.signed {
         let old = get_signed(p, f.offset, f.bits);
         let (ov, new) = if f.op == FieldOp::Incrby {
@@ -636,9 +643,11 @@ fn field_write(p: &mut [u8], f: &Field, out: &mut strata_resp::Reply<'_>) {
     };
     if overflow && f.overflow == Overflow::Fail {
         out.null();
+        false
     } else {
         out.int(ret);
         set_unsigned(p, f.offset, f.bits, new);
+        true
     }
 }
 
@@ -738,14 +747,20 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
     }
     let min_len = usize::try_from((highest_write >> 3) + 1).map_err(|_| BAD_OFFSET)?;
     let out = &mut ctx.out;
+    let mut changes = 0;
     with_grown(&mut l, key, min_len, |s| {
         out.array(ops.len());
         for f in &ops {
             if f.op == FieldOp::Get {
                 out.int(field_get(Some(s), f));
-            } else {
-                field_write(s, f, out);
+            } else if field_write(s, f, out) {
+                changes += 1;
             }
         }
-    })
+    })?;
+    drop(l);
+    if changes > 0 {
+        ctx.notify(notify::STRING, "setbit", key);
+    }
+    Ok(())
 }

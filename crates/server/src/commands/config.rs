@@ -128,6 +128,7 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
             .set(name, &value, true)
             .map_err(CmdError::err)?;
     }
+    ctx.server.apply_config();
     ctx.out.ok();
     Ok(())
 }

@@ -154,6 +154,14 @@ const CLIENT: &[Command] = &[
         client_reply,
     ),
     conn(
+        "unblock",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Unblocks a client blocked by a blocking command from a different connection.",
+        "5.0.0",
+        client_unblock,
+    ),
+    conn(
         "help",
         2,
         LOADING | STALE,
@@ -164,6 +172,16 @@ const CLIENT: &[Command] = &[
 ];
 
 fn ping(ctx: &mut Ctx<'_>) -> CmdResult {
+    if ctx.argv.len() > 2 {
+        return Err(CmdError::arity("ping"));
+    }
+    // A RESP2 subscriber gets a push-shaped ["pong", <message or "">], as Redis.
+    if ctx.client.pubsub_mode {
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out.bulk(ctx.argv.get(1).map_or(&b""[..], |m| &m[..]));
+        return Ok(());
+    }
     match ctx.argv.len() {
         1 => ctx.out.simple("PONG"),
         2 => ctx.out.bulk(ctx.arg(1)),
@@ -288,6 +306,9 @@ fn quit(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
+    if let Some(mut subs) = ctx.client.subs.take() {
+        ctx.server.pubsub.remove_all(&mut subs);
+    }
     let c = &mut *ctx.client;
     c.set_db(0);
     c.set_proto(Protocol::Resp2);
@@ -349,6 +370,16 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         .map(String::as_str)
         .unwrap_or("NULL");
     let mut flags = String::new();
+    let (sub, psub) = (
+        c.sub.load(Ordering::Relaxed),
+        c.psub.load(Ordering::Relaxed),
+    );
+    if sub + psub > 0 {
+        flags.push('P');
+    }
+    if c.blocked.load(Ordering::Relaxed) {
+        flags.push('b');
+    }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
@@ -359,7 +390,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -368,6 +399,8 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         c.idle_secs(),
         flags,
         c.db.load(Ordering::Relaxed),
+        sub,
+        psub,
         c.qbuf.load(Ordering::Relaxed),
         cmd,
         c.resp.load(Ordering::Relaxed)
@@ -382,14 +415,16 @@ fn client_info(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut ids: Option<Vec<u64>> = None;
+    let mut class = None;
     let mut j = 2;
     while j < ctx.argv.len() {
         match ctx.lower(j).as_slice() {
             b"type" if j + 1 < ctx.argv.len() => {
                 let t = ctx.lower(j + 1);
                 match t.as_slice() {
-                    b"normal" => {}
-                    b"master" | b"replica" | b"slave" | b"pubsub" => ids = Some(Vec::new()),
+                    b"normal" => class = Some(ClientClass::Normal),
+                    b"pubsub" => class = Some(ClientClass::PubSub),
+                    b"master" | b"replica" | b"slave" => ids = Some(Vec::new()),
                     _ => {
                         return Err(CmdError::err(format!(
                             "Unknown client type '{}'",
@@ -415,7 +450,9 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let mut text = String::new();
     for c in ctx.server.clients.snapshot() {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && class.is_none_or(|k| k == ClientClass::of(&c))
+        {
             text.push_str(&client_line(ctx.server, &c));
             text.push('\n');
         }
@@ -438,6 +475,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut maxage) = (None, None, None, true, None);
     let mut normal_only = true;
+    let mut class = None;
     let mut j = 2;
     while j < ctx.argv.len() {
         if j + 1 >= ctx.argv.len() {
@@ -460,8 +498,9 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
                 }
             }
             b"type" => match val.to_ascii_lowercase().as_slice() {
-                b"normal" => {}
-                b"master" | b"replica" | b"slave" | b"pubsub" => normal_only = false,
+                b"normal" => class = Some(ClientClass::Normal),
+                b"pubsub" => class = Some(ClientClass::PubSub),
+                b"master" | b"replica" | b"slave" => normal_only = false,
                 _ => {
                     return Err(CmdError::err(format!(
                         "Unknown client type '{}'",
@@ -484,6 +523,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut killed = 0;
     for c in &all {
         let matches = normal_only
+            && class.is_none_or(|k| k == ClientClass::of(c))
             && id.is_none_or(|id| c.id == id)
             && addr
                 .as_ref()
@@ -500,6 +540,23 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     ctx.out.int(killed);
     Ok(())
+}
+
+/// CLIENT LIST/KILL TYPE: a client with subscriptions is of type pubsub.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClientClass {
+    Normal,
+    PubSub,
+}
+
+impl ClientClass {
+    fn of(c: &ClientInfo) -> ClientClass {
+        if c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) > 0 {
+            ClientClass::PubSub
+        } else {
+            ClientClass::Normal
+        }
+    }
 }
 
 /// Kills a client; killing ourselves closes after this reply, as in Redis.
@@ -546,6 +603,32 @@ fn client_reply(ctx: &mut Ctx<'_>) -> CmdResult {
     if mode == ReplyMode::On {
         ctx.out.ok();
     }
+    Ok(())
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends another client's blocking command as if it
+/// timed out, or with an UNBLOCKED error. Replies 1 if that client was blocked.
+fn client_unblock(ctx: &mut Ctx<'_>) -> CmdResult {
+    if ctx.argv.len() > 4 {
+        return Err(CmdError::err(
+            "unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+        ));
+    }
+    let mut error = false;
+    if ctx.argv.len() == 4 {
+        match ctx.lower(3).as_slice() {
+            b"timeout" => {}
+            b"error" => error = true,
+            _ => {
+                return Err(CmdError::err(
+                    "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                ))
+            }
+        }
+    }
+    let id = ctx.int_arg(2)?;
+    let done = id > 0 && ctx.server.blocking.unblock(id as u64, error);
+    ctx.out.int(done as i64);
     Ok(())
 }
 

@@ -10,6 +10,7 @@
 //! - `lookupKeyWrite` (no statistics): `contains` / `peek` / `take` / `remove`.
 
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::notify;
 use strata_engine::{clock, Kind, Locked, ScanFilter};
 
 const ALL_KEYS: Keys = Keys::Range {
@@ -356,8 +357,18 @@ fn to_i64(at: u64) -> i64 {
 fn del(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = &ctx.argv[1..];
     let mut l = ctx.lock(keys);
-    let removed = keys.iter().filter(|k| l.remove(k)).count();
+    if !ctx.notifying(notify::GENERIC) {
+        let removed = keys.iter().filter(|k| l.remove(k)).count();
+        drop(l);
+        ctx.out.int(removed as i64);
+        return Ok(());
+    }
+    let gone: Vec<bool> = keys.iter().map(|k| l.remove(k)).collect();
     drop(l);
+    for (k, _) in keys.iter().zip(&gone).filter(|(_, g)| **g) {
+        ctx.notify(notify::GENERIC, "del", k);
+    }
+    let removed = gone.iter().filter(|g| **g).count();
     ctx.out.int(removed as i64);
     Ok(())
 }
@@ -423,6 +434,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> CmdResult {
         true
     };
     drop(l);
+    if done && src != dst {
+        ctx.signal_key_ready(dst);
+        ctx.notify(notify::GENERIC, "rename_from", src);
+        ctx.notify(notify::GENERIC, "rename_to", dst);
+    }
     if nx {
         ctx.out.int(done as i64);
     } else {
@@ -479,6 +495,10 @@ fn copy(ctx: &mut Ctx<'_>) -> CmdResult {
         let (mut ls, mut ld) = (ls.no_touch(no_touch), ld.no_touch(no_touch));
         copy_between(&mut ls, key, Some(&mut ld), newkey, replace)
     };
+    if copied {
+        ctx.signal_key_ready_db(newkey, dst_db);
+        ctx.notify_db(notify::GENERIC, "copy_to", newkey, dst_db);
+    }
     ctx.out.int(copied as i64);
     Ok(())
 }
@@ -527,6 +547,11 @@ fn move_(ctx: &mut Ctx<'_>) -> CmdResult {
         false
     };
     drop((ls, ld));
+    if moved {
+        ctx.signal_key_ready_db(key, dst_db);
+        ctx.notify_db(notify::GENERIC, "move_from", key, src_db);
+        ctx.notify_db(notify::GENERIC, "move_to", key, dst_db);
+    }
     ctx.out.int(moved as i64);
     Ok(())
 }
@@ -840,14 +865,17 @@ fn expire_generic(ctx: &mut Ctx<'_>, relative: bool, seconds: bool) -> CmdResult
         ctx.out.int(0);
         return Ok(());
     }
-    if when <= now_i64(&l) {
+    let event = if when <= now_i64(&l) {
         // A time already past deletes the key (as Redis, which propagates a DEL).
         l.remove(key);
+        "del"
     } else {
         // when > now >= 0, so the conversion cannot fail.
         l.set_expire(key, u64::try_from(when).ok());
-    }
+        "expire"
+    };
     drop(l);
+    ctx.notify(notify::GENERIC, event, key);
     ctx.out.int(1);
     Ok(())
 }
@@ -857,6 +885,9 @@ fn persist(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut l = ctx.lock1(key);
     let cleared = matches!(l.expire_at(key), Some(Some(_))) && l.set_expire(key, None);
     drop(l);
+    if cleared {
+        ctx.notify(notify::GENERIC, "persist", key);
+    }
     ctx.out.int(cleared as i64);
     Ok(())
 }

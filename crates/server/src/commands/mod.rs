@@ -5,13 +5,17 @@ use crate::command::{CmdError, CmdResult, Command, Ctx};
 
 pub mod admin;
 pub mod bitmap;
+pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod hash;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod pubsub;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod zset;
 
@@ -27,6 +31,10 @@ pub const FAMILIES: &[&[Command]] = &[
     list::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    blocking::COMMANDS,
+    hyperloglog::COMMANDS,
+    sort::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before

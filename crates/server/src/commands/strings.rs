@@ -8,6 +8,7 @@
 
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::longdouble;
+use crate::notify;
 use std::cell::Cell;
 use strata_engine::{Locked, Ttl};
 
@@ -441,6 +442,7 @@ fn set(ctx: &mut Ctx<'_>) -> CmdResult {
     let val = ctx.arg(2);
     if ctx.argv.len() == 3 {
         ctx.lock1(key).set_str(key, val, Ttl::Clear);
+        ctx.notify(notify::STRING, "set", key);
         ctx.out.ok();
         return Ok(());
     }
@@ -473,6 +475,11 @@ fn set(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     }
     l.set_str(key, val, ttl);
+    drop(l);
+    ctx.notify(notify::STRING, "set", key);
+    if opts.expire.is_some() {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
     if f & GET == 0 {
         ctx.out.ok();
     }
@@ -486,6 +493,8 @@ fn setnx(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.out.int(0);
     } else {
         l.set_str(key, ctx.arg(2), Ttl::Clear);
+        drop(l);
+        ctx.notify(notify::STRING, "set", key);
         ctx.out.int(1);
     }
     Ok(())
@@ -496,6 +505,9 @@ fn setex_generic(ctx: &mut Ctx<'_>, unit_flag: u32, cmd: &str) -> CmdResult {
     let mut l = ctx.lock1(key);
     let at = expire_ms(ctx.arg(2), unit_flag, l.now(), cmd)?;
     l.set_str(key, ctx.arg(3), Ttl::At(at));
+    drop(l);
+    ctx.notify(notify::STRING, "set", key);
+    ctx.notify(notify::GENERIC, "expire", key);
     ctx.out.ok();
     Ok(())
 }
@@ -536,6 +548,8 @@ fn mset(ctx: &mut Ctx<'_>) -> CmdResult {
     for pair in ctx.argv[1..].chunks_exact(2) {
         l.set_str(&pair[0], &pair[1], Ttl::Clear);
     }
+    drop(l);
+    notify_each_set(ctx);
     ctx.out.ok();
     Ok(())
 }
@@ -550,8 +564,18 @@ fn msetnx(ctx: &mut Ctx<'_>) -> CmdResult {
     for pair in ctx.argv[1..].chunks_exact(2) {
         l.set_str(&pair[0], &pair[1], Ttl::Clear);
     }
+    drop(l);
+    notify_each_set(ctx);
     ctx.out.int(1);
     Ok(())
+}
+
+/// MSET/MSETNX: a `set` event per key, in argument order.
+fn notify_each_set(ctx: &mut Ctx<'_>) {
+    let argv = ctx.argv;
+    for pair in argv[1..].chunks_exact(2) {
+        ctx.notify(notify::STRING, "set", &pair[0]);
+    }
 }
 
 /// Redis's getGenericCommand: replies with the value or nil; false when there is none.
@@ -573,6 +597,8 @@ fn getset(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut l = ctx.lock1(key);
     reply_value(&mut l, key, ctx)?;
     l.set_str(key, ctx.arg(2), Ttl::Clear);
+    drop(l);
+    ctx.notify(notify::STRING, "set", key);
     Ok(())
 }
 
@@ -581,6 +607,8 @@ fn getdel(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut l = ctx.lock1(key);
     if reply_value(&mut l, key, ctx)? {
         l.remove(key);
+        drop(l);
+        ctx.notify(notify::GENERIC, "del", key);
     }
     Ok(())
 }
@@ -604,12 +632,21 @@ fn getex(ctx: &mut Ctx<'_>) -> CmdResult {
         // An absolute time already past deletes the key, as Redis does.
         Some(at) if f & (EXAT | PXAT) != 0 && at <= now => {
             l.remove(key);
+            drop(l);
+            ctx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
             l.set_expire(key, Some(at));
+            drop(l);
+            ctx.notify(notify::GENERIC, "expire", key);
         }
         None if f & PERSIST != 0 => {
+            let had = l.expire_at(key).flatten().is_some();
             l.set_expire(key, None);
+            drop(l);
+            if had {
+                ctx.notify(notify::GENERIC, "persist", key);
+            }
         }
         None => {}
     }
@@ -632,6 +669,8 @@ fn append(ctx: &mut Ctx<'_>) -> CmdResult {
             val.len()
         }
     };
+    drop(l);
+    ctx.notify(notify::STRING, "append", key);
     ctx.out.int(len as i64);
     Ok(())
 }
@@ -670,6 +709,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, delta: i64) -> CmdResult {
     let start = strata_resp::itoa(new, &mut buf);
     l.set_str(key, &buf[start..], ttl);
     drop(l);
+    ctx.notify(notify::STRING, "incrby", key);
     ctx.out.int(new);
     Ok(())
 }
@@ -714,6 +754,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = longdouble::to_human(sum);
     l.set_str(key, text.as_bytes(), ttl);
     drop(l);
+    ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.out.bulk(text.as_bytes());
     Ok(())
 }
@@ -799,6 +840,8 @@ fn setrange(ctx: &mut Ctx<'_>) -> CmdResult {
         l.set_value(key, strata_engine::Value::Str(s), Ttl::Clear);
         end
     };
+    drop(l);
+    ctx.notify(notify::STRING, "setrange", key);
     ctx.out.int(len as i64);
     Ok(())
 }

@@ -113,7 +113,14 @@ pub fn redis(args: &[&str]) -> Proc {
 fn spawn_redis(args: &[&str]) -> Proc {
     let port = free_port();
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .args(["--bind", "127.0.0.1"])
         .args(args)
         .stdout(Stdio::null())

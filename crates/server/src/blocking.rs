@@ -1,0 +1,348 @@
+//! Blocking commands (BLPOP, BZPOPMIN...): clients waiting for keys, and serving them.
+//!
+//! A blocking command's handler that finds nothing to pop calls `ctx.block_on(keys,
+//! deadline, on_timeout)` and returns without a reply. The connection then registers a
+//! [`Waiter`] (its argv, db and protocol) under each key, in arrival order, and waits on
+//! its socket (to notice a disconnect), its kill signal, its deadline and the waiter.
+//!
+//! A write that can satisfy waiters (LPUSH, ZADD, ...) calls `ctx.signal_key_ready(key)`;
+//! that costs one relaxed load when nobody is blocked. After the writing command, its
+//! connection serves the waiters of each ready key in FIFO order **on its own thread**:
+//! it re-runs each waiter's command with the waiter's db and protocol, and hands the reply
+//! to the waiter's connection, which writes it and carries on. A waiter whose re-run would
+//! block again stays queued (the key has nothing left); the next waiters wait too. So
+//! blocked clients are served in arrival order whichever threads they and the writer live
+//! on, and a chain (BLMOVE pushing to a key another client waits on) is served the same
+//! way. Right after registering, a waiter serves its own keys once, which closes the race
+//! with a push that landed between its first attempt and its registration.
+//!
+//! A waiter ends exactly once (served, timed out, CLIENT UNBLOCK, or its client closed):
+//! whoever moves its state from `Blocked` removes it from the registry, so nothing leaks.
+
+use crate::client::{Client, ClientInfo};
+use crate::server::Server;
+use crate::stats::ThreadStats;
+use crate::table;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use strata_resp::{Protocol, Reply};
+use tokio::sync::Notify;
+
+/// What a blocking handler asks for when there is nothing to serve yet.
+pub struct BlockRequest {
+    pub keys: Vec<Bytes>,
+    /// Unix milliseconds; 0 waits forever.
+    pub deadline_ms: u64,
+    /// Writes the command's reply for a timeout (a null array for BLPOP, ...).
+    pub on_timeout: fn(&mut Reply<'_>),
+}
+
+/// Parses a blocking command's timeout in seconds, as Redis 7's getTimeoutFromObjectOrReply
+/// (long double seconds, truncated to ms), into a deadline in Unix ms (0 = forever).
+pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, crate::command::CmdError> {
+    use crate::command::CmdError;
+    use crate::longdouble::Ld;
+    let v = crate::longdouble::parse(arg).ok_or(CmdError::Static(
+        "ERR timeout is not a float or out of range",
+    ))?;
+    // (long long)(ftval * 1000.0) with x86's conversion: out of range gives LLONG_MIN.
+    let ms: i64 = match v {
+        Ld::Zero => 0,
+        Ld::Nan => {
+            return Err(CmdError::Static(
+                "ERR timeout is not a float or out of range",
+            ))
+        }
+        Ld::Inf(_) => i64::MIN,
+        Ld::Fin { neg, mant, exp } => {
+            let f = mant as f64 * 2f64.powi(exp.clamp(-2000, 2000) as i32) * 1000.0;
+            let f = if neg { -f } else { f };
+            // 2^63 is exact in f64.
+            if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
+                i64::MIN
+            } else {
+                f.trunc() as i64
+            }
+        }
+    };
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    if ms == 0 {
+        return Ok(0);
+    }
+    Ok(now_ms.saturating_add(ms as u64))
+}
+
+#[derive(Debug)]
+enum State {
+    Blocked,
+    /// The reply of the re-run command, ready to write.
+    Served(Vec<u8>),
+    TimedOut,
+    /// CLIENT UNBLOCK ... ERROR.
+    Errored,
+    /// The client went away.
+    Gone,
+}
+
+/// One blocked client.
+pub struct Waiter {
+    pub info: Arc<ClientInfo>,
+    db: usize,
+    proto: Protocol,
+    no_touch: bool,
+    argv: Vec<Bytes>,
+    keys: Vec<Bytes>,
+    pub deadline_ms: u64,
+    on_timeout: fn(&mut Reply<'_>),
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+/// How a wait ended, for the waiting connection.
+pub enum Outcome {
+    Reply(Vec<u8>),
+    Closed,
+}
+
+#[derive(Default)]
+struct Inner {
+    keys: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
+    by_client: HashMap<u64, Arc<Waiter>>,
+}
+
+/// All blocked clients.
+#[derive(Default)]
+pub struct Blocking {
+    count: AtomicUsize,
+    inner: Mutex<Inner>,
+}
+
+impl Blocking {
+    /// Blocked clients (INFO blocked_clients); zero makes `signal_key_ready` free.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn register(&self, w: &Arc<Waiter>) {
+        let mut inner = self.inner.lock();
+        for k in &w.keys {
+            let q = inner.keys.entry((w.db, k.clone())).or_default();
+            // A key named twice (BLPOP k k 0) queues the client once.
+            if !q.iter().any(|o| Arc::ptr_eq(o, w)) {
+                q.push_back(w.clone());
+            }
+        }
+        inner.by_client.insert(w.info.id, w.clone());
+        self.count.fetch_add(1, Ordering::SeqCst);
+        w.info.blocked.store(true, Ordering::Relaxed);
+    }
+
+    fn unregister(&self, w: &Arc<Waiter>) {
+        let mut inner = self.inner.lock();
+        if inner
+            .by_client
+            .get(&w.info.id)
+            .is_none_or(|o| !Arc::ptr_eq(o, w))
+        {
+            return;
+        }
+        inner.by_client.remove(&w.info.id);
+        for k in &w.keys {
+            let slot = (w.db, k.clone());
+            if let Some(q) = inner.keys.get_mut(&slot) {
+                q.retain(|o| !Arc::ptr_eq(o, w));
+                if q.is_empty() {
+                    inner.keys.remove(&slot);
+                }
+            }
+        }
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        w.info.blocked.store(false, Ordering::Relaxed);
+    }
+
+    /// Ends a wait if it is still blocked; true if this call ended it.
+    fn finish(&self, w: &Arc<Waiter>, to: State) -> bool {
+        let mut st = w.state.lock();
+        if !matches!(*st, State::Blocked) {
+            return false;
+        }
+        *st = to;
+        drop(st);
+        self.unregister(w);
+        w.wake.notify_one();
+        true
+    }
+
+    /// CLIENT UNBLOCK: true if the client was blocked.
+    pub fn unblock(&self, id: u64, error: bool) -> bool {
+        let w = self.inner.lock().by_client.get(&id).cloned();
+        match w {
+            Some(w) => self.finish(
+                &w,
+                if error {
+                    State::Errored
+                } else {
+                    State::TimedOut
+                },
+            ),
+            None => false,
+        }
+    }
+
+    /// The keys clients wait on in database `db` (SWAPDB signals them all).
+    pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
+        let inner = self.inner.lock();
+        inner
+            .keys
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
+    /// Keys (db, key) with waiters, for tests and introspection.
+    pub fn waiting_keys(&self) -> usize {
+        self.inner.lock().keys.len()
+    }
+}
+
+/// Serves the waiters of `ready` keys, in the order they were signalled (and then of keys
+/// their commands make ready in turn, as Redis's handleClientsBlockedOnKeys).
+pub fn serve_ready(server: &Server, stats: &ThreadStats, mut ready: Vec<(usize, Bytes)>) {
+    let reg = &server.blocking;
+    let mut next = 0;
+    while next < ready.len() {
+        let (db, key) = ready[next].clone();
+        next += 1;
+        if reg.count() == 0 {
+            return;
+        }
+        let queue: Vec<Arc<Waiter>> = match reg.inner.lock().keys.get(&(db, key.clone())) {
+            Some(q) => q.iter().cloned().collect(),
+            None => continue,
+        };
+        for w in queue {
+            let mut st = w.state.lock();
+            if !matches!(*st, State::Blocked) {
+                continue;
+            }
+            // Re-run the waiter's command as the waiter, on this thread.
+            let mut c = Client::new(w.info.clone(), true);
+            c.db = w.db;
+            c.proto = w.proto;
+            c.no_touch = w.no_touch;
+            let mut out = Vec::new();
+            let mut clock = Instant::now();
+            table::execute(server, &mut c, stats, &w.argv, &mut out, &mut clock);
+            if c.block.is_some() {
+                drop(st);
+                // Nothing this waiter can take. When the key is gone, later waiters would
+                // find nothing either; when it holds a value this waiter does not take (a
+                // zset under a key BLPOP and BZPOPMIN clients both wait on, a BLMOVE whose
+                // destination has another type), a later waiter may still be served.
+                let now = server.clock.unix_ms(Instant::now());
+                if !server.keyspace.db(db).lock1_at(now, &key).contains(&key) {
+                    break;
+                }
+                continue;
+            }
+            if !c.self_push.is_empty() {
+                c.self_push.extend_from_slice(&out);
+                out = std::mem::take(&mut c.self_push);
+            }
+            *st = State::Served(out);
+            drop(st);
+            reg.unregister(&w);
+            w.wake.notify_one();
+            ready.append(&mut c.ready_keys);
+        }
+    }
+}
+
+/// Registers the client as blocked on `req` and returns its waiter; the connection then
+/// waits on [`Waiter::woken`], its deadline, its socket and its kill signal, and asks
+/// [`Waiter::outcome`] after each wake-up.
+pub fn begin(
+    server: &Server,
+    stats: &ThreadStats,
+    client: &Client,
+    argv: &[Bytes],
+    req: BlockRequest,
+) -> Arc<Waiter> {
+    let w = Arc::new(Waiter {
+        info: client.info.clone(),
+        db: client.db,
+        proto: client.proto,
+        no_touch: client.no_touch,
+        argv: argv.to_vec(),
+        keys: req.keys,
+        deadline_ms: req.deadline_ms,
+        on_timeout: req.on_timeout,
+        state: Mutex::new(State::Blocked),
+        wake: Notify::new(),
+    });
+    server.blocking.register(&w);
+    serve_ready(
+        server,
+        stats,
+        w.keys.iter().map(|k| (w.db, k.clone())).collect(),
+    );
+    w
+}
+
+impl Waiter {
+    /// The deadline on tokio's clock, None for `timeout 0`.
+    pub fn deadline(&self, server: &Server) -> Option<tokio::time::Instant> {
+        (self.deadline_ms > 0).then(|| {
+            let now_ms = server.clock.unix_ms(Instant::now());
+            tokio::time::Instant::now()
+                + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms))
+        })
+    }
+
+    /// Resolves when the wait may have ended.
+    pub async fn woken(&self) {
+        self.wake.notified().await
+    }
+
+    /// How the wait ended, or None while still blocked.
+    pub fn outcome(&self, server: &Server) -> Option<Outcome> {
+        let mut st = self.state.lock();
+        match std::mem::replace(&mut *st, State::Gone) {
+            State::Blocked => {
+                *st = State::Blocked;
+                None
+            }
+            State::Served(bytes) => Some(Outcome::Reply(bytes)),
+            State::TimedOut => {
+                let mut out = Vec::new();
+                (self.on_timeout)(&mut Reply::new(&mut out, self.proto));
+                Some(Outcome::Reply(out))
+            }
+            State::Errored => {
+                let mut out = Vec::new();
+                Reply::new(&mut out, self.proto)
+                    .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                server.stats.count_error("UNBLOCKED");
+                Some(Outcome::Reply(out))
+            }
+            State::Gone => Some(Outcome::Closed),
+        }
+    }
+}
+
+/// The deadline passed.
+pub fn time_out(server: &Server, w: &Arc<Waiter>) {
+    server.blocking.finish(w, State::TimedOut);
+}
+
+/// The client went away while blocked: forget it.
+pub fn abandon(server: &Server, w: &Arc<Waiter>) {
+    server.blocking.finish(w, State::Gone);
+}

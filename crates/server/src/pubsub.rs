@@ -1,0 +1,503 @@
+//! Pub/sub: the server-wide registry of channel and pattern subscriptions, and each
+//! subscriber's mailbox.
+//!
+//! A publisher on any worker thread encodes a message straight into every receiving
+//! client's [`Mailbox`] (in that client's protocol) and wakes its connection task, which
+//! waits on its socket, its mailbox and its kill signal in one `select!` and writes what
+//! arrived. A message for the publishing client itself (PUBLISH, or a keyspace event of its
+//! own command, in RESP3) goes to `Client::self_push` instead and is placed before the
+//! command's reply, as Redis 7.0 does.
+//!
+//! Output-buffer limits (`client-output-buffer-limit pubsub <hard> <soft> <secs>`) bound a
+//! mailbox: bytes queued plus bytes handed to the socket but not yet written. Passing the
+//! hard limit, or staying over the soft limit for longer than `secs`, closes the client and
+//! drops its queue, so a subscriber that stops reading costs at most about the hard limit.
+
+use crate::client::ClientInfo;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use strata_resp::{Protocol, Reply};
+use tokio::sync::Notify;
+
+/// Output-buffer limits of one client class (0 = no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BufferLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
+}
+
+/// Parses `client-output-buffer-limit` as Redis does: `<class> <hard> <soft> <secs>`
+/// triples, class one of normal, replica (slave) and pubsub, sizes with memory units.
+/// Returns the (normal, replica, pubsub) limits after applying `new` over `old`.
+pub fn parse_buffer_limits(old: &str, new: &str) -> Result<[BufferLimit; 3], String> {
+    let mut limits = parse_triples(old).unwrap_or([
+        BufferLimit::default(),
+        BufferLimit {
+            hard: 256 << 20,
+            soft: 64 << 20,
+            soft_secs: 60,
+        },
+        BufferLimit {
+            hard: 32 << 20,
+            soft: 8 << 20,
+            soft_secs: 60,
+        },
+    ]);
+    let words: Vec<&str> = new.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    // Validate everything before changing anything, as Redis.
+    let mut parsed = Vec::new();
+    for t in words.chunks(4) {
+        let class = match t[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let hard = crate::config::parse_memory(t[1]);
+        let soft = crate::config::parse_memory(t[2]);
+        let secs = t[3].parse::<u64>().ok();
+        match (hard, soft, secs) {
+            (Some(hard), Some(soft), Some(soft_secs)) => parsed.push((
+                class,
+                BufferLimit {
+                    hard,
+                    soft,
+                    soft_secs,
+                },
+            )),
+            _ => {
+                return Err(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .into(),
+                )
+            }
+        }
+    }
+    for (class, l) in parsed {
+        limits[class] = l;
+    }
+    Ok(limits)
+}
+
+fn parse_triples(s: &str) -> Option<[BufferLimit; 3]> {
+    let w: Vec<&str> = s.split_whitespace().collect();
+    if w.len() != 12 {
+        return None;
+    }
+    let mut out = [BufferLimit::default(); 3];
+    for (i, t) in w.chunks(4).enumerate() {
+        out[i] = BufferLimit {
+            hard: t[1].parse().ok()?,
+            soft: t[2].parse().ok()?,
+            soft_secs: t[3].parse().ok()?,
+        };
+    }
+    Some(out)
+}
+
+/// The canonical text CONFIG GET shows: "normal 0 0 0 slave 268435456 67108864 60 pubsub ...".
+pub fn render_buffer_limits(l: &[BufferLimit; 3]) -> String {
+    let mut s = String::new();
+    for (name, l) in ["normal", "slave", "pubsub"].iter().zip(l) {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(&format!("{name} {} {} {}", l.hard, l.soft, l.soft_secs));
+    }
+    s
+}
+
+/// `Kind::Custom` normalizer for `client-output-buffer-limit`.
+pub fn normalize_buffer_limits(old: &str, new: &str) -> Result<String, String> {
+    parse_buffer_limits(old, new).map(|l| render_buffer_limits(&l))
+}
+
+struct MailState {
+    buf: Vec<u8>,
+    /// Bytes taken by the connection and not yet confirmed written.
+    inflight: usize,
+    /// When the queue first passed the soft limit (cleared when it drops under).
+    soft_since: Option<Instant>,
+    /// Closed for exceeding its limits: further messages are dropped.
+    dead: bool,
+}
+
+/// One subscriber's queue of encoded messages, filled by publishers on any thread.
+pub struct Mailbox {
+    pub info: Arc<ClientInfo>,
+    state: Mutex<MailState>,
+    has_mail: AtomicBool,
+    resp3: AtomicBool,
+    wake: Notify,
+}
+
+impl Mailbox {
+    pub fn new(info: Arc<ClientInfo>, proto: Protocol) -> Mailbox {
+        Mailbox {
+            info,
+            state: Mutex::new(MailState {
+                buf: Vec::new(),
+                inflight: 0,
+                soft_since: None,
+                dead: false,
+            }),
+            has_mail: AtomicBool::new(false),
+            resp3: AtomicBool::new(proto == Protocol::Resp3),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn set_proto(&self, proto: Protocol) {
+        self.resp3
+            .store(proto == Protocol::Resp3, Ordering::Relaxed);
+    }
+
+    fn proto(&self) -> Protocol {
+        if self.resp3.load(Ordering::Relaxed) {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    }
+
+    /// Queues one message (its parts as a push of bulk strings) and wakes the connection.
+    /// Enforces the output-buffer limit; false if the client was dropped for it.
+    fn deliver(&self, parts: &[&[u8]], limit: BufferLimit) -> bool {
+        let proto = self.proto();
+        let mut st = self.state.lock();
+        if st.dead {
+            return false;
+        }
+        encode(&mut st.buf, proto, parts);
+        let used = (st.buf.len() + st.inflight) as u64;
+        let over_hard = limit.hard > 0 && used >= limit.hard;
+        let mut over_soft = false;
+        if limit.soft > 0 && used >= limit.soft {
+            let since = *st.soft_since.get_or_insert_with(Instant::now);
+            over_soft = since.elapsed().as_secs() >= limit.soft_secs;
+        } else {
+            st.soft_since = None;
+        }
+        if over_hard || over_soft {
+            st.dead = true;
+            st.buf = Vec::new();
+            drop(st);
+            tracing::warn!(
+                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.info.id,
+                self.info.addr
+            );
+            self.info.kill();
+            return false;
+        }
+        drop(st);
+        self.has_mail.store(true, Ordering::Release);
+        self.wake.notify_one();
+        true
+    }
+
+    pub fn has_mail(&self) -> bool {
+        self.has_mail.load(Ordering::Acquire)
+    }
+
+    /// Resolves when a message may have arrived.
+    pub async fn arrived(&self) {
+        self.wake.notified().await
+    }
+
+    /// Moves the queued messages to `out`; returns how many bytes (to pass to `written`
+    /// once they are on the socket).
+    pub fn take(&self, out: &mut Vec<u8>) -> usize {
+        let mut st = self.state.lock();
+        self.has_mail.store(false, Ordering::Release);
+        let n = st.buf.len();
+        out.extend_from_slice(&st.buf);
+        st.buf.clear();
+        if st.buf.capacity() > 1 << 20 {
+            st.buf = Vec::new();
+        }
+        st.inflight += n;
+        n
+    }
+
+    /// `n` bytes from `take` were written.
+    pub fn written(&self, n: usize) {
+        if n > 0 {
+            let mut st = self.state.lock();
+            st.inflight = st.inflight.saturating_sub(n);
+            if st.buf.is_empty() && st.inflight == 0 {
+                st.soft_since = None;
+            }
+        }
+    }
+}
+
+/// Encodes a message push: `*N`/`>N` of bulk strings.
+pub fn encode(buf: &mut Vec<u8>, proto: Protocol, parts: &[&[u8]]) {
+    let mut r = Reply::new(buf, proto);
+    r.push(parts.len());
+    for p in parts {
+        r.bulk(p);
+    }
+}
+
+/// A client's own subscriptions (kept on its `Client`, created at its first SUBSCRIBE).
+pub struct Subscriptions {
+    pub mailbox: Arc<Mailbox>,
+    /// In subscription order (UNSUBSCRIBE without arguments answers in this order).
+    pub channels: Vec<Bytes>,
+    pub patterns: Vec<Bytes>,
+}
+
+impl Subscriptions {
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+}
+
+/// Who receives a published message and how to reach the publisher itself.
+pub struct Publisher<'a> {
+    pub id: u64,
+    /// Messages for the publishing client, placed before its command's reply.
+    pub self_push: &'a mut Vec<u8>,
+    pub proto: Protocol,
+}
+
+/// The server-wide subscription registry.
+pub struct Hub {
+    channels: RwLock<HashMap<Bytes, Vec<Arc<Mailbox>>, foldhash::fast::RandomState>>,
+    /// Pattern -> subscribers, in the order patterns were first subscribed.
+    patterns: RwLock<Vec<(Bytes, Vec<Arc<Mailbox>>)>>,
+    /// Subscriptions of all clients (channels and patterns): zero means nobody listens.
+    total: AtomicUsize,
+    npatterns: AtomicUsize,
+    nchannels: AtomicUsize,
+    hard: AtomicU64,
+    soft: AtomicU64,
+    soft_secs: AtomicU64,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            channels: RwLock::new(HashMap::default()),
+            patterns: RwLock::new(Vec::new()),
+            total: AtomicUsize::new(0),
+            npatterns: AtomicUsize::new(0),
+            nchannels: AtomicUsize::new(0),
+            hard: AtomicU64::new(32 << 20),
+            soft: AtomicU64::new(8 << 20),
+            soft_secs: AtomicU64::new(60),
+        }
+    }
+}
+
+impl Hub {
+    pub fn set_limit(&self, l: BufferLimit) {
+        self.hard.store(l.hard, Ordering::Relaxed);
+        self.soft.store(l.soft, Ordering::Relaxed);
+        self.soft_secs.store(l.soft_secs, Ordering::Relaxed);
+    }
+
+    fn limit(&self) -> BufferLimit {
+        BufferLimit {
+            hard: self.hard.load(Ordering::Relaxed),
+            soft: self.soft.load(Ordering::Relaxed),
+            soft_secs: self.soft_secs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// True when some client is subscribed to something (keyspace events skip work if not).
+    pub fn anyone(&self) -> bool {
+        self.total.load(Ordering::Relaxed) > 0
+    }
+
+    /// Channels with at least one subscriber (INFO pubsub_channels).
+    pub fn channel_count(&self) -> usize {
+        self.nchannels.load(Ordering::Relaxed)
+    }
+
+    /// Distinct patterns subscribed (INFO pubsub_patterns, PUBSUB NUMPAT).
+    pub fn pattern_count(&self) -> usize {
+        self.npatterns.load(Ordering::Relaxed)
+    }
+
+    /// Adds a channel subscription; false if the client already had it.
+    pub fn subscribe(&self, subs: &mut Subscriptions, channel: &Bytes) -> bool {
+        if subs.channels.contains(channel) {
+            return false;
+        }
+        subs.channels.push(channel.clone());
+        let mut map = self.channels.write();
+        let list = map.entry(channel.clone()).or_default();
+        if list.is_empty() {
+            self.nchannels.fetch_add(1, Ordering::Relaxed);
+        }
+        list.push(subs.mailbox.clone());
+        self.total.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    pub fn unsubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> bool {
+        let Some(pos) = subs.channels.iter().position(|c| c == channel) else {
+            return false;
+        };
+        subs.channels.remove(pos);
+        let mut map = self.channels.write();
+        if let Some(list) = map.get_mut(channel) {
+            list.retain(|m| !Arc::ptr_eq(m, &subs.mailbox));
+            if list.is_empty() {
+                map.remove(channel);
+                self.nchannels.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.total.fetch_sub(1, Ordering::Relaxed);
+        true
+    }
+
+    pub fn psubscribe(&self, subs: &mut Subscriptions, pattern: &Bytes) -> bool {
+        if subs.patterns.contains(pattern) {
+            return false;
+        }
+        subs.patterns.push(pattern.clone());
+        let mut pats = self.patterns.write();
+        match pats.iter_mut().find(|(p, _)| p == pattern) {
+            Some((_, list)) => list.push(subs.mailbox.clone()),
+            None => {
+                pats.push((pattern.clone(), vec![subs.mailbox.clone()]));
+                self.npatterns.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.total.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    pub fn punsubscribe(&self, subs: &mut Subscriptions, pattern: &[u8]) -> bool {
+        let Some(pos) = subs.patterns.iter().position(|p| p == pattern) else {
+            return false;
+        };
+        subs.patterns.remove(pos);
+        let mut pats = self.patterns.write();
+        if let Some(i) = pats.iter().position(|(p, _)| p == pattern) {
+            pats[i].1.retain(|m| !Arc::ptr_eq(m, &subs.mailbox));
+            if pats[i].1.is_empty() {
+                pats.remove(i);
+                self.npatterns.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.total.fetch_sub(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Drops every subscription of a client (disconnect, RESET).
+    pub fn remove_all(&self, subs: &mut Subscriptions) {
+        for c in std::mem::take(&mut subs.channels) {
+            subs.channels.push(c.clone());
+            self.unsubscribe(subs, &c);
+        }
+        for p in std::mem::take(&mut subs.patterns) {
+            subs.patterns.push(p.clone());
+            self.punsubscribe(subs, &p);
+        }
+    }
+
+    /// Delivers `message` on `channel` to its subscribers and to matching patterns;
+    /// returns how many clients received it (PUBLISH's reply).
+    pub fn publish(&self, channel: &[u8], message: &[u8], me: &mut Publisher<'_>) -> usize {
+        if !self.anyone() {
+            return 0;
+        }
+        let limit = self.limit();
+        let mut n = 0;
+        {
+            let map = self.channels.read();
+            if let Some(list) = map.get(channel) {
+                for m in list {
+                    if m.info.id == me.id {
+                        encode(me.self_push, me.proto, &[b"message", channel, message]);
+                    } else {
+                        m.deliver(&[b"message", channel, message], limit);
+                    }
+                    n += 1;
+                }
+            }
+        }
+        if self.npatterns.load(Ordering::Relaxed) > 0 {
+            let pats = self.patterns.read();
+            for (pat, list) in pats.iter() {
+                if !strata_engine::glob::matches(pat, channel, false) {
+                    continue;
+                }
+                for m in list {
+                    let parts: [&[u8]; 4] = [b"pmessage", pat, channel, message];
+                    if m.info.id == me.id {
+                        encode(me.self_push, me.proto, &parts);
+                    } else {
+                        m.deliver(&parts, limit);
+                    }
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Active channels matching `pattern` (PUBSUB CHANNELS).
+    pub fn channels_matching(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.channels
+            .read()
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| strata_engine::glob::matches(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    /// Subscribers of one channel, patterns excluded (PUBSUB NUMSUB).
+    pub fn numsub(&self, channel: &[u8]) -> usize {
+        self.channels.read().get(channel).map_or(0, Vec::len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_limit_syntax() {
+        let d = normalize_buffer_limits("", "").unwrap();
+        assert_eq!(
+            d,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        let v = normalize_buffer_limits(&d, "pubsub 1mb 512kb 1").unwrap();
+        assert_eq!(
+            v,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 1"
+        );
+        let v = normalize_buffer_limits(&v, "replica 1 2 3 normal 4 5 6").unwrap();
+        assert_eq!(v, "normal 4 5 6 slave 1 2 3 pubsub 1048576 524288 1");
+        assert!(normalize_buffer_limits(&v, "pubsub 1 2")
+            .unwrap_err()
+            .starts_with("Wrong number"));
+        assert!(normalize_buffer_limits(&v, "foo 1 2 3")
+            .unwrap_err()
+            .starts_with("Invalid client class"));
+        assert!(normalize_buffer_limits(&v, "pubsub 1 2 -3")
+            .unwrap_err()
+            .starts_with("Error in hard"));
+        assert_eq!(
+            normalize_buffer_limits(&v, "pubsub 1k 2K 3").unwrap(),
+            "normal 4 5 6 slave 1 2 3 pubsub 1000 2000 3"
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! `strata bench` end to end: the real binary against a real Strata (kv) and a real
+//! redis-server (kv, ycsb, voter), a dead port, a deliberately wrong fake server, merge
+//! and report. Runs are small so the whole file stays within a few seconds.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use strata_bench::output::Report;
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("run strata bench")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("strata-bench-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+fn json(path: &Path) -> Report {
+    strata_bench::merge::load(path).expect("a --json result")
+}
+
+/// (op, count, errors) of every op in every round of every target.
+fn counts(j: &Report) -> Vec<(String, u64, u64)> {
+    j.targets
+        .iter()
+        .flat_map(|t| &t.rounds)
+        .flat_map(|r| &r.phases)
+        .flat_map(|p| &p.ops)
+        .map(|o| (o.op.clone(), o.count, o.errors))
+        .collect()
+}
+
+#[test]
+fn kv_seq_fill_then_read_against_strata_writes_every_key_once() {
+    let s = common::strata(&[]);
+    let (start, end) = (1000u64, 13_000u64);
+    let keys = format!("seq:{start}..{end}");
+    let out = tmp("seq.json");
+    let target = format!("strata={}", s.addr());
+    let o = bench(&[
+        "kv",
+        "--target",
+        &target,
+        "--ops",
+        "set,get",
+        "--keys",
+        &keys,
+        "-d",
+        "100",
+        "-c",
+        "8",
+        "-P",
+        "4",
+        "--threads",
+        "2",
+        "--verify",
+        "-q",
+        "--json",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let want = end - start;
+    let got = counts(&json(&out));
+    assert_eq!(
+        got,
+        vec![("SET".to_string(), want, 0), ("GET".to_string(), want, 0)],
+        "{}",
+        text(&o)
+    );
+    // The printed table says the same.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for op in ["SET", "GET"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(op))
+            .unwrap_or_else(|| panic!("no {op} row:\n{stdout}"));
+        let count: u64 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        assert_eq!(count, want, "{line}");
+    }
+    // Every key of the range exists, and nothing else was written.
+    let mut c = s.client();
+    let dbsize: u64 = redis::cmd("DBSIZE").query(&mut c).expect("DBSIZE");
+    assert_eq!(dbsize, want);
+    let mut pipe = redis::pipe();
+    for k in start..end {
+        pipe.cmd("EXISTS").arg(format!("key:{k:012}"));
+    }
+    let exists: Vec<u64> = pipe.query(&mut c).expect("EXISTS");
+    assert_eq!(exists.iter().sum::<u64>(), want);
+    let len: u64 = redis::cmd("STRLEN")
+        .arg(format!("key:{start:012}"))
+        .query(&mut c)
+        .expect("STRLEN");
+    assert_eq!(len, 100);
+}
+
+#[test]
+fn kv_mix_against_strata_and_redis_side_by_side() {
+    let s = common::strata(&[]);
+    let r = common::redis(&[]);
+    let out = tmp("side.json");
+    let csv = tmp("side.csv");
+    let (ta, tb) = (
+        format!("strata={}", s.addr()),
+        format!("redis={}", r.addr()),
+    );
+    let o = bench(&[
+        "kv",
+        "--target",
+        &ta,
+        "--target",
+        &tb,
+        "--rounds",
+        "2",
+        "--mix",
+        "get=80,set=15,incr=5",
+        "--keys",
+        "zipf:1000:0.99",
+        "-n",
+        "3000",
+        "-c",
+        "4",
+        "--verify",
+        "-q",
+        "--json",
+        out.to_str().unwrap_or_default(),
+        "--csv",
+        csv.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j = json(&out);
+    // Per target and round the ops add up to the requests asked for.
+    assert_eq!(j.targets.len(), 2);
+    for t in &j.targets {
+        assert!(t.info_server.contains("redis_version"), "{}", t.info_server);
+        assert_eq!(t.rounds.len(), 2);
+        for round in &t.rounds {
+            let total: u64 = round.phases[0].ops.iter().map(|o| o.count).sum();
+            assert_eq!(total, 3000);
+        }
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("ratio to strata"), "{stdout}");
+    // One CSV row per target, round and op, plus the header.
+    let rows = std::fs::read_to_string(&csv).expect("csv").lines().count();
+    assert_eq!(rows, 1 + 2 * 2 * 3);
+}
+
+#[test]
+fn ycsb_load_and_run_against_redis_checks_writes() {
+    let r = common::redis(&[]);
+    let port = r.port.to_string();
+    let out = tmp("ycsb.json");
+    let o = bench(&[
+        "ycsb",
+        "-p",
+        &port,
+        "--workload",
+        "d",
+        "--records",
+        "2000",
+        "--operations",
+        "4000",
+        "--fields",
+        "4",
+        "--field-length",
+        "20",
+        "-c",
+        "8",
+        "--verify",
+        "-q",
+        "--json",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("check writes: ok"), "{stdout}");
+    let got = counts(&json(&out));
+    let load: u64 = got
+        .iter()
+        .filter(|c| c.0 == "INSERT")
+        .map(|c| c.1)
+        .next()
+        .unwrap_or(0);
+    assert_eq!(load, 2000, "{got:?}");
+    let run: u64 = got.iter().skip(1).map(|c| c.1).sum();
+    assert_eq!(run, 4000, "{got:?}");
+    assert!(got.iter().all(|c| c.2 == 0), "{got:?}");
+    // The records are hashes indexed in `_indices`, as YCSB's Redis binding stores them.
+    let inserted = got[1..]
+        .iter()
+        .find(|c| c.0 == "INSERT")
+        .map(|c| c.1)
+        .unwrap_or(0);
+    let mut c = r.client();
+    let indexed: u64 = redis::cmd("ZCARD")
+        .arg("_indices")
+        .query(&mut c)
+        .expect("ZCARD");
+    assert_eq!(indexed, 2000 + inserted);
+
+    // Workload E's scans run against the loaded records.
+    let o = bench(&[
+        "ycsb",
+        "-p",
+        &port,
+        "--workload",
+        "e",
+        "--records",
+        "2000",
+        "--operations",
+        "300",
+        "--fields",
+        "4",
+        "--field-length",
+        "20",
+        "-c",
+        "4",
+        "--phases",
+        "run",
+        "--verify",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("SCAN"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn voter_against_redis_checks_writes_and_prints_results() {
+    let r = common::redis(&[]);
+    let port = r.port.to_string();
+    let o = bench(&[
+        "voter", "-p", &port, "-n", "5000", "-c", "16", "-P", "2", "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("check writes: ok"), "{stdout}");
+    assert!(stdout.contains("The Winner is:"), "{stdout}");
+    // The votes in the server add up to the accepted votes the bench printed.
+    let accepted: i64 = stdout
+        .split("Accepted votes: ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .map(|s| s.replace(',', ""))
+        .and_then(|s| s.parse().ok())
+        .expect("accepted count");
+    let mut c = r.client();
+    let votes: i64 = redis::cmd("LLEN")
+        .arg("voter:votes")
+        .query(&mut c)
+        .expect("LLEN");
+    assert_eq!(votes, accepted);
+    assert!(accepted > 4500 && accepted <= 5000, "{accepted}");
+}
+
+#[test]
+fn a_dead_port_exits_non_zero() {
+    let port = common::free_port().to_string();
+    let o = bench(&["kv", "-p", &port, "-n", "10", "-q"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot connect"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// A server that answers everything plausibly but returns the wrong value for GET.
+fn broken_server() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || serve_broken(s));
+        }
+    });
+    port
+}
+
+fn serve_broken(mut s: TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        // Answer every complete multibulk request in the buffer.
+        while let Some((args, used)) = parse_request(&buf) {
+            buf.drain(..used);
+            let reply: &[u8] = match args.first().map(|a| a.to_ascii_uppercase()).as_deref() {
+                Some(b"PING") => b"+PONG\r\n",
+                Some(b"INFO") => b"$0\r\n\r\n",
+                Some(b"GET") => b"$5\r\nWRONG\r\n",
+                _ => b"+OK\r\n",
+            };
+            if s.write_all(reply).is_err() {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn parse_request(b: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
+    fn line(b: &[u8], at: usize) -> Option<(usize, usize)> {
+        let end = at + b.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        let n = std::str::from_utf8(b.get(at + 1..end)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        Some((n, end + 2))
+    }
+    let (argc, mut at) = line(b, 0)?;
+    let mut args = Vec::new();
+    for _ in 0..argc {
+        let (len, start) = line(b, at)?;
+        args.push(b.get(start..start + len)?.to_vec());
+        at = start + len + 2;
+        if b.len() < at {
+            return None;
+        }
+    }
+    Some((args, at))
+}
+
+#[test]
+fn verify_catches_a_wrong_reply() {
+    let port = broken_server().to_string();
+    let o = bench(&[
+        "kv", "-p", &port, "--ops", "set,get", "-n", "200", "-c", "2", "-q", "--verify",
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("*** 200 ERRORS"), "{}", text(&o));
+    assert!(stdout.contains("not the one SET wrote"), "{}", text(&o));
+    // Without --verify the same replies are not errors.
+    let o = bench(&[
+        "kv", "-p", &port, "--ops", "set,get", "-n", "200", "-c", "2", "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn merge_sums_counts_and_report_writes_html() {
+    let r = common::redis(&[]);
+    let port = r.port.to_string();
+    let (a, b, m) = (tmp("a.json"), tmp("b.json"), tmp("merged.json"));
+    for (f, n) in [(&a, "1500"), (&b, "2500")] {
+        let o = bench(&[
+            "kv",
+            "-p",
+            &port,
+            "--ops",
+            "set",
+            "-n",
+            n,
+            "-c",
+            "4",
+            "-q",
+            "--json",
+            f.to_str().unwrap_or_default(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = bench(&[
+        "merge",
+        a.to_str().unwrap_or_default(),
+        b.to_str().unwrap_or_default(),
+        "--json",
+        m.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (ca, cb, cm) = (counts(&json(&a)), counts(&json(&b)), counts(&json(&m)));
+    assert_eq!(cm.len(), 1);
+    assert_eq!(cm[0].1, ca[0].1 + cb[0].1);
+    assert_eq!(cm[0].1, 4000);
+    let rate = |j: &Report| j.targets[0].best[0].ops_per_sec;
+    let sum = rate(&json(&a)) + rate(&json(&b));
+    assert!((rate(&json(&m)) - sum).abs() < 1e-6 * sum.max(1.0));
+
+    let html = tmp("report.html");
+    let o = bench(&[
+        "report",
+        a.to_str().unwrap_or_default(),
+        m.to_str().unwrap_or_default(),
+        "--html",
+        html.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(
+        page.contains("<svg") && page.contains("SET"),
+        "{}",
+        &page[..page.len().min(500)]
+    );
+}
+
+#[test]
+fn embedded_is_a_clear_seam() {
+    let o = bench(&["embedded"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("embedded-engine"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1,0 +1,272 @@
+//! Keyspace notifications of the collection families (lists, sorted sets, SORT STORE,
+//! HyperLogLog, the blocking pops, hashes, sets): the same writes on Strata and
+//! redis-server, each watched by a `__keyspace@*__:*` + `__keyevent@*__:*` subscriber
+//! with `notify-keyspace-events KEA`; the replies and the event streams must be identical.
+
+mod common;
+
+use common::{encode_command, Proc, RespConn};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn drain(s: &mut TcpStream, wait: Duration) -> Vec<u8> {
+    let mut out = Vec::new();
+    let end = Instant::now() + wait;
+    s.set_read_timeout(Some(Duration::from_millis(30))).unwrap();
+    let mut buf = [0u8; 65536];
+    while Instant::now() < end {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    out
+}
+
+/// One message per line: "channel payload".
+fn messages(v: &[u8]) -> Vec<String> {
+    let mut r = std::io::BufReader::new(v);
+    let mut out = Vec::new();
+    while let Ok(m) = common::read_reply(&mut r) {
+        out.push(m.shown());
+    }
+    out
+}
+
+/// A step of a scenario: a command on the main connection; a blocking command sent on a
+/// new connection; or a write that serves every client blocked so far (their replies are
+/// read after it, in blocking order).
+enum Step<'a> {
+    Call(&'a [&'a str]),
+    Block(&'a [&'a str]),
+    Wake(&'a [&'a str]),
+}
+
+/// Runs `steps` on `p` and returns (replies, events).
+fn run(p: &Proc, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
+    let mut w = RespConn::new(p);
+    w.call(&["flushall"]).unwrap();
+    w.call(&["config", "set", "notify-keyspace-events", "KEA"])
+        .unwrap();
+    let mut sub = p.raw();
+    sub.write_all(&encode_command(&[
+        "psubscribe",
+        "__keyspace@*__:*",
+        "__keyevent@*__:*",
+    ]))
+    .unwrap();
+    drain(&mut sub, Duration::from_millis(60));
+    let mut replies = Vec::new();
+    let mut blocked: Vec<RespConn> = Vec::new();
+    for s in steps {
+        match s {
+            Step::Call(c) => replies.push(w.call(c).unwrap().shown()),
+            Step::Wake(c) => {
+                replies.push(w.call(c).unwrap().shown());
+                // Replies of the clients this write served, in their blocking order.
+                for mut b in blocked.drain(..) {
+                    replies.push(format!("served: {}", b.read().unwrap().shown()));
+                }
+            }
+            Step::Block(c) => {
+                let mut b = RespConn::new(p);
+                b.send(&encode_command(c)).unwrap();
+                // Let it register before the next step.
+                let end = Instant::now() + Duration::from_secs(2);
+                loop {
+                    let info = w.call(&["info", "clients"]).unwrap().shown();
+                    let want = format!("blocked_clients:{}", blocked.len() + 1);
+                    if info.contains(&want) || Instant::now() > end {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                blocked.push(b);
+            }
+        }
+    }
+    w.call(&["config", "set", "notify-keyspace-events", ""])
+        .unwrap();
+    (
+        replies,
+        messages(&drain(&mut sub, Duration::from_millis(150))),
+    )
+}
+
+fn compare(steps: &[Step<'_>], min_events: usize) {
+    let s = common::strata(&["--threads", "4"]);
+    let r = common::redis(&[]);
+    let (sr, se) = run(&s, steps);
+    let (rr, re) = run(&r, steps);
+    assert_eq!(sr, rr, "replies");
+    assert!(
+        re.len() >= min_events,
+        "redis produced {} messages",
+        re.len()
+    );
+    for (i, (a, b)) in se.iter().zip(re.iter()).enumerate() {
+        assert_eq!(a, b, "message {i}");
+    }
+    assert_eq!(se.len(), re.len(), "message count\n{se:#?}\n{re:#?}");
+}
+
+fn calls<'a>(cmds: &'a [&'a [&'a str]]) -> Vec<Step<'a>> {
+    cmds.iter().map(|c| Step::Call(c)).collect()
+}
+
+#[test]
+fn list_events_match_redis() {
+    compare(
+        &calls(&[
+            &["lpush", "l", "a", "b", "c"],
+            &["rpush", "l", "d"],
+            &["lpushx", "l", "x"],
+            &["rpushx", "l", "y"],
+            &["lpushx", "none", "x"],
+            &["lpop", "l"],
+            &["rpop", "l"],
+            &["lpop", "l", "0"],
+            &["lpop", "l", "2"],
+            &["rpop", "none"],
+            &["linsert", "l", "before", "a", "z"],
+            &["linsert", "l", "before", "nope", "z"],
+            &["lset", "l", "0", "q"],
+            &["lrem", "l", "0", "nope"],
+            &["lrem", "l", "1", "q"],
+            &["ltrim", "l", "0", "-1"],
+            &["ltrim", "none", "0", "-1"],
+            &["rpush", "m", "1", "2", "3"],
+            &["lmove", "m", "n", "left", "right"],
+            &["lmove", "m", "m", "left", "right"],
+            &["rpoplpush", "m", "n"],
+            &["rpoplpush", "m", "n"],
+            &["lmove", "gone", "n", "left", "left"],
+            &["lmpop", "2", "gone", "n", "right", "count", "5"],
+            &["lmpop", "1", "gone", "left"],
+            &["rpush", "t", "1", "2"],
+            &["lrem", "t", "0", "1"],
+            &["lrem", "t", "0", "2"],
+            &["rpush", "t", "1", "2"],
+            &["ltrim", "t", "5", "6"],
+            &["rpush", "t", "1"],
+            &["rpop", "t", "3"],
+            &["rpush", "s", "3", "1", "2"],
+            &["sort", "s", "store", "sorted"],
+            &["sort", "nothing", "store", "sorted"],
+            &["sort", "nothing", "store", "sorted"],
+        ]),
+        70,
+    );
+}
+
+#[test]
+fn zset_events_match_redis() {
+    compare(
+        &calls(&[
+            &["zadd", "z", "1", "a", "2", "b", "3", "c"],
+            &["zadd", "z", "1", "a"],
+            &["zadd", "z", "xx", "ch", "5", "a"],
+            &["zadd", "z", "nx", "5", "a"],
+            &["zadd", "z", "incr", "1", "a"],
+            &["zincrby", "z", "2", "b"],
+            &["zadd", "inf", "inf", "m"],
+            &["zadd", "inf", "1", "n", "incr", "-inf", "m"],
+            &["zincrby", "inf", "-inf", "m"],
+            &["zrem", "z", "nope"],
+            &["zrem", "z", "a"],
+            &["zadd", "z", "1", "a", "2", "d", "3", "e"],
+            &["zremrangebyrank", "z", "0", "0"],
+            &["zremrangebyrank", "z", "10", "20"],
+            &["zremrangebyscore", "z", "2", "2"],
+            &["zremrangebylex", "z", "-", "(c"],
+            &["zpopmin", "z"],
+            &["zpopmax", "z", "0"],
+            &["zpopmax", "z", "1"],
+            &["zpopmin", "z", "10"],
+            &["zpopmin", "z"],
+            &["zadd", "x", "1", "a", "2", "b"],
+            &["zadd", "y", "1", "b", "2", "c"],
+            &["zunionstore", "u", "2", "x", "y"],
+            &["zinterstore", "i", "2", "x", "y"],
+            &["zdiffstore", "d", "2", "x", "y"],
+            &["zdiffstore", "d", "2", "x", "x"],
+            &["zdiffstore", "d", "2", "x", "x"],
+            &["zrangestore", "r", "x", "0", "-1"],
+            &["zrangestore", "r", "x", "5", "6"],
+            &["zrangestore", "r", "x", "5", "6"],
+            &["zmpop", "2", "none", "x", "min", "count", "5"],
+            &["zmpop", "1", "none", "max"],
+            &["zadd", "w", "1", "a"],
+            &["zrem", "w", "a", "b"],
+            &["zadd", "w", "1", "a"],
+            &["zremrangebyscore", "w", "-inf", "+inf"],
+            &["set", "s", "1"],
+            &["zadd", "s", "1", "a"],
+        ]),
+        55,
+    );
+}
+
+#[test]
+fn hll_events_match_redis() {
+    compare(
+        &calls(&[
+            &["pfadd", "h", "a", "b"],
+            &["pfadd", "h", "a"],
+            &["pfadd", "h2"],
+            &["pfadd", "h2"],
+            &["pfmerge", "h3", "h", "h2"],
+            &["pfmerge", "h3"],
+            &["pfcount", "h", "h3"],
+        ]),
+        8,
+    );
+}
+
+#[test]
+fn blocking_events_match_redis() {
+    use Step::*;
+    compare(
+        &[
+            // Served at once: the events of the non-blocking commands.
+            Call(&["rpush", "l", "a", "b", "c"]),
+            Call(&["blpop", "none", "l", "0"]),
+            Call(&["brpop", "l", "0"]),
+            Call(&["blmove", "l", "m", "left", "right", "0"]),
+            Call(&["rpush", "l", "x", "y"]),
+            Call(&["brpoplpush", "l", "m", "0"]),
+            Call(&["blmpop", "0", "2", "none", "m", "right", "count", "9"]),
+            Call(&["zadd", "z", "1", "a", "2", "b"]),
+            Call(&["bzpopmin", "none", "z", "0"]),
+            Call(&["bzpopmax", "z", "0"]),
+            Call(&["zadd", "z", "1", "a", "2", "b"]),
+            Call(&["bzmpop", "0", "1", "z", "max", "count", "5"]),
+            // Served by a later write.
+            Block(&["blpop", "q", "0"]),
+            Block(&["brpop", "q", "0"]),
+            Wake(&["rpush", "q", "1", "2", "3"]),
+            Block(&["blmove", "src", "dst", "right", "left", "0"]),
+            Block(&["blpop", "dst", "0"]),
+            Wake(&["lpush", "src", "v"]),
+            Block(&["bzpopmin", "zz", "0"]),
+            Wake(&["zadd", "zz", "1", "a", "2", "b"]),
+            Block(&["bzmpop", "0", "1", "zz2", "max", "count", "2"]),
+            Wake(&["zadd", "zz2", "1", "a", "2", "b", "3", "c"]),
+            Block(&["blmpop", "0", "1", "lm", "left", "count", "5"]),
+            Wake(&["rpush", "lm", "1", "2"]),
+            Block(&["blpop", "renamed", "0"]),
+            Call(&["rpush", "tmp", "1"]),
+            Wake(&["rename", "tmp", "renamed"]),
+            Block(&["bzpopmax", "stored", "0"]),
+            Call(&["zadd", "zs", "1", "a"]),
+            Wake(&["zunionstore", "stored", "1", "zs"]),
+            Block(&["blpop", "sorted", "0"]),
+            Call(&["sort", "l2", "store", "sorted"]),
+            Call(&["rpush", "l2", "2", "1"]),
+            Wake(&["sort", "l2", "store", "sorted"]),
+        ],
+        60,
+    );
+}
