@@ -12,6 +12,11 @@
 #   1k    redis-benchmark -t set,get -d 1024 -r 100000 -n 1000000 -c 50
 #   100k  redis-benchmark -t set,get -d 102400 -r 1000 -n 20000 -c 50
 #   mem   SET key:<i> <64 bytes> for i in 1..1000000 through redis-cli --pipe, then VmRSS
+#   t1    redis-benchmark -t lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,
+#         lrange_600,mset -n 1000000 -r 1000000 -c 50 -P 1    (the collection types, issue 4)
+#   t16   the same with -P 16
+#   typesmem  VmRSS growth for a 1M-element hash, set, sorted set and list, and for 1M small
+#         hashes of 10 fields, each loaded through redis-cli --pipe into a fresh server pair
 #
 # Environment:
 #   ROUNDS=5          rounds per test (each round runs both servers once)
@@ -43,12 +48,12 @@ CLK_TCK=$(getconf CLK_TCK)
 
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=(all)
-if [ "${SUITES[*]}" = all ]; then SUITES=(p1 p16 1k 100k mem); fi
+if [ "${SUITES[*]}" = all ]; then SUITES=(p1 p16 1k 100k mem t1 t16 typesmem); fi
 for s in "${SUITES[@]}"; do
     case "$s" in
-    p1 | p16 | 1k | 100k | mem) ;;
+    p1 | p16 | 1k | 100k | mem | t1 | t16 | typesmem) ;;
     *)
-        echo "unknown suite '$s' (choose from p1 p16 1k 100k mem all)" >&2
+        echo "unknown suite '$s' (choose from p1 p16 1k 100k mem t1 t16 typesmem all)" >&2
         exit 2
         ;;
     esac
@@ -263,8 +268,57 @@ mem_suite() {
     stop_pair
 }
 
+TYPE_TESTS=lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_600,mset
+
+# RESP for one structure of TYPES_N elements (or TYPES_N small hashes), for typesmem.
+gen_type() {
+    awk -v kind="$1" -v n="$2" '
+        function cmd(a, k,   i, out) {
+            out = "*" k "\r\n"
+            for (i = 1; i <= k; i++) out = out "$" length(a[i]) "\r\n" a[i] "\r\n"
+            printf "%s", out
+        }
+        BEGIN {
+            for (i = 1; i <= n; i++) {
+                if (kind == "hash") { a[1] = "HSET"; a[2] = "bighash"; a[3] = "field:" i; a[4] = "value:" i; cmd(a, 4) }
+                else if (kind == "set") { a[1] = "SADD"; a[2] = "bigset"; a[3] = "member:" i; cmd(a, 3) }
+                else if (kind == "zset") { a[1] = "ZADD"; a[2] = "bigzset"; a[3] = i; a[4] = "member:" i; cmd(a, 4) }
+                else if (kind == "list") { a[1] = "RPUSH"; a[2] = "biglist"; a[3] = "element:" i; cmd(a, 3) }
+                else {
+                    a[1] = "HSET"; a[2] = "h:" i
+                    for (f = 1; f <= 10; f++) { a[1 + 2 * f] = "f" f; a[2 + 2 * f] = "v" i "_" f }
+                    cmd(a, 22)
+                }
+            }
+        }'
+}
+
+typesmem_suite() {
+    local n=${TYPES_N:-1000000} kind name port pid base after out err
+    log "== typesmem: $n elements per structure through redis-cli --pipe"
+    for kind in hash set zset list smallhashes; do
+        gen_type "$kind" "$n" >"$WORK/type.resp"
+        start_pair
+        for name in redis strata; do
+            if [ $name = redis ]; then port=$REDIS_PORT pid=$REDIS_PID; else port=$STRATA_PORT pid=$STRATA_PID; fi
+            base=$(rss_kb "$pid")
+            out=$(redis-cli -p "$port" --pipe <"$WORK/type.resp" 2>&1 | tail -n 1 | tr ',' ' ')
+            sleep 1
+            after=$(rss_kb "$pid")
+            err=""
+            case "$out" in *"errors: 0"*) ;; *) err="$out" ;; esac
+            log "  typesmem $kind $name: VmRSS $base -> $after kB ($out)"
+            echo "typesmem,$kind,1,$name,$n,,,,$CLK_TCK,$((after - base)),$err" >>"$RAW"
+        done
+        stop_pair
+    done
+}
+
 for s in "${SUITES[@]}"; do
     case "$s" in
+    t1) run_suite t1 "$TYPE_TESTS" "${N:-1000000}" -r 1000000 -c 50 -P 1 ;;
+    t16) run_suite t16 "$TYPE_TESTS" "${N:-1000000}" -r 1000000 -c 50 -P 16 ;;
+    typesmem) typesmem_suite ;;
     p1) run_suite p1 set,get,incr "${N:-2000000}" -r 1000000 -c 50 -P 1 ;;
     p16) run_suite p16 set,get,incr "${N:-2000000}" -r 1000000 -c 50 -P 16 ;;
     1k) run_suite 1k set,get "${N:-1000000}" -d 1024 -r 100000 -c 50 ;;
@@ -276,6 +330,8 @@ done
 # ---- the report
 suite_cmd() {
     case "$1" in
+    t1) echo "-t $TYPE_TESTS -n ${N:-1000000} -r 1000000 -c 50 -P 1" ;;
+    t16) echo "-t $TYPE_TESTS -n ${N:-1000000} -r 1000000 -c 50 -P 16" ;;
     p1) echo "-t set,get,incr -n ${N:-2000000} -r 1000000 -c 50 -P 1" ;;
     p16) echo "-t set,get,incr -n ${N:-2000000} -r 1000000 -c 50 -P 16" ;;
     1k) echo "-t set,get -d 1024 -r 100000 -n ${N:-1000000} -c 50" ;;
@@ -297,11 +353,11 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
     echo "Throughput is each side's best round, p99 each side's lowest; CPU is the server process's least"
     echo "utime+stime (all threads) per million requests over one redis-benchmark run."
     echo
-    if awk -F, 'NR > 1 && $1 != "mem" { found = 1 } END { exit !found }' "$RAW"; then
+    if awk -F, 'NR > 1 && $1 != "mem" && $1 != "typesmem" { found = 1 } END { exit !found }' "$RAW"; then
         echo "| suite | test | Redis req/s | Strata req/s | Strata/Redis | Redis p99 ms | Strata p99 ms | Redis CPU s/1M req | Strata CPU s/1M req | CPU Strata/Redis |"
         echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         awk -F, '
-            NR == 1 || $1 == "mem" { next }
+            NR == 1 || $1 == "mem" || $1 == "typesmem" { next }
             {
                 key = $1 SUBSEP $2
                 if (!(key in seen)) { seen[key] = 1; order[++n] = key; suite[key] = $1; test[key] = $2 }
@@ -328,7 +384,7 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
                         cell(rc, "%.2f"), cell(sc, "%.2f"), ratio(sc, rc)
                 }
             }' "$RAW"
-        coarse=$(awk -F, 'NR > 1 && $1 != "mem" && $11 == "" && $8 < 100 { n++ } END { print n + 0 }' "$RAW")
+        coarse=$(awk -F, 'NR > 1 && $1 != "mem" && $1 != "typesmem" && $11 == "" && $8 < 100 { n++ } END { print n + 0 }' "$RAW")
         if [ "$coarse" -gt 0 ]; then
             echo
             echo "Note: $coarse run(s) used under 100 CPU clock ticks (1/$CLK_TCK s each): their CPU figures are coarse; use a larger N."
@@ -337,7 +393,7 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
         echo "Commands (redis-benchmark against each server):"
         echo
         for s in "${SUITES[@]}"; do
-            [ "$s" = mem ] && continue
+            case "$s" in mem | typesmem) continue ;; esac
             echo "- $s: \`redis-benchmark $(suite_cmd "$s") --csv\`"
         done
         echo
@@ -357,6 +413,23 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
             }' "$RAW"
         echo
         echo "Memory: \`SET key:<i> <64 bytes>\` for i in 1..$MEM_KEYS piped through \`redis-cli --pipe\` into a fresh server, then VmRSS from /proc/PID/status."
+        echo
+    fi
+    if awk -F, '$1 == "typesmem" { found = 1 } END { exit !found }' "$RAW"; then
+        echo "| structure (${TYPES_N:-1000000} elements) | Redis RSS growth MiB | Strata RSS growth MiB | Strata/Redis |"
+        echo "| --- | ---: | ---: | ---: |"
+        awk -F, '
+            $1 == "typesmem" { if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } grow[$2, $4] = $10; err[$2, $4] = $11 }
+            END {
+                for (i = 1; i <= n; i++) {
+                    k = order[i]
+                    printf "| %s | %.1f | %.1f%s | %s |\n", k, grow[k, "redis"] / 1024, grow[k, "strata"] / 1024,
+                        (err[k, "strata"] != "" ? " (load errors)" : ""),
+                        grow[k, "redis"] ? sprintf("%.2f", grow[k, "strata"] / grow[k, "redis"]) : "-"
+                }
+            }' "$RAW"
+        echo
+        echo "Memory: each structure built with HSET/SADD/ZADD/RPUSH (smallhashes: HSET h:<i> with 10 fields) through \`redis-cli --pipe\` into a fresh server pair; growth of VmRSS."
         echo
     fi
 } >"$OUT"

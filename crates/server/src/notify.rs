@@ -20,8 +20,11 @@
 //! - expired (x): keys removed by lazy expiry (any command touching an expired key) and by
 //!   the active expiry cycle, reported by the engine through its expired-key hook.
 //! - Not emitted: `new` (flag n, added to Redis in 7.0 but needing a hook on every key
-//!   creation in the engine), `evicted` (no eviction yet), key-miss (m), module (d), and
-//!   the hash/set/list/zset families until their notification calls are added.
+//!   creation in the engine), `evicted` (no eviction yet), key-miss (m) and module (d).
+//! - lists (l), sorted sets (z), hashes (h), sets (s), SORT STORE, HyperLogLog ($) and the
+//!   blocking pops: the events of Redis 7.0's t_list.c, t_zset.c, t_hash.c, t_set.c, sort.c
+//!   and hyperloglog.c, emitted from
+//!   commands/{list,zset,zset_range,hash,set,sort,hyperloglog,blocking}.rs.
 
 use crate::pubsub::Publisher;
 use crate::server::Server;

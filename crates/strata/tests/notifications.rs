@@ -35,11 +35,13 @@ fn messages(v: &[u8]) -> Vec<String> {
     out
 }
 
-/// A step of a scenario: a command on the main connection; a blocking command sent on a
-/// new connection; or a write that serves every client blocked so far (their replies are
-/// read after it, in blocking order).
+/// A step of a scenario: a command on the main connection; the same with a reply that is
+/// not compared (a random pick); a blocking command sent on a new connection; or a write
+/// that serves every client blocked so far (their replies are read after it, in blocking
+/// order).
 enum Step<'a> {
     Call(&'a [&'a str]),
+    Random(&'a [&'a str]),
     Block(&'a [&'a str]),
     Wake(&'a [&'a str]),
 }
@@ -63,6 +65,10 @@ fn run(p: &Proc, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
     for s in steps {
         match s {
             Step::Call(c) => replies.push(w.call(c).unwrap().shown()),
+            Step::Random(c) => {
+                w.call(c).unwrap();
+                replies.push(format!("(random) {c:?}"));
+            }
             Step::Wake(c) => {
                 replies.push(w.call(c).unwrap().shown());
                 // Replies of the clients this write served, in their blocking order.
@@ -268,5 +274,100 @@ fn blocking_events_match_redis() {
             Wake(&["sort", "l2", "store", "sorted"]),
         ],
         60,
+    );
+}
+
+#[test]
+fn hash_set_events_match_redis() {
+    use Step::*;
+    compare(
+        &[
+            // Hashes.
+            Call(&["hset", "h", "f1", "v1", "f2", "v2"]),
+            Call(&["hset", "h", "f1", "v1"]),
+            Call(&["hmset", "h", "f3", "v3"]),
+            Call(&["hsetnx", "h", "f1", "x"]),
+            Call(&["hsetnx", "h", "f4", "v4"]),
+            Call(&["hsetnx", "h2", "f", "v"]),
+            Call(&["hincrby", "h", "n", "5"]),
+            Call(&["hincrby", "h", "f1", "1"]),
+            Call(&["hincrbyfloat", "h", "fl", "1.5"]),
+            Call(&["hincrbyfloat", "h", "n", "0.5"]),
+            Call(&["hincrbyfloat", "h", "f1", "1"]),
+            Call(&["hdel", "h", "nope"]),
+            Call(&["hdel", "h", "f1", "f2", "nope"]),
+            Call(&["hdel", "none", "f"]),
+            Call(&["hdel", "h2", "f"]),
+            Call(&["hdel", "h", "f3", "f4", "n", "fl", "nope"]),
+            Call(&["hgetall", "h"]),
+            Call(&["set", "str", "1"]),
+            Call(&["hset", "str", "f", "v"]),
+            Call(&["hdel", "str", "f"]),
+            // Sets: SADD, SREM.
+            Call(&["sadd", "s", "a", "b", "c"]),
+            Call(&["sadd", "s", "a"]),
+            Call(&["sadd", "s", "a", "d"]),
+            Call(&["srem", "s", "nope"]),
+            Call(&["srem", "none", "a"]),
+            Call(&["srem", "s", "a"]),
+            Call(&["sadd", "t", "x"]),
+            Call(&["srem", "t", "x", "y"]),
+            Call(&["sadd", "str", "a"]),
+            // SPOP, with and without a count (all three cases of the count form).
+            Call(&["sadd", "p", "1"]),
+            Call(&["spop", "p"]),
+            Call(&["spop", "none"]),
+            Call(&["sadd", "p", "1", "2", "3"]),
+            Call(&["spop", "p", "0"]),
+            Call(&["spop", "none", "2"]),
+            Random(&["spop", "p", "1"]),
+            Random(&["spop", "p"]),
+            Random(&["spop", "p", "5"]),
+            Call(&["exists", "p"]),
+            Call(&[
+                "sadd", "q", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+            ]),
+            Random(&["spop", "q", "9"]),
+            Call(&["scard", "q"]),
+            Random(&["spop", "q"]),
+            Call(&["sadd", "q", "1", "2", "3"]),
+            Call(&["spop", "q", "3"]),
+            // SMOVE.
+            Call(&["sadd", "m1", "a", "b"]),
+            Call(&["sadd", "m2", "b"]),
+            Call(&["smove", "m1", "m2", "a"]),
+            Call(&["smove", "m1", "m2", "b"]),
+            Call(&["smove", "m1", "m2", "b"]),
+            Call(&["smove", "m2", "m2", "b"]),
+            Call(&["smove", "m2", "m3", "zzz"]),
+            Call(&["smove", "m2", "m3", "a"]),
+            Call(&["smove", "m2", "m4", "b"]),
+            Call(&["smove", "m3", "str", "a"]),
+            // The *STORE forms.
+            Call(&["sadd", "x", "1", "2", "3"]),
+            Call(&["sadd", "y", "2", "3", "4"]),
+            Call(&["sadd", "z", "7"]),
+            Call(&["sinterstore", "i", "x", "y"]),
+            Call(&["sunionstore", "u", "x", "y"]),
+            Call(&["sdiffstore", "d", "x", "y"]),
+            Call(&["sinterstore", "i", "x", "nokey"]),
+            Call(&["sinterstore", "i", "x", "nokey"]),
+            Call(&["sinterstore", "i", "x", "y"]),
+            Call(&["sinterstore", "i", "x", "z"]),
+            Call(&["sinterstore", "i", "x", "z"]),
+            Call(&["sdiffstore", "d", "x", "x"]),
+            Call(&["sdiffstore", "d", "x", "x"]),
+            Call(&["sdiffstore", "d", "nokey", "x"]),
+            Call(&["sunionstore", "u", "nokey", "nokey2"]),
+            Call(&["sunionstore", "u", "nokey", "nokey2"]),
+            Call(&["set", "str2", "v"]),
+            Call(&["sdiffstore", "str2", "x", "y"]),
+            Call(&["type", "str2"]),
+            Call(&["set", "str2", "v"]),
+            Call(&["sinterstore", "str2", "x", "z"]),
+            Call(&["sintercard", "2", "x", "y"]),
+            Call(&["sinter", "x", "y"]),
+        ],
+        120,
     );
 }

@@ -5,11 +5,14 @@
 //! Also here, shared with the set (and sorted set) commands: the random source of the
 //! sampling commands, distinct sampling, and the *SCAN argument parsing.
 //!
-//! Each write command changes the keyspace in one place (between its lock and its reply),
-//! where keyspace notifications will hook in.
+//! Each write command changes the keyspace in one place (between its lock and its reply)
+//! and then emits its keyspace events where Redis 7.0's t_hash.c calls notifyKeyspaceEvent:
+//! hset (HSET, HMSET, HSETNX when it sets), hdel (then del when the hash is emptied),
+//! hincrby, hincrbyfloat.
 
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::longdouble;
+use crate::notify;
 use strata_engine::HashValue;
 use strata_resp::Protocol;
 
@@ -383,6 +386,7 @@ fn hset(ctx: &mut Ctx<'_>) -> CmdResult {
         created += !h.set(&p[0], &p[1], enc) as i64;
     }
     drop(l);
+    ctx.notify(notify::HASH, "hset", key);
     if name == b"hmset" {
         ctx.out.ok();
     } else {
@@ -404,6 +408,9 @@ fn hsetnx(ctx: &mut Ctx<'_>) -> CmdResult {
         true
     };
     drop(l);
+    if added {
+        ctx.notify(notify::HASH, "hset", key);
+    }
     ctx.out.int(added as i64);
     Ok(())
 }
@@ -425,10 +432,14 @@ fn hdel(ctx: &mut Ctx<'_>) -> CmdResult {
             }
         }
     }
-    if h.is_empty() {
-        l.remove(key);
-    }
+    let removed = h.is_empty() && l.remove(key);
     drop(l);
+    if deleted > 0 {
+        ctx.notify(notify::HASH, "hdel", key);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+    }
     ctx.out.int(deleted);
     Ok(())
 }
@@ -448,6 +459,7 @@ fn hincrby(ctx: &mut Ctx<'_>) -> CmdResult {
         .ok_or(CmdError::err("increment or decrement would overflow"))?;
     h.set(field, new.to_string().as_bytes(), enc);
     drop(l);
+    ctx.notify(notify::HASH, "hincrby", key);
     ctx.out.int(new);
     Ok(())
 }
@@ -472,6 +484,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = longdouble::to_human(sum);
     h.set(field, text.as_bytes(), enc);
     drop(l);
+    ctx.notify(notify::HASH, "hincrbyfloat", key);
     ctx.out.bulk(text.as_bytes());
     Ok(())
 }

@@ -4,14 +4,20 @@
 //! encoding, and an intset's ascending order is visible in replies); the value type
 //! (intset / hashtable forms) is `strata_engine::SetValue`.
 //!
-//! Each write command changes the keyspace in one place (between its lock and its reply),
-//! where keyspace notifications will hook in.
+//! Each write command changes the keyspace in one place (between its lock and its reply)
+//! and then emits its keyspace events where Redis 7.0's t_set.c calls notifyKeyspaceEvent:
+//! sadd (when a member is added), srem (then del when the set is emptied), spop (then del
+//! when emptied; SPOP with a count emits one spop), SMOVE's srem on the source (del when
+//! emptied) then sadd on the destination (when the member is new there), and the *STORE
+//! commands' sinterstore / sunionstore / sdiffstore, or del when the result is empty and
+//! the destination existed.
 
 use super::hash::{
     empty_scan, matches_pattern, parse_scan_cursor, random_count_arg, sample_distinct,
     scan_options, Rng, RANDOM_REPLY_CAP,
 };
 use crate::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::notify;
 use bytes::Bytes;
 use strata_engine::{Kind, SetValue, Ttl, Value};
 
@@ -269,6 +275,9 @@ fn sadd(ctx: &mut Ctx<'_>) -> CmdResult {
     let s = l.set_mut_or_create(key, &members[0])?;
     let added = members.iter().filter(|m| s.add(m, enc)).count();
     drop(l);
+    if added > 0 {
+        ctx.notify(notify::SET, "sadd", key);
+    }
     ctx.out.int(added as i64);
     Ok(())
 }
@@ -290,10 +299,14 @@ fn srem(ctx: &mut Ctx<'_>) -> CmdResult {
             }
         }
     }
-    if s.is_empty() {
-        l.remove(key);
-    }
+    let removed = s.is_empty() && l.remove(key);
     drop(l);
+    if deleted > 0 {
+        ctx.notify(notify::SET, "srem", key);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+    }
     ctx.out.int(deleted);
     Ok(())
 }
@@ -313,26 +326,32 @@ fn smove(ctx: &mut Ctx<'_>) -> CmdResult {
     if src_kind != Kind::Set || dst_kind.is_some_and(|k| k != Kind::Set) {
         return Err(CmdError::WRONG_TYPE);
     }
-    let moved = if src == dst {
-        l.set_mut(src)?.is_some_and(|s| s.contains(member))
-    } else {
-        let removed = match l.set_mut(src)? {
-            Some(s) => {
-                let removed = s.remove(member);
-                if removed && s.is_empty() {
-                    l.remove(src);
-                }
-                removed
-            }
-            None => false,
-        };
-        if removed {
-            l.set_mut_or_create(dst, member)?.add(member, enc);
+    if src == dst {
+        // A no-op (and no event), as in Redis.
+        let found = l.set_mut(src)?.is_some_and(|s| s.contains(member));
+        drop(l);
+        ctx.out.int(found as i64);
+        return Ok(());
+    }
+    let (removed, src_deleted) = match l.set_mut(src)? {
+        Some(s) => {
+            let removed = s.remove(member);
+            (removed, removed && s.is_empty() && l.remove(src))
         }
-        removed
+        None => (false, false),
     };
+    let added = removed && l.set_mut_or_create(dst, member)?.add(member, enc);
     drop(l);
-    ctx.out.int(moved as i64);
+    if removed {
+        ctx.notify(notify::SET, "srem", src);
+        if src_deleted {
+            ctx.notify(notify::GENERIC, "del", src);
+        }
+        if added {
+            ctx.notify(notify::SET, "sadd", dst);
+        }
+    }
+    ctx.out.int(removed as i64);
     Ok(())
 }
 
@@ -391,10 +410,12 @@ fn spop(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     };
     let popped = s.remove_nth(rng.below(s.len()));
-    if s.is_empty() {
-        l.remove(key);
-    }
+    let removed = s.is_empty() && l.remove(key);
     drop(l);
+    ctx.notify(notify::SET, "spop", key);
+    if removed {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
     match popped {
         Some(m) => ctx.out.bulk(&m),
         None => ctx.out.null(),
@@ -429,6 +450,8 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         let all = union_of(std::iter::once(&*s), enc);
         l.remove(key);
         drop(l);
+        ctx.notify(notify::SET, "spop", key);
+        ctx.notify(notify::GENERIC, "del", key);
         ctx.out.set(all.len());
         for e in all.iter() {
             bulk_elem!(ctx, e);
@@ -463,6 +486,9 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     drop(l);
+    // Redis emits it before popping (the reply above is written already; the event
+    // reaches the client itself, if subscribed, ahead of it anyway).
+    ctx.notify(notify::SET, "spop", key);
     Ok(())
 }
 
@@ -600,8 +626,9 @@ fn sinter_generic(
         None => {
             // An empty (missing) set empties the intersection.
             if let Some(dst) = dst {
-                l.remove(dst);
+                let removed = l.remove(dst);
                 drop(l);
+                notify_store(ctx, dst, "sinterstore", 0, removed);
                 ctx.out.int(0);
             } else if card.is_some() {
                 drop(l);
@@ -643,8 +670,9 @@ fn sinter_generic(
             let mut buf = [0u8; 20];
             result.add(e.bytes(&mut buf), enc);
         }
-        let n = store(&mut l, dst, result);
+        let (n, removed) = store(&mut l, dst, result);
         drop(l);
+        notify_store(ctx, dst, "sinterstore", n, removed);
         ctx.out.int(n as i64);
         return Ok(());
     }
@@ -657,15 +685,26 @@ fn sinter_generic(
 }
 
 /// Stores a *STORE result (replacing whatever `dst` held, expiry included) or deletes
-/// `dst` when the result is empty; the reply is the result's size.
-fn store(l: &mut strata_engine::Locked<'_>, dst: &[u8], result: SetValue) -> usize {
+/// `dst` when the result is empty: (the result's size, which is the reply, and whether
+/// `dst` was deleted).
+fn store(l: &mut strata_engine::Locked<'_>, dst: &[u8], result: SetValue) -> (usize, bool) {
     let n = result.len();
     if n > 0 {
         l.set_value(dst, Value::Set(Box::new(result)), Ttl::Clear);
+        (n, false)
     } else {
-        l.remove(dst);
+        (0, l.remove(dst))
     }
-    n
+}
+
+/// A *STORE's event (lock released): `event` when it stored `n > 0` members, `del` when
+/// an empty result deleted the destination.
+fn notify_store(ctx: &mut Ctx<'_>, dst: &[u8], event: &str, n: usize, removed: bool) {
+    if n > 0 {
+        ctx.notify(notify::SET, event, dst);
+    } else if removed {
+        ctx.notify(notify::GENERIC, "del", dst);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -759,8 +798,13 @@ fn sunion_diff(ctx: &mut Ctx<'_>, from: usize, dst: Option<&[u8]>, op: Op) -> Cm
         }
     };
     if let Some(dst) = dst {
-        let n = store(&mut l, dst, result);
+        let (n, removed) = store(&mut l, dst, result);
         drop(l);
+        let event = match op {
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        };
+        notify_store(ctx, dst, event, n, removed);
         ctx.out.int(n as i64);
         return Ok(());
     }
