@@ -182,6 +182,9 @@ struct Worker {
     completed: u64,
     conn_errors: Vec<String>,
     last_done: Instant,
+    /// Connections whose replies were read in this loop iteration, to refill once every
+    /// ready connection has been read (see [`Worker::run`]).
+    refill: Vec<usize>,
 }
 
 pub fn client_cpu() -> Duration {
@@ -298,6 +301,7 @@ pub fn run(addr: &str, phase: Phase, s: &Settings, quiet: bool) -> Result<PhaseR
                 completed: 0,
                 conn_errors: Vec::new(),
                 last_done: measure_start,
+                refill: Vec::new(),
             };
             let stop = stop.clone();
             handles.push(scope.spawn(move || {
@@ -483,6 +487,12 @@ impl Worker {
                     return Err(format!("epoll wait: {e}"));
                 }
             }
+            // Two passes over the ready connections, as redis-benchmark's ae loop does: first
+            // read every reply that is in (each connection's clock stops before its read),
+            // then write the next requests (each clock starts just before its write).
+            // Writing each connection's next request right after reading its reply would
+            // put those writes inside the latency of every connection read after it in
+            // the same pass: a client-side delay that is not the server's.
             let mut idle = true;
             for ev in events.iter() {
                 if ev.token() == TIMER {
@@ -500,9 +510,15 @@ impl Worker {
                     self.flush(i);
                 }
             }
+            let refill = std::mem::take(&mut self.refill);
+            for &i in &refill {
+                self.fill(i, Instant::now());
+            }
+            self.refill = refill;
+            self.refill.clear();
             now = Instant::now();
             // Open-loop schedules, and deadlines of connections that had nothing to read.
-            // (Closed loop refills a connection right after reading its replies.)
+            // (Closed loop refills the connections it read from, above.)
             if self.open_loop || idle {
                 for i in 0..self.conns.len() {
                     self.fill(i, now);
@@ -562,8 +578,9 @@ impl Worker {
             self.flush(i);
             return;
         }
+        let mut started = false;
         while let Some(&slot) = c.free.last() {
-            // Closed loop: latency runs from here (the write follows at once).
+            // Closed loop: the start is set again after encoding, just before the write.
             let start = if self.open_loop {
                 if c.next_send > now {
                     break;
@@ -602,6 +619,16 @@ impl Worker {
             }
             if self.open_loop {
                 c.next_send += c.interval;
+            }
+            started = true;
+        }
+        if started && !self.open_loop {
+            // Closed loop starts a batch only when every slot is free, so the slots in
+            // use are exactly this batch: its clock starts now, the write follows at once
+            // (redis-benchmark sets `c->start` in writeHandler, before its write).
+            let t = Instant::now();
+            for s in c.slots.iter_mut().filter(|s| s.waiting > 0) {
+                s.start = t;
             }
         }
         self.flush(i);
@@ -647,14 +674,16 @@ impl Worker {
             }
             let room = c.inbuf.len() - c.in_end;
             let end = c.in_end;
+            // The replies in this read were in by now: the clock stops before the read, as
+            // redis-benchmark's readHandler stops it before redisBufferRead (so neither
+            // the read nor parsing is counted). One clock read per read call.
+            let now = Instant::now();
             match c.stream.read(&mut c.inbuf[end..]) {
                 Ok(0) => {
                     self.kill(i, "connection closed by the server".into());
                     return;
                 }
                 Ok(n) => {
-                    // The replies in this read arrived now (one clock read per read call).
-                    let now = Instant::now();
                     c.in_end += n;
                     if let Err(e) = self.process(i, now) {
                         self.kill(i, e);
@@ -674,8 +703,9 @@ impl Worker {
                 }
             }
         }
-        // New operations for the slots that just freed, written in one go.
-        self.fill(i, Instant::now());
+        // New operations for the slots that just freed: written once every ready
+        // connection has been read.
+        self.refill.push(i);
     }
 
     /// Handles every complete reply in connection `i`'s buffer.
