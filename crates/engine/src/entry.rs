@@ -15,9 +15,31 @@ pub(crate) enum Slot {
 
 pub(crate) struct ObjEntry {
     pub key: Box<[u8]>,
-    pub expire_at: Option<u64>,
+    /// Absolute expiry in Unix ms, 0 for none: a plain u64 (not an Option) keeps the
+    /// entry within jemalloc's 64-byte class.
+    expire: u64,
     pub lru: u32,
     pub value: Value,
+}
+
+impl ObjEntry {
+    pub fn new(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> ObjEntry {
+        ObjEntry {
+            key: key.into(),
+            expire: expire_at.unwrap_or(0),
+            lru,
+            value,
+        }
+    }
+
+    pub fn expire_at(&self) -> Option<u64> {
+        (self.expire != 0).then_some(self.expire)
+    }
+
+    pub fn set_expire_at(&mut self, at: Option<u64>) {
+        // An expiry at the epoch itself is long past either way; keep it distinguishable.
+        self.expire = at.map_or(0, |t| t.max(1));
+    }
 }
 
 /// The type of a key's value, as TYPE names it.
@@ -74,12 +96,7 @@ impl Slot {
     pub fn new(key: &[u8], value: Value, expire_at: Option<u64>, lru: u32) -> Slot {
         match value {
             Value::Str(s) => Slot::packed(key, &s, expire_at, lru),
-            value => Slot::Obj(Box::new(ObjEntry {
-                key: key.into(),
-                expire_at,
-                lru,
-                value,
-            })),
+            value => Slot::Obj(Box::new(ObjEntry::new(key, expire_at, lru, value))),
         }
     }
 
@@ -109,7 +126,7 @@ impl Slot {
                 Some(u64::from_le_bytes(a))
             }
             Slot::Packed(_) => None,
-            Slot::Obj(o) => o.expire_at,
+            Slot::Obj(o) => o.expire_at(),
         }
     }
 
@@ -146,7 +163,7 @@ impl Slot {
                     }
                 }
             }
-            Slot::Obj(o) => o.expire_at = expire_at,
+            Slot::Obj(o) => o.set_expire_at(expire_at),
         }
     }
 
@@ -164,12 +181,8 @@ impl Slot {
     /// The general form of this entry, converting a packed string in place, for edits.
     pub fn obj_mut(&mut self) -> &mut ObjEntry {
         if let Slot::Packed(_) = self {
-            let obj = ObjEntry {
-                key: self.key().into(),
-                expire_at: self.expire_at(),
-                lru: self.lru(),
-                value: Value::Str(self.packed_str().to_vec()),
-            };
+            let value = Value::Str(self.packed_str().to_vec());
+            let obj = ObjEntry::new(self.key(), self.expire_at(), self.lru(), value);
             *self = Slot::Obj(Box::new(obj));
         }
         match self {
@@ -341,5 +354,16 @@ mod tests {
         assert_eq!(enc(b"0123"), "embstr");
         assert_eq!(enc(&[b'x'; 44]), "embstr");
         assert_eq!(enc(&[b'x'; 45]), "raw");
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    /// Memory per key depends on these staying in jemalloc's small classes.
+    #[test]
+    fn entry_sizes() {
+        assert_eq!(std::mem::size_of::<super::Slot>(), 16);
+        assert_eq!(std::mem::size_of::<crate::value::Value>(), 32);
+        assert!(std::mem::size_of::<super::ObjEntry>() <= 64);
     }
 }

@@ -4,13 +4,15 @@ pub use crate::types::{HashValue, ListValue, SetValue, ZSetValue};
 
 /// A value in its general (unpacked) form. Strings live packed with their key (see `entry`)
 /// until a command edits them in place (APPEND, SETRANGE, SETBIT...), which moves them here
-/// so growth is amortized. Collections are boxed so an entry stays small whatever its type.
+/// so growth is amortized. Hashes and sets (24 bytes, the size of a Vec) sit inline: most
+/// are small, and a separate box would cost each one another allocation. Lists and sorted
+/// sets are larger and stay boxed so that `Value` stays 32 bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(Vec<u8>),
-    Hash(Box<HashValue>),
+    Hash(HashValue),
     List(Box<ListValue>),
-    Set(Box<SetValue>),
+    Set(SetValue),
     ZSet(Box<ZSetValue>),
 }
 

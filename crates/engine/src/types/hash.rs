@@ -361,7 +361,7 @@ impl Locked<'_> {
     /// leave it empty), or WRONGTYPE.
     pub fn hash_mut_or_create(&mut self, key: &[u8]) -> Result<&mut HashValue, WrongType> {
         if !self.contains(key) {
-            self.set_value(key, Value::Hash(Box::default()), Ttl::Clear);
+            self.set_value(key, Value::Hash(HashValue::default()), Ttl::Clear);
         }
         match self.collection_mut(key)? {
             Some(Value::Hash(h)) => Ok(h),

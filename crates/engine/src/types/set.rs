@@ -335,7 +335,7 @@ impl<'a> Locked<'a> {
         Ok(keys
             .iter()
             .map(|k| match this.value_ref(k.as_ref()) {
-                Some(Value::Set(s)) => Some(&**s),
+                Some(Value::Set(s)) => Some(s),
                 _ => None,
             })
             .collect())
@@ -379,7 +379,7 @@ impl<'a> Locked<'a> {
     ) -> Result<&mut SetValue, WrongType> {
         if !self.contains(key) {
             let s = SetValue::new_for(first);
-            self.set_value(key, Value::Set(Box::new(s)), Ttl::Clear);
+            self.set_value(key, Value::Set(s), Ttl::Clear);
         }
         match self.collection_mut(key)? {
             Some(Value::Set(s)) => Ok(s),

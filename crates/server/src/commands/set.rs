@@ -690,7 +690,7 @@ fn sinter_generic(
 fn store(l: &mut strata_engine::Locked<'_>, dst: &[u8], result: SetValue) -> (usize, bool) {
     let n = result.len();
     if n > 0 {
-        l.set_value(dst, Value::Set(Box::new(result)), Ttl::Clear);
+        l.set_value(dst, Value::Set(result), Ttl::Clear);
         (n, false)
     } else {
         (0, l.remove(dst))
