@@ -416,32 +416,14 @@ fn hsetnx(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn hdel(ctx: &mut Ctx<'_>) -> CmdResult {
-    let key = ctx.arg(1);
-    let mut l = ctx.lock1(key);
-    let Some(h) = l.hash_mut(key)? else {
-        drop(l);
-        ctx.out.int(0);
-        return Ok(());
-    };
-    let mut deleted = 0;
-    for f in &ctx.argv[2..] {
-        if h.remove(f) {
-            deleted += 1;
-            if h.is_empty() {
-                break;
-            }
-        }
-    }
-    let removed = h.is_empty() && l.remove(key);
-    drop(l);
-    if deleted > 0 {
-        ctx.notify(notify::HASH, "hdel", key);
-        if removed {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
-    }
-    ctx.out.int(deleted);
-    Ok(())
+    super::remove_members(
+        ctx,
+        strata_engine::Locked::hash_mut,
+        HashValue::remove,
+        HashValue::is_empty,
+        notify::HASH,
+        "hdel",
+    )
 }
 
 fn hincrby(ctx: &mut Ctx<'_>) -> CmdResult {

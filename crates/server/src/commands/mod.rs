@@ -2,6 +2,8 @@
 //! next to their handlers; `FAMILIES` lists every table.
 
 use crate::command::{CmdError, CmdResult, Command, Ctx};
+use crate::notify;
+use strata_engine::{Locked, WrongType};
 
 pub mod admin;
 pub mod bitmap;
@@ -58,5 +60,45 @@ pub fn help(ctx: &mut Ctx<'_>, container: &str, subs: &[Command]) -> CmdResult {
     for l in &lines {
         ctx.out.simple(l);
     }
+    Ok(())
+}
+
+/// HDEL, SREM, ZREM: removes the members named from argv[2..] from the collection at
+/// argv[1], deletes the key once the collection is empty, replies with the count and emits
+/// `event` (then `del`) as Redis does. `lookup` is the type's write lookup
+/// (`Locked::hash_mut`...), `remove` removes one member.
+pub(crate) fn remove_members<'a, T>(
+    ctx: &mut Ctx<'a>,
+    lookup: for<'l> fn(&'l mut Locked<'a>, &[u8]) -> Result<Option<&'l mut T>, WrongType>,
+    remove: fn(&mut T, &[u8]) -> bool,
+    is_empty: fn(&T) -> bool,
+    class: u32,
+    event: &str,
+) -> CmdResult {
+    let key = ctx.arg(1);
+    let mut l = ctx.lock1(key);
+    let Some(c) = lookup(&mut l, key)? else {
+        drop(l);
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let mut deleted = 0;
+    for m in &ctx.argv[2..] {
+        if remove(c, m) {
+            deleted += 1;
+            if is_empty(c) {
+                break;
+            }
+        }
+    }
+    let removed = is_empty(c) && l.remove(key);
+    drop(l);
+    if deleted > 0 {
+        ctx.notify(class, event, key);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+    }
+    ctx.out.int(deleted);
     Ok(())
 }

@@ -283,32 +283,14 @@ fn sadd(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn srem(ctx: &mut Ctx<'_>) -> CmdResult {
-    let key = ctx.arg(1);
-    let mut l = ctx.lock1(key);
-    let Some(s) = l.set_mut(key)? else {
-        drop(l);
-        ctx.out.int(0);
-        return Ok(());
-    };
-    let mut deleted = 0;
-    for m in &ctx.argv[2..] {
-        if s.remove(m) {
-            deleted += 1;
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
-    let removed = s.is_empty() && l.remove(key);
-    drop(l);
-    if deleted > 0 {
-        ctx.notify(notify::SET, "srem", key);
-        if removed {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
-    }
-    ctx.out.int(deleted);
-    Ok(())
+    super::remove_members(
+        ctx,
+        strata_engine::Locked::set_mut,
+        SetValue::remove,
+        SetValue::is_empty,
+        notify::SET,
+        "srem",
+    )
 }
 
 /// SMOVE source destination member

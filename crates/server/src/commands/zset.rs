@@ -334,32 +334,14 @@ fn zadd_generic(ctx: &mut Ctx<'_>, mut fl: u8) -> CmdResult {
 }
 
 fn zrem(ctx: &mut Ctx<'_>) -> CmdResult {
-    let key = ctx.arg(1);
-    let mut l = ctx.lock1(key);
-    let Some(z) = l.zset_mut(key)? else {
-        ctx.out.int(0);
-        return Ok(());
-    };
-    let mut deleted = 0;
-    // The one place ZREM writes.
-    for m in &ctx.argv[2..] {
-        if z.remove(m).is_some() {
-            deleted += 1;
-        }
-        if z.is_empty() {
-            break;
-        }
-    }
-    let removed = z.is_empty() && l.remove(key);
-    drop(l);
-    if deleted > 0 {
-        ctx.notify(notify::ZSET, "zrem", key);
-        if removed {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
-    }
-    ctx.out.int(deleted);
-    Ok(())
+    super::remove_members(
+        ctx,
+        Locked::zset_mut,
+        |z, m| z.remove(m).is_some(),
+        ZSetValue::is_empty,
+        notify::ZSET,
+        "zrem",
+    )
 }
 
 // ---------------------------------------------------------------------------------------
