@@ -10,6 +10,7 @@
 //! hset (HSET, HMSET, HSETNX when it sets), hdel (then del when the hash is emptied),
 //! hincrby, hincrbyfloat.
 
+use super::scan;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::longdouble;
 use crate::notify;
@@ -286,80 +287,6 @@ pub(crate) fn random_count_arg(ctx: &Ctx<'_>, i: usize) -> Result<i64, CmdError>
         )));
     }
     Ok(n)
-}
-
-/// Redis's parseScanCursorOrReply: strtoul in base 10 over the C string (up to the first
-/// NUL), refusing leading white space, trailing garbage and overflow. As with strtoul, an
-/// empty string is 0, a '+' or '-' sign is accepted and "-N" wraps around.
-pub(crate) fn parse_scan_cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    let invalid = || CmdError::err("invalid cursor");
-    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let Some(&first) = s.first() else {
-        return Ok(0);
-    };
-    if first.is_ascii_whitespace() || first == 0x0b {
-        return Err(invalid());
-    }
-    let (neg, digits) = match first {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return Err(invalid());
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(d - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
-/// The options of HSCAN/SSCAN/ZSCAN from argv[3]: (COUNT, MATCH pattern unless "*").
-/// Redis parses them only once the key is found and of the right type.
-pub(crate) fn scan_options<'a>(ctx: &Ctx<'a>) -> Result<(usize, Option<&'a [u8]>), CmdError> {
-    let mut count = 10usize;
-    let mut pattern = None;
-    let mut i = 3;
-    while i < ctx.argv.len() {
-        let more = ctx.argv.len() - i;
-        let opt = ctx.lower(i);
-        if opt == b"count" && more >= 2 {
-            let n = ctx.int_arg(i + 1)?;
-            if n < 1 {
-                return Err(CmdError::SYNTAX);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt == b"match" && more >= 2 {
-            let p = ctx.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(CmdError::SYNTAX);
-        }
-        i += 2;
-    }
-    Ok((count, pattern))
-}
-
-/// A *SCAN MATCH filter (None matches everything).
-pub(crate) fn matches_pattern(pattern: Option<&[u8]>, s: &[u8]) -> bool {
-    match pattern {
-        None => true,
-        Some(p) => strata_engine::glob::matches(p, s, false),
-    }
-}
-
-/// Redis's emptyscan reply: cursor "0" and no elements.
-pub(crate) fn empty_scan(ctx: &mut Ctx<'_>) {
-    ctx.out.array(2);
-    ctx.out.bulk(b"0");
-    ctx.out.array(0);
 }
 
 fn resp3(ctx: &Ctx<'_>) -> bool {
@@ -683,20 +610,19 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, l: i64, withvalues: bool) -> CmdResult {
 
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 fn hscan(ctx: &mut Ctx<'_>) -> CmdResult {
-    let cursor = parse_scan_cursor(ctx.arg(2))?;
+    let cursor = scan::parse_cursor(ctx.arg(2))?;
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     let Some(h) = l.get_hash(key)? else {
         drop(l);
-        empty_scan(ctx);
+        scan::empty_scan(ctx);
         return Ok(());
     };
-    let (count, pattern) = scan_options(ctx)?;
+    let opts = scan::ScanOptions::parse(ctx, 3, false)?;
+    let count = opts.count;
     let (next, pairs) = h.scan(cursor, count);
-    let matching: Vec<(&[u8], &[u8])> = pairs
-        .into_iter()
-        .filter(|(f, _)| matches_pattern(pattern, f))
-        .collect();
+    let matching: Vec<(&[u8], &[u8])> =
+        pairs.into_iter().filter(|(f, _)| opts.matches(f)).collect();
     ctx.out.array(2);
     ctx.out.bulk(next.to_string().as_bytes());
     ctx.out.array(matching.len() * 2);
@@ -710,17 +636,6 @@ fn hscan(ctx: &mut Ctx<'_>) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursor_parsing_follows_strtoul() {
-        assert_eq!(parse_scan_cursor(b""), Ok(0));
-        assert_eq!(parse_scan_cursor(b"+7"), Ok(7));
-        assert_eq!(parse_scan_cursor(b"-1"), Ok(u64::MAX));
-        assert_eq!(parse_scan_cursor(b"5\0junk"), Ok(5));
-        for bad in [&b" 0"[..], b"x", b"+", b"1x", b"18446744073709551616"] {
-            assert!(parse_scan_cursor(bad).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn distinct_samples() {

@@ -9,6 +9,7 @@
 //!   a guard with `no_touch(true)` (EXISTS, TYPE, TTL, OBJECT);
 //! - `lookupKeyWrite` (no statistics): `contains` / `peek` / `take` / `remove`.
 
+use super::scan;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;
 use strata_engine::{clock, Kind, Locked, ScanFilter};
@@ -568,63 +569,13 @@ fn keys(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Redis's parseScanCursorOrReply: strtoul in base 10 over the C string (up to the first
-/// NUL), refusing leading white space, trailing garbage and overflow. As with strtoul, an
-/// empty string is 0, a '+' or '-' sign is accepted and "-N" wraps around.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let Some(&first) = s.first() else {
-        return Some(0);
-    };
-    if first.is_ascii_whitespace() || first == 0x0b {
-        return None;
-    }
-    let (neg, digits) = match first {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor is a shard index (see
 /// `Db::scan`): every key present for the whole iteration is returned, and a call may
 /// return more than COUNT keys, as Redis's may.
 fn scan(ctx: &mut Ctx<'_>) -> CmdResult {
-    let cursor = parse_cursor(ctx.arg(1)).ok_or(CmdError::err("invalid cursor"))?;
-    let mut count: usize = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let mut type_name: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < ctx.argv.len() {
-        let more = ctx.argv.len() - i;
-        let opt = ctx.lower(i);
-        if opt == b"count" && more >= 2 {
-            let n = ctx.int_arg(i + 1)?;
-            if n < 1 {
-                return Err(CmdError::SYNTAX);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt == b"match" && more >= 2 {
-            let p = ctx.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else if opt == b"type" && more >= 2 {
-            type_name = Some(ctx.arg(i + 1));
-        } else {
-            return Err(CmdError::SYNTAX);
-        }
-        i += 2;
-    }
+    let cursor = scan::parse_cursor(ctx.arg(1))?;
+    let opts = scan::ScanOptions::parse(ctx, 2, true)?;
+    let (pattern, type_name, count) = (opts.pattern, opts.type_name, opts.count);
     let kind = type_name.map(Kind::parse);
     let filter = ScanFilter {
         pattern,
@@ -940,33 +891,4 @@ fn ttl_generic(ctx: &mut Ctx<'_>, ms: bool, absolute: bool) -> CmdResult {
     };
     ctx.out.int(reply);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_cursor;
-
-    #[test]
-    fn cursor_parsing_follows_strtoul() {
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b"+7"), Some(7));
-        assert_eq!(parse_cursor(b"-0"), Some(0));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"007"), Some(7));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"5\0junk"), Some(5));
-        for bad in [
-            &b" 0"[..],
-            b"0 ",
-            b"x",
-            b"+",
-            b"-",
-            b"1x",
-            b"18446744073709551616",
-            b"\x0b1",
-        ] {
-            assert_eq!(parse_cursor(bad), None, "{bad:?}");
-        }
-    }
 }

@@ -12,10 +12,8 @@
 //! commands' sinterstore / sunionstore / sdiffstore, or del when the result is empty and
 //! the destination existed.
 
-use super::hash::{
-    empty_scan, matches_pattern, parse_scan_cursor, random_count_arg, sample_distinct,
-    scan_options, Rng, RANDOM_REPLY_CAP,
-};
+use super::hash::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
+use super::scan;
 use crate::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;
 use bytes::Bytes;
@@ -803,21 +801,22 @@ fn sunion_diff(ctx: &mut Ctx<'_>, from: usize, dst: Option<&[u8]>, op: Op) -> Cm
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 fn sscan(ctx: &mut Ctx<'_>) -> CmdResult {
-    let cursor = parse_scan_cursor(ctx.arg(2))?;
+    let cursor = scan::parse_cursor(ctx.arg(2))?;
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     let Some(s) = l.get_set(key)? else {
         drop(l);
-        empty_scan(ctx);
+        scan::empty_scan(ctx);
         return Ok(());
     };
-    let (count, pattern) = scan_options(ctx)?;
+    let opts = scan::ScanOptions::parse(ctx, 3, false)?;
+    let count = opts.count;
     let (next, members) = s.scan(cursor, count);
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(members.len());
     for e in members {
         let mut buf = [0u8; 20];
         let b = e.bytes(&mut buf);
-        if matches_pattern(pattern, b) {
+        if opts.matches(b) {
             out.push(b.to_vec());
         }
     }

@@ -15,7 +15,7 @@ mod range;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;
 use bytes::Bytes;
-use strata_engine::{glob, Locked, Ttl, Value, ZSetValue};
+use strata_engine::{Locked, Ttl, Value, ZSetValue};
 use strata_resp::{format_g17, Protocol, Reply};
 
 use range::parse_score;
@@ -1004,36 +1004,8 @@ fn zintercard(ctx: &mut Ctx<'_>) -> CmdResult {
 // ---------------------------------------------------------------------------------------
 // ZSCAN
 
-/// Redis's parseScanCursorOrReply: strtoul over the C string (up to a NUL), refusing
-/// leading white space, trailing garbage and overflow; a sign is accepted ("-N" wraps).
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let Some(&first) = s.first() else {
-        return Some(0);
-    };
-    if first.is_ascii_whitespace() || first == 0x0b {
-        return None;
-    }
-    let (neg, digits) = match first {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 fn zscan(ctx: &mut Ctx<'_>) -> CmdResult {
-    let cursor = parse_cursor(ctx.arg(2)).ok_or(CmdError::err("invalid cursor"))?;
+    let cursor = super::scan::parse_cursor(ctx.arg(2))?;
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     let Some(z) = l.zset_get(key)? else {
@@ -1042,30 +1014,10 @@ fn zscan(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.out.array(0);
         return Ok(());
     };
-    let mut count: usize = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let argc = ctx.argv.len();
-    let mut i = 3;
-    while i < argc {
-        let more = argc - i;
-        let opt = ctx.lower(i);
-        if opt == b"count" && more >= 2 {
-            let n = ctx.int_arg(i + 1)?;
-            if n < 1 {
-                return Err(CmdError::SYNTAX);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt == b"match" && more >= 2 {
-            let p = ctx.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(CmdError::SYNTAX);
-        }
-        i += 2;
-    }
+    let opts = super::scan::ScanOptions::parse(ctx, 3, false)?;
     let mut found: Vec<(&[u8], f64)> = Vec::new();
-    let next = z.scan(cursor, count, |m, s| {
-        if pattern.is_none_or(|p| glob::matches(p, m, false)) {
+    let next = z.scan(cursor, opts.count, |m, s| {
+        if opts.matches(m) {
             found.push((m, s));
         }
     });
