@@ -12,6 +12,7 @@
 #[path = "zset_range.rs"]
 mod range;
 
+use super::hash::Rng;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;
 use bytes::Bytes;
@@ -163,30 +164,6 @@ fn positive_arg(
     match parse_i64(ctx.arg(i)) {
         Some(n) if n >= min => Ok(n),
         _ => Err(fail()),
-    }
-}
-
-/// A small xorshift generator seeded from the server's random source.
-struct Rng(u64);
-
-impl Rng {
-    fn new(ctx: &Ctx<'_>) -> Rng {
-        Rng(ctx.server.keyspace.random() | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
     }
 }
 
@@ -580,8 +557,6 @@ fn zmpop(ctx: &mut Ctx<'_>) -> CmdResult {
 // ---------------------------------------------------------------------------------------
 // ZRANDMEMBER
 
-/// Redis's ZRANDMEMBER_SUB_STRATEGY_MUL.
-const SUB_STRATEGY_MUL: usize = 3;
 /// Counts beyond this (with repetitions, so never capped by the set's size) are refused
 /// rather than building a reply of gigabytes; Redis would try and run out of memory.
 const MAX_RANDOM_REPLY: u64 = 1 << 26;
@@ -669,26 +644,8 @@ fn zrandmember_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, withscores: bool) ->
         z.for_range(0, size, true, |m, s| item(out, m, s));
         return Ok(());
     }
-    let ranks: Vec<usize> = if count * SUB_STRATEGY_MUL > size {
-        // Drop random elements until `count` remain.
-        let mut all: Vec<usize> = (0..size).collect();
-        for i in 0..count {
-            let j = i + rng.below(size - i);
-            all.swap(i, j);
-        }
-        all.truncate(count);
-        all
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(count);
-        let mut v = Vec::with_capacity(count);
-        while v.len() < count {
-            let r = rng.below(size);
-            if seen.insert(r) {
-                v.push(r);
-            }
-        }
-        v
-    };
+    // Redis's ZRANDMEMBER_SUB_STRATEGY_MUL (3) is the threshold sample_distinct uses.
+    let ranks = super::hash::sample_distinct(&mut rng, size, count);
     header(&mut ctx.out, ranks.len());
     for r in ranks {
         if let Some((m, s)) = z.get(r) {
