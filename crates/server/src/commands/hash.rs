@@ -10,6 +10,7 @@
 //! hset (HSET, HMSET, HSETNX when it sets), hdel (then del when the hash is emptied),
 //! hincrby, hincrbyfloat.
 
+use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::longdouble;
@@ -219,75 +220,6 @@ pub const COMMANDS: &[Command] = &[
         ..Command::DEFAULT
     },
 ];
-
-// ---------------------------------------------------------------------------------------
-// Shared helpers: randomness, sampling, SCAN arguments
-
-/// A small fast PRNG (xorshift64*), seeded per command from the server's random source.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub fn new(ctx: &Ctx<'_>) -> Rng {
-        Rng(ctx.server.keyspace.random() | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in `0..n` (`n > 0`; 0 for `n == 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
-
-/// `count` distinct positions out of `0..size` (`count < size`), in random order.
-pub(crate) fn sample_distinct(rng: &mut Rng, size: usize, count: usize) -> Vec<usize> {
-    if count.saturating_mul(3) > size {
-        // Partial Fisher-Yates over all positions.
-        let mut all: Vec<usize> = (0..size).collect();
-        for i in 0..count {
-            let j = i + rng.below(size - i);
-            all.swap(i, j);
-        }
-        all.truncate(count);
-        all
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(count);
-        let mut out = Vec::with_capacity(count);
-        while out.len() < count {
-            let i = rng.below(size);
-            if seen.insert(i) {
-                out.push(i);
-            }
-        }
-        out
-    }
-}
-
-/// A reply of repeated random picks (negative counts) stops here: Redis would grow the
-/// output buffer without bound (its default limit for normal clients is none) and closes
-/// the client when a limit trips; Strata closes the connection after this many bytes.
-pub(crate) const RANDOM_REPLY_CAP: usize = 512 << 20;
-
-/// The range Redis's getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX) accepts, for
-/// SRANDMEMBER, HRANDFIELD and ZRANDMEMBER counts.
-pub(crate) fn random_count_arg(ctx: &Ctx<'_>, i: usize) -> Result<i64, CmdError> {
-    let n = ctx.int_arg(i)?;
-    if n == i64::MIN {
-        return Err(CmdError::err(format_args!(
-            "value is out of range, value must between {} and {}",
-            -i64::MAX,
-            i64::MAX
-        )));
-    }
-    Ok(n)
-}
 
 fn resp3(ctx: &Ctx<'_>) -> bool {
     ctx.out.proto == Protocol::Resp3
@@ -636,16 +568,4 @@ fn hscan(ctx: &mut Ctx<'_>) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn distinct_samples() {
-        let mut rng = Rng(12345);
-        for (size, count) in [(10, 9), (1000, 5), (3, 1), (100, 40)] {
-            let s = sample_distinct(&mut rng, size, count);
-            let set: std::collections::HashSet<_> = s.iter().collect();
-            assert_eq!(set.len(), count);
-            assert!(s.iter().all(|&i| i < size));
-        }
-        assert_eq!(rng.below(0), 0);
-    }
 }

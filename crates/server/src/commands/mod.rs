@@ -16,6 +16,7 @@ pub mod introspection;
 pub mod keys;
 pub mod list;
 pub mod pubsub;
+pub(crate) mod random;
 pub(crate) mod scan;
 pub mod set;
 pub mod sort;

@@ -12,7 +12,7 @@
 //! commands' sinterstore / sunionstore / sdiffstore, or del when the result is empty and
 //! the destination existed.
 
-use super::hash::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
+use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
 use crate::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;

@@ -12,7 +12,7 @@
 #[path = "zset_range.rs"]
 mod range;
 
-use super::hash::Rng;
+use super::random::Rng;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;
 use bytes::Bytes;
@@ -645,7 +645,7 @@ fn zrandmember_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, withscores: bool) ->
         return Ok(());
     }
     // Redis's ZRANDMEMBER_SUB_STRATEGY_MUL (3) is the threshold sample_distinct uses.
-    let ranks = super::hash::sample_distinct(&mut rng, size, count);
+    let ranks = super::random::sample_distinct(&mut rng, size, count);
     header(&mut ctx.out, ranks.len());
     for r in ranks {
         if let Some((m, s)) = z.get(r) {
