@@ -564,8 +564,3 @@ fn hscan(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}
