@@ -7,6 +7,7 @@
 //! [`Keyspace::active_expire_cycle`].
 
 pub mod clock;
+pub mod embedded;
 mod entry;
 pub mod glob;
 mod keyspace;
@@ -15,6 +16,7 @@ mod shard;
 mod types;
 mod value;
 
+pub use embedded::Table;
 pub use entry::{EntryRef, Kind};
 pub use keyspace::{Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT};
 pub use locked::{Locked, Ttl, WrongType};
