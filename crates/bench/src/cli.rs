@@ -4,7 +4,7 @@ use crate::driver::Settings;
 use crate::keys::{parse_count, KeySpec, ValueSize, Values};
 use crate::output::{self, Report};
 use crate::run::{self, RunOpts, Sweep, Target};
-use crate::workloads::{kv, voter, ycsb, Workload};
+use crate::workloads::{embedded, kv, voter, ycsb, Workload};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,7 +25,8 @@ enum BenchCmd {
     Ycsb(YcsbArgs),
     /// VoltDB's voter, as a Redis 7 function library (examples/voter/voter.lua).
     Voter(VoterArgs),
-    /// In-process against strata-engine (arrives with the embedded-engine issue).
+    /// In-process, the ETS benchmark's shape: strata-engine (and dashmap) filled in parallel,
+    /// then rounds of random lookups with U updates per 1000 operations.
     Embedded(EmbeddedArgs),
     /// Combine runs made at the same time from several client processes or machines.
     Merge(MergeArgs),
@@ -156,8 +157,30 @@ struct VoterArgs {
 
 #[derive(Args, Debug)]
 struct EmbeddedArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Rows (keys 1..N) filled before the rounds; accepts 1m, 10m.
+    #[arg(long, default_value = "1000000")]
+    rows: String,
+    /// Threads filling and then looking up (etsb's p).
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Ratios to run in turn: updates per 1000 operations (etsb's updates).
+    #[arg(long, default_value = "0,1,50,100")]
+    writes_per_1000: String,
+    /// Operations per thread per round (etsb's l); accepts 1m.
+    #[arg(long, default_value = "1000000")]
+    loops: String,
+    /// Timed rounds per ratio (after one untimed warm-up round of lookups).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// strata (strata-engine's keyspace), dashmap, or both one after the other.
+    #[arg(long, default_value = "strata")]
+    map: String,
+    /// strata-engine: 2^BITS shards.
+    #[arg(long, default_value_t = 8)]
+    shards: u32,
+    /// Fill progress interval.
+    #[arg(long, default_value = "5s")]
+    progress: String,
 }
 
 #[derive(Args, Debug)]
@@ -180,20 +203,13 @@ struct ReportArgs {
     html: PathBuf,
 }
 
-/// Runs `strata bench ...`: 0 when every operation succeeded, 1 on errors, 2 when the
-/// workload does not exist yet.
+/// Runs `strata bench ...`: 0 when every operation succeeded, 1 on errors.
 pub fn run(a: BenchArgs) -> ExitCode {
     let r = match *a.cmd {
         BenchCmd::Kv(k) => run_kv(k),
         BenchCmd::Ycsb(y) => run_ycsb(y),
         BenchCmd::Voter(v) => run_voter(v),
-        BenchCmd::Embedded(_) => {
-            eprintln!(
-                "strata bench embedded: the in-process workload arrives with the embedded-engine \
-                 issue (strata-engine's embeddable API); nothing to run yet."
-            );
-            return ExitCode::from(2);
-        }
+        BenchCmd::Embedded(e) => run_embedded(e),
         BenchCmd::Merge(m) => crate::merge::run(&m.files, m.json.as_deref()),
         BenchCmd::Report(r) => crate::report::run(&r.files, &r.html),
     };
@@ -499,6 +515,39 @@ fn run_voter(a: VoterArgs) -> Result<bool, String> {
             clients,
         )))
     })
+}
+
+fn run_embedded(a: EmbeddedArgs) -> Result<bool, String> {
+    let rows = parse_count(&a.rows).ok_or_else(|| format!("bad --rows {:?}", a.rows))?;
+    let loops = parse_count(&a.loops).ok_or_else(|| format!("bad --loops {:?}", a.loops))?;
+    let writes_per_1000 = a
+        .writes_per_1000
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("bad --writes-per-1000 {:?}", a.writes_per_1000))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if writes_per_1000.is_empty() {
+        return Err("--writes-per-1000 names no ratio".into());
+    }
+    if a.shards > 16 {
+        return Err("--shards: at most 16 (65536 shards)".into());
+    }
+    let opts = embedded::Opts {
+        rows,
+        threads: a.threads,
+        writes_per_1000,
+        loops,
+        rounds: a.rounds,
+        maps: embedded::MapKind::parse_list(&a.map)?,
+        shard_bits: a.shards,
+        progress: parse_duration(&a.progress)?.max(Duration::from_millis(100)),
+    };
+    embedded::run(&opts, &mut |line| println!("{line}"))?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -496,12 +496,76 @@ fn merge_sums_counts_and_report_writes_html() {
 }
 
 #[test]
-fn embedded_is_a_clear_seam() {
-    let o = bench(&["embedded"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("embedded-engine"),
+fn embedded_runs_both_maps_in_the_ets_shape() {
+    let o = bench(&[
+        "embedded",
+        "--rows",
+        "2000",
+        "--threads",
+        "2",
+        "--writes-per-1000",
+        "0,100",
+        "--loops",
+        "5000",
+        "--rounds",
+        "2",
+        "--map",
+        "both",
+        "--shards",
+        "4",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for map in ["strata", "dashmap"] {
+        assert!(out.contains(&format!("# map={map}")), "{}", text(&o));
+        for w in ["0", "100"] {
+            // Per round, then etsb's summary line (best, median) plus the average.
+            let rounds = out
+                .lines()
+                .filter(|l| {
+                    l.starts_with(map)
+                        && l.contains(&format!("updates/1000={w} "))
+                        && l.contains(" round ")
+                })
+                .count();
+            assert_eq!(rounds, 2, "{}", text(&o));
+            assert!(
+                out.lines().any(|l| l.starts_with(map)
+                    && l.contains(&format!("updates/1000={w} "))
+                    && l.contains("p=2 n=2000 ops/round=10000")
+                    && l.contains("best=")
+                    && l.contains("median=")
+                    && l.contains("avg=")),
+                "{}",
+                text(&o)
+            );
+        }
+    }
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("# fill: 2000 rows in") && l.contains("bytes/row"))
+            .count(),
+        2,
         "{}",
         text(&o)
     );
+    assert!(
+        out.contains("# updates/1000=100: strata best"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn embedded_rejects_bad_options() {
+    for args in [
+        &["embedded", "--map", "btree"][..],
+        &["embedded", "--writes-per-1000", "2000"][..],
+        &["embedded", "--rows", "lots"][..],
+        &["embedded", "--threads", "0"][..],
+    ] {
+        let o = bench(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(!o.stderr.is_empty(), "{args:?}: {}", text(&o));
+    }
 }

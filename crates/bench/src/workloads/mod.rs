@@ -1,6 +1,7 @@
 //! The workloads: each builds the phases of one run against one target, and may prepare
 //! the target before and check it after.
 
+pub mod embedded;
 pub mod kv;
 pub mod voter;
 pub mod ycsb;
