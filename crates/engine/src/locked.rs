@@ -7,6 +7,7 @@ use crate::keyspace::Db;
 use crate::shard::{hash, ShardData};
 use crate::value::{Owned, Value};
 use parking_lot::MutexGuard;
+use std::cell::Cell;
 
 /// The key holds a value of another type (Redis's WRONGTYPE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,18 +34,21 @@ pub(crate) enum Guards<'a> {
 pub struct Locked<'a> {
     pub(crate) db: &'a Db,
     pub(crate) guards: Guards<'a>,
-    now: u64,
-    lru: u32,
+    /// The command's time in Unix ms; 0 until first needed when the caller gave none
+    /// (most lookups touch no entry with an expiry and need no clock at all).
+    now: Cell<u64>,
+    lru: Cell<u32>,
     touch: bool,
 }
 
 impl<'a> Locked<'a> {
+    /// `now` = 0: read the clock lazily, on first need.
     pub(crate) fn new(db: &'a Db, guards: Guards<'a>, now: u64) -> Self {
         Locked {
             db,
             guards,
-            now,
-            lru: clock::lru_clock(now),
+            now: Cell::new(now),
+            lru: Cell::new(if now == 0 { 0 } else { clock::lru_clock(now) }),
             touch: true,
         }
     }
@@ -57,7 +61,21 @@ impl<'a> Locked<'a> {
 
     /// The time this command runs at, in Unix milliseconds (one value for the whole command).
     pub fn now(&self) -> u64 {
-        self.now
+        match self.now.get() {
+            0 => {
+                let t = clock::now_ms();
+                self.now.set(t);
+                self.lru.set(clock::lru_clock(t));
+                t
+            }
+            t => t,
+        }
+    }
+
+    /// The LRU stamp for entries written or read now.
+    fn lru(&self) -> u32 {
+        self.now();
+        self.lru.get()
     }
 
     fn shard(&mut self, h: u64) -> &mut ShardData {
@@ -75,12 +93,12 @@ impl<'a> Locked<'a> {
     /// Finds a live entry, deleting it first if it has expired.
     fn live(&mut self, key: &[u8]) -> (u64, bool) {
         let h = hash(key);
-        let now = self.now;
-        let shard = self.shard(h);
-        let expired = match shard.find(h, key) {
+        let expire_at = match self.shard(h).find(h, key) {
             None => return (h, false),
-            Some(s) => s.is_expired(now),
+            Some(s) => s.expire_at(),
         };
+        let expired = expire_at.is_some_and(|at| at <= self.now());
+        let shard = self.shard(h);
         if expired {
             shard.remove(h, key);
             shard.expired += 1;
@@ -92,16 +110,21 @@ impl<'a> Locked<'a> {
 
     /// A read lookup: counts a keyspace hit or miss and touches the entry's access time.
     pub fn get(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
-        let (h, found) = self.live(key);
-        let (lru, touch) = (self.lru, self.touch);
-        let shard = self.shard(h);
-        if !found {
-            shard.misses += 1;
+        let h = hash(key);
+        // Expiry can only remove a key from a shard that holds keys with a TTL; elsewhere
+        // the lookup below is the only probe.
+        if self.shard(h).volatile != 0 && !self.live(key).1 {
+            self.shard(h).misses += 1;
             return None;
         }
+        let lru = if self.touch { Some(self.lru()) } else { None };
+        let shard = self.shard(h);
+        let Some(slot) = shard.table.find_mut(h, |s| s.key() == key) else {
+            shard.misses += 1;
+            return None;
+        };
         shard.hits += 1;
-        let slot = shard.find_mut(h, key)?;
-        if touch {
+        if let Some(lru) = lru {
             slot.touch(lru);
         }
         Some(slot.view())
@@ -132,7 +155,7 @@ impl<'a> Locked<'a> {
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);
-        let lru = self.lru;
+        let lru = self.lru();
         self.shard(h)
             .put(h, Slot::packed(key, value, expire_at, lru));
     }
@@ -141,7 +164,7 @@ impl<'a> Locked<'a> {
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);
-        let lru = self.lru;
+        let lru = self.lru();
         self.shard(h).put(h, Slot::new(key, value, expire_at, lru));
     }
 
@@ -160,7 +183,7 @@ impl<'a> Locked<'a> {
         if !found {
             return Ok(None);
         }
-        let lru = self.lru;
+        let lru = self.lru();
         let Some(slot) = self.shard(h).find_mut(h, key) else {
             return Ok(None);
         };
@@ -182,7 +205,7 @@ impl<'a> Locked<'a> {
         if !found {
             return Ok(None);
         }
-        let lru = self.lru;
+        let lru = self.lru();
         let Some(slot) = self.shard(h).find_mut(h, key) else {
             return Ok(None);
         };
@@ -234,7 +257,7 @@ impl<'a> Locked<'a> {
     /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one.
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
         let h = hash(key);
-        let lru = self.lru;
+        let lru = self.lru();
         self.shard(h)
             .put(h, Slot::new(key, owned.value, owned.expire_at, lru));
     }
@@ -248,7 +271,7 @@ impl<'a> Locked<'a> {
     /// Like Redis's write lookups, this refreshes the key's access time.
     pub fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
         let (h, found) = self.live(key);
-        let lru = self.lru;
+        let lru = self.lru();
         let shard = self.shard(h);
         if !(found && shard.set_expire(h, key, expire_at)) {
             return false;
