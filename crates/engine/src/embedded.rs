@@ -28,7 +28,7 @@
 //! assert_eq!(table.get(b"hits").as_deref(), Some(&b"4000"[..]));
 //! ```
 
-use crate::entry::is_canonical_i64;
+use crate::int::{fmt_i64, parse_i64};
 use crate::keyspace::{Db, Keyspace, ScanFilter};
 use crate::locked::{Locked, Ttl, WrongType};
 use crate::types::{Encodings, HashValue, SetValue};
@@ -112,14 +112,6 @@ impl fmt::Debug for Table {
 /// Milliseconds of a duration, saturating.
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Redis's string2ll: the canonical decimal text of an i64, or None.
-fn parse_i64(s: &[u8]) -> Option<i64> {
-    if !is_canonical_i64(s) {
-        return None;
-    }
-    std::str::from_utf8(s).ok()?.parse().ok()
 }
 
 impl Table {
@@ -666,25 +658,6 @@ impl Iterator for Keys<'_> {
 
 fn itoa_buf() -> [u8; 20] {
     [0; 20]
-}
-
-/// Formats `n` in decimal into `buf` (20 bytes hold any i64).
-fn fmt_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut v = n.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }
 
 #[cfg(test)]

@@ -286,37 +286,7 @@ impl<'a> EntryRef<'a> {
 
 /// True when `s` is the canonical decimal text of an i64 (what Redis would encode as int).
 pub fn is_canonical_i64(s: &[u8]) -> bool {
-    match std::str::from_utf8(s)
-        .ok()
-        .and_then(|t| t.parse::<i64>().ok())
-    {
-        Some(n) => {
-            let mut buf = [0u8; 20];
-            let t = fmt_i64(n, &mut buf);
-            t == s
-        }
-        None => false,
-    }
-}
-
-fn fmt_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        // i64::MIN has 19 digits plus the sign, which fits in 20 bytes.
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
+    crate::int::parse_i64(s).is_some()
 }
 
 #[cfg(test)]

@@ -353,22 +353,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// Parses like Redis's string2ll: optional '-', digits, no '+', no leading zeros or spaces.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s.len() > 1 && (s[0] == b'0' || (s[0] == b'-' && s[1] == b'0')) {
-        return None;
-    }
-    if s == b"-" {
-        return None;
-    }
-    std::str::from_utf8(s)
-        .ok()?
-        .parse()
-        .ok()
-        .filter(|_| s[0] != b'+')
-}
+pub use strata_engine::int::parse_i64;
 
 /// A command error: the full error line without the leading '-' (e.g. "ERR syntax error").
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -28,7 +28,7 @@ pub enum Elem<'a> {
 impl<'a> Elem<'a> {
     /// The stored form of `s`.
     pub fn of(s: &'a [u8]) -> Elem<'a> {
-        match canonical_int(s) {
+        match crate::int::parse_i64(s) {
             Some(n) => Elem::Int(n),
             None => Elem::Str(s),
         }
@@ -41,7 +41,7 @@ impl<'a> Elem<'a> {
     {
         match *self {
             Elem::Str(s) => s,
-            Elem::Int(n) => fmt_i64(n, buf),
+            Elem::Int(n) => crate::int::fmt_i64(n, buf),
         }
     }
 
@@ -65,58 +65,6 @@ impl<'a> Elem<'a> {
             Elem::Int(_) => None,
         }
     }
-}
-
-/// listpack's lpStringToInt64: true only for the canonical text of an i64 (no '+', no
-/// leading zeros, no "-0", at most 20 bytes).
-pub fn canonical_int(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    if !matches!(digits.first(), Some(b'1'..=b'9')) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if neg {
-        if v > 1 << 63 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
-fn fmt_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }
 
 /// Bytes of the backlen field for an entry whose header+payload is `l` bytes.
@@ -607,10 +555,16 @@ mod tests {
 
     #[test]
     fn canonical_ints() {
-        assert_eq!(canonical_int(b"0"), Some(0));
-        assert_eq!(canonical_int(b"-1"), Some(-1));
-        assert_eq!(canonical_int(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(canonical_int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(crate::int::parse_i64(b"0"), Some(0));
+        assert_eq!(crate::int::parse_i64(b"-1"), Some(-1));
+        assert_eq!(
+            crate::int::parse_i64(b"9223372036854775807"),
+            Some(i64::MAX)
+        );
+        assert_eq!(
+            crate::int::parse_i64(b"-9223372036854775808"),
+            Some(i64::MIN)
+        );
         for bad in [
             &b""[..],
             b"-0",
@@ -623,7 +577,7 @@ mod tests {
             b"1a",
             b"123456789012345678901",
         ] {
-            assert_eq!(canonical_int(bad), None, "{bad:?}");
+            assert_eq!(crate::int::parse_i64(bad), None, "{bad:?}");
         }
     }
 

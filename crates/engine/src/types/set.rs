@@ -15,6 +15,7 @@ use self::intset::IntSet;
 use super::hash::table::{Dense, Small};
 use super::Encodings;
 use crate::entry::Slot;
+use crate::int;
 use crate::locked::{Guards, Locked, Ttl, WrongType};
 use crate::shard::{hash, ShardData};
 use crate::value::Value;
@@ -81,41 +82,6 @@ fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
     i
 }
 
-/// Redis's string2ll (isSdsRepresentableAsLongLong): the canonical decimal text of an i64
-/// (optional '-', no '+', no leading zeros or spaces, "-0" refused).
-pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &b in digits {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
-    }
-    if neg {
-        if v > i64::MIN.unsigned_abs() {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
 /// Redis's cap on set-max-intset-entries.
 fn intset_max(enc: &Encodings) -> usize {
     enc.set_intset_entries().min(1 << 30)
@@ -125,7 +91,7 @@ impl SetValue {
     /// Redis's setTypeCreate: an intset if `first` (the first member to be added) is an
     /// integer, else a hashtable.
     pub fn new_for(first: &[u8]) -> SetValue {
-        if parse_canonical_i64(first).is_some() {
+        if int::parse_i64(first).is_some() {
             SetValue::default()
         } else {
             SetValue(Repr::Table(Box::new(Dense::with_capacity(0))))
@@ -153,7 +119,7 @@ impl SetValue {
 
     pub fn contains(&self, m: &[u8]) -> bool {
         match &self.0 {
-            Repr::Ints(i) => parse_canonical_i64(m).is_some_and(|v| i.contains(v)),
+            Repr::Ints(i) => int::parse_i64(m).is_some_and(|v| i.contains(v)),
             Repr::Table(t) => t.contains(m),
         }
     }
@@ -173,7 +139,7 @@ impl SetValue {
     /// Redis's setTypeAdd: true if `m` was not a member.
     pub fn add(&mut self, m: &[u8], enc: &Encodings) -> bool {
         match &mut self.0 {
-            Repr::Ints(i) => match parse_canonical_i64(m) {
+            Repr::Ints(i) => match int::parse_i64(m) {
                 Some(v) => {
                     if !i.add(v) {
                         return false;
@@ -198,7 +164,7 @@ impl SetValue {
     /// True if `m` was a member.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match &mut self.0 {
-            Repr::Ints(i) => parse_canonical_i64(m).is_some_and(|v| i.remove(v)),
+            Repr::Ints(i) => int::parse_i64(m).is_some_and(|v| i.remove(v)),
             Repr::Table(t) => t.remove(m).is_some(),
         }
     }
@@ -397,24 +363,6 @@ mod tests {
         e.set_max_intset_entries
             .store(max, std::sync::atomic::Ordering::Relaxed);
         e
-    }
-
-    #[test]
-    fn canonical_integers() {
-        assert_eq!(parse_canonical_i64(b"0"), Some(0));
-        assert_eq!(parse_canonical_i64(b"-12"), Some(-12));
-        assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b"-0"[..],
-            b"01",
-            b"+1",
-            b" 1",
-            b"",
-            b"9223372036854775808",
-            b"1a",
-        ] {
-            assert_eq!(parse_canonical_i64(bad), None, "{bad:?}");
-        }
     }
 
     #[test]
