@@ -517,10 +517,7 @@ fn show_cmd(c: &[String]) -> String {
 
 #[test]
 fn diff_random_strings() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(200);
+    let cases = common::proptest_cases(200);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let pair = RefCell::new(Pair::new(&redis, &strata));

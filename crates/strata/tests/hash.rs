@@ -6,42 +6,12 @@
 
 mod common;
 
-use common::{encode_command, Proc, RawReply, RespConn};
+use common::{encode_command, int, query, setup, RawReply, RespConn};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
-use redis::{Connection, Value};
+use redis::Connection;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-fn setup() -> (Proc, Connection, RespConn) {
-    let p = common::strata(&[]);
-    let c = p.client();
-    let r = RespConn::new(&p);
-    (p, c, r)
-}
-
-fn cmd(c: &mut Connection, args: &[&str]) -> Value {
-    let mut r = redis::cmd(args[0]);
-    for a in &args[1..] {
-        r.arg(*a);
-    }
-    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn int(c: &mut Connection, args: &[&str]) -> i64 {
-    match cmd(c, args) {
-        Value::Int(n) => n,
-        other => panic!("{args:?}: expected an integer, got {other:?}"),
-    }
-}
-
-fn strings(c: &mut Connection, args: &[&str]) -> Vec<String> {
-    let mut r = redis::cmd(args[0]);
-    for a in &args[1..] {
-        r.arg(*a);
-    }
-    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
 
 fn err(r: &mut RespConn, args: &[&str]) -> String {
     let rep = r.call(args).expect("call");
@@ -58,7 +28,7 @@ fn encoding(c: &mut Connection, key: &str) -> String {
 }
 
 fn hgetall(c: &mut Connection, key: &str) -> BTreeMap<String, String> {
-    let v: Vec<String> = strings(c, &["HGETALL", key]);
+    let v: Vec<String> = query::<Vec<String>>(c, &["HGETALL", key]);
     v.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()
 }
 
@@ -85,9 +55,11 @@ fn model_of_writes_and_reads() {
     }
     assert_eq!(hgetall(&mut c, "h"), model);
     assert_eq!(encoding(&mut c, "h"), "hashtable", "never converts back");
-    let keys: BTreeSet<String> = strings(&mut c, &["HKEYS", "h"]).into_iter().collect();
+    let keys: BTreeSet<String> = query::<Vec<String>>(&mut c, &["HKEYS", "h"])
+        .into_iter()
+        .collect();
     assert_eq!(keys, model.keys().cloned().collect());
-    let mut vals = strings(&mut c, &["HVALS", "h"]);
+    let mut vals = query::<Vec<String>>(&mut c, &["HVALS", "h"]);
     vals.sort();
     let mut want: Vec<String> = model.values().cloned().collect();
     want.sort();
@@ -114,8 +86,14 @@ fn listpack_keeps_insertion_order_and_updates_in_place() {
     int(&mut c, &["HSET", "h", "a", "22"]);
     int(&mut c, &["HDEL", "h", "z"]);
     int(&mut c, &["HSET", "h", "z", "4"]);
-    assert_eq!(strings(&mut c, &["HKEYS", "h"]), ["a", "m", "z"]);
-    assert_eq!(strings(&mut c, &["HVALS", "h"]), ["22", "3", "4"]);
+    assert_eq!(
+        query::<Vec<String>>(&mut c, &["HKEYS", "h"]),
+        ["a", "m", "z"]
+    );
+    assert_eq!(
+        query::<Vec<String>>(&mut c, &["HVALS", "h"]),
+        ["22", "3", "4"]
+    );
 }
 
 #[test]
@@ -171,21 +149,21 @@ fn hrandfield_contract() {
         int(&mut c, &a);
         // Positive counts: distinct fields, min(count, size) of them.
         for count in [1, 3, n / 2, n - 1, n, n + 5] {
-            let got = strings(&mut c, &["HRANDFIELD", key, &count.to_string()]);
+            let got = query::<Vec<String>>(&mut c, &["HRANDFIELD", key, &count.to_string()]);
             let set: BTreeSet<&String> = got.iter().collect();
             assert_eq!(got.len(), count.min(n), "{key} {count}");
             assert_eq!(set.len(), got.len(), "{key} {count}: repeated fields");
             assert!(got.iter().all(|f| f[1..].parse::<usize>().unwrap() < n));
         }
         // WITHVALUES pairs each field with its own value.
-        let got = strings(&mut c, &["HRANDFIELD", key, "-50", "WITHVALUES"]);
+        let got = query::<Vec<String>>(&mut c, &["HRANDFIELD", key, "-50", "WITHVALUES"]);
         assert_eq!(got.len(), 100);
         for p in got.chunks(2) {
             assert_eq!(p[0][1..], p[1][1..], "field and value belong together");
         }
         // Negative counts: exactly |count| picks, repeats allowed, roughly uniform.
         let picks = 20_000;
-        let got = strings(&mut c, &["HRANDFIELD", key, &format!("-{picks}")]);
+        let got = query::<Vec<String>>(&mut c, &["HRANDFIELD", key, &format!("-{picks}")]);
         assert_eq!(got.len(), picks);
         let mut freq: HashMap<String, usize> = HashMap::new();
         for f in got {
@@ -204,7 +182,7 @@ fn hrandfield_contract() {
         );
     }
     // Huge counts are answered without allocating for them.
-    let all = strings(&mut c, &["HRANDFIELD", "small", &i64::MAX.to_string()]);
+    let all = query::<Vec<String>>(&mut c, &["HRANDFIELD", "small", &i64::MAX.to_string()]);
     assert_eq!(all.len(), 10);
     assert_eq!(
         err(
@@ -411,10 +389,7 @@ fn scan_command() -> impl Strategy<Value = (Cmp, Vec<String>)> {
 
 #[test]
 fn diff_random_hash_commands() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(150);
+    let cases = common::proptest_cases(150);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let conns = RefCell::new((RespConn::new(&redis), RespConn::new(&strata)));

@@ -190,10 +190,7 @@ fn hll_command() -> impl Strategy<Value = Vec<String>> {
 
 #[test]
 fn diff_random_hll_commands() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(60);
+    let cases = common::proptest_cases(60);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let conns = RefCell::new((RespConn::new(&redis), RespConn::new(&strata)));

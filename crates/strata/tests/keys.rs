@@ -4,25 +4,10 @@
 
 mod common;
 
-use common::{Proc, RespConn};
+use common::{cmd, int, setup, RespConn};
 use redis::{Connection, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn cmd(c: &mut Connection, args: &[&str]) -> Value {
-    let mut r = redis::cmd(args[0]);
-    for a in &args[1..] {
-        r.arg(*a);
-    }
-    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn int(c: &mut Connection, args: &[&str]) -> i64 {
-    match cmd(c, args) {
-        Value::Int(n) => n,
-        other => panic!("{args:?}: expected an integer, got {other:?}"),
-    }
-}
 
 fn ok(c: &mut Connection, args: &[&str]) {
     match cmd(c, args) {
@@ -60,13 +45,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .expect("clock")
-}
-
-fn setup() -> (Proc, Connection, RespConn) {
-    let p = common::strata(&[]);
-    let c = p.client();
-    let r = RespConn::new(&p);
-    (p, c, r)
 }
 
 fn arity(name: &str) -> String {

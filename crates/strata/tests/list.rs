@@ -619,10 +619,7 @@ fn call(c: &mut RespConn, args: &[String]) -> std::io::Result<RawReply> {
 
 #[test]
 fn random_list_commands_match_redis() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(300);
+    let cases = common::proptest_cases(300);
     let redis: Proc = common::redis(&[]);
     let strata: Proc = common::strata(&[]);
     let pair = RefCell::new(Pair {

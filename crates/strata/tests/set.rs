@@ -6,45 +6,15 @@
 
 mod common;
 
-use common::{encode_command, Proc, RawReply, RespConn};
+use common::{cmd, encode_command, int, query, setup, RawReply, RespConn};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 use redis::{Connection, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
-fn setup() -> (Proc, Connection, RespConn) {
-    let p = common::strata(&[]);
-    let c = p.client();
-    let r = RespConn::new(&p);
-    (p, c, r)
-}
-
-fn cmd(c: &mut Connection, args: &[&str]) -> Value {
-    let mut r = redis::cmd(args[0]);
-    for a in &args[1..] {
-        r.arg(*a);
-    }
-    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn int(c: &mut Connection, args: &[&str]) -> i64 {
-    match cmd(c, args) {
-        Value::Int(n) => n,
-        other => panic!("{args:?}: expected an integer, got {other:?}"),
-    }
-}
-
-fn strings(c: &mut Connection, args: &[&str]) -> Vec<String> {
-    let mut r = redis::cmd(args[0]);
-    for a in &args[1..] {
-        r.arg(*a);
-    }
-    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
 fn members(c: &mut Connection, key: &str) -> BTreeSet<String> {
-    let v = strings(c, &["SMEMBERS", key]);
+    let v = query::<Vec<String>>(c, &["SMEMBERS", key]);
     let s: BTreeSet<String> = v.iter().cloned().collect();
     assert_eq!(s.len(), v.len(), "SMEMBERS repeated a member");
     s
@@ -89,26 +59,35 @@ fn model_and_algebra() {
     assert_eq!(encoding(&mut c, "b"), "intset");
     assert_eq!(encoding(&mut c, "w"), "hashtable");
     // An intset answers in ascending numeric order.
-    let sm = strings(&mut c, &["SMEMBERS", "b"]);
+    let sm = query::<Vec<String>>(&mut c, &["SMEMBERS", "b"]);
     let mut asc: Vec<i64> = b.iter().map(|s| s.parse().unwrap()).collect();
     asc.sort();
     assert_eq!(sm, asc.iter().map(|n| n.to_string()).collect::<Vec<_>>());
     let set = |v: Vec<String>| v.into_iter().collect::<BTreeSet<String>>();
     let inter: BTreeSet<String> = a.intersection(&b).cloned().collect();
-    assert_eq!(set(strings(&mut c, &["SINTER", "a", "b"])), inter);
+    assert_eq!(
+        set(query::<Vec<String>>(&mut c, &["SINTER", "a", "b"])),
+        inter
+    );
     assert_eq!(
         int(&mut c, &["SINTERCARD", "2", "a", "b"]),
         inter.len() as i64
     );
     assert_eq!(int(&mut c, &["SINTERCARD", "2", "a", "b", "LIMIT", "7"]), 7);
     let union: BTreeSet<String> = a.union(&b).chain(w.iter()).cloned().collect();
-    assert_eq!(set(strings(&mut c, &["SUNION", "a", "b", "w"])), union);
+    assert_eq!(
+        set(query::<Vec<String>>(&mut c, &["SUNION", "a", "b", "w"])),
+        union
+    );
     let diff: BTreeSet<String> = a
         .difference(&b)
         .filter(|m| !w.contains(*m))
         .cloned()
         .collect();
-    assert_eq!(set(strings(&mut c, &["SDIFF", "a", "b", "w"])), diff);
+    assert_eq!(
+        set(query::<Vec<String>>(&mut c, &["SDIFF", "a", "b", "w"])),
+        diff
+    );
     assert_eq!(
         int(&mut c, &["SDIFFSTORE", "d", "a", "b", "w"]),
         diff.len() as i64
@@ -150,14 +129,14 @@ fn spop_and_srandmember_contract() {
             .collect();
         sadd(&mut c, key, all.iter().cloned());
         for count in [1, 2, n / 3, n - 1, n, n + 10] {
-            let got = strings(&mut c, &["SRANDMEMBER", key, &count.to_string()]);
+            let got = query::<Vec<String>>(&mut c, &["SRANDMEMBER", key, &count.to_string()]);
             let s: BTreeSet<&String> = got.iter().collect();
             assert_eq!(got.len(), count.min(n), "{key} {count}");
             assert_eq!(s.len(), got.len(), "{key} {count}: repeats");
             assert!(got.iter().all(|m| all.contains(m)));
         }
         let picks = 30_000;
-        let got = strings(&mut c, &["SRANDMEMBER", key, &format!("-{picks}")]);
+        let got = query::<Vec<String>>(&mut c, &["SRANDMEMBER", key, &format!("-{picks}")]);
         assert_eq!(got.len(), picks);
         let mut freq: HashMap<String, usize> = HashMap::new();
         for m in got {
@@ -173,7 +152,7 @@ fn spop_and_srandmember_contract() {
         // SPOP in pieces returns every member exactly once.
         let mut popped = BTreeSet::new();
         for count in [1, 2, n / 3] {
-            for m in strings(&mut c, &["SPOP", key, &count.to_string()]) {
+            for m in query::<Vec<String>>(&mut c, &["SPOP", key, &count.to_string()]) {
                 assert!(popped.insert(m.clone()), "{key}: {m} popped twice");
             }
         }
@@ -185,7 +164,7 @@ fn spop_and_srandmember_contract() {
             other => panic!("{other:?}"),
         };
         assert!(left.contains(&single));
-        let rest = strings(&mut c, &["SPOP", key, "1000000"]);
+        let rest = query::<Vec<String>>(&mut c, &["SPOP", key, "1000000"]);
         assert_eq!(rest.len(), left.len() - 1);
         assert_eq!(int(&mut c, &["EXISTS", key]), 0);
     }
@@ -208,7 +187,7 @@ fn spop_and_srandmember_contract() {
         "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
     );
     sadd(&mut c, "t", ["1".to_string()]);
-    let all = strings(&mut c, &["SRANDMEMBER", "t", &i64::MAX.to_string()]);
+    let all = query::<Vec<String>>(&mut c, &["SRANDMEMBER", "t", &i64::MAX.to_string()]);
     assert_eq!(all, ["1"]);
 }
 
@@ -217,9 +196,9 @@ fn spop_keeps_the_expiry() {
     let (_p, mut c, _r) = setup();
     sadd(&mut c, "s", (0..20).map(|i| i.to_string()));
     int(&mut c, &["EXPIRE", "s", "1000"]);
-    strings(&mut c, &["SPOP", "s", "18"]);
+    query::<Vec<String>>(&mut c, &["SPOP", "s", "18"]);
     assert!(int(&mut c, &["TTL", "s"]) > 0);
-    strings(&mut c, &["SPOP", "s", "1"]);
+    query::<Vec<String>>(&mut c, &["SPOP", "s", "1"]);
     assert!(int(&mut c, &["TTL", "s"]) > 0);
 }
 
@@ -369,10 +348,7 @@ fn same(cmp: Cmp, c: &[String], a: &RawReply, b: &RawReply) -> bool {
 
 #[test]
 fn diff_random_set_commands() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(150);
+    let cases = common::proptest_cases(150);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let conns = RefCell::new((RespConn::new(&redis), RespConn::new(&strata)));

@@ -212,10 +212,7 @@ fn sorted(r: &RawReply) -> Vec<Vec<u8>> {
 
 #[test]
 fn diff_random_sort_commands() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(150);
+    let cases = common::proptest_cases(150);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let conns = RefCell::new((RespConn::new(&redis), RespConn::new(&strata)));

@@ -6,16 +6,9 @@
 
 mod common;
 
-use common::{Proc, RespConn};
+use common::{setup, RespConn};
 use redis::{Connection, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn setup() -> (Proc, Connection, RespConn) {
-    let p = common::strata(&[]);
-    let c = p.client();
-    let r = RespConn::new(&p);
-    (p, c, r)
-}
 
 fn cmd<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> Value {
     let mut r = redis::Cmd::new();

@@ -415,10 +415,7 @@ fn show_cmd(c: &[String]) -> String {
 }
 
 fn run_random(listpack_entries: &str, resp3: bool) {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(150);
+    let cases = common::proptest_cases(150);
     let redis = common::redis(&[]);
     let strata = common::strata(&[]);
     let conns = RefCell::new((RespConn::new(&redis), RespConn::new(&strata)));

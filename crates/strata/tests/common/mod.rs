@@ -467,3 +467,41 @@ pub fn redis_requiring_auth(args: &[&str]) -> Proc {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Strata on a free port, with a `redis` crate client and a raw RESP connection.
+pub fn setup() -> (Proc, redis::Connection, RespConn) {
+    let p = strata(&[]);
+    let c = p.client();
+    let r = RespConn::new(&p);
+    (p, c, r)
+}
+
+/// Runs a command through the `redis` crate; an error reply panics, naming the command.
+pub fn query<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    let mut r = redis::cmd(args[0]);
+    for a in &args[1..] {
+        r.arg(*a);
+    }
+    r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// A command's raw `redis::Value`.
+pub fn cmd(c: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    query(c, args)
+}
+
+/// A command whose reply must be an integer.
+pub fn int(c: &mut redis::Connection, args: &[&str]) -> i64 {
+    match cmd(c, args) {
+        redis::Value::Int(n) => n,
+        other => panic!("{args:?}: expected an integer, got {other:?}"),
+    }
+}
+
+/// Cases for a property test: `PROPTEST_CASES` from the environment, else `default`.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default)
+}
