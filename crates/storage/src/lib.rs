@@ -1,3 +1,69 @@
 //! strata-storage: the journal (numbered segment files of CRC-framed blocks, group commit),
 //! snapshots and recovery. It knows nothing of networking; the server appends effect records
-//! and replays them.
+//! and replays them. Formats and rules: docs/persistence.md.
+
+pub mod check;
+mod format;
+pub mod journal;
+pub mod recovery;
+pub mod snapshot;
+
+pub use check::{check, truncate, CheckReport, TruncateReport};
+pub use format::{journal_dir, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN};
+pub use journal::{Fsync, Journal, JournalOptions, JournalStats, DEFAULT_SEGMENT_BYTES};
+pub use recovery::{
+    read_blocks, scan_segment, truncate_torn_tail, Block, BlockRef, Position, Problem, ReadSummary,
+    RecoveryError, SegScan, TornTail,
+};
+pub use snapshot::{
+    encode_entry, encode_value, latest_snapshot, load_snapshot, load_snapshot_bytes,
+    remove_older_snapshots, snapshot_meta, snapshot_path, SnapshotInfo, SnapshotMeta,
+    SnapshotWriter,
+};
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// An exclusive lock on a data directory, held until dropped.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+/// Creates `dir` if needed and locks `<dir>/LOCK` (flock, non-blocking), writing our pid in
+/// it. Fails with a message naming the holder's pid when another process has it.
+pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
+    std::fs::create_dir_all(dir)?;
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("LOCK"))?;
+    // SAFETY: flock on a file descriptor we own; no memory is involved.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            let mut s = String::new();
+            let _ = f.read_to_string(&mut s);
+            let pid = s.trim();
+            let pid = if pid.is_empty() { "unknown" } else { pid };
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "data directory {} is in use by another strata process (pid {pid})",
+                    dir.display()
+                ),
+            ));
+        }
+        return Err(err);
+    }
+    f.set_len(0)?;
+    f.rewind()?;
+    writeln!(f, "{}", std::process::id())?;
+    f.sync_all()?;
+    Ok(DirLock { _file: f })
+}

@@ -1,0 +1,125 @@
+//! On-disk constants and fixed-size headers shared by the writer, the reader and `check`.
+//! All integers are little-endian. See docs/persistence.md for the byte layout.
+
+use std::path::{Path, PathBuf};
+
+pub const SEG_MAGIC: &[u8; 4] = b"STRJ";
+pub const SEG_VERSION: u32 = 1;
+/// magic 4, version 4, segment 8, first LSN 8, crc32 of the previous 24 bytes 4.
+pub const SEG_HEADER_LEN: u64 = 28;
+/// payload len 4, crc 4, db 4, epoch 8.
+pub const BLOCK_HEADER_LEN: usize = 20;
+
+pub const JOURNAL_DIR: &str = "journal";
+
+pub fn journal_dir(dir: &Path) -> PathBuf {
+    dir.join(JOURNAL_DIR)
+}
+
+pub fn segment_name(n: u64) -> String {
+    format!("{n:020}.seg")
+}
+
+pub fn segment_path(dir: &Path, n: u64) -> PathBuf {
+    journal_dir(dir).join(segment_name(n))
+}
+
+/// The segment number of a file name like `00000000000000000001.seg`.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".seg")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Segment numbers present in `<dir>/journal`, ascending. A missing directory is empty.
+pub fn list_segments(dir: &Path) -> std::io::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(journal_dir(dir)) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for ent in rd {
+        let ent = ent?;
+        if let Some(n) = ent.file_name().to_str().and_then(parse_segment_name) {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+pub fn encode_seg_header(segment: u64, first_lsn: u64) -> [u8; SEG_HEADER_LEN as usize] {
+    let mut h = [0u8; SEG_HEADER_LEN as usize];
+    h[0..4].copy_from_slice(SEG_MAGIC);
+    h[4..8].copy_from_slice(&SEG_VERSION.to_le_bytes());
+    h[8..16].copy_from_slice(&segment.to_le_bytes());
+    h[16..24].copy_from_slice(&first_lsn.to_le_bytes());
+    let crc = crc32fast::hash(&h[0..24]);
+    h[24..28].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+pub struct SegHeader {
+    pub segment: u64,
+    pub first_lsn: u64,
+}
+
+/// Parses a segment header; Err names what is wrong.
+pub fn decode_seg_header(b: &[u8]) -> Result<SegHeader, &'static str> {
+    if b.len() < SEG_HEADER_LEN as usize {
+        return Err("short segment header");
+    }
+    if &b[0..4] != SEG_MAGIC {
+        return Err("bad segment magic");
+    }
+    if u32_at(b, 24) != crc32fast::hash(&b[0..24]) {
+        return Err("segment header crc mismatch");
+    }
+    if u32_at(b, 4) != SEG_VERSION {
+        return Err("unsupported segment version");
+    }
+    Ok(SegHeader {
+        segment: u64_at(b, 8),
+        first_lsn: u64_at(b, 16),
+    })
+}
+
+pub fn block_crc(db: u32, epoch: u64, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&db.to_le_bytes());
+    h.update(&epoch.to_le_bytes());
+    h.update(payload);
+    h.finalize()
+}
+
+/// Appends one framed block to `buf`.
+pub fn encode_block(buf: &mut Vec<u8>, db: u32, epoch: u64, payload: &[u8]) {
+    buf.reserve(BLOCK_HEADER_LEN + payload.len());
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&block_crc(db, epoch, payload).to_le_bytes());
+    buf.extend_from_slice(&db.to_le_bytes());
+    buf.extend_from_slice(&epoch.to_le_bytes());
+    buf.extend_from_slice(payload);
+}
+
+// Callers check bounds first; these take fixed-size subslices so they cannot panic on a
+// correct caller and keep the parsing code short.
+pub fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+pub fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// fsync a directory so a create/rename/unlink inside it survives a crash.
+pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}

@@ -1,0 +1,727 @@
+//! The journal writer: appenders fill an in-memory buffer under a short lock; one flusher
+//! thread writes it out and fsyncs per the policy (group commit).
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::format::{
+    decode_seg_header, encode_block, encode_seg_header, fsync_dir, journal_dir, list_segments,
+    segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+};
+use crate::recovery::{cut_file, scan_only, Position, Problem};
+
+/// appendfsync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    /// fdatasync before a block counts as durable (one fsync covers every block appended
+    /// while the previous one ran).
+    Always,
+    /// Write within about a millisecond, fsync at most once a second.
+    EverySec,
+    /// Write, never fsync (the OS decides).
+    No,
+}
+
+impl Fsync {
+    fn to_u8(self) -> u8 {
+        match self {
+            Fsync::Always => 0,
+            Fsync::EverySec => 1,
+            Fsync::No => 2,
+        }
+    }
+    fn from_u8(v: u8) -> Fsync {
+        match v {
+            0 => Fsync::Always,
+            1 => Fsync::EverySec,
+            _ => Fsync::No,
+        }
+    }
+}
+
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+
+#[derive(Clone, Debug)]
+pub struct JournalOptions {
+    /// The data directory; segments live in `<dir>/journal/`.
+    pub dir: PathBuf,
+    pub fsync: Fsync,
+    /// A segment is closed once the next block would take it past this size (a block is
+    /// never split, so one larger block gets a segment of its own).
+    pub segment_bytes: u64,
+}
+
+impl JournalOptions {
+    pub fn new(dir: impl Into<PathBuf>) -> JournalOptions {
+        JournalOptions {
+            dir: dir.into(),
+            fsync: Fsync::EverySec,
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JournalStats {
+    /// Bytes in segment files on disk (written, not necessarily fsynced).
+    pub size_bytes: u64,
+    pub segments: u64,
+    /// Blocks in the live segments (appended ones included even if not yet written).
+    pub blocks: u64,
+    /// fsyncs done by the flusher since open.
+    pub fsyncs: u64,
+    pub last_fsync_micros: u64,
+    /// Bytes appended but not yet written to the OS.
+    pub pending_bytes: u64,
+    pub written_lsn: u64,
+    pub durable_lsn: u64,
+}
+
+/// Bytes for one segment, contiguous from `offset`.
+struct Chunk {
+    segment: u64,
+    /// LSN of the segment's first block (for its header when the flusher creates it).
+    seg_first_lsn: u64,
+    offset: u64,
+    bytes: Vec<u8>,
+    last_lsn: u64,
+    /// Already added to the size statistics (a chunk may be rewritten after an fsync error).
+    counted: bool,
+}
+
+/// What appenders touch, under the hot lock.
+struct Appender {
+    chunks: Vec<Chunk>,
+    next_lsn: u64,
+    pos: Position,
+    seg_first_lsn: u64,
+    /// The flusher is (about to be) waiting: the next appender must notify it.
+    flusher_idle: bool,
+    /// `sync()` wants everything up to this LSN fsynced whatever the policy.
+    force_sync_to: u64,
+}
+
+type Callback = Box<dyn Fn(u64) + Send + Sync>;
+
+struct Shared {
+    dir: PathBuf,
+    segment_bytes: u64,
+    app: Mutex<Appender>,
+    wake: Condvar,
+    fsync: AtomicU8,
+    stop: AtomicBool,
+    written: AtomicU64,
+    durable: AtomicU64,
+    /// Newest segment whose header is on disk; `drop_before` never deletes it or later.
+    live_segment: AtomicU64,
+    oldest_first_lsn: AtomicU64,
+    last_error: Mutex<Option<String>>,
+    callbacks: RwLock<Vec<Callback>>,
+    durable_mx: Mutex<()>,
+    durable_cv: Condvar,
+    fsyncs: AtomicU64,
+    last_fsync_us: AtomicU64,
+    pending: AtomicU64,
+    disk_bytes: AtomicU64,
+    segments: AtomicU64,
+    inject_errors: AtomicU32,
+}
+
+/// The write side of the journal. Send + Sync; share it through the `Arc` `open` returns.
+pub struct Journal {
+    sh: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<io::Result<()>>>>,
+}
+
+fn error_text(e: &io::Error) -> String {
+    // MISCONF shows the bare reason, as Redis does ("No space left on device").
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Creates segment `n` with its header and makes it durable (file and directory entry).
+fn create_segment(dir: &Path, n: u64, first_lsn: u64) -> io::Result<File> {
+    let path = segment_path(dir, n);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)?;
+    f.set_len(0)?;
+    f.write_all_at(&encode_seg_header(n, first_lsn), 0)?;
+    f.sync_all()?;
+    fsync_dir(&journal_dir(dir))?;
+    Ok(f)
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+impl Journal {
+    /// Opens the journal for appending: cuts a torn tail off the last segment and continues
+    /// it (or creates segment 1). Corruption in the last segment is an error; run recovery
+    /// (`read_blocks`) first, which checks every segment.
+    pub fn open(opts: JournalOptions) -> io::Result<Arc<Journal>> {
+        let jdir = journal_dir(&opts.dir);
+        std::fs::create_dir_all(&jdir)?;
+        let segs = list_segments(&opts.dir)?;
+        let (seg, first_lsn, end, next_lsn, file) = match segs.last() {
+            None => (1, 1, SEG_HEADER_LEN, 1, create_segment(&opts.dir, 1, 1)?),
+            Some(&last) => {
+                let path = segment_path(&opts.dir, last);
+                let bytes = std::fs::read(&path)?;
+                let scan = scan_only(&bytes, last, true);
+                match scan.problem {
+                    Some((Problem::Corrupt, off, reason)) => {
+                        return Err(invalid(format!(
+                            "journal corrupt: {} at offset {off}: {reason}",
+                            path.display()
+                        )))
+                    }
+                    Some((Problem::Torn, off, reason)) => {
+                        tracing::warn!(
+                            "journal: cutting torn tail of {} at offset {off} ({} bytes): {reason}",
+                            path.display(),
+                            bytes.len() as u64 - off
+                        );
+                        if scan.first_lsn == 0 {
+                            // The header itself never made it: start the segment afresh,
+                            // numbering on from the previous one.
+                            let first = match segs.len().checked_sub(2).map(|i| segs[i]) {
+                                Some(prev) => {
+                                    let pb = std::fs::read(segment_path(&opts.dir, prev))?;
+                                    let ps = scan_only(&pb, prev, false);
+                                    if let Some((_, off, reason)) = ps.problem {
+                                        return Err(invalid(format!(
+                                            "journal corrupt: {} at offset {off}: {reason}",
+                                            segment_path(&opts.dir, prev).display()
+                                        )));
+                                    }
+                                    ps.first_lsn + ps.blocks
+                                }
+                                None => 1,
+                            };
+                            let f = create_segment(&opts.dir, last, first)?;
+                            (last, first, SEG_HEADER_LEN, first, f)
+                        } else {
+                            cut_file(&path, off)?;
+                            let f = OpenOptions::new().read(true).write(true).open(&path)?;
+                            (last, scan.first_lsn, off, scan.first_lsn + scan.blocks, f)
+                        }
+                    }
+                    None => {
+                        let f = OpenOptions::new().read(true).write(true).open(&path)?;
+                        (
+                            last,
+                            scan.first_lsn,
+                            scan.end,
+                            scan.first_lsn + scan.blocks,
+                            f,
+                        )
+                    }
+                }
+            }
+        };
+        let segs = list_segments(&opts.dir)?;
+        let mut disk = 0;
+        for &n in &segs {
+            disk += std::fs::metadata(segment_path(&opts.dir, n))?.len();
+        }
+        let oldest_first = match segs.first() {
+            Some(&n) if n != seg => read_first_lsn(&opts.dir, n)?,
+            _ => first_lsn,
+        };
+        let last_lsn = next_lsn - 1;
+        let sh = Arc::new(Shared {
+            dir: opts.dir.clone(),
+            segment_bytes: opts.segment_bytes.max(SEG_HEADER_LEN + 1),
+            app: Mutex::new(Appender {
+                chunks: Vec::new(),
+                next_lsn,
+                pos: Position {
+                    segment: seg,
+                    offset: end,
+                },
+                seg_first_lsn: first_lsn,
+                flusher_idle: false,
+                force_sync_to: 0,
+            }),
+            wake: Condvar::new(),
+            fsync: AtomicU8::new(opts.fsync.to_u8()),
+            stop: AtomicBool::new(false),
+            written: AtomicU64::new(last_lsn),
+            durable: AtomicU64::new(last_lsn),
+            live_segment: AtomicU64::new(seg),
+            oldest_first_lsn: AtomicU64::new(oldest_first),
+            last_error: Mutex::new(None),
+            callbacks: RwLock::new(Vec::new()),
+            durable_mx: Mutex::new(()),
+            durable_cv: Condvar::new(),
+            fsyncs: AtomicU64::new(0),
+            last_fsync_us: AtomicU64::new(0),
+            pending: AtomicU64::new(0),
+            disk_bytes: AtomicU64::new(disk),
+            segments: AtomicU64::new(segs.len() as u64),
+            inject_errors: AtomicU32::new(0),
+        });
+        let mut fl = Flusher {
+            sh: sh.clone(),
+            retained: VecDeque::new(),
+            unsynced: Vec::new(),
+            file: Some((seg, file)),
+            last_sync: Instant::now(),
+            synced_lsn: last_lsn,
+            written_lsn: last_lsn,
+        };
+        let handle = std::thread::Builder::new()
+            .name("strata-journal".into())
+            .spawn(move || fl.run())?;
+        Ok(Arc::new(Journal {
+            sh,
+            thread: Mutex::new(Some(handle)),
+        }))
+    }
+
+    /// Appends one block (no I/O; the flusher writes it). Returns its LSN.
+    pub fn append(&self, db: u32, epoch: u64, payload: &[u8]) -> u64 {
+        self.append_with_pos(db, epoch, payload, |_, _| ()).0
+    }
+
+    /// `append`, running `f(lsn)` in the same critical section (nothing else is appended
+    /// between `f` and this block).
+    pub fn append_with<R>(
+        &self,
+        db: u32,
+        epoch: u64,
+        payload: &[u8],
+        f: impl FnOnce(u64) -> R,
+    ) -> (u64, R) {
+        self.append_with_pos(db, epoch, payload, |lsn, _| f(lsn))
+    }
+
+    /// `append_with`, also telling `f` the position this block starts at (replaying from
+    /// that position includes this block; from `position()` after it, excludes it).
+    pub fn append_with_pos<R>(
+        &self,
+        db: u32,
+        epoch: u64,
+        payload: &[u8],
+        f: impl FnOnce(u64, Position) -> R,
+    ) -> (u64, R) {
+        let blen = (BLOCK_HEADER_LEN + payload.len()) as u64;
+        let mut a = self.sh.app.lock();
+        let lsn = a.next_lsn;
+        let mut pos = a.pos;
+        let mut seg_first = a.seg_first_lsn;
+        if pos.offset > SEG_HEADER_LEN && pos.offset + blen > self.sh.segment_bytes {
+            pos = Position {
+                segment: pos.segment + 1,
+                offset: SEG_HEADER_LEN,
+            };
+            seg_first = lsn;
+        }
+        // Run f before changing anything, so a panic in it leaves the journal consistent.
+        let r = f(lsn, pos);
+        a.next_lsn = lsn + 1;
+        a.seg_first_lsn = seg_first;
+        let extend = a.chunks.last().is_some_and(|c| {
+            c.segment == pos.segment && c.offset + c.bytes.len() as u64 == pos.offset
+        });
+        if !extend {
+            a.chunks.push(Chunk {
+                segment: pos.segment,
+                seg_first_lsn: seg_first,
+                offset: pos.offset,
+                bytes: Vec::with_capacity(4096.max(blen as usize)),
+                last_lsn: lsn,
+                counted: false,
+            });
+        }
+        if let Some(c) = a.chunks.last_mut() {
+            encode_block(&mut c.bytes, db, epoch, payload);
+            c.last_lsn = lsn;
+        }
+        a.pos = Position {
+            segment: pos.segment,
+            offset: pos.offset + blen,
+        };
+        self.sh.pending.fetch_add(blen, Relaxed);
+        let wake = std::mem::replace(&mut a.flusher_idle, false);
+        drop(a);
+        if wake {
+            self.sh.wake.notify_one();
+        }
+        (lsn, r)
+    }
+
+    /// Highest LSN on disk per the policy (fsynced for Always/EverySec, written for No).
+    pub fn durable_lsn(&self) -> u64 {
+        self.sh.durable.load(Acquire)
+    }
+
+    /// Highest LSN handed to the OS.
+    pub fn written_lsn(&self) -> u64 {
+        self.sh.written.load(Acquire)
+    }
+
+    /// `f(durable_lsn)` runs on the flusher thread after every flush or fsync that advanced it.
+    pub fn on_durable(&self, f: Box<dyn Fn(u64) + Send + Sync>) {
+        self.sh.callbacks.write().push(f);
+    }
+
+    pub fn set_fsync(&self, f: Fsync) {
+        self.sh.fsync.store(f.to_u8(), Relaxed);
+        let _g = self.sh.app.lock();
+        self.sh.wake.notify_one();
+    }
+
+    pub fn fsync(&self) -> Fsync {
+        Fsync::from_u8(self.sh.fsync.load(Relaxed))
+    }
+
+    /// The last write/fsync error text, until a retry succeeds.
+    pub fn last_error(&self) -> Option<String> {
+        self.sh.last_error.lock().clone()
+    }
+
+    pub fn stats(&self) -> JournalStats {
+        let next = self.sh.app.lock().next_lsn;
+        JournalStats {
+            size_bytes: self.sh.disk_bytes.load(Relaxed),
+            segments: self.sh.segments.load(Relaxed),
+            blocks: next.saturating_sub(self.sh.oldest_first_lsn.load(Relaxed)),
+            fsyncs: self.sh.fsyncs.load(Relaxed),
+            last_fsync_micros: self.sh.last_fsync_us.load(Relaxed),
+            pending_bytes: self.sh.pending.load(Relaxed),
+            written_lsn: self.written_lsn(),
+            durable_lsn: self.durable_lsn(),
+        }
+    }
+
+    /// Where the next block will be written (see `append_with_pos` for the exact rule at a
+    /// segment boundary: reading from here yields exactly the blocks appended after this call).
+    pub fn position(&self) -> Position {
+        self.sh.app.lock().pos
+    }
+
+    /// LSN the next appended block will get.
+    pub fn next_lsn(&self) -> u64 {
+        self.sh.app.lock().next_lsn
+    }
+
+    /// Deletes whole segments numbered below `pos.segment` (a snapshot replaying from `pos`
+    /// covers them). The segment being written is never deleted.
+    pub fn drop_before(&self, pos: Position) -> io::Result<()> {
+        let limit = pos.segment.min(self.sh.live_segment.load(Acquire));
+        let segs = list_segments(&self.sh.dir)?;
+        let mut removed = false;
+        for &n in segs.iter().filter(|&&n| n < limit) {
+            let path = segment_path(&self.sh.dir, n);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            std::fs::remove_file(&path)?;
+            self.sh.disk_bytes.fetch_sub(len, Relaxed);
+            self.sh.segments.fetch_sub(1, Relaxed);
+            removed = true;
+        }
+        if removed {
+            fsync_dir(&journal_dir(&self.sh.dir))?;
+            if let Some(&first) = list_segments(&self.sh.dir)?.first() {
+                if let Ok(lsn) = read_first_lsn(&self.sh.dir, first) {
+                    self.sh.oldest_first_lsn.store(lsn, Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes and fsyncs everything appended so far, whatever the policy, and waits for it.
+    /// Returns the durable LSN. Fails with the write error if the flusher cannot write now.
+    pub fn sync(&self) -> io::Result<u64> {
+        let target = {
+            let mut a = self.sh.app.lock();
+            let t = a.next_lsn - 1;
+            a.force_sync_to = a.force_sync_to.max(t);
+            self.sh.wake.notify_one();
+            t
+        };
+        let mut g = self.sh.durable_mx.lock();
+        loop {
+            if self.sh.durable.load(Acquire) >= target {
+                return Ok(target);
+            }
+            if let Some(e) = self.last_error() {
+                return Err(io::Error::other(e));
+            }
+            if self.thread.lock().is_none() {
+                return Err(io::Error::other("journal is closed"));
+            }
+            self.sh
+                .durable_cv
+                .wait_for(&mut g, Duration::from_millis(50));
+        }
+    }
+
+    /// Writes and fsyncs everything, then stops the flusher. Appends after this are lost.
+    pub fn close(&self) -> io::Result<()> {
+        let Some(h) = self.thread.lock().take() else {
+            return Ok(());
+        };
+        {
+            let _g = self.sh.app.lock();
+            self.sh.stop.store(true, SeqCst);
+            self.sh.wake.notify_one();
+        }
+        match h.join() {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::other("journal flusher thread panicked")),
+        }
+    }
+
+    /// Test hook: the next `n` writes fail as if the disk returned an error.
+    #[doc(hidden)]
+    pub fn inject_write_errors(&self, n: u32) {
+        self.sh.inject_errors.store(n, SeqCst);
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::error!("journal: closing on drop: {e}");
+        }
+    }
+}
+
+fn read_first_lsn(dir: &Path, n: u64) -> io::Result<u64> {
+    let mut h = [0u8; SEG_HEADER_LEN as usize];
+    File::open(segment_path(dir, n))?.read_exact_at(&mut h, 0)?;
+    decode_seg_header(&h)
+        .map(|h| h.first_lsn)
+        .map_err(|r| invalid(format!("{}: {r}", segment_path(dir, n).display())))
+}
+
+/// The flusher thread's own state.
+struct Flusher {
+    sh: Arc<Shared>,
+    /// Appended bytes not yet written (kept across write errors: nothing acknowledged may
+    /// be lost).
+    retained: VecDeque<Chunk>,
+    /// Written but not fsynced: rewritten if an fsync fails, since after a failed fsync the
+    /// kernel may have dropped the dirty pages.
+    unsynced: Vec<Chunk>,
+    file: Option<(u64, File)>,
+    last_sync: Instant,
+    synced_lsn: u64,
+    written_lsn: u64,
+}
+
+const RETRY: Duration = Duration::from_millis(100);
+const EVERYSEC: Duration = Duration::from_secs(1);
+
+impl Flusher {
+    fn run(&mut self) -> io::Result<()> {
+        let mut failing = false;
+        loop {
+            let (stopping, force) = self.wait(failing);
+            let policy = Fsync::from_u8(self.sh.fsync.load(Relaxed));
+            let want_sync = stopping
+                || force > self.synced_lsn
+                || match policy {
+                    Fsync::Always => true,
+                    Fsync::EverySec => self.last_sync.elapsed() >= EVERYSEC,
+                    Fsync::No => false,
+                };
+            let res = self.flush_once(policy, want_sync);
+            failing = res.is_err();
+            match &res {
+                Ok(()) => {
+                    let mut le = self.sh.last_error.lock();
+                    if le.take().is_some() {
+                        tracing::info!("journal: writes succeed again");
+                    }
+                }
+                Err(e) => {
+                    let text = error_text(e);
+                    tracing::error!("journal: write failed, retrying: {text}");
+                    *self.sh.last_error.lock() = Some(text);
+                }
+            }
+            self.publish(policy);
+            if stopping {
+                if res.is_err() {
+                    // One more try after a pause, then give up: SHUTDOWN must not hang.
+                    std::thread::sleep(RETRY);
+                    self.take_new();
+                    let r = self.flush_once(policy, true);
+                    self.publish(policy);
+                    return r;
+                }
+                if self.sh.app.lock().chunks.is_empty() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Waits for work; returns (stopping, force_sync_to) and moves new chunks to `retained`.
+    fn wait(&mut self, failing: bool) -> (bool, u64) {
+        let mut a = self.sh.app.lock();
+        let start = Instant::now();
+        loop {
+            let stopping = self.sh.stop.load(SeqCst);
+            let policy = Fsync::from_u8(self.sh.fsync.load(Relaxed));
+            let sync_due = !self.unsynced.is_empty()
+                && policy != Fsync::No
+                && (policy == Fsync::Always || self.last_sync.elapsed() >= EVERYSEC);
+            let retry_due = failing && start.elapsed() >= RETRY;
+            let work = !a.chunks.is_empty() || a.force_sync_to > self.synced_lsn || sync_due;
+            if stopping || retry_due || (work && !failing) {
+                let force = a.force_sync_to;
+                let new = std::mem::take(&mut a.chunks);
+                drop(a);
+                self.merge(new);
+                return (stopping, force);
+            }
+            let timeout = if failing {
+                RETRY.saturating_sub(start.elapsed())
+            } else if !self.unsynced.is_empty() && policy == Fsync::EverySec {
+                EVERYSEC.saturating_sub(self.last_sync.elapsed())
+            } else {
+                Duration::from_secs(3600)
+            };
+            a.flusher_idle = true;
+            self.sh.wake.wait_for(&mut a, timeout);
+            a.flusher_idle = false;
+        }
+    }
+
+    fn take_new(&mut self) {
+        let new = std::mem::take(&mut self.sh.app.lock().chunks);
+        self.merge(new);
+    }
+
+    fn merge(&mut self, new: Vec<Chunk>) {
+        for c in new {
+            match self.retained.back_mut() {
+                Some(b)
+                    if b.segment == c.segment
+                        && b.offset + b.bytes.len() as u64 == c.offset
+                        && b.counted == c.counted =>
+                {
+                    b.bytes.extend_from_slice(&c.bytes);
+                    b.last_lsn = c.last_lsn;
+                }
+                _ => self.retained.push_back(c),
+            }
+        }
+    }
+
+    fn injected(&self) -> io::Result<()> {
+        let n = self.sh.inject_errors.load(SeqCst);
+        if n > 0 {
+            self.sh.inject_errors.store(n - 1, SeqCst);
+            return Err(io::Error::other("injected write error"));
+        }
+        Ok(())
+    }
+
+    /// fsyncs the current file; on failure the unsynced chunks go back to be rewritten.
+    fn sync_file(&mut self) -> io::Result<()> {
+        let Some((_, f)) = &self.file else {
+            return Ok(());
+        };
+        let t = Instant::now();
+        let r = self.injected().and_then(|()| f.sync_data());
+        if let Err(e) = r {
+            for c in self.unsynced.drain(..).rev() {
+                self.retained.push_front(c);
+            }
+            return Err(e);
+        }
+        self.sh.fsyncs.fetch_add(1, Relaxed);
+        self.sh
+            .last_fsync_us
+            .store(t.elapsed().as_micros() as u64, Relaxed);
+        self.last_sync = Instant::now();
+        self.unsynced.clear();
+        self.synced_lsn = self.written_lsn;
+        Ok(())
+    }
+
+    fn flush_once(&mut self, policy: Fsync, want_sync: bool) -> io::Result<()> {
+        while let Some(c) = self.retained.front() {
+            let (seg, first, off) = (c.segment, c.seg_first_lsn, c.offset);
+            if self.file.as_ref().is_none_or(|(s, _)| *s != seg) {
+                // Rotation: the old segment must be complete on disk before a later one
+                // exists, so only the last segment can ever have a torn tail.
+                self.sync_file()?;
+                let f = create_segment(&self.sh.dir, seg, first)?;
+                self.file = Some((seg, f));
+                self.sh.live_segment.store(seg, Release);
+                self.sh.segments.fetch_add(1, Relaxed);
+                self.sh.disk_bytes.fetch_add(SEG_HEADER_LEN, Relaxed);
+                continue;
+            }
+            self.injected()?;
+            let (Some((_, f)), Some(c)) = (&self.file, self.retained.front()) else {
+                break;
+            };
+            let r = f.write_all_at(&c.bytes, off);
+            if let Err(e) = r {
+                // Cut any partial block so a crash now leaves a clean tail; the whole chunk
+                // is rewritten at the same offset on retry.
+                let _ = f.set_len(off);
+                return Err(e);
+            }
+            let Some(mut c) = self.retained.pop_front() else {
+                break;
+            };
+            self.written_lsn = c.last_lsn;
+            self.sh.written.store(c.last_lsn, Release);
+            if !c.counted {
+                c.counted = true;
+                let n = c.bytes.len() as u64;
+                self.sh.pending.fetch_sub(n, Relaxed);
+                self.sh.disk_bytes.fetch_add(n, Relaxed);
+            }
+            if policy != Fsync::No || want_sync {
+                self.unsynced.push(c);
+            }
+        }
+        if want_sync && self.synced_lsn < self.written_lsn {
+            self.sync_file()?;
+        }
+        Ok(())
+    }
+
+    /// Advances durable_lsn, runs the callbacks and wakes `sync()` waiters.
+    fn publish(&mut self, policy: Fsync) {
+        let d = if policy == Fsync::No {
+            self.written_lsn
+        } else {
+            self.synced_lsn
+        };
+        let prev = self.sh.durable.fetch_max(d, AcqRel);
+        if d > prev {
+            for cb in self.sh.callbacks.read().iter() {
+                cb(d);
+            }
+        }
+        let _g = self.sh.durable_mx.lock();
+        self.sh.durable_cv.notify_all();
+    }
+}

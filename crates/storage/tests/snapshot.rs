@@ -1,0 +1,325 @@
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::TempDir;
+use proptest::prelude::*;
+use strata_engine::{Encodings, HashValue, Keyspace, ListValue, SetValue, Ttl, Value, ZSetValue};
+use strata_storage::*;
+
+#[derive(Clone, Debug)]
+enum V {
+    Str(Vec<u8>),
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    List(Vec<Vec<u8>>),
+    Set(BTreeSet<Vec<u8>>),
+    ZSet(BTreeMap<Vec<u8>, f64>),
+}
+
+fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..12),
+        (-1000i64..1000).prop_map(|n| n.to_string().into_bytes()),
+        proptest::collection::vec(any::<u8>(), 60..120),
+    ]
+}
+
+fn score() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(-0.0),
+        Just(0.0),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(f64::MIN_POSITIVE),
+        any::<f64>().prop_filter("no NaN", |f| !f.is_nan()),
+    ]
+}
+
+fn value() -> impl Strategy<Value = V> {
+    prop_oneof![
+        bytes().prop_map(V::Str),
+        proptest::collection::btree_map(bytes(), bytes(), 1..40).prop_map(V::Hash),
+        proptest::collection::vec(bytes(), 1..40).prop_map(V::List),
+        proptest::collection::btree_set(bytes(), 1..40).prop_map(V::Set),
+        proptest::collection::btree_map(bytes(), score(), 1..40).prop_map(V::ZSet),
+    ]
+}
+
+fn build(v: &V, enc: &Encodings) -> Value {
+    match v {
+        V::Str(s) => Value::Str(s.clone()),
+        V::Hash(m) => {
+            let mut h = HashValue::default();
+            for (f, x) in m {
+                h.set(f, x, enc);
+            }
+            Value::Hash(h)
+        }
+        V::List(l) => Value::List(Box::new(ListValue::from_elems(enc.list_size(), l))),
+        V::Set(s) => {
+            let mut it = s.iter();
+            let first = it.next().cloned().unwrap_or_default();
+            let mut sv = SetValue::new_for(&first);
+            sv.add(&first, enc);
+            for m in it {
+                sv.add(m, enc);
+            }
+            Value::Set(sv)
+        }
+        V::ZSet(z) => Value::ZSet(Box::new(ZSetValue::from_members(
+            z.iter().map(|(m, s)| (m.clone(), *s)).collect(),
+            enc,
+        ))),
+    }
+}
+
+/// Score bits must survive exactly (-0.0 vs 0.0), which `==` on f64 would not notice.
+fn zset_bits(v: &Value) -> Vec<(Vec<u8>, u64)> {
+    let mut out = Vec::new();
+    if let Value::ZSet(z) = v {
+        z.for_range(0, z.len(), false, |m, s| {
+            out.push((m.to_vec(), s.to_bits()))
+        });
+    }
+    out
+}
+
+type Entry = (u32, Vec<u8>, Option<u64>, Value);
+
+fn write_snapshot(dir: &std::path::Path, epoch: u64, entries: &[Entry]) -> SnapshotInfo {
+    let ks = Keyspace::new(16, 1);
+    let mut w = SnapshotWriter::create(
+        dir,
+        epoch,
+        Position {
+            segment: 3,
+            offset: 99,
+        },
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let mut raw_n = 0;
+    for (i, (db, key, exp, v)) in entries.iter().enumerate() {
+        match i % 3 {
+            // Through the table, as the server does (strings end up packed).
+            0 => {
+                let mut l = ks.db(*db as usize).lock1_at(1, key);
+                let ttl = exp.map(Ttl::At).unwrap_or(Ttl::Clear);
+                match v {
+                    Value::Str(s) => l.set_str(key, s, ttl),
+                    other => l.set_value(key, other.clone(), ttl),
+                }
+                let e = l.peek(key).unwrap();
+                w.entry(*db, key, e.expire_at(), e).unwrap();
+            }
+            1 => w.value(*db, key, *exp, v).unwrap(),
+            _ => {
+                encode_value(&mut raw, *db, key, *exp, v);
+                raw_n += 1;
+            }
+        }
+    }
+    w.raw_chunk(&raw, raw_n).unwrap();
+    w.finish().unwrap()
+}
+
+fn load(path: &std::path::Path) -> Result<(SnapshotMeta, Vec<Entry>), RecoveryError> {
+    let enc = Encodings::default();
+    let mut out = Vec::new();
+    let m = load_snapshot(path, &enc, |db, k, e, v| out.push((db, k, e, v)))?;
+    Ok((m, out))
+}
+
+fn gen_entries() -> impl Strategy<Value = Vec<(u32, Vec<u8>, Option<u64>, V)>> {
+    proptest::collection::vec(
+        (
+            0u32..16,
+            bytes(),
+            proptest::option::of(2u64..u64::MAX / 2),
+            value(),
+        ),
+        0..30,
+    )
+}
+
+fn dedup(raw: Vec<(u32, Vec<u8>, Option<u64>, V)>) -> Vec<Entry> {
+    let enc = Encodings::default();
+    let mut seen = BTreeSet::new();
+    raw.into_iter()
+        .filter(|(db, k, _, _)| seen.insert((*db, k.clone())))
+        .map(|(db, k, e, v)| (db, k, e, build(&v, &enc)))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn snapshot_round_trip(raw in gen_entries()) {
+        let d = TempDir::new("snap-rt");
+        let entries = dedup(raw);
+        let info = write_snapshot(d.path(), 7, &entries);
+        prop_assert_eq!(info.entries, entries.len() as u64);
+        let (meta, got) = load(&info.path).unwrap();
+        prop_assert_eq!(meta.epoch, 7);
+        prop_assert_eq!(meta.replay_from, Position { segment: 3, offset: 99 });
+        prop_assert_eq!(meta.entries, entries.len() as u64);
+        prop_assert_eq!(meta.bytes, info.bytes);
+        // Order: the raw chunk (every third entry) comes last.
+        let mut want: Vec<&Entry> = entries.iter().enumerate().filter(|(i, _)| i % 3 != 2).map(|(_, e)| e).collect();
+        want.extend(entries.iter().enumerate().filter(|(i, _)| i % 3 == 2).map(|(_, e)| e));
+        prop_assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            prop_assert_eq!(g.0, w.0);
+            prop_assert_eq!(&g.1, &w.1);
+            prop_assert_eq!(g.2, w.2);
+            prop_assert_eq!(&g.3, &w.3);
+            prop_assert_eq!(zset_bits(&g.3), zset_bits(&w.3));
+        }
+        let latest = latest_snapshot(d.path()).unwrap().unwrap();
+        prop_assert_eq!(latest.path, info.path);
+    }
+}
+
+fn sample() -> Vec<Entry> {
+    let enc = Encodings::default();
+    let mut z = BTreeMap::new();
+    z.insert(b"neg0".to_vec(), -0.0);
+    z.insert(b"inf".to_vec(), f64::INFINITY);
+    z.insert(b"ninf".to_vec(), f64::NEG_INFINITY);
+    z.insert(b"pi".to_vec(), std::f64::consts::PI);
+    vec![
+        (0, b"s".to_vec(), None, Value::Str(b"hello".to_vec())),
+        (1, b"z".to_vec(), Some(1 << 50), build(&V::ZSet(z), &enc)),
+        (
+            2,
+            b"l".to_vec(),
+            None,
+            build(&V::List(vec![b"1".to_vec(), b"a".to_vec()]), &enc),
+        ),
+        (
+            3,
+            b"h".to_vec(),
+            Some(5),
+            build(&V::Hash([(b"f".to_vec(), b"v".to_vec())].into()), &enc),
+        ),
+        (
+            4,
+            b"set".to_vec(),
+            None,
+            build(&V::Set([b"1".to_vec(), b"2".to_vec()].into()), &enc),
+        ),
+    ]
+}
+
+#[test]
+fn negative_zero_and_infinities_survive() {
+    // The engine's compact (listpack) form stores integral scores as integers, so -0.0
+    // becomes 0 there, as in Redis; the skiplist form keeps the bits, and so must we.
+    let enc = Encodings::default();
+    enc.zset_max_listpack_entries
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    let mut z = BTreeMap::new();
+    z.insert(b"neg0".to_vec(), -0.0);
+    z.insert(b"inf".to_vec(), f64::INFINITY);
+    z.insert(b"ninf".to_vec(), f64::NEG_INFINITY);
+    z.insert(b"pi".to_vec(), std::f64::consts::PI);
+    let v = build(&V::ZSet(z), &enc);
+    let d = TempDir::new("snap-f64");
+    let mut w = SnapshotWriter::create(d.path(), 1, Position::default()).unwrap();
+    w.value(1, b"z", Some(1 << 50), &v).unwrap();
+    let info = w.finish().unwrap();
+    let mut got = Vec::new();
+    load_snapshot(&info.path, &enc, |db, k, e, v| got.push((db, k, e, v))).unwrap();
+    assert_eq!(got.len(), 1);
+    let bits = zset_bits(&got[0].3);
+    assert_eq!(bits, zset_bits(&v));
+    assert_eq!(bits[0], (b"ninf".to_vec(), f64::NEG_INFINITY.to_bits()));
+    assert_eq!(bits[1], (b"neg0".to_vec(), (-0.0f64).to_bits()));
+    assert_eq!(bits[3], (b"inf".to_vec(), f64::INFINITY.to_bits()));
+    assert_eq!(got[0].2, Some(1 << 50));
+    assert_eq!(got[0].3, v);
+}
+
+#[test]
+fn truncated_or_flipped_snapshot_is_detected() {
+    let d = TempDir::new("snap-bad");
+    let info = write_snapshot(d.path(), 2, &sample());
+    let orig = std::fs::read(&info.path).unwrap();
+    let enc = Encodings::default();
+    for cut in 0..orig.len() {
+        let r = load_snapshot_bytes(&orig[..cut], &enc, |_, _, _, _| {});
+        assert!(matches!(r, Err(RecoveryError::Corrupt { .. })), "cut {cut}");
+    }
+    for at in 0..orig.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut b = orig.clone();
+            b[at] ^= bit;
+            let r = load_snapshot_bytes(&b, &enc, |_, _, _, _| {});
+            assert!(
+                matches!(r, Err(RecoveryError::Corrupt { .. })),
+                "flip at {at}"
+            );
+        }
+    }
+    // On disk: a truncated newest snapshot is skipped in favour of an older complete one.
+    let older = write_snapshot(d.path(), 1, &sample());
+    std::fs::write(&info.path, &orig[..orig.len() - 3]).unwrap();
+    assert_eq!(latest_snapshot(d.path()).unwrap().unwrap().path, older.path);
+    let e = load(&info.path).unwrap_err().to_string();
+    assert!(
+        e.starts_with("snapshot corrupt: ") && e.contains("at offset"),
+        "{e}"
+    );
+    let rep = check(d.path()).unwrap();
+    assert!(!rep.ok() && rep.snapshot.unwrap().error.is_some());
+}
+
+#[test]
+fn tmp_files_are_ignored_and_old_snapshots_removed() {
+    let d = TempDir::new("snap-old");
+    write_snapshot(d.path(), 1, &sample());
+    write_snapshot(d.path(), 2, &sample());
+    // An abandoned writer leaves nothing; a stray tmp file is ignored.
+    let w = SnapshotWriter::create(d.path(), 9, Position::default()).unwrap();
+    drop(w);
+    std::fs::write(
+        d.path().join("snapshot-00000000000000000010.snap.tmp"),
+        b"junk",
+    )
+    .unwrap();
+    let m = latest_snapshot(d.path()).unwrap().unwrap();
+    assert_eq!(m.epoch, 2);
+    remove_older_snapshots(d.path(), 2).unwrap();
+    assert!(!snapshot_path(d.path(), 1).exists());
+    assert!(snapshot_path(d.path(), 2).exists());
+    assert!(!d
+        .path()
+        .join("snapshot-00000000000000000009.snap.tmp")
+        .exists());
+    let rep = check(d.path()).unwrap();
+    assert!(rep.ok(), "{rep}");
+    assert_eq!(rep.snapshot.unwrap().entries, 5);
+}
+
+#[test]
+fn large_snapshot_loads_quickly() {
+    // 200k 64-byte strings: a scaled-down version of the 10M-key target.
+    let d = TempDir::new("snap-big");
+    let n = 200_000u32;
+    let mut w = SnapshotWriter::create(d.path(), 1, Position::default()).unwrap();
+    let val = Value::Str(vec![b'v'; 64]);
+    for i in 0..n {
+        w.value(0, format!("key:{i:08}").as_bytes(), None, &val)
+            .unwrap();
+    }
+    let info = w.finish().unwrap();
+    let t = std::time::Instant::now();
+    let mut count = 0u32;
+    load_snapshot(&info.path, &Encodings::default(), |_, _, _, _| count += 1).unwrap();
+    eprintln!(
+        "loaded {n} entries ({} bytes) in {:?}",
+        info.bytes,
+        t.elapsed()
+    );
+    assert_eq!(count, n);
+}
