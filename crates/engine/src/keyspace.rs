@@ -85,6 +85,10 @@ impl Db {
         (h >> 32) as usize & self.mask
     }
 
+    pub(crate) fn shard_ref(&self, idx: usize) -> &Shard {
+        &self.shards[idx]
+    }
+
     pub fn shard_count(&self) -> usize {
         self.shards.len()
     }
@@ -104,7 +108,7 @@ impl Db {
     /// command and every key it touches expires against that same instant.
     pub fn lock1_at(&self, now: u64, key: &[u8]) -> Locked<'_> {
         let idx = self.shard_index(hash(key));
-        Locked::new(self, Guards::One(idx, self.shards[idx].0.lock()), now)
+        Locked::new(self, Guards::One(idx, self.shards[idx].acquire()), now)
     }
 
     /// `lock` for a command running at `now` (Unix ms).
@@ -129,40 +133,37 @@ impl Db {
         idx
     }
 
-    fn lock_indices(
-        &self,
-        idx: Vec<usize>,
-    ) -> Vec<(usize, parking_lot::MutexGuard<'_, ShardData>)> {
+    fn lock_indices(&self, idx: Vec<usize>) -> Vec<(usize, crate::session::ShardGuard<'_>)> {
         idx.into_iter()
-            .map(|i| (i, self.shards[i].0.lock()))
+            .map(|i| (i, self.shards[i].acquire()))
             .collect()
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.0.lock().table.len()).sum()
+        self.shards.iter().map(|s| s.acquire().table.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.0.lock().table.is_empty())
+        self.shards.iter().all(|s| s.acquire().table.is_empty())
     }
 
     /// Keys that carry an expiry (INFO keyspace `expires=`).
     pub fn volatile_len(&self) -> usize {
-        self.shards.iter().map(|s| s.0.lock().volatile).sum()
+        self.shards.iter().map(|s| s.acquire().volatile).sum()
     }
 
     /// (keyspace hits, misses, expired keys) counted in this database.
     pub fn stats(&self) -> (u64, u64, u64) {
         self.shards.iter().fold((0, 0, 0), |(h, m, e), s| {
-            let g = s.0.lock();
+            let g = s.acquire();
             (h + g.hits, m + g.misses, e + g.expired)
         })
     }
 
     pub fn reset_stats(&self) {
         for s in self.shards.iter() {
-            let mut g = s.0.lock();
+            let mut g = s.acquire();
             g.hits = 0;
             g.misses = 0;
             g.expired = 0;
@@ -171,7 +172,7 @@ impl Db {
 
     /// Empties the database, returning its tables to be dropped by the caller.
     pub fn flush(&self) -> Flushed {
-        Flushed(self.shards.iter().map(|s| s.0.lock().clear()).collect())
+        Flushed(self.shards.iter().map(|s| s.acquire().clear()).collect())
     }
 
     /// One SCAN step. The cursor is a shard index: each call returns whole shards (at least
@@ -183,7 +184,7 @@ impl Db {
         let mut idx = cursor as usize;
         let mut visited = 0usize;
         while idx < self.shards.len() {
-            let g = self.shards[idx].0.lock();
+            let g = self.shards[idx].acquire();
             visited += g.table.len();
             out.extend(
                 g.table
@@ -236,7 +237,7 @@ impl Db {
             } else {
                 attempt - n
             };
-            let mut g = self.shards[idx].0.lock();
+            let mut g = self.shards[idx].acquire();
             g.purge_expired(now, |k| self.expired(k));
             let len = g.table.len();
             if len == 0 {
@@ -326,8 +327,8 @@ impl Keyspace {
             return;
         }
         let (lo, hi) = (a.min(b), a.max(b));
-        let mut ga: Vec<_> = self.dbs[lo].shards.iter().map(|s| s.0.lock()).collect();
-        let mut gb: Vec<_> = self.dbs[hi].shards.iter().map(|s| s.0.lock()).collect();
+        let mut ga: Vec<_> = self.dbs[lo].shards.iter().map(|s| s.acquire()).collect();
+        let mut gb: Vec<_> = self.dbs[hi].shards.iter().map(|s| s.acquire()).collect();
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
             std::mem::swap(&mut x.table, &mut y.table);
             std::mem::swap(&mut x.volatile, &mut y.volatile);
@@ -354,7 +355,7 @@ impl Keyspace {
             let shard = &db.shards[pos % per_db];
             pos = (pos + 1) % total;
             // Checking the count under the lock is cheap; purging holds it briefly per shard.
-            removed += shard.0.lock().purge_expired(now, |k| db.expired(k));
+            removed += shard.acquire().purge_expired(now, |k| db.expired(k));
             if visited % 64 == 63 && start.elapsed() >= budget {
                 break;
             }

@@ -4,9 +4,9 @@
 use crate::clock;
 use crate::entry::{EntryRef, Slot};
 use crate::keyspace::Db;
+use crate::session::ShardGuard;
 use crate::shard::{hash, ShardData};
 use crate::value::{Owned, Value};
-use parking_lot::MutexGuard;
 use std::cell::Cell;
 
 /// The key holds a value of another type (Redis's WRONGTYPE).
@@ -25,9 +25,9 @@ pub enum Ttl {
 }
 
 pub(crate) enum Guards<'a> {
-    One(usize, MutexGuard<'a, ShardData>),
+    One(usize, ShardGuard<'a>),
     /// Sorted by shard index, locked in that order.
-    Many(Vec<(usize, MutexGuard<'a, ShardData>)>),
+    Many(Vec<(usize, ShardGuard<'a>)>),
 }
 
 /// Locked shards of one database. Dropping it unlocks them.
@@ -260,6 +260,13 @@ impl<'a> Locked<'a> {
         let lru = self.lru();
         self.shard(h)
             .put(h, Slot::new(key, owned.value, owned.expire_at, lru));
+    }
+
+    /// The entry's expiry as stored, without expiring it first (WATCH needs to know that a
+    /// key has expired before anything removes it). None: no entry at all.
+    pub fn peek_raw_expire(&mut self, key: &[u8]) -> Option<Option<u64>> {
+        let h = hash(key);
+        self.shard(h).find(h, key).map(|s| s.expire_at())
     }
 
     /// None: no such key. Some(None): the key has no expiry.

@@ -46,6 +46,18 @@ pub struct Client {
     pub ready_keys: Vec<(usize, Bytes)>,
     /// A blocking command asked to wait.
     pub block: Option<Box<crate::blocking::BlockRequest>>,
+    /// Commands queued since MULTI.
+    pub multi: Option<Box<crate::commands::transactions::Multi>>,
+    /// Keys this client WATCHes.
+    pub watch: crate::watch::ClientWatch,
+    /// Set while an EXEC or a script runs: the writes' effects gather here and reach the
+    /// journal as one block when it ends.
+    pub group: Option<crate::effects::Group>,
+    /// The journal position of this client's last write: under `appendfsync always` its
+    /// replies wait until the journal is durable up to here.
+    pub last_lsn: u64,
+    /// Replaying the journal at start-up: nothing expires and nothing is logged again.
+    pub replaying: bool,
 }
 
 impl Client {
@@ -66,6 +78,11 @@ impl Client {
             self_push: Vec::new(),
             ready_keys: Vec::new(),
             block: None,
+            multi: None,
+            watch: Default::default(),
+            group: None,
+            last_lsn: 0,
+            replaying: false,
         }
     }
 

@@ -223,6 +223,10 @@ pub struct Ctx<'a> {
     pub out: Reply<'a>,
     /// The time this command runs at, in Unix milliseconds (read once per command).
     pub now_ms: u64,
+    /// What this command leaves in the journal (its argv unless it rewrites it).
+    pub effect: crate::effects::Effect,
+    /// The worker thread's statistics (EXEC runs its queued commands through dispatch).
+    pub stats: &'a crate::stats::ThreadStats,
 }
 
 impl<'a> Ctx<'a> {
@@ -256,9 +260,11 @@ impl<'a> Ctx<'a> {
         if flags & class != 0 {
             self.notify_slow(flags, event, key, self.client.db);
         }
+        self.server.watches.touch(self.client.db, key);
     }
 
-    /// True when events of `class` are published (to skip gathering what `notify` needs).
+    /// True when `notify` for `class` does anything: events of that class are published,
+    /// or some client WATCHes keys (callers use it to skip gathering what `notify` needs).
     #[inline]
     pub fn notifying(&self, class: u32) -> bool {
         self.server
@@ -266,6 +272,7 @@ impl<'a> Ctx<'a> {
             .load(std::sync::atomic::Ordering::Relaxed)
             & class
             != 0
+            || self.server.watches.active()
     }
 
     /// `notify` for a key of another database (MOVE's move_to, COPY ... DB).
@@ -278,6 +285,7 @@ impl<'a> Ctx<'a> {
         if flags & class != 0 {
             self.notify_slow(flags, event, key, db);
         }
+        self.server.watches.touch(db, key);
     }
 
     #[cold]
@@ -328,12 +336,22 @@ impl<'a> Ctx<'a> {
     /// command is re-run when a key is signalled, and `on_timeout` writes the reply if the
     /// deadline passes first.
     pub fn block_on(&mut self, keys: Vec<Bytes>, deadline_ms: u64, on_timeout: fn(&mut Reply<'_>)) {
+        if !self.may_block() {
+            on_timeout(&mut self.out);
+            return;
+        }
         self.client.block = Some(Box::new(crate::blocking::BlockRequest {
             keys,
             deadline_ms,
             on_timeout,
         }));
         self.client.attention = true;
+    }
+
+    /// False inside EXEC or a script, where a blocking command that cannot be served at
+    /// once answers as if it had timed out.
+    pub fn may_block(&self) -> bool {
+        self.client.group.is_none()
     }
 
     /// Argument `i` (0 is the command name).

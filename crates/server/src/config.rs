@@ -245,9 +245,9 @@ pub const PARAMS: &[Param] = &[
     p(
         "appendonly",
         Kind::Bool,
-        "no",
-        true,
-        "journal writes (arrives with the durability work)",
+        "yes",
+        false,
+        "journal every write in --dir (no: a pure cache)",
     ),
     p(
         "appendfsync",

@@ -81,6 +81,7 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::ne
     if let Some(mut subs) = client.subs.take() {
         server.pubsub.remove_all(&mut subs);
     }
+    crate::commands::transactions::forget(&server, &mut client);
     server.clients.remove(info.id);
 }
 
@@ -200,6 +201,10 @@ async fn serve_client(
             }
         }
         stats.add_net(n, out.len());
+        // appendfsync always: nothing is acknowledged before the fsync that covers it.
+        if server.persist.must_wait(client.last_lsn) {
+            server.persist.wait_durable(client.last_lsn).await;
+        }
         if !out.is_empty() {
             if !write_out(stream, &info, &out).await {
                 if let Some(w) = blocked {
@@ -221,6 +226,8 @@ async fn serve_client(
         if let Some(w) = blocked {
             match wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await {
                 Some(reply) => {
+                    // The write that served this client was logged by another connection.
+                    client.last_lsn = server.persist.last_lsn();
                     out.extend_from_slice(&reply);
                     // Run what was pipelined after the blocking command.
                     pending = true;

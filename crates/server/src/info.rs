@@ -76,21 +76,28 @@ fn section(server: &Server, name: &str) -> Option<String> {
         "memory" => memory_section(server, &mut s),
         "persistence" => {
             s.push_str("# Persistence\r\n");
-            for (k, v) in [
+            let p = &server.persist;
+            let mut fields = vec![
                 ("loading", "0".to_string()),
                 ("async_loading", "0".into()),
-                ("rdb_changes_since_last_save", "0".into()),
+                (
+                    "rdb_changes_since_last_save",
+                    p.dirty.load(Ordering::Relaxed).to_string(),
+                ),
                 ("rdb_bgsave_in_progress", "0".into()),
                 (
                     "rdb_last_save_time",
                     server.last_save.load(Ordering::Relaxed).to_string(),
                 ),
                 ("rdb_last_bgsave_status", "ok".into()),
-                ("aof_enabled", "0".into()),
                 ("aof_rewrite_in_progress", "0".into()),
                 ("aof_last_bgrewrite_status", "ok".into()),
-                ("aof_last_write_status", "ok".into()),
-            ] {
+            ];
+            fields.extend(p.aof_fields());
+            let loaded = p.loaded.lock().clone();
+            fields.push(("loading_loaded_records", loaded.blocks.to_string()));
+            fields.push(("loading_time_ms", loaded.millis.to_string()));
+            for (k, v) in fields {
                 field(&mut s, k, v);
             }
         }

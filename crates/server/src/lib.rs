@@ -8,15 +8,18 @@ pub mod command;
 pub mod commands;
 pub mod config;
 mod conn;
+pub mod effects;
 pub mod hll;
 pub mod info;
 pub mod longdouble;
 pub mod notify;
+pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod stats;
 pub mod strtod;
 pub mod table;
+pub mod watch;
 
 pub use config::Config;
 pub use server::{run, serve, start, Server};

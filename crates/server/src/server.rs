@@ -41,6 +41,10 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// `notify-keyspace-events` as flags (crate::notify), 0 when nothing can be published.
     pub notify_flags: AtomicU32,
+    /// Keys clients WATCH.
+    pub watches: crate::watch::Watches,
+    /// The journal and snapshots.
+    pub persist: crate::persist::Persist,
 }
 
 /// Wall-clock milliseconds derived from a monotonic `Instant`, so a command needs one
@@ -104,6 +108,9 @@ impl Server {
         let flags = crate::notify::parse_flags(&c.get("notify-keyspace-events")).unwrap_or(0);
         self.notify_flags
             .store(crate::notify::effective(flags), Ordering::Relaxed);
+        if let Some(j) = self.persist.journal() {
+            j.set_fsync(crate::persist::fsync_policy(&c.get("appendfsync")));
+        }
         if let Ok(l) = crate::pubsub::parse_buffer_limits(&c.get("client-output-buffer-limit"), "")
         {
             self.pubsub.set_limit(l[2]);
@@ -200,6 +207,8 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         pubsub: Default::default(),
         blocking: Default::default(),
         notify_flags: AtomicU32::new(0),
+        watches: Default::default(),
+        persist: Default::default(),
     });
     server.apply_config();
     // Keys removed by lazy or active expiry publish `expired` events.
@@ -208,11 +217,14 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         .keyspace
         .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
             let Some(s) = weak.upgrade() else { return };
+            s.watches.touch(db, key);
+            s.persist.log_expired(db, key);
             let flags = s.notify_flags.load(Ordering::Relaxed);
             if flags & crate::notify::EXPIRED != 0 {
                 crate::notify::emit(&s, flags, "expired", key, db, None);
             }
         }));
+    crate::persist::open(&server).map_err(std::io::Error::other)?;
     Ok((server, listeners))
 }
 
@@ -256,6 +268,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
     for w in workers {
         w.join().ok();
     }
+    server.persist.close();
     tracing::info!("Strata is now ready to exit, bye bye...");
     Ok(())
 }

@@ -3,6 +3,8 @@
 
 use crate::client::{Client, ReplyMode};
 use crate::command::{flags, CmdError, Command, Ctx};
+use crate::commands::transactions;
+use crate::effects::{Effect, LockPlan};
 use crate::server::Server;
 use crate::stats::ThreadStats;
 use bytes::Bytes;
@@ -142,6 +144,7 @@ pub fn execute(
     let id = match server.table.resolve(argv) {
         Ok(id) => Some(id),
         Err(e) => {
+            let e = abort_transaction(server, client, &argv[0], e);
             write_error(server, client, out, &e);
             None
         }
@@ -165,7 +168,10 @@ pub fn execute(
     }
 }
 
-fn run(
+/// Runs command `id`: checks what the client may run, queues it inside MULTI, or executes
+/// it. A write holds the shards of its keys until its effect is in the journal, so the
+/// journal's order of writes to a key is the order they happened in memory.
+pub(crate) fn run(
     server: &Server,
     client: &mut Client,
     stats: &ThreadStats,
@@ -176,19 +182,28 @@ fn run(
 ) {
     let cmd = server.table.commands[id];
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        stats.rejected(id);
-        write_error(
+        reject(
             server,
             client,
+            stats,
+            id,
             out,
-            &CmdError::Static("NOAUTH Authentication required."),
+            CmdError::Static("NOAUTH Authentication required."),
         );
         return;
     }
     if client.pubsub_mode && !allowed_in_pubsub(&server.table.fullnames[id]) {
-        stats.rejected(id);
         let e = CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id]));
-        write_error(server, client, out, &e);
+        reject(server, client, stats, id, out, e);
+        return;
+    }
+    if client.multi.is_some() && !transactions::runs_in_multi(&server.table.fullnames[id]) {
+        if cmd.has(flags::NO_MULTI) {
+            let e = CmdError::Static("ERR Command not allowed inside a transaction");
+            reject(server, client, stats, id, out, e);
+        } else {
+            transactions::queue(client, id, argv, out);
+        }
         return;
     }
     client
@@ -197,22 +212,83 @@ fn run(
         .store(id, std::sync::atomic::Ordering::Relaxed);
     let started = *clock;
     let proto = client.proto;
-    let result = {
+    let db = client.db;
+    let write = cmd.has(flags::WRITE);
+    if write && server.persist.journal_on() && !client.replaying {
+        if let Some(e) = server.persist.write_error() {
+            reject(server, client, stats, id, out, CmdError::Custom(e));
+            return;
+        }
+    }
+    // Inside an EXEC or a script the caller already holds the shards (client.group is set).
+    let ordered = write && client.group.is_none() && server.orders_writes();
+    let session = ordered
+        .then(|| LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv).open(server));
+    let (result, effect) = {
         let mut ctx = Ctx {
             server,
             client,
             argv,
             out: Reply::new(out, proto),
             now_ms: server.clock.unix_ms(started),
+            effect: Effect::Argv,
+            stats,
         };
-        (cmd.handler)(&mut ctx)
+        if ctx.client.replaying {
+            // Nothing expires while the journal replays: its records already say which
+            // keys expired (as DELs), and when.
+            ctx.now_ms = 1;
+        }
+        let r = (cmd.handler)(&mut ctx);
+        (r, ctx.effect)
     };
+    if write && result.is_ok() && client.block.is_none() {
+        match &mut client.group {
+            Some(g) => g.add(db, argv, effect),
+            None if ordered => server.persist.log(client, db, argv, effect),
+            None => {}
+        }
+    }
+    drop(session);
     *clock = Instant::now();
     stats.called(id, clock.saturating_duration_since(started));
     if let Err(e) = result {
         stats.failed(id);
         write_error(server, client, out, &e);
     }
+}
+
+/// Refuses a command before it runs (auth, pub/sub context, not allowed in MULTI); inside
+/// MULTI that also dooms the transaction, as Redis's rejectCommand does.
+fn reject(
+    server: &Server,
+    client: &mut Client,
+    stats: &ThreadStats,
+    id: usize,
+    out: &mut Vec<u8>,
+    e: CmdError,
+) {
+    stats.rejected(id);
+    let e = abort_transaction(server, client, server.table.fullnames[id].as_bytes(), e);
+    write_error(server, client, out, &e);
+}
+
+/// A command refused inside MULTI dooms the transaction (EXEC will answer EXECABORT); a
+/// refused EXEC discards it at once and says why (Redis's execCommandAbort).
+fn abort_transaction(server: &Server, client: &mut Client, name: &[u8], e: CmdError) -> CmdError {
+    if let Some(m) = &mut client.multi {
+        m.aborted = true;
+    }
+    // Redis words a refused EXEC so even outside MULTI.
+    if !name.eq_ignore_ascii_case(b"exec") {
+        return e;
+    }
+    transactions::forget(server, client);
+    let text = e.text();
+    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
+    CmdError::Custom(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
 }
 
 /// What a RESP2 client may run while subscribed.
@@ -232,7 +308,7 @@ fn allowed_in_pubsub(fullname: &str) -> bool {
     )
 }
 
-fn write_error(server: &Server, client: &Client, out: &mut Vec<u8>, e: &CmdError) {
+pub(crate) fn write_error(server: &Server, client: &Client, out: &mut Vec<u8>, e: &CmdError) {
     let text = e.text();
     server.stats.count_error(&text);
     Reply::new(out, client.proto).error(&text);

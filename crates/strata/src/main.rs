@@ -1,4 +1,4 @@
-//! The one Strata binary: `strata serve` (and, as their work lands, `bench` and `check`).
+//! The one Strata binary: `strata serve`, `strata bench` and `strata check`.
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,7 +21,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Start the server (no persistence yet: data lives in memory only).
+    /// Start the server. Durable by default: every write is journaled in --dir
+    /// (appendfsync everysec); --appendonly no makes it a pure in-memory cache.
     #[command(
         after_help = "Any other config directive can be given as --name value \
 (for example --hz 100 --proto-max-bulk-len 1mb), as with redis-server. \
@@ -31,6 +32,20 @@ The config file uses redis.conf syntax: one `name value` per line, # for comment
     /// Load generator: kv (redis-benchmark style), ycsb A-F, voter; several targets side
     /// by side, percentiles from HdrHistogram, JSON/CSV/HTML reports.
     Bench(strata_bench::cli::BenchArgs),
+    /// Check a data directory's journal and snapshots: reports each file, the records in
+    /// it and the first problem (file and byte offset). Changes nothing unless --truncate.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// The data directory (what `strata serve --dir` was given; default ./data).
+    #[arg(default_value = "./data")]
+    dir: std::path::PathBuf,
+    /// Cut the journal back to its last good record, dropping everything after it. Run
+    /// it only when the server refuses to start and you accept losing those records.
+    #[arg(long)]
+    truncate: bool,
 }
 
 #[derive(clap::Args)]
@@ -52,7 +67,7 @@ struct ServeArgs {
     /// Maximum number of connected clients (default 10000).
     #[arg(long)]
     maxclients: Option<u32>,
-    /// Data directory (default ./data; used once persistence lands).
+    /// Data directory: the journal, snapshots and a LOCK file (default ./data).
     #[arg(long)]
     dir: Option<String>,
     /// Log level: debug, verbose, notice (default), warning or nothing.
@@ -73,6 +88,35 @@ fn main() -> ExitCode {
     match cli.command {
         Cmd::Serve(a) => serve(a, directives),
         Cmd::Bench(a) => strata_bench::cli::run(a),
+        Cmd::Check(a) => check(a),
+    }
+}
+
+fn check(a: CheckArgs) -> ExitCode {
+    let report = match strata_storage::check(&a.dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot check {}: {e}", a.dir.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{report}");
+    if !a.truncate {
+        return if report.ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    match strata_storage::truncate(&a.dir) {
+        Ok(t) => {
+            println!("{t}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("truncate failed: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -145,7 +189,6 @@ fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
         env!("CARGO_PKG_VERSION"),
         std::process::id()
     );
-    tracing::warn!("No persistence yet: data lives in memory and is lost when the server stops.");
     match strata_server::run(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -168,6 +168,7 @@ fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
 
 fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
+    touch_watched(ctx, &[ctx.client.db]);
     dispose(ctx.db().flush(), lazy);
     ctx.out.ok();
     Ok(())
@@ -175,9 +176,24 @@ fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
+    let all: Vec<usize> = (0..ctx.server.keyspace.db_count()).collect();
+    touch_watched(ctx, &all);
     dispose(ctx.server.keyspace.flush_all(), lazy);
     ctx.out.ok();
     Ok(())
+}
+
+/// Before FLUSHDB, FLUSHALL or SWAPDB changes databases `dbs`: fails the EXEC of every
+/// client watching a key of those databases that exists in one of them (as Redis does).
+fn touch_watched(ctx: &Ctx<'_>, dbs: &[usize]) {
+    let w = &ctx.server.watches;
+    let exists = |db: usize, k: &[u8]| ctx.server.keyspace.db(db).lock1(k).contains(k);
+    let hit: Vec<_> = dbs
+        .iter()
+        .flat_map(|d| w.keys_in(Some(*d)))
+        .filter(|(_, k)| dbs.iter().any(|d| exists(*d, k)))
+        .collect();
+    w.touch_keys(&hit);
 }
 
 fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -191,6 +207,7 @@ fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
     if !(0..n).contains(&a) || !(0..n).contains(&b) {
         return Err(CmdError::DB_RANGE);
     }
+    touch_watched(ctx, &[a as usize, b as usize]);
     ctx.server.keyspace.swap(a as usize, b as usize);
     // Clients blocked in either database may find their keys there now.
     ctx.signal_db_ready(a as usize);

@@ -188,6 +188,11 @@ fn blmove_generic(ctx: &mut Ctx<'_>, from: Where, to: Where, deadline: u64) -> C
         return Ok(());
     }
     drop(l);
+    if !ctx.may_block() {
+        // Redis answers a null bulk here, not the null array of a real timeout.
+        ctx.out.null();
+        return Ok(());
+    }
     ctx.block_on(vec![ctx.argv[1].clone()], deadline, timed_out);
     Ok(())
 }

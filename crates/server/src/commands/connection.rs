@@ -309,6 +309,7 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
     if let Some(mut subs) = ctx.client.subs.take() {
         ctx.server.pubsub.remove_all(&mut subs);
     }
+    super::transactions::forget(ctx.server, ctx.client);
     let c = &mut *ctx.client;
     c.set_db(0);
     c.set_proto(Protocol::Resp2);

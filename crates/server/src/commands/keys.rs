@@ -800,6 +800,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, relative: bool, seconds: bool) -> CmdResult
             String::from_utf8_lossy(&ctx.argv[0]).to_ascii_lowercase()
         )));
     };
+    ctx.no_effect();
     let Some(current) = l.expire_at(key) else {
         drop(l);
         ctx.out.int(0);
@@ -819,10 +820,13 @@ fn expire_generic(ctx: &mut Ctx<'_>, relative: bool, seconds: bool) -> CmdResult
     let event = if when <= now_i64(&l) {
         // A time already past deletes the key (as Redis, which propagates a DEL).
         l.remove(key);
+        ctx.rewrite1(crate::effects::cmd(&[b"DEL", key]));
         "del"
     } else {
         // when > now >= 0, so the conversion cannot fail.
         l.set_expire(key, u64::try_from(when).ok());
+        let at = when.to_string();
+        ctx.rewrite1(crate::effects::cmd(&[b"PEXPIREAT", key, at.as_bytes()]));
         "expire"
     };
     drop(l);

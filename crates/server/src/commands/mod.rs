@@ -21,6 +21,7 @@ pub(crate) mod scan;
 pub mod set;
 pub mod sort;
 pub mod strings;
+pub mod transactions;
 pub mod zset;
 
 pub const FAMILIES: &[&[Command]] = &[
@@ -38,6 +39,7 @@ pub const FAMILIES: &[&[Command]] = &[
     blocking::COMMANDS,
     hyperloglog::COMMANDS,
     sort::COMMANDS,
+    transactions::COMMANDS,
     pubsub::COMMANDS,
 ];
 

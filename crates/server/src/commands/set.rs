@@ -392,6 +392,11 @@ fn spop(ctx: &mut Ctx<'_>) -> CmdResult {
     let popped = s.remove_nth(rng.below(s.len()));
     let removed = s.is_empty() && l.remove(key);
     drop(l);
+    // The journal gets which member went, not "pop one at random".
+    match &popped {
+        Some(m) => ctx.rewrite1(crate::effects::cmd(&[b"SREM", key, m])),
+        None => ctx.no_effect(),
+    }
     ctx.notify(notify::SET, "spop", key);
     if removed {
         ctx.notify(notify::GENERIC, "del", key);
@@ -430,6 +435,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         let all = union_of(std::iter::once(&*s), enc);
         l.remove(key);
         drop(l);
+        ctx.rewrite1(crate::effects::cmd(&[b"DEL", key]));
         ctx.notify(notify::SET, "spop", key);
         ctx.notify(notify::GENERIC, "del", key);
         ctx.out.set(all.len());
@@ -440,11 +446,14 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     ctx.out.set(count);
     let remaining = size - count;
+    // The journal gets the members that went: SREM key m1 m2 ...
+    let mut srem = crate::effects::cmd(&[b"SREM", key]);
     if remaining * SPOP_MOVE_STRATEGY_MUL > count {
         // CASE 2: pop `count` random members one by one.
         for _ in 0..count {
             if let Some(m) = s.remove_nth(rng.below(s.len())) {
                 ctx.out.bulk(&m);
+                srem.push(m.into());
             }
         }
     } else {
@@ -459,6 +468,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         for e in s.iter() {
             bulk_elem!(ctx, e);
+            srem.push(e.to_vec().into());
         }
         if let Some(kept) = kept {
             // In place: the key keeps its expiry, as Redis's dbOverwrite.
@@ -466,6 +476,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     drop(l);
+    ctx.rewrite1(srem);
     // Redis emits it before popping (the reply above is written already; the event
     // reaches the client itself, if subscribed, ahead of it anyway).
     ctx.notify(notify::SET, "spop", key);

@@ -9,6 +9,7 @@
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::longdouble;
 use crate::notify;
+use bytes::Bytes;
 use std::cell::Cell;
 use strata_engine::{Locked, Ttl};
 
@@ -472,10 +473,15 @@ fn set(ctx: &mut Ctx<'_>) -> CmdResult {
         if f & GET == 0 {
             ctx.out.null();
         }
+        ctx.no_effect();
         return Ok(());
     }
     l.set_str(key, val, ttl);
     drop(l);
+    if let Ttl::At(at) = ttl {
+        // The journal gets the absolute time, not "EX 10" counted from the replay.
+        ctx.rewrite1(set_pxat(key, val, at));
+    }
     ctx.notify(notify::STRING, "set", key);
     if opts.expire.is_some() {
         ctx.notify(notify::GENERIC, "expire", key);
@@ -506,10 +512,22 @@ fn setex_generic(ctx: &mut Ctx<'_>, unit_flag: u32, cmd: &str) -> CmdResult {
     let at = expire_ms(ctx.arg(2), unit_flag, l.now(), cmd)?;
     l.set_str(key, ctx.arg(3), Ttl::At(at));
     drop(l);
+    ctx.rewrite1(set_pxat(key, ctx.arg(3), at));
     ctx.notify(notify::STRING, "set", key);
     ctx.notify(notify::GENERIC, "expire", key);
     ctx.out.ok();
     Ok(())
+}
+
+/// The journal's form of a string write with an expiry: SET key value PXAT <unix ms>.
+fn set_pxat(key: &[u8], val: &[u8], at: u64) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"SET"),
+        Bytes::copy_from_slice(key),
+        Bytes::copy_from_slice(val),
+        Bytes::from_static(b"PXAT"),
+        Bytes::from(at.to_string()),
+    ]
 }
 
 fn setex(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -619,6 +637,7 @@ fn getex(ctx: &mut Ctx<'_>) -> CmdResult {
     let f = opts.flags;
     let mut l = ctx.lock1(key);
     let now = l.now();
+    ctx.no_effect();
     let Some(v) = l.get_str(key)? else {
         ctx.out.null();
         return Ok(());
@@ -633,17 +652,21 @@ fn getex(ctx: &mut Ctx<'_>) -> CmdResult {
         Some(at) if f & (EXAT | PXAT) != 0 && at <= now => {
             l.remove(key);
             drop(l);
+            ctx.rewrite1(crate::effects::cmd(&[b"DEL", key]));
             ctx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
             l.set_expire(key, Some(at));
             drop(l);
+            let at = at.to_string();
+            ctx.rewrite1(crate::effects::cmd(&[b"PEXPIREAT", key, at.as_bytes()]));
             ctx.notify(notify::GENERIC, "expire", key);
         }
         None if f & PERSIST != 0 => {
             let had = l.expire_at(key).flatten().is_some();
             l.set_expire(key, None);
             drop(l);
+            ctx.rewrite1(crate::effects::cmd(&[b"PERSIST", key]));
             if had {
                 ctx.notify(notify::GENERIC, "persist", key);
             }

@@ -12,12 +12,17 @@ pub struct Proc {
     pub port: u16,
     child: Child,
     pub name: &'static str,
+    /// A data directory this Proc made for itself, removed when it drops.
+    pub own_dir: Option<std::path::PathBuf>,
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(d) = &self.own_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 
@@ -61,10 +66,25 @@ impl Proc {
 }
 
 /// Starts Strata on a port the OS picks (`--port 0`), reading the port from its log.
+/// A fresh data directory under the system temp dir, unique to this process and call.
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("strata-test-{}-{tag}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Starts the real server on a free port. Unless `args` names a `--dir`, it gets a fresh
+/// data directory of its own (removed when the Proc drops).
 pub fn strata(args: &[&str]) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("serve")
-        .args(["--port", "0"])
+    let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("data"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.arg("serve").args(["--port", "0"]);
+    if let Some(d) = &own_dir {
+        cmd.arg("--dir").arg(d);
+    }
+    let mut child = cmd
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -92,6 +112,7 @@ pub fn strata(args: &[&str]) -> Proc {
         port,
         child,
         name: "strata",
+        own_dir,
     }
 }
 
@@ -133,6 +154,7 @@ fn spawn_redis(args: &[&str]) -> Proc {
         port,
         child,
         name: "redis",
+        own_dir: None,
     }
 }
 

@@ -1,0 +1,191 @@
+//! What a write command leaves in the journal, and which shards a command must hold while it
+//! runs so that its journal record lands in the same order as its change in memory.
+//!
+//! The journal records effects, not requests (DESIGN.md, "Durability"): by default a write
+//! is logged as its own argv, and a command whose outcome depends on the clock or on
+//! chance (EXPIRE, SET EX, SPOP...) rewrites its record with `Ctx::rewrite` into the
+//! deterministic commands that reproduce it.
+
+use crate::command::{Command, Ctx};
+use crate::server::Server;
+use bytes::Bytes;
+use strata_engine::ShardId;
+
+/// A write command's journal record.
+#[derive(Debug, Default)]
+pub enum Effect {
+    /// The command's own argv (deterministic commands).
+    #[default]
+    Argv,
+    /// Nothing to log (the command changed nothing).
+    Skip,
+    /// These commands instead, in order.
+    Commands(Vec<Vec<Bytes>>),
+}
+
+impl Ctx<'_> {
+    /// Logs `cmds` instead of this command's argv.
+    pub fn rewrite(&mut self, cmds: Vec<Vec<Bytes>>) {
+        self.effect = Effect::Commands(cmds);
+    }
+
+    /// Logs `argv` instead of this command's argv.
+    pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
+        self.effect = Effect::Commands(vec![argv]);
+    }
+
+    /// Logs nothing for this command (it changed nothing).
+    pub fn no_effect(&mut self) {
+        self.effect = Effect::Skip;
+    }
+}
+
+/// An argv for `Ctx::rewrite1` built from byte strings.
+pub fn cmd(args: &[&[u8]]) -> Vec<Bytes> {
+    args.iter().map(|a| Bytes::copy_from_slice(a)).collect()
+}
+
+/// Appends `argv` as a RESP array of bulk strings.
+pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, argv: &[A]) {
+    header(buf, b'*', argv.len());
+    for a in argv {
+        let a = a.as_ref();
+        header(buf, b'$', a.len());
+        buf.extend_from_slice(a);
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
+fn header(buf: &mut Vec<u8>, prefix: u8, n: usize) {
+    let mut digits = [0u8; 20];
+    let start = strata_resp::itoa(n as i64, &mut digits);
+    buf.push(prefix);
+    buf.extend_from_slice(&digits[start..]);
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// The records of one journal block: a plain command's effect, or everything an EXEC or a
+/// script wrote (one block, so the group is all-or-nothing on disk). The block starts in
+/// database `db`; a later record in another database is preceded by a SELECT.
+#[derive(Debug)]
+pub struct Group {
+    pub db: usize,
+    cur_db: usize,
+    pub buf: Vec<u8>,
+}
+
+impl Group {
+    pub fn new(db: usize) -> Group {
+        Group {
+            db,
+            cur_db: db,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn push<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        self.select(db);
+        encode(&mut self.buf, argv);
+    }
+
+    /// Switches the records that follow to database `db`.
+    fn select(&mut self, db: usize) {
+        if db != self.cur_db {
+            encode(
+                &mut self.buf,
+                &[b"SELECT".to_vec(), db.to_string().into_bytes()],
+            );
+            self.cur_db = db;
+        }
+    }
+
+    /// Adds the effect of a command that ran in database `db` with `argv`.
+    pub fn add(&mut self, db: usize, argv: &[Bytes], effect: Effect) {
+        match effect {
+            Effect::Argv => self.push(db, argv),
+            Effect::Skip => {}
+            Effect::Commands(cmds) => {
+                for c in cmds {
+                    self.push(db, &c);
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Adds a nested group's records (an EXEC inside a script).
+    pub fn append(&mut self, inner: Group) {
+        if inner.is_empty() {
+            return;
+        }
+        self.select(inner.db);
+        self.buf.extend_from_slice(&inner.buf);
+        self.cur_db = inner.cur_db;
+    }
+}
+
+/// The shards a command must hold for its whole run.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LockPlan {
+    /// These shards (possibly none).
+    Shards(Vec<ShardId>),
+    /// Every shard of every database: commands that touch keys they do not name (FLUSHALL,
+    /// KEYS, SORT ... BY, MOVE to another database...).
+    World,
+}
+
+/// Commands without key arguments that still read or write the keyspace, and commands
+/// whose keys reach beyond their declared positions (another database, patterns).
+fn touches_unnamed_keys(name: &str) -> bool {
+    matches!(
+        name,
+        "flushall"
+            | "flushdb"
+            | "swapdb"
+            | "keys"
+            | "scan"
+            | "randomkey"
+            | "dbsize"
+            | "move"
+            | "copy"
+            | "sort"
+            | "sort_ro"
+            | "debug"
+    )
+}
+
+impl LockPlan {
+    /// What `cmd` (named `name`) with `argv` run in database `db` must hold.
+    pub fn of(server: &Server, db: usize, cmd: &Command, name: &str, argv: &[Bytes]) -> LockPlan {
+        if touches_unnamed_keys(name) {
+            return LockPlan::World;
+        }
+        LockPlan::Shards(
+            cmd.key_positions(argv)
+                .into_iter()
+                .filter_map(|i| argv.get(i))
+                .map(|k| server.keyspace.shard_of(db, k))
+                .collect(),
+        )
+    }
+
+    /// Adds `other`'s shards to this plan.
+    pub fn merge(&mut self, other: LockPlan) {
+        match (self, other) {
+            (LockPlan::World, _) => {}
+            (me, LockPlan::World) => *me = LockPlan::World,
+            (LockPlan::Shards(a), LockPlan::Shards(b)) => a.extend(b),
+        }
+    }
+
+    /// Locks what the plan names.
+    pub fn open<'k>(self, server: &'k Server) -> strata_engine::Session<'k> {
+        match self {
+            LockPlan::World => server.keyspace.session_all(),
+            LockPlan::Shards(ids) => server.keyspace.session(ids),
+        }
+    }
+}
