@@ -1,5 +1,231 @@
 //! strata-scripting: Redis's Lua 5.1 environment, independent of the server. The server
 //! supplies a [`Host`] that runs `redis.call`; this crate owns the sandbox, the conversions
 //! between Lua values and RESP replies, and the libraries Redis bundles.
+//!
+//! Behaviour follows Redis 7.0.15 (script_lua.c, eval.c, function_lua.c): globals and library
+//! tables are read-only, errors carry Redis's exact texts and " script: NAME, on SOURCE:LINE."
+//! suffix. Error strings returned by this crate (`Err(String)`) start with their code
+//! ("ERR ...") and are ready for an error reply.
 
+mod engine;
+mod ffi;
 pub mod libs;
+mod resp;
+mod shebang;
+
+use std::collections::HashMap;
+
+pub use shebang::ScriptFlags;
+
+/// What a script can do to the database. The server implements it.
+pub trait Host {
+    /// Runs one Redis command (argv[0] is the name) for redis.call/redis.pcall and returns its
+    /// complete reply encoded as RESP bytes in protocol `resp` (2 or 3: what the script set with
+    /// redis.setresp; default 2). An error reply is returned as RESP error bytes ("-ERR ...\r\n").
+    /// The host also gives Redis's script-specific refusals ("-ERR Unknown Redis command called
+    /// from script", "-ERR Wrong number of args calling Redis command from script", ...).
+    fn call(&mut self, argv: Vec<Vec<u8>>, resp: u8) -> Vec<u8>;
+    /// redis.log(level, msg): level is 0..3 (debug, verbose, notice, warning).
+    fn log(&mut self, level: u8, msg: &str);
+    /// Called every 100k Lua instructions: true kills the script (SCRIPT KILL / FUNCTION KILL).
+    fn tick(&mut self) -> bool;
+}
+
+/// One function of a library, as FUNCTION LIST shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionInfo {
+    pub name: String,
+    pub description: Option<String>,
+    pub flags: ScriptFlags,
+}
+
+/// What FUNCTION LOAD learnt from a library's code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibraryInfo {
+    pub name: String,
+    pub functions: Vec<FunctionInfo>,
+}
+
+/// SHA1 of `data` in lowercase hex, as Redis names scripts.
+pub fn sha1hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// A worker thread's scripting state: one Lua state for EVAL scripts and one for functions,
+/// as Redis keeps them apart.
+pub struct Lua {
+    eval: engine::Engine,
+    func: engine::Engine,
+    /// sha -> compiled EVAL body.
+    scripts: HashMap<String, mlua::Function>,
+    /// library name -> its function names.
+    libraries: HashMap<String, Vec<String>>,
+    /// function name -> callback (in `func`).
+    functions: HashMap<String, mlua::Function>,
+}
+
+impl Default for Lua {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Lua {
+    /// A sandboxed state. Panics only if Lua cannot allocate its initial state.
+    pub fn new() -> Lua {
+        Lua {
+            eval: engine::Engine::new(false).expect("creating the Lua state for EVAL"),
+            func: engine::Engine::new(true).expect("creating the Lua state for functions"),
+            scripts: HashMap::new(),
+            libraries: HashMap::new(),
+            functions: HashMap::new(),
+        }
+    }
+
+    /// EVAL/EVALSHA body: compiles (cached by sha1 of the body in this state) and runs it with
+    /// KEYS and ARGV. Returns the complete RESP reply for a client speaking `client_resp`.
+    pub fn eval(
+        &mut self,
+        body: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        client_resp: u8,
+        host: &mut dyn Host,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let sha = sha1hex(body);
+        let f = match self.scripts.get(&sha) {
+            Some(f) => f.clone(),
+            None => {
+                let off = match shebang::eval_flags(body) {
+                    Ok((_, off)) => off,
+                    Err(e) => {
+                        resp::push_error(&mut out, e.as_bytes());
+                        return out;
+                    }
+                };
+                match self.eval.compile(&body[off..], c"@user_script") {
+                    Ok(Ok(f)) => {
+                        self.scripts.insert(sha.clone(), f.clone());
+                        f
+                    }
+                    Ok(Err(msg)) => {
+                        let mut m = b"ERR Error compiling script (new function): ".to_vec();
+                        m.extend_from_slice(&msg);
+                        resp::push_error(&mut out, &m);
+                        return out;
+                    }
+                    Err(e) => return internal_error(e),
+                }
+            }
+        };
+        if let Err(e) = self.eval.set_keys_argv(keys, args) {
+            return internal_error(e);
+        }
+        self.eval.run(&f, None, &sha, client_resp, host)
+    }
+
+    /// Parses the shebang flags of an EVAL script (`#!lua flags=no-writes,allow-oom`).
+    /// No shebang gives `eval_compat_mode`.
+    pub fn script_flags(body: &[u8]) -> Result<ScriptFlags, String> {
+        shebang::eval_flags(body).map(|(f, _)| f)
+    }
+
+    /// FUNCTION LOAD: runs the library code in the restricted load environment and registers
+    /// its functions in this state (for [`Lua::fcall`]). A library of the same name must be
+    /// unloaded first (FUNCTION LOAD REPLACE: `unload_library` then `load_library`).
+    pub fn load_library(&mut self, code: &[u8]) -> Result<LibraryInfo, String> {
+        let (name, off) = shebang::library_meta(code)?;
+        if self.libraries.contains_key(&name) {
+            return Err(format!("ERR Library '{name}' already exists"));
+        }
+        let f = match self.func.compile(&code[off..], c"@user_function") {
+            Ok(Ok(f)) => f,
+            Ok(Err(msg)) => {
+                return Err(format!(
+                    "ERR Error compiling function: {}",
+                    String::from_utf8_lossy(&msg)
+                ))
+            }
+            Err(e) => return Err(format!("ERR {e}")),
+        };
+        let funcs = self.func.run_library(&f)?;
+        if funcs.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        for (fname, ..) in &funcs {
+            if self.functions.contains_key(fname) {
+                return Err(format!("ERR Function {fname} already exists"));
+            }
+        }
+        let mut info = LibraryInfo {
+            name: name.clone(),
+            functions: Vec::new(),
+        };
+        let mut names = Vec::new();
+        for (fname, callback, description, flags) in funcs {
+            self.functions.insert(fname.clone(), callback);
+            names.push(fname.clone());
+            info.functions.push(FunctionInfo {
+                name: fname,
+                description,
+                flags,
+            });
+        }
+        self.libraries.insert(name, names);
+        Ok(info)
+    }
+
+    /// Drops a library and its functions from this state (no-op if unknown).
+    pub fn unload_library(&mut self, name: &str) {
+        if let Some(names) = self.libraries.remove(name) {
+            for n in names {
+                self.functions.remove(&n);
+            }
+        }
+    }
+
+    /// FCALL/FCALL_RO: calls a registered function of a loaded library.
+    pub fn fcall(
+        &mut self,
+        function: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        client_resp: u8,
+        host: &mut dyn Host,
+    ) -> Vec<u8> {
+        let Some(f) = self.functions.get(function).cloned() else {
+            return b"-ERR Function not found\r\n".to_vec();
+        };
+        let lua = &self.func.lua;
+        let tables = seq(lua, keys).and_then(|k| Ok((k, seq(lua, args)?)));
+        match tables {
+            Ok(kv) => self.func.run(&f, Some(kv), function, client_resp, host),
+            Err(e) => internal_error(e),
+        }
+    }
+
+    /// SCRIPT FLUSH: like Redis, a fresh Lua state for EVAL scripts.
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        if let Ok(mut e) = engine::Engine::new(false) {
+            e.copy_rand_from(&self.eval);
+            self.eval = e;
+        }
+    }
+}
+
+fn seq(lua: &mlua::Lua, items: &[&[u8]]) -> mlua::Result<mlua::Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, it) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(it)?)?;
+    }
+    Ok(t)
+}
+
+/// An mlua failure outside the script (allocation): still an error reply, never a panic.
+fn internal_error(e: mlua::Error) -> Vec<u8> {
+    let mut out = Vec::new();
+    resp::push_error(&mut out, format!("ERR {e}").as_bytes());
+    out
+}
