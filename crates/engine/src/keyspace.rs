@@ -2,7 +2,7 @@
 //! flushing, SCAN, KEYS, RANDOMKEY, SWAPDB and the active expiry cycle.
 
 use crate::clock;
-use crate::entry::{Kind, Slot};
+use crate::entry::{EntryRef, Kind, Slot};
 use crate::glob;
 use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
@@ -137,6 +137,22 @@ impl Db {
         idx.into_iter()
             .map(|i| (i, self.shards[i].acquire()))
             .collect()
+    }
+
+    /// Captures shard `idx` for snapshot `epoch`: unless it was captured at that epoch
+    /// already, marks it and calls `f` with every entry (expired ones included), all under
+    /// its lock. Returns whether it captured. Inside a session holding the shard it is
+    /// served from the session.
+    pub fn capture_shard(&self, idx: usize, epoch: u64, mut f: impl FnMut(EntryRef<'_>)) -> bool {
+        let mut g = self.shards[idx].acquire();
+        if g.captured >= epoch {
+            return false;
+        }
+        g.captured = epoch;
+        for slot in g.table.iter() {
+            f(slot.view());
+        }
+        true
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).

@@ -142,6 +142,11 @@ impl Keyspace {
         IDS.with_borrow(|ids| !ids.is_empty())
     }
 
+    /// The shards this thread's open session holds, in lock order.
+    pub fn session_shards() -> Vec<ShardId> {
+        IDS.with_borrow(|ids| ids.clone())
+    }
+
     /// True when this thread's open session holds every shard of `ids`.
     pub fn session_holds(ids: &[ShardId]) -> bool {
         IDS.with_borrow(|held| ids.iter().all(|id| held.binary_search(id).is_ok()))

@@ -20,6 +20,8 @@ pub(crate) struct ShardData {
     pub hits: u64,
     pub misses: u64,
     pub expired: u64,
+    /// The last snapshot epoch this shard was captured at (see `Db::capture_shard`).
+    pub captured: u64,
 }
 
 impl ShardData {

@@ -58,6 +58,8 @@ pub struct Client {
     pub last_lsn: u64,
     /// Replaying the journal at start-up: nothing expires and nothing is logged again.
     pub replaying: bool,
+    /// The snapshot epoch this client's write saw when it locked its shards.
+    pub write_epoch: u64,
 }
 
 impl Client {
@@ -83,6 +85,7 @@ impl Client {
             group: None,
             last_lsn: 0,
             replaying: false,
+            write_epoch: 0,
         }
     }
 

@@ -238,9 +238,9 @@ pub const PARAMS: &[Param] = &[
     p(
         "save",
         Kind::Str,
-        "",
+        "3600 1 300 100 60 10000",
         true,
-        "snapshot rules (persistence arrives with the durability work)",
+        "snapshot rules: <seconds> <changes> pairs (\"\" for none)",
     ),
     p(
         "appendonly",

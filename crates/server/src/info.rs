@@ -77,6 +77,12 @@ fn section(server: &Server, name: &str) -> Option<String> {
         "persistence" => {
             s.push_str("# Persistence\r\n");
             let p = &server.persist;
+            let snap = &p.snapshots;
+            let flag = |b: bool| if b { "1" } else { "0" }.to_string();
+            let status = |ok: bool| if ok { "ok" } else { "err" }.to_string();
+            let running = snap.in_progress();
+            let since =
+                Server::now_unix().saturating_sub(snap.started_unix.load(Ordering::Relaxed));
             let mut fields = vec![
                 ("loading", "0".to_string()),
                 ("async_loading", "0".into()),
@@ -84,14 +90,35 @@ fn section(server: &Server, name: &str) -> Option<String> {
                     "rdb_changes_since_last_save",
                     p.dirty.load(Ordering::Relaxed).to_string(),
                 ),
-                ("rdb_bgsave_in_progress", "0".into()),
+                ("rdb_bgsave_in_progress", flag(running)),
                 (
                     "rdb_last_save_time",
                     server.last_save.load(Ordering::Relaxed).to_string(),
                 ),
-                ("rdb_last_bgsave_status", "ok".into()),
-                ("aof_rewrite_in_progress", "0".into()),
-                ("aof_last_bgrewrite_status", "ok".into()),
+                (
+                    "rdb_last_bgsave_status",
+                    status(!snap.last_failed.load(Ordering::Relaxed)),
+                ),
+                (
+                    "rdb_last_bgsave_time_sec",
+                    snap.last_secs.load(Ordering::Relaxed).to_string(),
+                ),
+                (
+                    "rdb_current_bgsave_time_sec",
+                    if running {
+                        since.to_string()
+                    } else {
+                        "-1".into()
+                    },
+                ),
+                (
+                    "aof_rewrite_in_progress",
+                    flag(snap.rewriting.load(Ordering::Relaxed)),
+                ),
+                (
+                    "aof_last_bgrewrite_status",
+                    status(!snap.last_failed.load(Ordering::Relaxed)),
+                ),
             ];
             fields.extend(p.aof_fields());
             let loaded = p.loaded.lock().clone();

@@ -16,6 +16,7 @@ pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod server;
+pub mod snapshot;
 pub mod stats;
 pub mod strtod;
 pub mod table;

@@ -33,6 +33,7 @@ pub struct Persist {
     pub epoch: AtomicU64,
     /// What recovery did at start (INFO, logs).
     pub loaded: Mutex<LoadReport>,
+    pub snapshots: crate::snapshot::Snapshots,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -83,8 +84,8 @@ impl Persist {
         if group.is_empty() || client.replaying {
             return;
         }
-        let epoch = self.epoch.load(Ordering::Relaxed);
-        client.last_lsn = j.append(group.db as u32, epoch, &group.buf);
+        // The epoch seen when the write locked its shards (see crate::snapshot).
+        client.last_lsn = j.append(group.db as u32, client.write_epoch, &group.buf);
     }
 
     /// A key removed because it expired: logged as a DEL, so that a replay, which expires
@@ -175,7 +176,7 @@ impl Server {
     /// WATCHes keys (a watcher's EXEC must see every write that happened before it).
     #[inline]
     pub fn orders_writes(&self) -> bool {
-        self.persist.journal_on() || self.watches.active()
+        self.persist.journal_on() || self.watches.active() || self.persist.snapshots.active()
     }
 
     /// The data directory (`dir`).
@@ -191,6 +192,7 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
     let lock = strata_storage::lock_dir(&dir).map_err(|e| e.to_string())?;
     *server.persist.dir_lock.lock() = Some(lock);
     if !server.config.get_bool("appendonly") {
+        crate::snapshot::load(server)?;
         tracing::warn!(
             "appendonly no: data lives in memory only and is lost when the server stops"
         );
@@ -201,7 +203,12 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         dir.display(),
         server.config.get("appendfsync")
     );
-    let report = replay(server, &dir, None, 0)?;
+    let loaded = crate::snapshot::load(server)?;
+    let (min_epoch, from) = match loaded {
+        Some((epoch, from)) => (epoch, Some(from)),
+        None => (0, None),
+    };
+    let report = replay(server, &dir, from, min_epoch)?;
     if let Some(t) = &report.torn_tail {
         tracing::warn!("dropped a torn final journal record: {t}");
     }

@@ -45,6 +45,8 @@ pub struct Server {
     pub watches: crate::watch::Watches,
     /// The journal and snapshots.
     pub persist: crate::persist::Persist,
+    /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
+    me: std::sync::OnceLock<std::sync::Weak<Server>>,
 }
 
 /// Wall-clock milliseconds derived from a monotonic `Instant`, so a command needs one
@@ -115,6 +117,11 @@ impl Server {
         {
             self.pubsub.set_limit(l[2]);
         }
+    }
+
+    /// This server as an Arc (None only while it is being dropped).
+    pub fn arc(&self) -> Option<Arc<Server>> {
+        self.me.get().and_then(|w| w.upgrade())
     }
 
     pub fn now_unix() -> u64 {
@@ -209,7 +216,9 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         notify_flags: AtomicU32::new(0),
         watches: Default::default(),
         persist: Default::default(),
+        me: Default::default(),
     });
+    let _ = server.me.set(Arc::downgrade(&server));
     server.apply_config();
     // Keys removed by lazy or active expiry publish `expired` events.
     let weak = Arc::downgrade(&server);
@@ -340,7 +349,7 @@ fn worker(
 
 /// The background cycle, `hz` times a second: active expiry, idle-client timeouts, the
 /// ops/sec sample, and the shutdown check.
-fn cron(server: &Server) {
+fn cron(server: &Arc<Server>) {
     let mut last = (Instant::now(), 0u64);
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = server.config.get_u64("hz").clamp(1, 500);
@@ -361,6 +370,7 @@ fn cron(server: &Server) {
             server.ops_per_sec.store(rate as u64, Ordering::Relaxed);
             last = (Instant::now(), total);
             close_idle_clients(server);
+            crate::snapshot::cron(server);
         }
         std::thread::sleep(period);
     }

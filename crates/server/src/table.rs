@@ -222,8 +222,11 @@ pub(crate) fn run(
     }
     // Inside an EXEC or a script the caller already holds the shards (client.group is set).
     let ordered = write && client.group.is_none() && server.orders_writes();
-    let session = ordered
-        .then(|| LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv).open(server));
+    let session = ordered.then(|| {
+        let s = LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv).open(server);
+        client.write_epoch = crate::snapshot::begin_write(server);
+        s
+    });
     let (result, effect) = {
         let mut ctx = Ctx {
             server,

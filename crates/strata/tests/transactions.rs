@@ -125,7 +125,7 @@ fn watch_fires_on_writes_from_other_connections() {
         &["SET", "k", "1"],
         &["DEL", "k"],
         &["EXPIRE", "k", "100"],
-        &["LPUSH", "k", "x"],
+        &["APPEND", "k", "x"],
         &["RENAME", "src", "k"],
         &["FLUSHALL"],
     ];

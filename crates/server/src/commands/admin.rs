@@ -58,14 +58,6 @@ pub const COMMANDS: &[Command] = &[
         time,
     ),
     admin(
-        "lastsave",
-        1,
-        LOADING | STALE | FAST,
-        "Returns the Unix timestamp of the last successful save to disk.",
-        "1.0.0",
-        lastsave,
-    ),
-    admin(
         "shutdown",
         -1,
         ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
@@ -226,12 +218,6 @@ fn time(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-fn lastsave(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.out
-        .int(ctx.server.last_save.load(Ordering::Relaxed) as i64);
-    Ok(())
-}
-
 fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
     for i in 1..ctx.argv.len() {
         match ctx.lower(i).as_slice() {
@@ -240,8 +226,24 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
             _ => return Err(CmdError::SYNTAX),
         }
     }
-    // Nothing to save yet (no persistence): stop; like Redis, the caller gets no reply.
     tracing::warn!("User requested shutdown...");
+    // As Redis: save a snapshot when asked to, or when save rules are set, unless NOSAVE.
+    // (The journal is flushed and fsynced on the way out either way.)
+    let words: Vec<Vec<u8>> = (1..ctx.argv.len()).map(|i| ctx.lower(i)).collect();
+    let nosave = words.iter().any(|w| w == b"nosave");
+    let save =
+        words.iter().any(|w| w == b"save") || !ctx.server.config.get("save").trim().is_empty();
+    if save && !nosave {
+        if let Some(server) = ctx.server.arc() {
+            if let Err(e) = crate::snapshot::start(&server, false, true) {
+                tracing::warn!("shutdown snapshot failed: {e}");
+                if !words.iter().any(|w| w == b"force") {
+                    return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
+                }
+            }
+        }
+    }
+    // Like Redis, the caller gets no reply.
     ctx.server.stop();
     ctx.client.close_after_reply = true;
     Ok(())

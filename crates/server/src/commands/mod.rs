@@ -15,6 +15,7 @@ pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
 pub(crate) mod scan;
@@ -39,6 +40,7 @@ pub const FAMILIES: &[&[Command]] = &[
     blocking::COMMANDS,
     hyperloglog::COMMANDS,
     sort::COMMANDS,
+    persistence::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,
 ];

@@ -189,7 +189,11 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         .collect();
     plan.merge(LockPlan::Shards(watched));
     let nested = strata_engine::Keyspace::in_session();
-    let session = (!nested).then(|| plan.open(server));
+    let session = (!nested).then(|| {
+        let s = plan.open(server);
+        ctx.client.write_epoch = crate::snapshot::begin_write(server);
+        s
+    });
     let fails = ctx.client.watch.dirty.load(Ordering::Relaxed) || watched_key_expired(ctx);
     server.watches.unwatch(&mut ctx.client.watch);
     if fails {

@@ -1,0 +1,284 @@
+//! Fork-less, point-in-time snapshots (SAVE, BGSAVE, BGREWRITEAOF, `save` rules).
+//!
+//! A snapshot has an epoch E. It starts by appending a marker block to the journal and, in
+//! the same critical section, making E the epoch writers see; then it captures shard after
+//! shard under each shard's lock. A writer that sees E and holds a shard not captured yet
+//! captures that shard first (its state before the write), so every shard is captured as it
+//! was at the start: the snapshot is one point in time, and its extra memory is the shards
+//! captured early, not a copy of the data set.
+//!
+//! Each journal block carries the epoch its writer saw when it locked its shards. A block
+//! with an epoch below E was applied before its shards were captured, so the snapshot holds
+//! it; recovery loads the snapshot, then replays the journal from the marker skipping those.
+
+use crate::server::Server;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use strata_engine::{Keyspace, Owned, ShardId, Ttl, Value};
+use strata_storage::{Position, SnapshotWriter};
+
+/// The journal record a snapshot starts with: a no-op when replayed.
+const MARKER: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+
+#[derive(Default)]
+pub struct Snapshots {
+    /// The epoch of the snapshot being taken; 0 when none is.
+    active: AtomicU64,
+    /// The epoch the next snapshot gets.
+    next: AtomicU64,
+    /// Shards captured by writers ahead of the snapshot thread: (encoded entries, count).
+    early: Mutex<Vec<(Vec<u8>, u64)>>,
+    running: AtomicBool,
+    /// A BGREWRITEAOF is running (the snapshot drops the journal before it when done).
+    pub rewriting: AtomicBool,
+    /// Status of the last snapshot (INFO rdb_last_bgsave_status).
+    pub last_failed: AtomicBool,
+    pub last_secs: AtomicU64,
+    /// When the running snapshot started (Unix seconds).
+    pub started_unix: AtomicU64,
+    /// BGSAVE SCHEDULE / BGREWRITEAOF asked while one was running: start when it ends.
+    pub scheduled: AtomicBool,
+    pub scheduled_rewrite: AtomicBool,
+}
+
+impl Snapshots {
+    pub fn in_progress(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// True while writers must capture their shards before writing.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed) != 0
+    }
+
+    /// After loading snapshot `epoch` at start: later snapshots get higher epochs.
+    pub fn set_loaded(&self, epoch: u64) {
+        self.next.store(epoch + 1, Ordering::Relaxed);
+    }
+}
+
+/// Called by a write once its shards are locked (its session is open): captures the held
+/// shards a running snapshot has not reached yet, and returns the epoch the write's
+/// journal block is tagged with.
+pub fn begin_write(server: &Server) -> u64 {
+    let p = &server.persist;
+    let epoch = p.epoch.load(Ordering::SeqCst);
+    if epoch != 0 && p.snapshots.active.load(Ordering::SeqCst) == epoch {
+        for id in Keyspace::session_shards() {
+            if let Some(chunk) = capture(server, id, epoch) {
+                p.snapshots.early.lock().push(chunk);
+            }
+        }
+    }
+    epoch
+}
+
+/// Encodes shard `id` for the snapshot of `epoch`, unless it was captured already.
+fn capture(server: &Server, (db, idx): ShardId, epoch: u64) -> Option<(Vec<u8>, u64)> {
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    let fresh = server.keyspace.db(db).capture_shard(idx, epoch, |e| {
+        strata_storage::encode_entry(&mut buf, db as u32, e.key(), e.expire_at(), e);
+        n += 1;
+    });
+    (fresh && n > 0).then_some((buf, n))
+}
+
+/// Why a snapshot could not start.
+pub const ALREADY: &str = "ERR Background save already in progress";
+
+/// Takes a snapshot: on this thread (SAVE) or on a new one (BGSAVE). With `rewrite`, the
+/// journal segments the snapshot covers are deleted afterwards (BGREWRITEAOF).
+pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), String> {
+    let snap = &server.persist.snapshots;
+    if snap.running.swap(true, Ordering::SeqCst) {
+        return Err(ALREADY.into());
+    }
+    snap.rewriting.store(rewrite, Ordering::Relaxed);
+    snap.started_unix
+        .store(Server::now_unix(), Ordering::Relaxed);
+    let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
+    snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
+    let dirty_before = server.persist.dirty.load(Ordering::Relaxed);
+    // The cut: writers that lock after this see `epoch` and capture before writing.
+    let from = match server.persist.journal() {
+        Some(j) => {
+            let (_, pos) = j.append_with_pos(0, epoch, MARKER, |_, pos| {
+                server.persist.epoch.store(epoch, Ordering::SeqCst);
+                snap.active.store(epoch, Ordering::SeqCst);
+                pos
+            });
+            pos
+        }
+        None => {
+            server.persist.epoch.store(epoch, Ordering::SeqCst);
+            snap.active.store(epoch, Ordering::SeqCst);
+            Position::default()
+        }
+    };
+    let run = {
+        let server = server.clone();
+        move || {
+            let started = Instant::now();
+            let result = write(&server, epoch, from, rewrite);
+            let snap = &server.persist.snapshots;
+            snap.active.store(0, Ordering::SeqCst);
+            snap.early.lock().clear();
+            snap.last_secs
+                .store(started.elapsed().as_secs(), Ordering::Relaxed);
+            snap.last_failed.store(result.is_err(), Ordering::Relaxed);
+            match &result {
+                Ok(entries) => {
+                    server
+                        .last_save
+                        .store(Server::now_unix(), Ordering::Relaxed);
+                    server
+                        .persist
+                        .dirty
+                        .fetch_sub(dirty_before, Ordering::Relaxed);
+                    tracing::info!(
+                        "snapshot {epoch} saved: {entries} keys in {} ms",
+                        started.elapsed().as_millis()
+                    );
+                }
+                Err(e) => tracing::warn!("snapshot {epoch} failed: {e}"),
+            }
+            snap.rewriting.store(false, Ordering::Relaxed);
+            snap.running.store(false, Ordering::SeqCst);
+            result
+        }
+    };
+    if background {
+        std::thread::Builder::new()
+            .name("strata-snapshot".into())
+            .spawn(move || {
+                let _ = run();
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    } else {
+        run().map(|_| ())
+    }
+}
+
+/// Captures every shard and writes the file. Returns the number of keys.
+fn write(server: &Server, epoch: u64, from: Position, rewrite: bool) -> Result<u64, String> {
+    let dir = server.data_dir();
+    let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
+    let snap = &server.persist.snapshots;
+    let ks = &server.keyspace;
+    let mut entries = 0u64;
+    let flush_early = |w: &mut SnapshotWriter| -> Result<u64, String> {
+        let early = std::mem::take(&mut *snap.early.lock());
+        let mut n = 0;
+        for (bytes, count) in early {
+            w.raw_chunk(&bytes, count).map_err(|e| e.to_string())?;
+            n += count;
+        }
+        Ok(n)
+    };
+    for db in 0..ks.db_count() {
+        for idx in 0..ks.db(db).shard_count() {
+            if let Some((bytes, n)) = capture(server, (db, idx), epoch) {
+                w.raw_chunk(&bytes, n).map_err(|e| e.to_string())?;
+                entries += n;
+            }
+            entries += flush_early(&mut w)?;
+        }
+    }
+    // Every shard is captured now, so no writer adds to `early` any more.
+    snap.active.store(0, Ordering::SeqCst);
+    entries += flush_early(&mut w)?;
+    if let Some(j) = server.persist.journal() {
+        // The snapshot names a journal position: it must be on disk before the snapshot.
+        j.sync().map_err(|e| e.to_string())?;
+    }
+    w.finish().map_err(|e| e.to_string())?;
+    strata_storage::remove_older_snapshots(&dir, epoch).map_err(|e| e.to_string())?;
+    if rewrite {
+        if let Some(j) = server.persist.journal() {
+            j.drop_before(from).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(entries)
+}
+
+/// Loads the newest snapshot in the data directory into the keyspace. Returns its epoch
+/// and the journal position to replay from.
+pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
+    let dir = server.data_dir();
+    let Some(meta) = strata_storage::latest_snapshot(&dir).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let started = Instant::now();
+    let ks = &server.keyspace;
+    let mut n = 0u64;
+    let mut last_log = Instant::now();
+    let total = meta.entries.max(1);
+    let loaded = strata_storage::load_snapshot(&meta.path, &ks.encodings, |db, key, exp, value| {
+        if (db as usize) >= ks.db_count() {
+            return;
+        }
+        let d = ks.db(db as usize);
+        let mut l = d.lock1_at(1, &key);
+        match value {
+            Value::Str(s) => l.set_str(&key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
+            value => l.put_owned(
+                &key,
+                Owned {
+                    value,
+                    expire_at: exp,
+                },
+            ),
+        }
+        n += 1;
+        if n.is_multiple_of(65536) && last_log.elapsed().as_secs() >= 1 {
+            last_log = Instant::now();
+            let secs = started.elapsed().as_secs_f64().max(0.001);
+            tracing::info!(
+                "loading snapshot: {n} keys, {:.0} keys/s, {:.0}%",
+                n as f64 / secs,
+                100.0 * n as f64 / total as f64
+            );
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    tracing::info!(
+        "snapshot {} loaded: {n} keys in {} ms",
+        loaded.epoch,
+        started.elapsed().as_millis()
+    );
+    server.persist.snapshots.set_loaded(loaded.epoch);
+    server.persist.epoch.store(loaded.epoch, Ordering::SeqCst);
+    Ok(Some((loaded.epoch, loaded.replay_from)))
+}
+
+/// The `save <seconds> <changes>` rules: a BGSAVE once any rule is met.
+pub fn cron(server: &Arc<Server>) {
+    let snap = &server.persist.snapshots;
+    if snap.in_progress() {
+        return;
+    }
+    let rewrite = snap.scheduled_rewrite.swap(false, Ordering::Relaxed);
+    if snap.scheduled.swap(false, Ordering::Relaxed) || rewrite {
+        let _ = start(server, true, rewrite);
+        return;
+    }
+    let rules = server.config.get("save");
+    let words: Vec<u64> = rules
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let dirty = server.persist.dirty.load(Ordering::Relaxed);
+    let since = Server::now_unix().saturating_sub(server.last_save.load(Ordering::Relaxed));
+    let due = words
+        .chunks_exact(2)
+        .any(|r| dirty >= r[1] && since >= r[0] && dirty > 0);
+    if due {
+        tracing::info!("{dirty} changes in {since} seconds. Saving...");
+        let _ = start(server, true, false);
+    }
+}
