@@ -92,37 +92,50 @@ impl Lua {
         client_resp: u8,
         host: &mut dyn Host,
     ) -> Vec<u8> {
-        let mut out = Vec::new();
         let sha = sha1hex(body);
-        let f = match self.scripts.get(&sha) {
-            Some(f) => f.clone(),
-            None => {
-                let off = match shebang::eval_flags(body) {
-                    Ok((_, off)) => off,
-                    Err(e) => {
-                        resp::push_error(&mut out, e.as_bytes());
-                        return out;
-                    }
-                };
-                match self.eval.compile(&body[off..], c"@user_script") {
-                    Ok(Ok(f)) => {
-                        self.scripts.insert(sha.clone(), f.clone());
-                        f
-                    }
-                    Ok(Err(msg)) => {
-                        let mut m = b"ERR Error compiling script (new function): ".to_vec();
-                        m.extend_from_slice(&msg);
-                        resp::push_error(&mut out, &m);
-                        return out;
-                    }
-                    Err(e) => return internal_error(e),
-                }
-            }
+        let f = match self.compile(body, &sha) {
+            Ok(f) => f,
+            Err(reply) => return reply,
         };
         if let Err(e) = self.eval.set_keys_argv(keys, args) {
             return internal_error(e);
         }
         self.eval.run(&f, None, &sha, client_resp, host)
+    }
+
+    /// SCRIPT LOAD: compiles an EVAL body into this state's cache. Returns its sha1, or the
+    /// complete error reply (a bad shebang, a compile error) as EVAL would give it.
+    pub fn load_script(&mut self, body: &[u8]) -> Result<String, Vec<u8>> {
+        let sha = sha1hex(body);
+        self.compile(body, &sha).map(|_| sha)
+    }
+
+    /// The compiled function for an EVAL body, compiling and caching it on first use.
+    fn compile(&mut self, body: &[u8], sha: &str) -> Result<mlua::Function, Vec<u8>> {
+        if let Some(f) = self.scripts.get(sha) {
+            return Ok(f.clone());
+        }
+        let mut out = Vec::new();
+        let off = match shebang::eval_flags(body) {
+            Ok((_, off)) => off,
+            Err(e) => {
+                resp::push_error(&mut out, e.as_bytes());
+                return Err(out);
+            }
+        };
+        match self.eval.compile(&body[off..], c"@user_script") {
+            Ok(Ok(f)) => {
+                self.scripts.insert(sha.to_string(), f.clone());
+                Ok(f)
+            }
+            Ok(Err(msg)) => {
+                let mut m = b"ERR Error compiling script (new function): ".to_vec();
+                m.extend_from_slice(&msg);
+                resp::push_error(&mut out, &m);
+                Err(out)
+            }
+            Err(e) => Err(internal_error(e)),
+        }
     }
 
     /// Parses the shebang flags of an EVAL script (`#!lua flags=no-writes,allow-oom`).

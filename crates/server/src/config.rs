@@ -110,6 +110,13 @@ pub const PARAMS: &[Param] = &[
         "maximum connected clients",
     ),
     p(
+        "busy-reply-threshold",
+        INT,
+        "5000",
+        true,
+        "milliseconds a script runs before other clients get -BUSY",
+    ),
+    p(
         "timeout",
         INT,
         "0",

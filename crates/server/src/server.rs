@@ -45,6 +45,8 @@ pub struct Server {
     pub watches: crate::watch::Watches,
     /// The journal and snapshots.
     pub persist: crate::persist::Persist,
+    /// Script bodies, function libraries and running scripts.
+    pub scripts: crate::scripting::Scripts,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
 }
@@ -134,6 +136,10 @@ impl Server {
     /// Stops serving: every connection closes and the worker threads exit.
     pub fn stop(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        // A script stuck in a loop would keep its worker thread from exiting.
+        for r in self.scripts.running.lock().iter() {
+            r.kill.store(true, Ordering::Relaxed);
+        }
         for c in self.clients.snapshot() {
             c.kill();
         }
@@ -217,6 +223,7 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         watches: Default::default(),
         persist: Default::default(),
         me: Default::default(),
+        scripts: Default::default(),
     });
     let _ = server.me.set(Arc::downgrade(&server));
     server.apply_config();

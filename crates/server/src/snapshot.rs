@@ -106,11 +106,20 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
     // The cut: writers that lock after this see `epoch` and capture before writing.
     let from = match server.persist.journal() {
         Some(j) => {
-            let (_, pos) = j.append_with_pos(0, epoch, MARKER, |_, pos| {
+            // The marker re-creates the function libraries, which the snapshot file does
+            // not hold; the registry stays locked until the marker is in the journal.
+            let libs = server.scripts.libraries.read();
+            let mut marker = MARKER.to_vec();
+            crate::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"FLUSH"]);
+            for l in libs.values() {
+                crate::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"LOAD", &l.code]);
+            }
+            let (_, pos) = j.append_with_pos(0, epoch, &marker, |_, pos| {
                 server.persist.epoch.store(epoch, Ordering::SeqCst);
                 snap.active.store(epoch, Ordering::SeqCst);
                 pos
             });
+            drop(libs);
             pos
         }
         None => {

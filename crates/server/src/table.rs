@@ -206,6 +206,18 @@ pub(crate) fn run(
         }
         return;
     }
+    // A script past busy-reply-threshold: others may only kill it or shut down.
+    if server
+        .scripts
+        .busy
+        .load(std::sync::atomic::Ordering::Relaxed)
+        && !cmd.has(flags::ALLOW_BUSY)
+        && client.group.is_none()
+    {
+        let e = server.scripts.busy_error();
+        reject(server, client, stats, id, out, e);
+        return;
+    }
     client
         .info
         .last_cmd

@@ -1,6 +1,6 @@
 //! Durability of the real server: SIGKILL in the middle of a write load from several
 //! clients under `appendfsync always`, then restart and check every acknowledged write —
-//! counters, list order, MULTI/EXEC groups all-or-nothing; the journal's effects (expiry
+//! counters, list order, MULTI/EXEC groups and scripts all-or-nothing; the journal's effects (expiry
 //! times, random pops) replayed exactly; torn tails, corruption, `strata check`, the
 //! directory lock.
 
@@ -14,9 +14,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A server on `dir`. Tests kill it right after their writes, so unless told otherwise it
+/// runs `appendfsync always` (under everysec the last writes may be lost, as documented).
 fn serve_in(dir: &Path, extra: &[&str]) -> Proc {
     let d = dir.to_str().unwrap();
     let mut args = vec!["--dir", d];
+    if !extra.contains(&"--appendfsync") {
+        args.extend_from_slice(&["--appendfsync", "always"]);
+    }
     args.extend_from_slice(extra);
     strata(&args)
 }
@@ -26,8 +31,14 @@ fn serve_in(dir: &Path, extra: &[&str]) -> Proc {
 struct Acked {
     counter: i64,
     pushed: i64,
+    /// MULTI/EXEC groups, then scripts, acknowledged.
     groups: i64,
+    scripts: i64,
 }
+
+/// A script's writes are one atomic group on disk too.
+const SCRIPT: &str = "redis.call('set', KEYS[1], ARGV[1]); redis.call('set', KEYS[2], ARGV[1]); \
+                      return redis.call('incr', KEYS[3])";
 
 /// Writes until `stop` (or until the server dies), remembering what was acknowledged.
 /// (`CRASH_FSYNC=no` shows the test catching loss: acknowledged writes still in the
@@ -69,6 +80,19 @@ fn writer(port: u16, id: usize, stop: Arc<AtomicBool>) -> Acked {
             break;
         }
         a.groups += 1;
+        let s = a.scripts;
+        let r: redis::RedisResult<i64> = redis::cmd("EVAL")
+            .arg(SCRIPT)
+            .arg(3)
+            .arg(format!("sa:{id}:{s}"))
+            .arg(format!("sb:{id}:{s}"))
+            .arg(format!("scripts:{id}"))
+            .arg(s)
+            .query(&mut c);
+        if r.is_err() {
+            break;
+        }
+        a.scripts += 1;
     }
     a
 }
@@ -102,27 +126,33 @@ fn check_acked(c: &mut redis::Connection, id: usize, a: &Acked) {
         list.iter().enumerate().all(|(i, v)| *v == i as i64),
         "list:{id} out of order: {list:?}"
     );
-    let groups: i64 = redis::cmd("GET")
-        .arg(format!("groups:{id}"))
+    check_groups(c, id, "groups", "ga", "gb", a.groups);
+    check_groups(c, id, "scripts", "sa", "sb", a.scripts);
+}
+
+/// Every group a:id:n / b:id:n below the counter is there completely, none at or above it
+/// even partly, and the counter covers what was acknowledged.
+fn check_groups(c: &mut redis::Connection, id: usize, counter: &str, a: &str, b: &str, acked: i64) {
+    let n: i64 = redis::cmd("GET")
+        .arg(format!("{counter}:{id}"))
         .query::<Option<i64>>(c)
         .unwrap()
         .unwrap_or(0);
-    assert!(groups >= a.groups, "groups:{id} {groups} < {}", a.groups);
-    // Every group is there completely, and no later group is there even partly.
-    for g in 0..=groups {
-        let ga: bool = redis::cmd("EXISTS")
-            .arg(format!("ga:{id}:{g}"))
+    assert!(n >= acked, "{counter}:{id} {n} < {acked}");
+    for g in 0..=n {
+        let ka: bool = redis::cmd("EXISTS")
+            .arg(format!("{a}:{id}:{g}"))
             .query(c)
             .unwrap();
-        let gb: bool = redis::cmd("EXISTS")
-            .arg(format!("gb:{id}:{g}"))
+        let kb: bool = redis::cmd("EXISTS")
+            .arg(format!("{b}:{id}:{g}"))
             .query(c)
             .unwrap();
-        assert_eq!(ga, gb, "MULTI group {id}:{g} is half there");
+        assert_eq!(ka, kb, "group {a}/{b}:{id}:{g} is half there");
         assert_eq!(
-            ga,
-            g < groups,
-            "group {id}:{g} present={ga} with groups:{id}={groups}"
+            ka,
+            g < n,
+            "group {a}:{id}:{g} present={ka} with {counter}:{id}={n}"
         );
     }
 }

@@ -19,6 +19,7 @@ pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
 pub(crate) mod scan;
+pub mod scripting;
 pub mod set;
 pub mod sort;
 pub mod strings;
@@ -41,6 +42,7 @@ pub const FAMILIES: &[&[Command]] = &[
     hyperloglog::COMMANDS,
     sort::COMMANDS,
     persistence::COMMANDS,
+    scripting::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,
 ];

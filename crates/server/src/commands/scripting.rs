@@ -1,0 +1,721 @@
+//! EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL, FUNCTION
+//! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
+//! crate::scripting.
+
+use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::scripting::{self, Library, Target};
+use bytes::Bytes;
+use strata_scripting::ScriptFlags;
+
+const fn script(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::command::Handler,
+) -> Command {
+    Command::new(name, arity, flags, "scripting", summary, since, handler)
+}
+
+/// EVAL-style key positions: argv[2] is numkeys, the keys follow it.
+fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
+    let n = argv
+        .get(2)
+        .and_then(|a| crate::command::parse_i64(a))
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    (3..3 + n).take_while(|i| *i < argv.len()).collect()
+}
+
+const fn with_keys(c: Command) -> Command {
+    Command {
+        keys: Keys::Custom(numkeys_keys),
+        ..c
+    }
+}
+
+const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLEKEYS;
+const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLEKEYS;
+
+pub static COMMANDS: &[Command] = &[
+    with_keys(script(
+        "eval",
+        -3,
+        EVAL_FLAGS,
+        "Executes a server-side Lua script.",
+        "2.6.0",
+        eval,
+    )),
+    with_keys(script(
+        "evalsha",
+        -3,
+        EVAL_FLAGS,
+        "Executes a server-side Lua script by SHA1 digest.",
+        "2.6.0",
+        evalsha,
+    )),
+    with_keys(script(
+        "eval_ro",
+        -3,
+        RO_FLAGS,
+        "Executes a read-only server-side Lua script.",
+        "7.0.0",
+        eval_ro,
+    )),
+    with_keys(script(
+        "evalsha_ro",
+        -3,
+        RO_FLAGS,
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        "7.0.0",
+        evalsha_ro,
+    )),
+    with_keys(script(
+        "fcall",
+        -3,
+        EVAL_FLAGS,
+        "Invokes a function.",
+        "7.0.0",
+        fcall,
+    )),
+    with_keys(script(
+        "fcall_ro",
+        -3,
+        RO_FLAGS,
+        "Invokes a read-only function.",
+        "7.0.0",
+        fcall_ro,
+    )),
+    Command {
+        subcommands: SCRIPT,
+        ..script(
+            "script",
+            -2,
+            0,
+            "A container for Lua scripts management commands.",
+            "2.6.0",
+            super::container,
+        )
+    },
+    Command {
+        subcommands: FUNCTION,
+        ..script(
+            "function",
+            -2,
+            0,
+            "A container for function commands.",
+            "7.0.0",
+            super::container,
+        )
+    },
+];
+
+const SCRIPT: &[Command] = &[
+    script(
+        "load",
+        3,
+        NOSCRIPT | STALE,
+        "Loads a server-side Lua script to the script cache.",
+        "2.6.0",
+        script_load,
+    ),
+    script(
+        "exists",
+        -3,
+        NOSCRIPT | STALE,
+        "Determines whether server-side Lua scripts exist in the script cache.",
+        "2.6.0",
+        script_exists,
+    ),
+    script(
+        "flush",
+        -2,
+        NOSCRIPT,
+        "Removes all server-side Lua scripts from the script cache.",
+        "2.6.0",
+        script_flush,
+    ),
+    script(
+        "kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        "Terminates a server-side Lua script during execution.",
+        "2.6.0",
+        script_kill,
+    ),
+    script(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        script_help,
+    ),
+];
+
+const FUNCTION: &[Command] = &[
+    script(
+        "load",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        "Creates a library.",
+        "7.0.0",
+        function_load,
+    ),
+    script(
+        "delete",
+        3,
+        WRITE | NOSCRIPT,
+        "Deletes a library and its functions.",
+        "7.0.0",
+        function_delete,
+    ),
+    script(
+        "flush",
+        -2,
+        WRITE | NOSCRIPT,
+        "Deletes all libraries and functions.",
+        "7.0.0",
+        function_flush,
+    ),
+    script(
+        "list",
+        -2,
+        NOSCRIPT,
+        "Returns information about all libraries.",
+        "7.0.0",
+        function_list,
+    ),
+    script(
+        "dump",
+        2,
+        NOSCRIPT,
+        "Dumps all libraries into a serialized binary payload.",
+        "7.0.0",
+        function_dump,
+    ),
+    script(
+        "restore",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        "Restores all libraries from a payload.",
+        "7.0.0",
+        function_restore,
+    ),
+    script(
+        "stats",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        "Returns information about a function during execution.",
+        "7.0.0",
+        function_stats,
+    ),
+    script(
+        "kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        "Terminates a function during execution.",
+        "7.0.0",
+        function_kill,
+    ),
+    script(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "7.0.0",
+        function_help,
+    ),
+];
+
+/// numkeys, keys and args of EVAL/FCALL; `bad_numkeys` is the error for a non-integer.
+fn split_args(ctx: &Ctx<'_>, bad_numkeys: CmdError) -> Result<(Vec<Bytes>, Vec<Bytes>), CmdError> {
+    let n = crate::command::parse_i64(ctx.arg(2)).ok_or(bad_numkeys)?;
+    let rest = ctx.argv.len() as i64 - 3;
+    if n > rest {
+        return Err(CmdError::err(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    if n < 0 {
+        return Err(CmdError::err("Number of keys can't be negative"));
+    }
+    let n = n as usize;
+    Ok((ctx.argv[3..3 + n].to_vec(), ctx.argv[3 + n..].to_vec()))
+}
+
+fn eval_body(ctx: &mut Ctx<'_>, body: Bytes, ro: bool) -> CmdResult {
+    let (keys, args) = split_args(ctx, CmdError::NOT_INTEGER)?;
+    let flags = strata_scripting::Lua::script_flags(&body).unwrap_or_default();
+    let sha = strata_scripting::sha1hex(&body);
+    check_flags(ctx, &flags, ro)?;
+    let read_only = ro || (!flags.eval_compat_mode && flags.no_writes);
+    ctx.server.scripts.remember(sha.clone(), body.clone());
+    let reply = scripting::run(
+        ctx.server,
+        ctx.client,
+        ctx.stats,
+        Target::Eval(&body),
+        &sha,
+        ctx.argv,
+        &keys,
+        &args,
+        read_only,
+    );
+    ctx.out.raw(&reply);
+    ctx.no_effect();
+    Ok(())
+}
+
+/// Redis's scriptPrepareForRun checks for a script that may write.
+fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
+    if flags.eval_compat_mode || flags.no_writes {
+        return Ok(());
+    }
+    if ctx.server.persist.write_error().is_some() {
+        return Err(CmdError::Static("MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts."));
+    }
+    if ro {
+        return Err(CmdError::err(
+            "Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    Ok(())
+}
+
+fn eval(ctx: &mut Ctx<'_>) -> CmdResult {
+    eval_body(ctx, ctx.argv[1].clone(), false)
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
+    eval_body(ctx, ctx.argv[1].clone(), true)
+}
+
+fn by_sha(ctx: &Ctx<'_>) -> Result<Bytes, CmdError> {
+    let sha = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
+    ctx.server.scripts.body(&sha).ok_or(CmdError::Static(
+        "NOSCRIPT No matching script. Please use EVAL.",
+    ))
+}
+
+fn evalsha(ctx: &mut Ctx<'_>) -> CmdResult {
+    let body = by_sha(ctx)?;
+    eval_body(ctx, body, false)
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
+    let body = by_sha(ctx)?;
+    eval_body(ctx, body, true)
+}
+
+fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    let name = String::from_utf8_lossy(ctx.arg(1)).into_owned();
+    let flags = {
+        let libs = ctx.server.scripts.libraries.read();
+        libs.values()
+            .flat_map(|l| l.info.functions.iter())
+            .find(|f| f.name == name)
+            .map(|f| f.flags)
+    };
+    let Some(flags) = flags else {
+        return Err(CmdError::err("Function not found"));
+    };
+    let (keys, args) = split_args(ctx, CmdError::err("Bad number of keys provided"))?;
+    check_flags(ctx, &flags, ro)?;
+    let read_only = ro || flags.no_writes;
+    let reply = scripting::run(
+        ctx.server,
+        ctx.client,
+        ctx.stats,
+        Target::Function(&name),
+        &name,
+        ctx.argv,
+        &keys,
+        &args,
+        read_only,
+    );
+    ctx.out.raw(&reply);
+    ctx.no_effect();
+    Ok(())
+}
+
+fn fcall(ctx: &mut Ctx<'_>) -> CmdResult {
+    fcall_generic(ctx, false)
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>) -> CmdResult {
+    fcall_generic(ctx, true)
+}
+
+// ---------------------------------------------------------------------------------------
+// SCRIPT
+
+fn script_load(ctx: &mut Ctx<'_>) -> CmdResult {
+    let body = ctx.argv[2].clone();
+    match scripting::with_lua(ctx.server, |lua| lua.load_script(&body)) {
+        Ok(sha) => {
+            ctx.server.scripts.remember(sha.clone(), body);
+            ctx.out.bulk(sha.as_bytes());
+        }
+        Err(reply) => ctx.out.raw(&reply),
+    }
+    Ok(())
+}
+
+fn script_exists(ctx: &mut Ctx<'_>) -> CmdResult {
+    let n = ctx.argv.len() - 2;
+    ctx.out.array(n);
+    for i in 2..ctx.argv.len() {
+        let sha = String::from_utf8_lossy(ctx.arg(i)).to_ascii_lowercase();
+        let has = ctx.server.scripts.has(&sha);
+        ctx.out.int(has as i64);
+    }
+    Ok(())
+}
+
+/// The [ASYNC|SYNC] argument of SCRIPT FLUSH and FUNCTION FLUSH.
+fn flush_mode(ctx: &Ctx<'_>, err: &'static str) -> CmdResult {
+    match ctx.argv.len() {
+        2 => Ok(()),
+        3 if ctx.arg(2).eq_ignore_ascii_case(b"sync")
+            || ctx.arg(2).eq_ignore_ascii_case(b"async") =>
+        {
+            Ok(())
+        }
+        _ => Err(CmdError::err(err)),
+    }
+}
+
+fn script_flush(ctx: &mut Ctx<'_>) -> CmdResult {
+    flush_mode(ctx, "SCRIPT FLUSH only support SYNC|ASYNC option")?;
+    ctx.server.scripts.flush();
+    ctx.out.ok();
+    Ok(())
+}
+
+fn script_kill(ctx: &mut Ctx<'_>) -> CmdResult {
+    scripting::kill(ctx.server, true)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn script_help(ctx: &mut Ctx<'_>) -> CmdResult {
+    super::help(ctx, "SCRIPT", SCRIPT)
+}
+
+fn function_help(ctx: &mut Ctx<'_>) -> CmdResult {
+    super::help(ctx, "FUNCTION", FUNCTION)
+}
+
+// ---------------------------------------------------------------------------------------
+// FUNCTION
+
+/// Validates `code` in this thread's state and adds it to the registry (REPLACE swaps a
+/// library of the same name). Every thread reloads the libraries on its next call.
+fn load_library(ctx: &Ctx<'_>, code: Bytes, replace: bool) -> Result<String, CmdError> {
+    let scripts = &ctx.server.scripts;
+    let mut libs = scripts.libraries.write();
+    // A fresh state holding every other library checks name clashes exactly as Redis.
+    let mut lua = strata_scripting::Lua::new();
+    let name_hint = strata_scripting_name(&code);
+    for (n, l) in libs.iter() {
+        if replace && Some(n.as_str()) == name_hint.as_deref() {
+            continue;
+        }
+        let _ = lua.load_library(&l.code);
+    }
+    let info = lua.load_library(&code).map_err(CmdError::Custom)?;
+    if libs.contains_key(&info.name) && !replace {
+        return Err(CmdError::Custom(format!(
+            "ERR Library '{}' already exists",
+            info.name
+        )));
+    }
+    let name = info.name.clone();
+    libs.insert(name.clone(), Library { code, info });
+    drop(libs);
+    scripts.functions_changed();
+    Ok(name)
+}
+
+/// The library name of a `#!lua name=<lib>` shebang, if it parses.
+fn strata_scripting_name(code: &[u8]) -> Option<String> {
+    let line = code.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    line.strip_prefix("#!")?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("name="))
+        .map(str::to_string)
+}
+
+fn function_load(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mut replace = false;
+    let mut i = 2;
+    while i < ctx.argv.len() - 1 {
+        if ctx.arg(i).eq_ignore_ascii_case(b"replace") {
+            replace = true;
+            i += 1;
+            continue;
+        }
+        return Err(CmdError::Custom(format!(
+            "ERR Unknown option given: {}",
+            String::from_utf8_lossy(ctx.arg(i))
+        )));
+    }
+    if i >= ctx.argv.len() {
+        return Err(CmdError::err("Function code is missing"));
+    }
+    let name = load_library(ctx, ctx.argv[i].clone(), replace)?;
+    ctx.out.bulk(name.as_bytes());
+    Ok(())
+}
+
+fn function_delete(ctx: &mut Ctx<'_>) -> CmdResult {
+    let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    if ctx.server.scripts.libraries.write().remove(&name).is_none() {
+        return Err(CmdError::err("Library not found"));
+    }
+    ctx.server.scripts.functions_changed();
+    ctx.out.ok();
+    Ok(())
+}
+
+fn function_flush(ctx: &mut Ctx<'_>) -> CmdResult {
+    flush_mode(ctx, "FUNCTION FLUSH only supports SYNC|ASYNC option")?;
+    ctx.server.scripts.libraries.write().clear();
+    ctx.server.scripts.functions_changed();
+    ctx.out.ok();
+    Ok(())
+}
+
+fn function_list(ctx: &mut Ctx<'_>) -> CmdResult {
+    let (mut with_code, mut pattern) = (false, None);
+    let mut i = 2;
+    while i < ctx.argv.len() {
+        let a = ctx.arg(i);
+        if !with_code && a.eq_ignore_ascii_case(b"withcode") {
+            with_code = true;
+        } else if pattern.is_none() && a.eq_ignore_ascii_case(b"libraryname") {
+            if i >= ctx.argv.len() - 1 {
+                return Err(CmdError::err("library name argument was not given"));
+            }
+            i += 1;
+            pattern = Some(ctx.argv[i].clone());
+        } else {
+            return Err(CmdError::Custom(format!(
+                "ERR Unknown argument {}",
+                String::from_utf8_lossy(a)
+            )));
+        }
+        i += 1;
+    }
+    let libs = ctx.server.scripts.libraries.read();
+    let chosen: Vec<&Library> = libs
+        .values()
+        .filter(|l| {
+            pattern
+                .as_ref()
+                .is_none_or(|p| strata_engine::glob::matches(p, l.info.name.as_bytes(), false))
+        })
+        .collect();
+    let out = &mut ctx.out;
+    out.array(chosen.len());
+    for l in chosen {
+        out.map(if with_code { 4 } else { 3 });
+        out.bulk(b"library_name");
+        out.bulk(l.info.name.as_bytes());
+        out.bulk(b"engine");
+        out.bulk(b"LUA");
+        out.bulk(b"functions");
+        out.array(l.info.functions.len());
+        for f in &l.info.functions {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(f.name.as_bytes());
+            out.bulk(b"description");
+            match &f.description {
+                Some(d) => out.bulk(d.as_bytes()),
+                None => out.null(),
+            }
+            out.bulk(b"flags");
+            let names = flag_names(&f.flags);
+            out.set(names.len());
+            for n in names {
+                out.simple(n);
+            }
+        }
+        if with_code {
+            out.bulk(b"library_code");
+            out.bulk(&l.code);
+        }
+    }
+    Ok(())
+}
+
+/// A function's flags as FUNCTION LIST names them, in Redis's table order.
+fn flag_names(f: &ScriptFlags) -> Vec<&'static str> {
+    [
+        (f.no_writes, "no-writes"),
+        (f.allow_oom, "allow-oom"),
+        (f.allow_stale, "allow-stale"),
+        (f.no_cluster, "no-cluster"),
+        (f.allow_cross_slot_keys, "allow-cross-slot-keys"),
+    ]
+    .into_iter()
+    .filter_map(|(on, n)| on.then_some(n))
+    .collect()
+}
+
+fn function_stats(ctx: &mut Ctx<'_>) -> CmdResult {
+    let running: Option<(String, Vec<Bytes>, u64)> = ctx
+        .server
+        .scripts
+        .running
+        .lock()
+        .iter()
+        .find(|r| !r.eval)
+        .map(|r| {
+            (
+                r.name.clone(),
+                r.argv.clone(),
+                r.started.elapsed().as_millis() as u64,
+            )
+        });
+    let (libs, funcs) = {
+        let l = ctx.server.scripts.libraries.read();
+        (
+            l.len(),
+            l.values().map(|l| l.info.functions.len()).sum::<usize>(),
+        )
+    };
+    let out = &mut ctx.out;
+    out.map(2);
+    out.bulk(b"running_script");
+    match running {
+        None => out.null(),
+        Some((name, argv, ms)) => {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(name.as_bytes());
+            out.bulk(b"command");
+            out.array(argv.len());
+            for a in &argv {
+                out.bulk(a);
+            }
+            out.bulk(b"duration_ms");
+            out.int(ms as i64);
+        }
+    }
+    out.bulk(b"engines");
+    out.map(1);
+    out.bulk(b"LUA");
+    out.map(2);
+    out.bulk(b"libraries_count");
+    out.int(libs as i64);
+    out.bulk(b"functions_count");
+    out.int(funcs as i64);
+    Ok(())
+}
+
+fn function_kill(ctx: &mut Ctx<'_>) -> CmdResult {
+    scripting::kill(ctx.server, false)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+/// FUNCTION DUMP: every library's code, in Strata's own payload format (a magic, then
+/// length-prefixed codes, then a CRC32). Not interchangeable with Redis's RDB payload.
+fn function_dump(ctx: &mut Ctx<'_>) -> CmdResult {
+    let libs = ctx.server.scripts.libraries.read();
+    let mut buf = DUMP_MAGIC.to_vec();
+    for l in libs.values() {
+        buf.extend_from_slice(&(l.code.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&l.code);
+    }
+    let crc = crc32(&buf);
+    buf.extend_from_slice(&crc.to_le_bytes());
+    drop(libs);
+    ctx.out.bulk(&buf);
+    Ok(())
+}
+
+const DUMP_MAGIC: &[u8] = b"STRFN1";
+
+fn crc32(data: &[u8]) -> u32 {
+    // Bitwise CRC-32 (IEEE): payloads are small and rare.
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn parse_dump(p: &[u8]) -> Option<Vec<Bytes>> {
+    let body = p.get(..p.len().checked_sub(4)?)?;
+    let crc = u32::from_le_bytes(p[p.len() - 4..].try_into().ok()?);
+    if crc32(body) != crc || !body.starts_with(DUMP_MAGIC) {
+        return None;
+    }
+    let mut rest = &body[DUMP_MAGIC.len()..];
+    let mut codes = Vec::new();
+    while !rest.is_empty() {
+        let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        codes.push(Bytes::copy_from_slice(rest.get(4..4 + n)?));
+        rest = &rest[4 + n..];
+    }
+    Some(codes)
+}
+
+fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
+    let policy = match ctx.argv.len() {
+        3 => b"append".to_vec(),
+        4 => ctx.lower(3),
+        _ => return Err(CmdError::SYNTAX),
+    };
+    if !matches!(policy.as_slice(), b"flush" | b"append" | b"replace") {
+        return Err(CmdError::err(
+            "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+        ));
+    }
+    let codes = parse_dump(ctx.arg(2))
+        .ok_or(CmdError::err("DUMP payload version or checksum are wrong"))?;
+    let scripts = &ctx.server.scripts;
+    let before: Vec<(String, Library)> = std::mem::take(&mut *scripts.libraries.write())
+        .into_iter()
+        .collect();
+    let keep_old = policy.as_slice() != b"flush";
+    if keep_old {
+        scripts
+            .libraries
+            .write()
+            .extend(before.iter().map(|(n, l)| {
+                (
+                    n.clone(),
+                    Library {
+                        code: l.code.clone(),
+                        info: l.info.clone(),
+                    },
+                )
+            }));
+    }
+    let replace = policy.as_slice() == b"replace";
+    for code in codes {
+        if let Err(e) = load_library(ctx, code, replace) {
+            // All or nothing, as Redis: put the old libraries back.
+            *scripts.libraries.write() = before.into_iter().collect();
+            scripts.functions_changed();
+            return Err(e);
+        }
+    }
+    scripts.functions_changed();
+    ctx.out.ok();
+    Ok(())
+}

@@ -1,0 +1,370 @@
+//! Running Lua scripts and functions inside the server: the shared registry of script
+//! bodies and function libraries, one Lua state per worker thread (strata-scripting), and
+//! the `Host` through which `redis.call` runs commands.
+//!
+//! A script runs under one engine session: the shards of its declared keys are locked
+//! before it starts and released after its writes reach the journal as one block, so no
+//! client sees a state between two of its calls, and scripts on disjoint keys run in
+//! parallel on different threads. A call on a key the script did not declare adds that
+//! key's shard to the session on the spot (see `Keyspace::extend_session`); the cost is
+//! documented in docs/compatibility.md.
+
+use crate::client::Client;
+use crate::command::{flags, CmdError};
+use crate::effects::{Group, LockPlan};
+use crate::server::Server;
+use crate::stats::ThreadStats;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_engine::Keyspace;
+use strata_resp::Protocol;
+use strata_scripting::{Host, LibraryInfo, Lua};
+
+/// A loaded function library: its code (every thread loads it into its own state) and what
+/// FUNCTION LOAD learnt from it.
+pub struct Library {
+    pub code: Bytes,
+    pub info: LibraryInfo,
+}
+
+/// A script or function running now (SCRIPT KILL, FUNCTION STATS, -BUSY).
+pub struct Running {
+    pub id: u64,
+    pub name: String,
+    pub argv: Vec<Bytes>,
+    pub eval: bool,
+    pub started: Instant,
+    pub wrote: Arc<AtomicBool>,
+    pub kill: Arc<AtomicBool>,
+    /// Past `busy-reply-threshold`: other clients get -BUSY.
+    pub busy: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+pub struct Scripts {
+    /// EVAL bodies by sha1, for EVALSHA and SCRIPT EXISTS.
+    bodies: RwLock<HashMap<String, Bytes>>,
+    /// Bumped by SCRIPT FLUSH: threads drop their compiled scripts.
+    scripts_version: AtomicU64,
+    /// Library name -> library. Sorted, as FUNCTION LIST is stable then.
+    pub libraries: RwLock<BTreeMap<String, Library>>,
+    /// Bumped by every change to `libraries`: threads reload them.
+    functions_version: AtomicU64,
+    pub running: Mutex<Vec<Running>>,
+    next_id: AtomicU64,
+    /// Some script is past the busy threshold (one relaxed load per command otherwise).
+    pub busy: AtomicBool,
+}
+
+thread_local! {
+    /// This thread's Lua state and the registry versions it reflects.
+    static LUA: RefCell<Option<(Lua, u64, u64)>> = const { RefCell::new(None) };
+}
+
+impl Scripts {
+    pub fn body(&self, sha: &str) -> Option<Bytes> {
+        self.bodies.read().get(sha).cloned()
+    }
+
+    pub fn has(&self, sha: &str) -> bool {
+        self.bodies.read().contains_key(sha)
+    }
+
+    pub fn remember(&self, sha: String, body: Bytes) {
+        self.bodies.write().entry(sha).or_insert(body);
+    }
+
+    pub fn flush(&self) {
+        self.bodies.write().clear();
+        self.scripts_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn functions_changed(&self) {
+        self.functions_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The -BUSY error for a client arriving while a script is busy.
+    #[cold]
+    pub fn busy_error(&self) -> CmdError {
+        let eval = self
+            .running
+            .lock()
+            .iter()
+            .find(|r| r.busy.load(Ordering::Relaxed))
+            .is_none_or(|r| r.eval);
+        CmdError::Static(if eval {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        })
+    }
+
+    fn refresh_busy(&self) {
+        let any = self
+            .running
+            .lock()
+            .iter()
+            .any(|r| r.busy.load(Ordering::Relaxed));
+        self.busy.store(any, Ordering::Relaxed);
+    }
+}
+
+/// Runs `f` with this thread's Lua state, first catching up with SCRIPT FLUSH and library
+/// changes made on any thread.
+pub fn with_lua<R>(server: &Server, f: impl FnOnce(&mut Lua) -> R) -> R {
+    let s = &server.scripts;
+    let fv = s.functions_version.load(Ordering::SeqCst);
+    let sv = s.scripts_version.load(Ordering::SeqCst);
+    LUA.with_borrow_mut(|slot| {
+        let stale = slot
+            .as_ref()
+            .is_none_or(|(_, f2, s2)| *f2 != fv || *s2 != sv);
+        if stale {
+            let mut lua = Lua::new();
+            for lib in s.libraries.read().values() {
+                if let Err(e) = lua.load_library(&lib.code) {
+                    tracing::warn!("reloading library {}: {e}", lib.info.name);
+                }
+            }
+            *slot = Some((lua, fv, sv));
+        }
+        match slot {
+            Some((lua, ..)) => f(lua),
+            None => unreachable!("set above"),
+        }
+    })
+}
+
+/// What to run: an EVAL body or a function.
+pub enum Target<'a> {
+    Eval(&'a [u8]),
+    Function(&'a str),
+}
+
+/// Runs a script for `client` with `keys` and `args` and returns the reply bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    server: &Server,
+    client: &mut Client,
+    stats: &ThreadStats,
+    target: Target<'_>,
+    name: &str,
+    argv: &[Bytes],
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) -> Vec<u8> {
+    let db = client.db;
+    // Declared keys locked up front; inside an EXEC the transaction holds them already.
+    let plan = LockPlan::Shards(
+        keys.iter()
+            .map(|k| server.keyspace.shard_of(db, k))
+            .collect(),
+    );
+    let nested = Keyspace::in_session();
+    let session = if nested {
+        if let LockPlan::Shards(ids) = &plan {
+            server
+                .keyspace
+                .extend_session(ids, Instant::now() + UNDECLARED_WAIT);
+        }
+        None
+    } else {
+        let s = plan.open(server);
+        client.write_epoch = crate::snapshot::begin_write(server);
+        Some(s)
+    };
+    let outer = client.group.take();
+    client.group = Some(Group::new(db));
+    let running = Running {
+        id: server.scripts.next_id.fetch_add(1, Ordering::Relaxed),
+        name: name.to_string(),
+        argv: argv.to_vec(),
+        eval: matches!(target, Target::Eval(_)),
+        started: Instant::now(),
+        wrote: Arc::default(),
+        kill: Arc::default(),
+        busy: Arc::default(),
+    };
+    let (id, wrote, kill, busy) = (
+        running.id,
+        running.wrote.clone(),
+        running.kill.clone(),
+        running.busy.clone(),
+    );
+    server.scripts.running.lock().push(running);
+    let proto = client.proto;
+    let client_resp = if proto == Protocol::Resp3 { 3 } else { 2 };
+    let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+    let arg_refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
+    let threshold = Duration::from_millis(server.config.get_u64("busy-reply-threshold"));
+    let reply = {
+        let mut host = ScriptHost {
+            server,
+            client: &mut *client,
+            stats,
+            read_only,
+            started: Instant::now(),
+            threshold,
+            wrote,
+            kill,
+            busy,
+            clock: Instant::now(),
+        };
+        with_lua(server, |lua| match target {
+            Target::Eval(body) => lua.eval(body, &key_refs, &arg_refs, client_resp, &mut host),
+            Target::Function(f) => lua.fcall(f, &key_refs, &arg_refs, client_resp, &mut host),
+        })
+    };
+    client.db = db;
+    client.proto = proto;
+    server.scripts.running.lock().retain(|r| r.id != id);
+    server.scripts.refresh_busy();
+    let group = client.group.take().unwrap_or_else(|| Group::new(db));
+    match outer {
+        Some(mut o) => {
+            o.append(group);
+            client.group = Some(o);
+        }
+        None if !group.is_empty() => server.persist.log_group(client, group),
+        None => {}
+    }
+    drop(session);
+    reply
+}
+
+/// How long a call on an undeclared key waits for a shard below the ones the script holds
+/// before giving up with an error (waiting longer could deadlock with another script).
+const UNDECLARED_WAIT: Duration = Duration::from_secs(1);
+
+struct ScriptHost<'a> {
+    server: &'a Server,
+    client: &'a mut Client,
+    stats: &'a ThreadStats,
+    read_only: bool,
+    started: Instant,
+    threshold: Duration,
+    wrote: Arc<AtomicBool>,
+    kill: Arc<AtomicBool>,
+    busy: Arc<AtomicBool>,
+    clock: Instant,
+}
+
+fn error_reply(msg: &str) -> Vec<u8> {
+    format!("-{msg}\r\n").into_bytes()
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, argv: Vec<Vec<u8>>, resp: u8) -> Vec<u8> {
+        let server = self.server;
+        let argv: Vec<Bytes> = argv.into_iter().map(Bytes::from).collect();
+        let id = match server.table.resolve(&argv) {
+            Ok(id) => id,
+            Err(e) if e.text().starts_with("ERR wrong number") => {
+                return error_reply("ERR Wrong number of args calling Redis command from script")
+            }
+            Err(_) => return error_reply("ERR Unknown Redis command called from script"),
+        };
+        let cmd = server.table.commands[id];
+        if cmd.has(flags::NOSCRIPT) {
+            return error_reply("ERR This Redis command is not allowed from script");
+        }
+        let write = cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE);
+        if write && self.read_only {
+            return error_reply("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if cmd.has(flags::WRITE) {
+            if let Some(e) = server.persist.write_error() {
+                return error_reply(&e);
+            }
+        }
+        // A key the script did not declare: take its shard into the session now.
+        let name = &server.table.fullnames[id];
+        let plan = LockPlan::of(server, self.client.db, cmd, name, &argv);
+        let ids = match plan {
+            LockPlan::World => world(server),
+            LockPlan::Shards(ids) => ids,
+        };
+        if !Keyspace::session_holds(&ids)
+            && !server
+                .keyspace
+                .extend_session(&ids, Instant::now() + UNDECLARED_WAIT)
+        {
+            return error_reply(
+                "ERR Script accessed a key it did not declare while another script held it; declare every key in KEYS",
+            );
+        }
+        self.client.proto = if resp == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        let mut out = Vec::new();
+        crate::table::run(
+            server,
+            self.client,
+            self.stats,
+            id,
+            &argv,
+            &mut out,
+            &mut self.clock,
+        );
+        if cmd.has(flags::WRITE) {
+            self.wrote.store(true, Ordering::Relaxed);
+        }
+        out
+    }
+
+    fn log(&mut self, level: u8, msg: &str) {
+        match level {
+            0 => tracing::debug!("{msg}"),
+            1 => tracing::debug!("{msg}"),
+            2 => tracing::info!("{msg}"),
+            _ => tracing::warn!("{msg}"),
+        }
+    }
+
+    fn tick(&mut self) -> bool {
+        if !self.busy.load(Ordering::Relaxed) && self.started.elapsed() >= self.threshold {
+            tracing::warn!(
+                "Slow script detected: still in execution after {} milliseconds.",
+                self.started.elapsed().as_millis()
+            );
+            self.busy.store(true, Ordering::Relaxed);
+            self.server.scripts.busy.store(true, Ordering::Relaxed);
+        }
+        self.kill.load(Ordering::Relaxed)
+    }
+}
+
+/// Every shard of every database.
+fn world(server: &Server) -> Vec<strata_engine::ShardId> {
+    let ks = &server.keyspace;
+    (0..ks.db_count())
+        .flat_map(|d| (0..ks.db(d).shard_count()).map(move |i| (d, i)))
+        .collect()
+}
+
+/// SCRIPT KILL (`eval`) / FUNCTION KILL: Redis's scriptKill.
+pub fn kill(server: &Server, eval: bool) -> Result<(), CmdError> {
+    let running = server.scripts.running.lock();
+    let Some(r) = running.iter().find(|r| r.busy.load(Ordering::Relaxed)) else {
+        return Err(CmdError::Static(
+            "NOTBUSY No scripts in execution right now.",
+        ));
+    };
+    if r.wrote.load(Ordering::Relaxed) {
+        return Err(CmdError::Static("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."));
+    }
+    if eval != r.eval {
+        drop(running);
+        return Err(server.scripts.busy_error());
+    }
+    r.kill.store(true, Ordering::Relaxed);
+    Ok(())
+}

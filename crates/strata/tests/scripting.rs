@@ -1,0 +1,252 @@
+//! Scripts and functions in the real server: atomic read-modify-write from many clients
+//! on both worker threads, undeclared keys, busy scripts (-BUSY, SCRIPT KILL, UNKILLABLE,
+//! FUNCTION KILL), and functions surviving restarts and journal rewrites. Replies are
+//! compared with redis-server in tests/diff/scripting.txt.
+
+mod common;
+
+use common::{strata, temp_dir, Proc, RespConn};
+use std::time::{Duration, Instant};
+
+const GET_SET: &str = "local v = tonumber(redis.call('get', KEYS[1]) or '0'); \
+                       redis.call('set', KEYS[1], v + 1); return v + 1";
+
+#[test]
+fn scripted_read_modify_write_loses_no_update() {
+    let p = strata(&["--threads", "2"]);
+    let (clients, per) = (8, 400);
+    let handles: Vec<_> = (0..clients)
+        .map(|i| {
+            let mut c = p.client();
+            std::thread::spawn(move || {
+                for _ in 0..per {
+                    // Shared key plus one of its own: scripts on disjoint and shared keys mix.
+                    redis::cmd("EVAL")
+                        .arg(GET_SET)
+                        .arg(1)
+                        .arg("shared")
+                        .query::<i64>(&mut c)
+                        .unwrap();
+                    redis::cmd("EVAL")
+                        .arg(GET_SET)
+                        .arg(1)
+                        .arg(format!("own:{i}"))
+                        .query::<i64>(&mut c)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut c = p.client();
+    let shared: i64 = redis::cmd("GET").arg("shared").query(&mut c).unwrap();
+    assert_eq!(shared, clients * per);
+    for i in 0..clients {
+        let own: i64 = redis::cmd("GET")
+            .arg(format!("own:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(own, per);
+    }
+}
+
+/// A script that names no keys but touches some still runs atomically: two keys it keeps
+/// equal are never seen apart by a reader.
+#[test]
+fn undeclared_keys_stay_atomic() {
+    let p = strata(&["--threads", "2"]);
+    let script = "redis.call('incr', 'ua'); redis.call('incr', 'ub'); return 1";
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = p.client();
+            std::thread::spawn(move || {
+                for _ in 0..500 {
+                    redis::cmd("EVAL")
+                        .arg(script)
+                        .arg(0)
+                        .query::<i64>(&mut c)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut r = p.client();
+    let mut checks = 0;
+    while writers.iter().any(|w| !w.is_finished()) {
+        let (a, b): (Option<i64>, Option<i64>) = redis::cmd("MGET")
+            .arg("ua")
+            .arg("ub")
+            .query(&mut r)
+            .unwrap();
+        assert_eq!(a, b, "saw a script half done");
+        checks += 1;
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    let a: i64 = redis::cmd("GET").arg("ua").query(&mut r).unwrap();
+    assert_eq!(a, 1000);
+    assert!(checks > 0);
+}
+
+/// Connections land on worker threads round-robin; a busy script blocks its own thread, so
+/// the checks below use raw connections until one answers from another thread.
+fn other_thread_conn(p: &Proc) -> RespConn {
+    for _ in 0..8 {
+        let mut c = RespConn::new(p);
+        c.stream()
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        if c.call(&["PING"]).is_ok() {
+            c.stream()
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            return c;
+        }
+    }
+    panic!("no connection answered while the script ran");
+}
+
+/// A reply as text (errors keep their code: "BUSY Redis is busy...").
+fn text(c: &mut RespConn, args: &[&str]) -> String {
+    let r = c.call(args).expect("reply");
+    String::from_utf8_lossy(&r.raw)
+        .trim_start_matches(['-', '+'])
+        .trim_end()
+        .to_string()
+}
+
+/// Starts `cmd` on a connection of its own and returns the thread waiting for its reply.
+fn spawn_cmd(p: &Proc, cmd: Vec<String>) -> std::thread::JoinHandle<String> {
+    let mut c = RespConn::new(p);
+    std::thread::spawn(move || {
+        let r = c.call(&cmd).expect("reply");
+        String::from_utf8_lossy(&r.raw).to_string()
+    })
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn busy_script_gets_busy_errors_and_script_kill() {
+    let p = strata(&["--threads", "2", "--busy-reply-threshold", "100"]);
+    let script = spawn_cmd(
+        &p,
+        strings(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"]),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = other_thread_conn(&p);
+    let busy = text(&mut c, &["GET", "x"]);
+    assert!(busy.starts_with("BUSY"), "{busy}");
+    let fkill = text(&mut c, &["FUNCTION", "KILL"]);
+    assert!(
+        fkill.starts_with("BUSY"),
+        "FUNCTION KILL on an EVAL: {fkill}"
+    );
+    assert_eq!(text(&mut c, &["SCRIPT", "KILL"]), "OK");
+    let killed = script.join().unwrap();
+    assert!(killed.contains("Script killed by user"), "{killed}");
+    // Served normally again.
+    assert_eq!(text(&mut c, &["GET", "x"]), "$-1");
+    let notbusy = text(&mut c, &["SCRIPT", "KILL"]);
+    assert!(notbusy.starts_with("NOTBUSY"), "{notbusy}");
+}
+
+#[test]
+fn busy_script_that_wrote_is_unkillable_and_shutdown_nosave_works() {
+    let mut p = strata(&["--threads", "2", "--busy-reply-threshold", "100"]);
+    let _script = spawn_cmd(
+        &p,
+        strings(&["EVAL", "redis.call('set', 'w', 1) while true do end", "0"]),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = other_thread_conn(&p);
+    let e = text(&mut c, &["SCRIPT", "KILL"]);
+    assert!(e.starts_with("UNKILLABLE"), "{e}");
+    let _ = c.call(&["SHUTDOWN", "NOSAVE"]);
+    assert!(
+        p.wait_exit(Duration::from_secs(10)),
+        "server still running 10 s after SHUTDOWN NOSAVE"
+    );
+}
+
+#[test]
+fn function_kill_stops_a_busy_function() {
+    let p = strata(&["--threads", "2", "--busy-reply-threshold", "100"]);
+    let mut c = p.client();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=spin\nredis.register_function('spin', function() while true do end end)")
+        .query(&mut c)
+        .unwrap();
+    let call = spawn_cmd(&p, strings(&["FCALL", "spin", "0"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = other_thread_conn(&p);
+    let busy = text(&mut c, &["SET", "a", "1"]);
+    assert!(busy.contains("FUNCTION KILL"), "{busy}");
+    let stats = String::from_utf8_lossy(&c.call(&["FUNCTION", "STATS"]).unwrap().raw).to_string();
+    assert!(stats.contains("spin"), "{stats}");
+    assert_eq!(text(&mut c, &["FUNCTION", "KILL"]), "OK");
+    let r = call.join().unwrap();
+    assert!(r.starts_with('-'), "{r}");
+}
+
+#[test]
+fn functions_survive_restart_and_rewrite() {
+    let dir = temp_dir("functions");
+    let d = dir.to_str().unwrap().to_string();
+    let lib = "#!lua name=counter\nredis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)";
+    let p = strata(&["--dir", &d, "--save", "", "--appendfsync", "always"]);
+    let mut c = p.client();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut c)
+        .unwrap();
+    let n: i64 = redis::cmd("FCALL")
+        .arg("bump")
+        .arg(1)
+        .arg("k")
+        .arg(5)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 5);
+    drop(p); // SIGKILL
+    let p = strata(&["--dir", &d, "--save", "", "--appendfsync", "always"]);
+    let mut c = p.client();
+    let n: i64 = redis::cmd("FCALL")
+        .arg("bump")
+        .arg(1)
+        .arg("k")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 6);
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+        if info.contains("rdb_bgsave_in_progress:0") {
+            break;
+        }
+        assert!(Instant::now() < end);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(p);
+    let p = strata(&["--dir", &d, "--save", "", "--appendfsync", "always"]);
+    let mut c = p.client();
+    let n: i64 = redis::cmd("FCALL")
+        .arg("bump")
+        .arg(1)
+        .arg("k")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 7, "function or data lost across a rewrite");
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
