@@ -124,7 +124,11 @@ impl Keyspace {
         for id in &shards {
             std::mem::forget(self.shard_at(*id).0.lock());
         }
-        IDS.with_borrow_mut(|ids| *ids = shards);
+        // Reuse the thread's buffers: a write opens one session per command.
+        IDS.with_borrow_mut(|ids| {
+            ids.clear();
+            ids.extend_from_slice(&shards);
+        });
         publish(self);
         Session { ks: self }
     }
@@ -212,14 +216,15 @@ impl Keyspace {
 
 /// Rewrites the thread's lending table from the session's shards.
 fn publish(ks: &Keyspace) {
-    let ids = IDS.with_borrow(|ids| ids.clone());
-    HELD.with_borrow_mut(|held| {
-        held.clear();
-        held.extend(ids.iter().map(|id| Held {
-            addr: ks.shard_at(*id) as *const Shard as usize,
-            lent: false,
-        }));
-        held.sort_unstable_by_key(|h| h.addr);
+    IDS.with_borrow(|ids| {
+        HELD.with_borrow_mut(|held| {
+            held.clear();
+            held.extend(ids.iter().map(|id| Held {
+                addr: ks.shard_at(*id) as *const Shard as usize,
+                lent: false,
+            }));
+            held.sort_unstable_by_key(|h| h.addr);
+        })
     });
 }
 
@@ -229,11 +234,13 @@ impl Drop for Session<'_> {
             debug_assert!(held.iter().all(|h| !h.lent), "guard outlived its session");
             held.clear();
         });
-        let ids = IDS.with_borrow_mut(std::mem::take);
-        for id in ids.into_iter().rev() {
-            // SAFETY: the session locked each of these shards on this thread and forgot
-            // the guard; no lent guard is alive (checked above), so nothing uses the data.
-            unsafe { self.ks.shard_at(id).0.force_unlock() };
-        }
+        IDS.with_borrow_mut(|ids| {
+            for id in ids.iter().rev() {
+                // SAFETY: the session locked each of these shards on this thread and forgot
+                // the guard; no lent guard is alive (checked above), so nothing uses it.
+                unsafe { self.ks.shard_at(*id).0.force_unlock() };
+            }
+            ids.clear();
+        });
     }
 }

@@ -83,6 +83,13 @@ impl Group {
         }
     }
 
+    /// Empties the group for reuse, keeping its buffer.
+    pub fn reset(&mut self, db: usize) {
+        self.db = db;
+        self.cur_db = db;
+        self.buf.clear();
+    }
+
     pub fn push<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
         self.select(db);
         encode(&mut self.buf, argv);

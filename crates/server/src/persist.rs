@@ -70,13 +70,23 @@ impl Persist {
         if !self.journal_on() {
             return;
         }
-        let mut g = Group::new(db);
-        g.add(db, argv, effect);
-        self.log_group(client, g);
+        thread_local! {
+            // One buffer per worker thread: most writes log one small command.
+            static BUF: std::cell::RefCell<Group> = std::cell::RefCell::new(Group::new(0));
+        }
+        BUF.with_borrow_mut(|g| {
+            g.reset(db);
+            g.add(db, argv, effect);
+            self.append(client, g);
+        });
     }
 
     /// Logs a group (one command's effects, an EXEC, a script) as one block.
     pub fn log_group(&self, client: &mut Client, group: Group) {
+        self.append(client, &group);
+    }
+
+    fn append(&self, client: &mut Client, group: &Group) {
         self.dirty.fetch_add(1, Ordering::Relaxed);
         let Some(j) = self.journal.get() else {
             return;

@@ -125,6 +125,10 @@ struct Shared {
     live_segment: AtomicU64,
     oldest_first_lsn: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// Mirrors `last_error.is_some()`: writers check it on every command, lock-free.
+    failing: AtomicBool,
+    /// Emptied chunk buffers the flusher hands back, so appenders rarely allocate or grow one.
+    spare: Mutex<Vec<Vec<u8>>>,
     callbacks: RwLock<Vec<Callback>>,
     durable_mx: Mutex<()>,
     durable_cv: Condvar,
@@ -268,6 +272,8 @@ impl Journal {
             live_segment: AtomicU64::new(seg),
             oldest_first_lsn: AtomicU64::new(oldest_first),
             last_error: Mutex::new(None),
+            failing: AtomicBool::new(false),
+            spare: Mutex::new(Vec::new()),
             callbacks: RwLock::new(Vec::new()),
             durable_mx: Mutex::new(()),
             durable_cv: Condvar::new(),
@@ -342,11 +348,17 @@ impl Journal {
             c.segment == pos.segment && c.offset + c.bytes.len() as u64 == pos.offset
         });
         if !extend {
+            let bytes = self
+                .sh
+                .spare
+                .lock()
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(CHUNK_BYTES.max(blen as usize)));
             a.chunks.push(Chunk {
                 segment: pos.segment,
                 seg_first_lsn: seg_first,
                 offset: pos.offset,
-                bytes: Vec::with_capacity(4096.max(blen as usize)),
+                bytes,
                 last_lsn: lsn,
                 counted: false,
             });
@@ -395,6 +407,9 @@ impl Journal {
 
     /// The last write/fsync error text, until a retry succeeds.
     pub fn last_error(&self) -> Option<String> {
+        if !self.sh.failing.load(Relaxed) {
+            return None;
+        }
         self.sh.last_error.lock().clone()
     }
 
@@ -530,6 +545,16 @@ struct Flusher {
 }
 
 const RETRY: Duration = Duration::from_millis(100);
+/// Capacity of a new chunk buffer: a millisecond of heavy writing, so it rarely grows.
+const CHUNK_BYTES: usize = 256 << 10;
+/// Buffers kept for reuse.
+const SPARE_BUFFERS: usize = 8;
+/// Under everysec/no the flusher gathers appends this long before writing, instead of
+/// being woken by each one (a wake-up costs the appender a futex call).
+const BATCH: Duration = Duration::from_millis(1);
+/// Written-but-unsynced bytes kept for a rewrite after a failed fsync; past this an early
+/// fsync bounds the memory (everysec would otherwise keep up to a second of writes).
+const MAX_UNSYNCED: usize = 32 << 20;
 const EVERYSEC: Duration = Duration::from_secs(1);
 
 impl Flusher {
@@ -549,6 +574,7 @@ impl Flusher {
             failing = res.is_err();
             match &res {
                 Ok(()) => {
+                    self.sh.failing.store(false, Relaxed);
                     let mut le = self.sh.last_error.lock();
                     if le.take().is_some() {
                         tracing::info!("journal: writes succeed again");
@@ -558,9 +584,14 @@ impl Flusher {
                     let text = error_text(e);
                     tracing::error!("journal: write failed, retrying: {text}");
                     *self.sh.last_error.lock() = Some(text);
+                    self.sh.failing.store(true, Relaxed);
                 }
             }
             self.publish(policy);
+            if !stopping && !failing && policy != Fsync::Always && force <= self.synced_lsn {
+                // Not idle yet, so appenders don't wake us: let a batch gather.
+                std::thread::sleep(BATCH);
+            }
             if stopping {
                 if res.is_err() {
                     // One more try after a pause, then give up: SHUTDOWN must not hang.
@@ -657,7 +688,14 @@ impl Flusher {
             .last_fsync_us
             .store(t.elapsed().as_micros() as u64, Relaxed);
         self.last_sync = Instant::now();
-        self.unsynced.clear();
+        let mut spare = self.sh.spare.lock();
+        for mut c in self.unsynced.drain(..) {
+            if spare.len() < SPARE_BUFFERS && c.bytes.capacity() <= 4 * CHUNK_BYTES {
+                c.bytes.clear();
+                spare.push(c.bytes);
+            }
+        }
+        drop(spare);
         self.synced_lsn = self.written_lsn;
         Ok(())
     }
@@ -700,8 +738,16 @@ impl Flusher {
             }
             if policy != Fsync::No || want_sync {
                 self.unsynced.push(c);
+            } else {
+                let mut spare = self.sh.spare.lock();
+                if spare.len() < SPARE_BUFFERS && c.bytes.capacity() <= 4 * CHUNK_BYTES {
+                    c.bytes.clear();
+                    spare.push(c.bytes);
+                }
             }
         }
+        let unsynced: usize = self.unsynced.iter().map(|c| c.bytes.len()).sum();
+        let want_sync = want_sync || unsynced > MAX_UNSYNCED;
         if want_sync && self.synced_lsn < self.written_lsn {
             self.sync_file()?;
         }
