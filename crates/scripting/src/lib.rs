@@ -92,15 +92,27 @@ impl Lua {
         client_resp: u8,
         host: &mut dyn Host,
     ) -> Vec<u8> {
-        let sha = sha1hex(body);
-        let f = match self.compile(body, &sha) {
+        self.eval_sha(&sha1hex(body), body, keys, args, client_resp, host)
+    }
+
+    /// `eval` for a body whose sha1 the caller knows already (EVALSHA).
+    pub fn eval_sha(
+        &mut self,
+        sha: &str,
+        body: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        client_resp: u8,
+        host: &mut dyn Host,
+    ) -> Vec<u8> {
+        let f = match self.compile(body, sha) {
             Ok(f) => f,
             Err(reply) => return reply,
         };
         if let Err(e) = self.eval.set_keys_argv(keys, args) {
             return internal_error(e);
         }
-        self.eval.run(&f, None, &sha, client_resp, host)
+        self.eval.run(&f, None, sha, client_resp, host)
     }
 
     /// SCRIPT LOAD: compiles an EVAL body into this state's cache. Returns its sha1, or the

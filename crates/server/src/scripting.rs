@@ -59,6 +59,8 @@ pub struct Scripts {
     next_id: AtomicU64,
     /// Some script is past the busy threshold (one relaxed load per command otherwise).
     pub busy: AtomicBool,
+    /// `busy-reply-threshold` in ms, pushed here by CONFIG SET (read once per script).
+    pub busy_threshold_ms: AtomicU64,
 }
 
 thread_local! {
@@ -76,7 +78,10 @@ impl Scripts {
     }
 
     pub fn remember(&self, sha: String, body: Bytes) {
-        self.bodies.write().entry(sha).or_insert(body);
+        // A read lock first: EVAL of a known script (the common case) takes no write lock.
+        if !self.has(&sha) {
+            self.bodies.write().entry(sha).or_insert(body);
+        }
     }
 
     pub fn flush(&self) {
@@ -140,9 +145,9 @@ pub fn with_lua<R>(server: &Server, f: impl FnOnce(&mut Lua) -> R) -> R {
     })
 }
 
-/// What to run: an EVAL body or a function.
+/// What to run: an EVAL body (with its sha1) or a function.
 pub enum Target<'a> {
-    Eval(&'a [u8]),
+    Eval(&'a str, &'a [u8]),
     Function(&'a str),
 }
 
@@ -181,29 +186,12 @@ pub fn run(
     };
     let outer = client.group.take();
     client.group = Some(Group::new(db));
-    let running = Running {
-        id: server.scripts.next_id.fetch_add(1, Ordering::Relaxed),
-        name: name.to_string(),
-        argv: argv.to_vec(),
-        eval: matches!(target, Target::Eval(_)),
-        started: Instant::now(),
-        wrote: Arc::default(),
-        kill: Arc::default(),
-        busy: Arc::default(),
-    };
-    let (id, wrote, kill, busy) = (
-        running.id,
-        running.wrote.clone(),
-        running.kill.clone(),
-        running.busy.clone(),
-    );
-    server.scripts.running.lock().push(running);
     let proto = client.proto;
     let client_resp = if proto == Protocol::Resp3 { 3 } else { 2 };
     let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
     let arg_refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
-    let threshold = Duration::from_millis(server.config.get_u64("busy-reply-threshold"));
-    let reply = {
+    let threshold = Duration::from_millis(server.scripts.busy_threshold_ms.load(Ordering::Relaxed));
+    let (reply, registered) = {
         let mut host = ScriptHost {
             server,
             client: &mut *client,
@@ -211,20 +199,25 @@ pub fn run(
             read_only,
             started: Instant::now(),
             threshold,
-            wrote,
-            kill,
-            busy,
+            wrote: false,
+            running: None,
+            about: (name, argv, matches!(target, Target::Eval(..))),
             clock: Instant::now(),
         };
-        with_lua(server, |lua| match target {
-            Target::Eval(body) => lua.eval(body, &key_refs, &arg_refs, client_resp, &mut host),
+        let reply = with_lua(server, |lua| match target {
+            Target::Eval(sha, body) => {
+                lua.eval_sha(sha, body, &key_refs, &arg_refs, client_resp, &mut host)
+            }
             Target::Function(f) => lua.fcall(f, &key_refs, &arg_refs, client_resp, &mut host),
-        })
+        });
+        (reply, host.running.map(|r| r.id))
     };
     client.db = db;
     client.proto = proto;
-    server.scripts.running.lock().retain(|r| r.id != id);
-    server.scripts.refresh_busy();
+    if let Some(id) = registered {
+        server.scripts.running.lock().retain(|r| r.id != id);
+        server.scripts.refresh_busy();
+    }
     let group = client.group.take().unwrap_or_else(|| Group::new(db));
     match outer {
         Some(mut o) => {
@@ -249,10 +242,20 @@ struct ScriptHost<'a> {
     read_only: bool,
     started: Instant,
     threshold: Duration,
+    /// The script has written (SCRIPT KILL answers UNKILLABLE then).
+    wrote: bool,
+    /// Set once the script is busy: its entry in the registry (kill, wrote, busy flags).
+    running: Option<RunningFlags>,
+    /// (name, argv, is EVAL) for the registry entry.
+    about: (&'a str, &'a [Bytes], bool),
+    clock: Instant,
+}
+
+/// The flags a busy script shares with SCRIPT KILL and FUNCTION STATS.
+struct RunningFlags {
+    id: u64,
     wrote: Arc<AtomicBool>,
     kill: Arc<AtomicBool>,
-    busy: Arc<AtomicBool>,
-    clock: Instant,
 }
 
 fn error_reply(msg: &str) -> Vec<u8> {
@@ -315,7 +318,10 @@ impl Host for ScriptHost<'_> {
             &mut self.clock,
         );
         if cmd.has(flags::WRITE) {
-            self.wrote.store(true, Ordering::Relaxed);
+            self.wrote = true;
+            if let Some(r) = &self.running {
+                r.wrote.store(true, Ordering::Relaxed);
+            }
         }
         out
     }
@@ -330,15 +336,36 @@ impl Host for ScriptHost<'_> {
     }
 
     fn tick(&mut self) -> bool {
-        if !self.busy.load(Ordering::Relaxed) && self.started.elapsed() >= self.threshold {
+        if self.running.is_none() && self.started.elapsed() >= self.threshold {
+            // Only a busy script is registered: SCRIPT KILL and FUNCTION STATS can only
+            // reach one then, and a quick script costs no global lock.
             tracing::warn!(
                 "Slow script detected: still in execution after {} milliseconds.",
                 self.started.elapsed().as_millis()
             );
-            self.busy.store(true, Ordering::Relaxed);
-            self.server.scripts.busy.store(true, Ordering::Relaxed);
+            let scripts = &self.server.scripts;
+            let (name, argv, eval) = self.about;
+            let r = Running {
+                id: scripts.next_id.fetch_add(1, Ordering::Relaxed),
+                name: name.to_string(),
+                argv: argv.to_vec(),
+                eval,
+                started: self.started,
+                wrote: Arc::new(AtomicBool::new(self.wrote)),
+                kill: Arc::default(),
+                busy: Arc::new(AtomicBool::new(true)),
+            };
+            self.running = Some(RunningFlags {
+                id: r.id,
+                wrote: r.wrote.clone(),
+                kill: r.kill.clone(),
+            });
+            scripts.running.lock().push(r);
+            scripts.busy.store(true, Ordering::Relaxed);
         }
-        self.kill.load(Ordering::Relaxed)
+        self.running
+            .as_ref()
+            .is_some_and(|r| r.kill.load(Ordering::Relaxed))
     }
 }
 

@@ -112,6 +112,9 @@ impl Server {
         let flags = crate::notify::parse_flags(&c.get("notify-keyspace-events")).unwrap_or(0);
         self.notify_flags
             .store(crate::notify::effective(flags), Ordering::Relaxed);
+        self.scripts
+            .busy_threshold_ms
+            .store(c.get_u64("busy-reply-threshold"), Ordering::Relaxed);
         if let Some(j) = self.persist.journal() {
             j.set_fsync(crate::persist::fsync_policy(&c.get("appendfsync")));
         }

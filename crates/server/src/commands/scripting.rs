@@ -245,18 +245,16 @@ fn split_args(ctx: &Ctx<'_>, bad_numkeys: CmdError) -> Result<(Vec<Bytes>, Vec<B
     Ok((ctx.argv[3..3 + n].to_vec(), ctx.argv[3 + n..].to_vec()))
 }
 
-fn eval_body(ctx: &mut Ctx<'_>, body: Bytes, ro: bool) -> CmdResult {
+fn eval_body(ctx: &mut Ctx<'_>, sha: String, body: Bytes, ro: bool) -> CmdResult {
     let (keys, args) = split_args(ctx, CmdError::NOT_INTEGER)?;
     let flags = strata_scripting::Lua::script_flags(&body).unwrap_or_default();
-    let sha = strata_scripting::sha1hex(&body);
     check_flags(ctx, &flags, ro)?;
     let read_only = ro || (!flags.eval_compat_mode && flags.no_writes);
-    ctx.server.scripts.remember(sha.clone(), body.clone());
     let reply = scripting::run(
         ctx.server,
         ctx.client,
         ctx.stats,
-        Target::Eval(&body),
+        Target::Eval(&sha, &body),
         &sha,
         ctx.argv,
         &keys,
@@ -284,29 +282,40 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
     Ok(())
 }
 
+/// EVAL's body, remembered for EVALSHA.
+fn by_body(ctx: &Ctx<'_>) -> (String, Bytes) {
+    let body = ctx.argv[1].clone();
+    let sha = strata_scripting::sha1hex(&body);
+    ctx.server.scripts.remember(sha.clone(), body.clone());
+    (sha, body)
+}
+
 fn eval(ctx: &mut Ctx<'_>) -> CmdResult {
-    eval_body(ctx, ctx.argv[1].clone(), false)
+    let (sha, body) = by_body(ctx);
+    eval_body(ctx, sha, body, false)
 }
 
 fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
-    eval_body(ctx, ctx.argv[1].clone(), true)
+    let (sha, body) = by_body(ctx);
+    eval_body(ctx, sha, body, true)
 }
 
-fn by_sha(ctx: &Ctx<'_>) -> Result<Bytes, CmdError> {
+fn by_sha(ctx: &Ctx<'_>) -> Result<(String, Bytes), CmdError> {
     let sha = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
-    ctx.server.scripts.body(&sha).ok_or(CmdError::Static(
+    let body = ctx.server.scripts.body(&sha).ok_or(CmdError::Static(
         "NOSCRIPT No matching script. Please use EVAL.",
-    ))
+    ))?;
+    Ok((sha, body))
 }
 
 fn evalsha(ctx: &mut Ctx<'_>) -> CmdResult {
-    let body = by_sha(ctx)?;
-    eval_body(ctx, body, false)
+    let (sha, body) = by_sha(ctx)?;
+    eval_body(ctx, sha, body, false)
 }
 
 fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
-    let body = by_sha(ctx)?;
-    eval_body(ctx, body, true)
+    let (sha, body) = by_sha(ctx)?;
+    eval_body(ctx, sha, body, true)
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
