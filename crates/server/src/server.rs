@@ -419,6 +419,9 @@ fn watch_signals(server: Arc<Server>) {
             _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
             _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
         }
+        if let Err(e) = crate::snapshot::on_shutdown(&server, false) {
+            tracing::warn!("shutdown snapshot failed: {e}");
+        }
         server.stop();
     });
 }

@@ -227,17 +227,13 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     tracing::warn!("User requested shutdown...");
-    // As Redis: save a snapshot when asked to, or when save rules are set, unless NOSAVE.
-    // (The journal is flushed and fsynced on the way out either way.)
     let words: Vec<Vec<u8>> = (1..ctx.argv.len()).map(|i| ctx.lower(i)).collect();
-    let nosave = words.iter().any(|w| w == b"nosave");
-    let save =
-        words.iter().any(|w| w == b"save") || !ctx.server.config.get("save").trim().is_empty();
-    if save && !nosave {
+    let has = |w: &[u8]| words.iter().any(|x| x == w);
+    if !has(b"nosave") {
         if let Some(server) = ctx.server.arc() {
-            if let Err(e) = crate::snapshot::start(&server, false, true) {
+            if let Err(e) = crate::snapshot::on_shutdown(&server, has(b"save")) {
                 tracing::warn!("shutdown snapshot failed: {e}");
-                if !words.iter().any(|w| w == b"force") {
+                if !has(b"force") {
                     return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
                 }
             }
