@@ -46,6 +46,12 @@ impl ScanFilter<'_> {
     }
 }
 
+/// One entry of a shard being captured: live, or as it was before a write saved it.
+pub enum Captured<'a> {
+    Entry(EntryRef<'a>),
+    Value(&'a [u8], &'a crate::value::Owned),
+}
+
 /// Tables taken out of a flushed database; drop them wherever freeing is cheapest
 /// (FLUSHALL ASYNC drops them on a background thread).
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
@@ -143,16 +149,49 @@ impl Db {
     /// already, marks it and calls `f` with every entry (expired ones included), all under
     /// its lock. Returns whether it captured. Inside a session holding the shard it is
     /// served from the session.
-    pub fn capture_shard(&self, idx: usize, epoch: u64, mut f: impl FnMut(EntryRef<'_>)) -> bool {
+    pub fn capture_shard(&self, idx: usize, epoch: u64, mut f: impl FnMut(Captured<'_>)) -> bool {
         let mut g = self.shards[idx].acquire();
         if g.captured >= epoch {
             return false;
         }
         g.captured = epoch;
+        // Entries written since the snapshot started are given as they were before.
+        let pre = g.pre.take().filter(|p| p.epoch == epoch);
         for slot in g.table.iter() {
-            f(slot.view());
+            if pre.as_ref().is_none_or(|p| !p.map.contains_key(slot.key())) {
+                f(Captured::Entry(slot.view()));
+            }
+        }
+        for (key, old) in pre.iter().flat_map(|p| p.map.iter()) {
+            if let Some(o) = old {
+                f(Captured::Value(key, o));
+            }
         }
         true
+    }
+
+    /// Before a write to `key` during snapshot `epoch`: if the key's shard is not captured
+    /// yet, saves the key's entry as it is now (once per key), so the capture still sees
+    /// the state at the snapshot's start. Costs one copy of the entry, not of the shard.
+    pub fn preserve(&self, key: &[u8], epoch: u64) {
+        let h = hash(key);
+        let mut g = self.shards[self.shard_index(h)].acquire();
+        if g.captured >= epoch {
+            return;
+        }
+        if g.pre.as_ref().is_none_or(|p| p.epoch != epoch) {
+            g.pre = Some(Box::new(crate::shard::PreImages {
+                epoch,
+                map: Default::default(),
+            }));
+        }
+        let old = g.find(h, key).map(|s| crate::value::Owned {
+            value: s.to_value(),
+            expire_at: s.expire_at(),
+        });
+        if let Some(p) = g.pre.as_mut() {
+            p.map.entry(key.into()).or_insert(old);
+        }
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).

@@ -22,6 +22,15 @@ pub(crate) struct ShardData {
     pub expired: u64,
     /// The last snapshot epoch this shard was captured at (see `Db::capture_shard`).
     pub captured: u64,
+    /// Entries as they were when the running snapshot started, saved by writes that came
+    /// before the shard was captured (see `Db::preserve`).
+    pub pre: Option<Box<PreImages>>,
+}
+
+/// Pre-images for the snapshot of `epoch`: key -> its entry then (None: it did not exist).
+pub struct PreImages {
+    pub epoch: u64,
+    pub map: hashbrown::HashMap<Box<[u8]>, Option<crate::value::Owned>>,
 }
 
 impl ShardData {

@@ -135,7 +135,7 @@ impl Group {
 }
 
 /// The shards a command must hold for its whole run.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockPlan {
     /// These shards (possibly none).
     Shards(Vec<ShardId>),

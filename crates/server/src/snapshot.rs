@@ -11,12 +11,13 @@
 //! with an epoch below E was applied before its shards were captured, so the snapshot holds
 //! it; recovery loads the snapshot, then replays the journal from the marker skipping those.
 
+use crate::effects::LockPlan;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use strata_engine::{Keyspace, Owned, ShardId, Ttl, Value};
+use strata_engine::{Captured, Keyspace, Owned, ShardId, Ttl, Value};
 use strata_storage::{Position, SnapshotWriter};
 
 /// The journal record a snapshot starts with: a no-op when replayed.
@@ -60,28 +61,53 @@ impl Snapshots {
     }
 }
 
-/// Called by a write once its shards are locked (its session is open): captures the held
-/// shards a running snapshot has not reached yet, and returns the epoch the write's
-/// journal block is tagged with.
+/// Called by a write (a command, an EXEC, a script) once its shards are locked: the epoch
+/// its journal block is tagged with.
 pub fn begin_write(server: &Server) -> u64 {
-    let p = &server.persist;
-    let epoch = p.epoch.load(Ordering::SeqCst);
-    if epoch != 0 && p.snapshots.active.load(Ordering::SeqCst) == epoch {
-        for id in Keyspace::session_shards() {
-            if let Some(chunk) = capture(server, id, epoch) {
-                p.snapshots.early.lock().push(chunk);
+    server.persist.epoch.load(Ordering::SeqCst)
+}
+
+/// Called before each write command runs, under its shards' locks, while a snapshot is
+/// being taken: keeps what the command is about to change as it was at the snapshot's
+/// start. A key of a shard not captured yet gets its entry copied aside (once); a command
+/// that reaches keys it does not name (FLUSHALL...) has every shard it holds captured
+/// whole. A write whose session began before the snapshot (`write_epoch` below the
+/// snapshot's) is part of the snapshot instead, as its journal block is skipped.
+pub fn before_write(server: &Server, write_epoch: u64, db: usize, plan: &LockPlan, keys: &[&[u8]]) {
+    let snap = &server.persist.snapshots;
+    let epoch = snap.active.load(Ordering::SeqCst);
+    if epoch == 0 || write_epoch != epoch {
+        return;
+    }
+    match plan {
+        LockPlan::World => {
+            for id in Keyspace::session_shards() {
+                if let Some(chunk) = capture(server, id, epoch) {
+                    snap.early.lock().push(chunk);
+                }
+            }
+        }
+        LockPlan::Shards(_) => {
+            for key in keys {
+                server.keyspace.db(db).preserve(key, epoch);
             }
         }
     }
-    epoch
 }
 
 /// Encodes shard `id` for the snapshot of `epoch`, unless it was captured already.
 fn capture(server: &Server, (db, idx): ShardId, epoch: u64) -> Option<(Vec<u8>, u64)> {
     let mut buf = Vec::new();
     let mut n = 0u64;
-    let fresh = server.keyspace.db(db).capture_shard(idx, epoch, |e| {
-        strata_storage::encode_entry(&mut buf, db as u32, e.key(), e.expire_at(), e);
+    let fresh = server.keyspace.db(db).capture_shard(idx, epoch, |c| {
+        match c {
+            Captured::Entry(e) => {
+                strata_storage::encode_entry(&mut buf, db as u32, e.key(), e.expire_at(), e)
+            }
+            Captured::Value(key, o) => {
+                strata_storage::encode_value(&mut buf, db as u32, key, o.expire_at, &o.value)
+            }
+        }
         n += 1;
     });
     (fresh && n > 0).then_some((buf, n))

@@ -234,11 +234,26 @@ pub(crate) fn run(
     }
     // Inside an EXEC or a script the caller already holds the shards (client.group is set).
     let ordered = write && client.group.is_none() && server.orders_writes();
-    let session = ordered.then(|| {
-        let s = LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv).open(server);
-        client.write_epoch = crate::snapshot::begin_write(server);
-        s
-    });
+    let snapshotting = write && server.persist.snapshots.active();
+    let plan = (ordered || snapshotting)
+        .then(|| LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv));
+    let session = match &plan {
+        Some(p) if ordered => {
+            let s = p.clone().open(server);
+            client.write_epoch = crate::snapshot::begin_write(server);
+            Some(s)
+        }
+        _ => None,
+    };
+    // A snapshot is being taken: keep what this write changes as it was when it began.
+    if let Some(p) = plan.as_ref().filter(|_| snapshotting) {
+        let keys: Vec<&[u8]> = cmd
+            .key_positions(argv)
+            .into_iter()
+            .filter_map(|i| argv.get(i).map(|k| k.as_ref()))
+            .collect();
+        crate::snapshot::before_write(server, client.write_epoch, db, p, &keys);
+    }
     let (result, effect) = {
         let mut ctx = Ctx {
             server,

@@ -414,6 +414,13 @@ fn snapshot_taken_during_writes_is_one_point_in_time() {
                         .arg(i)
                         .query::<()>(&mut c)
                         .unwrap();
+                    // And an overwrite of one existing key, which the snapshot must hold
+                    // as it was at the cut (the engine saves its old value aside).
+                    redis::cmd("SET")
+                        .arg(format!("c{w}"))
+                        .arg(i)
+                        .query::<()>(&mut c)
+                        .unwrap();
                     i += 1;
                 }
                 i
@@ -449,6 +456,19 @@ fn snapshot_taken_during_writes_is_one_point_in_time() {
             "writer {w}: snapshot holds {m} keys but not the prefix 0..{m}"
         );
         assert!(m <= *n);
+        // The writer set w{w}:i then c{w} = i: at a cut, c{w} is m-1 or m-2.
+        let cval: Option<i64> = redis::cmd("GET")
+            .arg(format!("c{w}"))
+            .query(&mut c)
+            .unwrap();
+        let mi = m as i64;
+        match cval {
+            None => assert!(mi <= 1, "writer {w}: c{w} missing with {m} keys"),
+            Some(v) => assert!(
+                v == mi - 1 || v == mi - 2,
+                "writer {w}: c{w} = {v} with {m} keys"
+            ),
+        }
         partial += (m > 0 && m < *n) as usize;
     }
     // The writers ran before, during and after the snapshot: it caught them mid-way.
