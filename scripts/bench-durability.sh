@@ -100,16 +100,9 @@ for v in ROUNDS KEYS RESTART_TIMEOUT ${N:+N}; do
     esac
 done
 
-for tool in redis-benchmark redis-cli awk; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "$tool is required: apt-get install -y redis-server redis-tools" >&2
-        exit 1
-    fi
-done
-if ! command -v "${REDIS_CMD%% *}" >/dev/null 2>&1; then
-    echo "${REDIS_CMD%% *} is required: apt-get install -y redis-server" >&2
-    exit 1
-fi
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh  # (the script has cd-ed to the repository root)
+require_redis_tools "$REDIS_CMD"
 
 if [ "$STRATA_BIN" = "$DEFAULT_STRATA" ] && [ -z "${NO_BUILD:-}" ]; then
     echo "building strata (release)..." >&2

@@ -64,16 +64,9 @@ case "$ROUNDS" in '' | *[!0-9]* | 0)
     ;;
 esac
 
-for tool in redis-benchmark redis-cli awk; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "$tool is required: apt-get install -y redis-server redis-tools" >&2
-        exit 1
-    fi
-done
-if ! command -v "${REDIS_CMD%% *}" >/dev/null 2>&1; then
-    echo "${REDIS_CMD%% *} is required: apt-get install -y redis-server" >&2
-    exit 1
-fi
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh  # (the script has cd-ed to the repository root)
+require_redis_tools "$REDIS_CMD"
 
 if [ "$STRATA_CMD" = "$DEFAULT_STRATA" ] && [ -z "${NO_BUILD:-}" ]; then
     echo "building strata (release)..." >&2

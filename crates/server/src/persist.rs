@@ -81,6 +81,27 @@ impl Persist {
         });
     }
 
+    /// Starts gathering the writes of an EXEC or a script (database `db`) into one group;
+    /// returns the group being gathered around it (an EXEC inside a script), if any.
+    pub fn begin_group(client: &mut Client, db: usize) -> Option<Group> {
+        client.group.replace(Group::new(db))
+    }
+
+    /// Ends what `begin_group` started: the group becomes one journal block, or part of the
+    /// outer group it ran inside. Call it while the shards are still held.
+    pub fn end_group(&self, client: &mut Client, outer: Option<Group>) {
+        let group = client.group.take();
+        match (outer, group) {
+            (Some(mut o), Some(g)) => {
+                o.append(g);
+                client.group = Some(o);
+            }
+            (Some(o), None) => client.group = Some(o),
+            (None, Some(g)) if !g.is_empty() => self.log_group(client, g),
+            (None, _) => {}
+        }
+    }
+
     /// Logs a group (one command's effects, an EXEC, a script) as one block.
     pub fn log_group(&self, client: &mut Client, group: Group) {
         self.append(client, &group);

@@ -11,7 +11,7 @@
 
 use crate::client::Client;
 use crate::command::{flags, CmdError};
-use crate::effects::{Group, LockPlan};
+use crate::effects::LockPlan;
 use crate::server::Server;
 use crate::stats::ThreadStats;
 use bytes::Bytes;
@@ -184,8 +184,7 @@ pub fn run(
         client.write_epoch = crate::snapshot::begin_write(server);
         Some(s)
     };
-    let outer = client.group.take();
-    client.group = Some(Group::new(db));
+    let outer = crate::persist::Persist::begin_group(client, db);
     let proto = client.proto;
     let client_resp = if proto == Protocol::Resp3 { 3 } else { 2 };
     let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
@@ -218,15 +217,7 @@ pub fn run(
         server.scripts.running.lock().retain(|r| r.id != id);
         server.scripts.refresh_busy();
     }
-    let group = client.group.take().unwrap_or_else(|| Group::new(db));
-    match outer {
-        Some(mut o) => {
-            o.append(group);
-            client.group = Some(o);
-        }
-        None if !group.is_empty() => server.persist.log_group(client, group),
-        None => {}
-    }
+    server.persist.end_group(client, outer);
     drop(session);
     reply
 }

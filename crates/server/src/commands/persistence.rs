@@ -4,7 +4,8 @@ use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
 use crate::snapshot;
 use std::sync::atomic::Ordering;
 
-const fn server_cmd(
+/// Declares a command of this family (doc group "server").
+const fn cmd(
     name: &'static str,
     arity: i32,
     flags: u32,
@@ -16,7 +17,7 @@ const fn server_cmd(
 }
 
 pub static COMMANDS: &[Command] = &[
-    server_cmd(
+    cmd(
         "save",
         1,
         ADMIN | NOSCRIPT | NO_MULTI,
@@ -24,7 +25,7 @@ pub static COMMANDS: &[Command] = &[
         "1.0.0",
         save,
     ),
-    server_cmd(
+    cmd(
         "bgsave",
         -1,
         ADMIN | NOSCRIPT,
@@ -32,7 +33,7 @@ pub static COMMANDS: &[Command] = &[
         "1.0.0",
         bgsave,
     ),
-    server_cmd(
+    cmd(
         "bgrewriteaof",
         1,
         ADMIN | NOSCRIPT,
@@ -40,7 +41,7 @@ pub static COMMANDS: &[Command] = &[
         "1.0.0",
         bgrewriteaof,
     ),
-    server_cmd(
+    cmd(
         "lastsave",
         1,
         LOADING | STALE | FAST,

@@ -7,7 +7,8 @@ use crate::scripting::{self, Library, Target};
 use bytes::Bytes;
 use strata_scripting::ScriptFlags;
 
-const fn script(
+/// Declares a command of this family (doc group "scripting").
+const fn cmd(
     name: &'static str,
     arity: i32,
     flags: u32,
@@ -39,7 +40,7 @@ const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABL
 const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLEKEYS;
 
 pub static COMMANDS: &[Command] = &[
-    with_keys(script(
+    with_keys(cmd(
         "eval",
         -3,
         EVAL_FLAGS,
@@ -47,7 +48,7 @@ pub static COMMANDS: &[Command] = &[
         "2.6.0",
         eval,
     )),
-    with_keys(script(
+    with_keys(cmd(
         "evalsha",
         -3,
         EVAL_FLAGS,
@@ -55,7 +56,7 @@ pub static COMMANDS: &[Command] = &[
         "2.6.0",
         evalsha,
     )),
-    with_keys(script(
+    with_keys(cmd(
         "eval_ro",
         -3,
         RO_FLAGS,
@@ -63,7 +64,7 @@ pub static COMMANDS: &[Command] = &[
         "7.0.0",
         eval_ro,
     )),
-    with_keys(script(
+    with_keys(cmd(
         "evalsha_ro",
         -3,
         RO_FLAGS,
@@ -71,7 +72,7 @@ pub static COMMANDS: &[Command] = &[
         "7.0.0",
         evalsha_ro,
     )),
-    with_keys(script(
+    with_keys(cmd(
         "fcall",
         -3,
         EVAL_FLAGS,
@@ -79,7 +80,7 @@ pub static COMMANDS: &[Command] = &[
         "7.0.0",
         fcall,
     )),
-    with_keys(script(
+    with_keys(cmd(
         "fcall_ro",
         -3,
         RO_FLAGS,
@@ -89,7 +90,7 @@ pub static COMMANDS: &[Command] = &[
     )),
     Command {
         subcommands: SCRIPT,
-        ..script(
+        ..cmd(
             "script",
             -2,
             0,
@@ -100,7 +101,7 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         subcommands: FUNCTION,
-        ..script(
+        ..cmd(
             "function",
             -2,
             0,
@@ -112,7 +113,7 @@ pub static COMMANDS: &[Command] = &[
 ];
 
 const SCRIPT: &[Command] = &[
-    script(
+    cmd(
         "load",
         3,
         NOSCRIPT | STALE,
@@ -120,7 +121,7 @@ const SCRIPT: &[Command] = &[
         "2.6.0",
         script_load,
     ),
-    script(
+    cmd(
         "exists",
         -3,
         NOSCRIPT | STALE,
@@ -128,7 +129,7 @@ const SCRIPT: &[Command] = &[
         "2.6.0",
         script_exists,
     ),
-    script(
+    cmd(
         "flush",
         -2,
         NOSCRIPT,
@@ -136,7 +137,7 @@ const SCRIPT: &[Command] = &[
         "2.6.0",
         script_flush,
     ),
-    script(
+    cmd(
         "kill",
         2,
         NOSCRIPT | ALLOW_BUSY,
@@ -144,7 +145,7 @@ const SCRIPT: &[Command] = &[
         "2.6.0",
         script_kill,
     ),
-    script(
+    cmd(
         "help",
         2,
         LOADING | STALE,
@@ -155,7 +156,7 @@ const SCRIPT: &[Command] = &[
 ];
 
 const FUNCTION: &[Command] = &[
-    script(
+    cmd(
         "load",
         -3,
         WRITE | DENYOOM | NOSCRIPT,
@@ -163,7 +164,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_load,
     ),
-    script(
+    cmd(
         "delete",
         3,
         WRITE | NOSCRIPT,
@@ -171,7 +172,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_delete,
     ),
-    script(
+    cmd(
         "flush",
         -2,
         WRITE | NOSCRIPT,
@@ -179,7 +180,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_flush,
     ),
-    script(
+    cmd(
         "list",
         -2,
         NOSCRIPT,
@@ -187,7 +188,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_list,
     ),
-    script(
+    cmd(
         "dump",
         2,
         NOSCRIPT,
@@ -195,7 +196,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_dump,
     ),
-    script(
+    cmd(
         "restore",
         -3,
         WRITE | DENYOOM | NOSCRIPT,
@@ -203,7 +204,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_restore,
     ),
-    script(
+    cmd(
         "stats",
         2,
         NOSCRIPT | ALLOW_BUSY,
@@ -211,7 +212,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_stats,
     ),
-    script(
+    cmd(
         "kill",
         2,
         NOSCRIPT | ALLOW_BUSY,
@@ -219,7 +220,7 @@ const FUNCTION: &[Command] = &[
         "7.0.0",
         function_kill,
     ),
-    script(
+    cmd(
         "help",
         2,
         LOADING | STALE,

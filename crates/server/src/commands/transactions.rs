@@ -7,7 +7,7 @@
 
 use crate::client::Client;
 use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::effects::{Group, LockPlan};
+use crate::effects::LockPlan;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use strata_resp::Reply;
@@ -21,7 +21,8 @@ pub struct Multi {
     pub aborted: bool,
 }
 
-const fn tx(
+/// Declares a command of this family (doc group "transactions").
+const fn cmd(
     name: &'static str,
     arity: i32,
     flags: u32,
@@ -33,7 +34,7 @@ const fn tx(
 }
 
 pub static COMMANDS: &[Command] = &[
-    tx(
+    cmd(
         "multi",
         1,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
@@ -41,7 +42,7 @@ pub static COMMANDS: &[Command] = &[
         "1.2.0",
         multi,
     ),
-    tx(
+    cmd(
         "exec",
         1,
         NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
@@ -49,7 +50,7 @@ pub static COMMANDS: &[Command] = &[
         "1.2.0",
         exec,
     ),
-    tx(
+    cmd(
         "discard",
         1,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
@@ -64,7 +65,7 @@ pub static COMMANDS: &[Command] = &[
             step: 1,
         },
         complexity: "O(1) for every key.",
-        ..tx(
+        ..cmd(
             "watch",
             -2,
             NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
@@ -73,7 +74,7 @@ pub static COMMANDS: &[Command] = &[
             watch,
         )
     },
-    tx(
+    cmd(
         "unwatch",
         1,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
@@ -202,8 +203,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     }
     let client = &mut *ctx.client;
-    let outer = client.group.take();
-    client.group = Some(Group::new(client.db));
+    let outer = crate::persist::Persist::begin_group(client, client.db);
     let out: &mut Vec<u8> = ctx.out.buf;
     Reply::new(out, client.proto).array(multi.queued.len());
     let mut clock = std::time::Instant::now();
@@ -214,16 +214,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
             (req.on_timeout)(&mut Reply::new(out, client.proto));
         }
     }
-    let group = client.group.take().unwrap_or_else(|| Group::new(0));
-    match outer {
-        // EXEC inside a script (or the replay of one): the outer group logs it.
-        Some(mut o) => {
-            o.append(group);
-            client.group = Some(o);
-        }
-        None if !group.is_empty() => server.persist.log_group(client, group),
-        None => {}
-    }
+    server.persist.end_group(client, outer);
     drop(session);
     ctx.no_effect();
     Ok(())
