@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Start the server. Durable by default: every write is journaled in --dir
-    /// (appendfsync everysec); --appendonly no makes it a pure in-memory cache.
+    /// (appendfsync everysec); `--appendonly no --save ""` makes it a pure in-memory cache.
     #[command(
         after_help = "Any other config directive can be given as --name value \
 (for example --hz 100 --proto-max-bulk-len 1mb), as with redis-server. \
