@@ -24,11 +24,6 @@ pub enum Effect {
 }
 
 impl Ctx<'_> {
-    /// Logs `cmds` instead of this command's argv.
-    pub fn rewrite(&mut self, cmds: Vec<Vec<Bytes>>) {
-        self.effect = Effect::Commands(cmds);
-    }
-
     /// Logs `argv` instead of this command's argv.
     pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
         self.effect = Effect::Commands(vec![argv]);

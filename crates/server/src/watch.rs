@@ -113,8 +113,4 @@ impl Watches {
             }
         }
     }
-
-    pub fn watched_keys(&self) -> usize {
-        self.keys.lock().len()
-    }
 }
