@@ -140,8 +140,9 @@ impl Db {
     }
 
     fn lock_indices(&self, idx: Vec<usize>) -> Vec<(usize, crate::session::ShardGuard<'_>)> {
+        let refs: Vec<&Shard> = idx.iter().map(|&i| &self.shards[i]).collect();
         idx.into_iter()
-            .map(|i| (i, self.shards[i].acquire()))
+            .zip(crate::session::acquire_all(&refs))
             .collect()
     }
 

@@ -77,6 +77,55 @@ impl Shard {
         ShardGuard::Own(self.0.lock())
     }
 
+    /// `acquire` without waiting: None if another thread holds the shard.
+    fn try_acquire(&self) -> Option<ShardGuard<'_>> {
+        if let Some(g) = self.lend() {
+            return Some(g);
+        }
+        self.0.try_lock().map(ShardGuard::Own)
+    }
+}
+
+/// Locks `shards` (ascending order) without ever waiting while holding one: the first is
+/// waited for, the others only tried; if one is busy, everything is released, that one is
+/// waited for alone, and the whole set is tried again. A command that locks several shards
+/// therefore never holds one while waiting for another, so a script that must take a shard
+/// out of order (a key it did not declare) can always get it once the holder finishes.
+pub(crate) fn acquire_all<'a>(shards: &[&'a Shard]) -> Vec<ShardGuard<'a>> {
+    let mut guards = Vec::with_capacity(shards.len());
+    let mut first = 0;
+    loop {
+        guards.clear();
+        guards.push(shards[first].acquire());
+        let mut busy = None;
+        for (i, s) in shards.iter().enumerate() {
+            if i == first {
+                continue;
+            }
+            match s.try_acquire() {
+                Some(g) => guards.push(g),
+                None => {
+                    busy = Some(i);
+                    break;
+                }
+            }
+        }
+        match busy {
+            None => {
+                // Back in ascending order (the first one taken may not be the lowest).
+                let g = guards.remove(0);
+                guards.insert(first, g);
+                return guards;
+            }
+            Some(i) => {
+                guards.clear();
+                first = i;
+            }
+        }
+    }
+}
+
+impl Shard {
     #[inline]
     fn lend(&self) -> Option<ShardGuard<'_>> {
         let addr = self as *const Shard as usize;
@@ -121,8 +170,13 @@ impl Keyspace {
         assert!(!Self::in_session(), "strata-engine: nested session");
         shards.sort_unstable();
         shards.dedup();
-        for id in &shards {
-            std::mem::forget(self.shard_at(*id).0.lock());
+        if !shards.is_empty() {
+            let refs: Vec<&Shard> = shards.iter().map(|id| self.shard_at(*id)).collect();
+            // No session is open on this thread (asserted above), so these are all owned
+            // guards; forgetting them keeps the shards locked until the session drops.
+            for g in acquire_all(&refs) {
+                std::mem::forget(g);
+            }
         }
         // Reuse the thread's buffers: a write opens one session per command.
         IDS.with_borrow_mut(|ids| {
