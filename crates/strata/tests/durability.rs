@@ -427,11 +427,21 @@ fn snapshot_taken_during_writes_is_one_point_in_time() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(50));
+    // Every writer has written some keys before the snapshot starts...
+    let grown = |c: &mut redis::Connection, by: i64| {
+        let start: i64 = redis::cmd("DBSIZE").query(c).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while redis::cmd("DBSIZE").query::<i64>(c).unwrap() < start + by {
+            assert!(std::time::Instant::now() < end, "writers stalled");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    grown(&mut c, 300);
     let r: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
     assert_eq!(r, "Background saving started");
     wait_snapshot_done(&mut c);
-    std::thread::sleep(Duration::from_millis(30));
+    // ...and more after it ends.
+    grown(&mut c, 300);
     stop.store(true, Ordering::Relaxed);
     let written: Vec<u64> = writers.into_iter().map(|h| h.join().unwrap()).collect();
     drop(p); // SIGKILL: only the snapshot remains

@@ -91,22 +91,29 @@ fn undeclared_keys_stay_atomic() {
     assert!(checks > 0);
 }
 
-/// Connections land on worker threads round-robin; a busy script blocks its own thread, so
-/// the checks below use raw connections until one answers from another thread.
-fn other_thread_conn(p: &Proc) -> RespConn {
-    for _ in 0..8 {
+/// Connections land on worker threads round-robin, and a busy script blocks its own
+/// thread: this opens connections until one, on another thread, answers `probe` with -BUSY
+/// (so the script is past busy-reply-threshold too). Returns it with that answer.
+fn busy_conn(p: &Proc, probe: &[&str]) -> (RespConn, String) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
         let mut c = RespConn::new(p);
         c.stream()
             .set_read_timeout(Some(Duration::from_millis(300)))
             .unwrap();
-        if c.call(&["PING"]).is_ok() {
+        // A timeout: this connection is on the script's thread; drop it.
+        let Ok(r) = c.call(probe) else { continue };
+        let answer = String::from_utf8_lossy(&r.raw).trim_end().to_string();
+        if answer.starts_with("-BUSY") {
             c.stream()
                 .set_read_timeout(Some(Duration::from_secs(10)))
                 .unwrap();
-            return c;
+            return (c, answer[1..].to_string());
         }
+        // Not busy yet: the script has not run past the threshold.
+        std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("no connection answered while the script ran");
+    panic!("no -BUSY reply within 20 s");
 }
 
 /// A reply as text (errors keep their code: "BUSY Redis is busy...").
@@ -138,10 +145,11 @@ fn busy_script_gets_busy_errors_and_script_kill() {
         &p,
         strings(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"]),
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = other_thread_conn(&p);
-    let busy = text(&mut c, &["GET", "x"]);
-    assert!(busy.starts_with("BUSY"), "{busy}");
+    let (mut c, busy) = busy_conn(&p, &["GET", "x"]);
+    assert!(
+        busy.starts_with("BUSY Redis is busy running a script. You can only call SCRIPT KILL"),
+        "{busy}"
+    );
     let fkill = text(&mut c, &["FUNCTION", "KILL"]);
     assert!(
         fkill.starts_with("BUSY"),
@@ -163,8 +171,7 @@ fn busy_script_that_wrote_is_unkillable_and_shutdown_nosave_works() {
         &p,
         strings(&["EVAL", "redis.call('set', 'w', 1) while true do end", "0"]),
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = other_thread_conn(&p);
+    let (mut c, _) = busy_conn(&p, &["GET", "x"]);
     let e = text(&mut c, &["SCRIPT", "KILL"]);
     assert!(e.starts_with("UNKILLABLE"), "{e}");
     let _ = c.call(&["SHUTDOWN", "NOSAVE"]);
@@ -184,9 +191,7 @@ fn function_kill_stops_a_busy_function() {
         .query(&mut c)
         .unwrap();
     let call = spawn_cmd(&p, strings(&["FCALL", "spin", "0"]));
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = other_thread_conn(&p);
-    let busy = text(&mut c, &["SET", "a", "1"]);
+    let (mut c, busy) = busy_conn(&p, &["SET", "a", "1"]);
     assert!(busy.contains("FUNCTION KILL"), "{busy}");
     let stats = String::from_utf8_lossy(&c.call(&["FUNCTION", "STATS"]).unwrap().raw).to_string();
     assert!(stats.contains("spin"), "{stats}");
