@@ -257,6 +257,22 @@ unsafe fn decode_hash(l: State, c: &mut Cur, len: usize) -> R<()> {
     Ok(())
 }
 
+/// A msgpack integer of `width` bytes after its tag, unsigned or sign-extended, pushed as a
+/// Lua integer (nothing when the input is short: `need` records the error).
+unsafe fn push_int(l: State, c: &mut Cur, width: usize, signed: bool) {
+    if c.need(1 + width) {
+        let raw = c.be(1, width);
+        let v = if signed {
+            let shift = 64 - 8 * width as u32;
+            ((raw << shift) as i64) >> shift
+        } else {
+            raw as i64
+        };
+        ffi::lua_pushinteger(l, v as ffi::lua_Integer);
+        c.consume(1 + width);
+    }
+}
+
 unsafe fn decode_type(l: State, c: &mut Cur) -> R<()> {
     if !c.need(1) {
         return Ok(());
@@ -268,49 +284,14 @@ unsafe fn decode_type(l: State, c: &mut Cur) -> R<()> {
     )?;
     let b = c.p[0];
     match b {
-        0xcc => {
-            if c.need(2) {
-                ffi::lua_pushinteger(l, c.p[1] as ffi::lua_Integer);
-                c.consume(2);
-            }
-        }
-        0xd0 => {
-            if c.need(2) {
-                ffi::lua_pushinteger(l, c.p[1] as i8 as ffi::lua_Integer);
-                c.consume(2);
-            }
-        }
-        0xcd => {
-            if c.need(3) {
-                ffi::lua_pushinteger(l, c.be(1, 2) as ffi::lua_Integer);
-                c.consume(3);
-            }
-        }
-        0xd1 => {
-            if c.need(3) {
-                ffi::lua_pushinteger(l, c.be(1, 2) as u16 as i16 as ffi::lua_Integer);
-                c.consume(3);
-            }
-        }
-        0xce => {
-            if c.need(5) {
-                ffi::lua_pushinteger(l, c.be(1, 4) as ffi::lua_Integer);
-                c.consume(5);
-            }
-        }
-        0xd2 => {
-            if c.need(5) {
-                ffi::lua_pushinteger(l, c.be(1, 4) as u32 as i32 as ffi::lua_Integer);
-                c.consume(5);
-            }
-        }
-        0xcf => {
-            if c.need(9) {
-                // lua_pushinteger((lua_Integer)uint64)
-                ffi::lua_pushinteger(l, c.be(1, 8) as i64 as ffi::lua_Integer);
-                c.consume(9);
-            }
-        }
+        0xcc => push_int(l, c, 1, false),
+        0xd0 => push_int(l, c, 1, true),
+        0xcd => push_int(l, c, 2, false),
+        0xd1 => push_int(l, c, 2, true),
+        0xce => push_int(l, c, 4, false),
+        0xd2 => push_int(l, c, 4, true),
+        // lua_pushinteger((lua_Integer)uint64): wraps, as the C does.
+        0xcf => push_int(l, c, 8, false),
         0xd3 => {
             if c.need(9) {
                 ffi::lua_pushnumber(l, c.be(1, 8) as i64 as f64);
