@@ -191,6 +191,14 @@ impl Slot {
         }
     }
 
+    /// The entry's value and expiry, copied out.
+    pub fn to_owned_value(&self) -> crate::value::Owned {
+        crate::value::Owned {
+            value: self.to_value(),
+            expire_at: self.expire_at(),
+        }
+    }
+
     /// The value, copied out in its general form (RENAME, MOVE, COPY).
     pub fn to_value(&self) -> Value {
         match self {

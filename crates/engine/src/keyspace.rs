@@ -52,6 +52,17 @@ pub enum Captured<'a> {
     Value(&'a [u8], &'a crate::value::Owned),
 }
 
+/// What one `Db::capture_chunk` call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capture {
+    /// The shard was captured at this epoch before the call.
+    Already,
+    /// Buckets remain: call again.
+    More,
+    /// This call captured the shard's last entries.
+    Done,
+}
+
 /// Tables taken out of a flushed database; drop them wherever freeing is cheapest
 /// (FLUSHALL ASYNC drops them on a background thread).
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
@@ -146,53 +157,82 @@ impl Db {
             .collect()
     }
 
-    /// Captures shard `idx` for snapshot `epoch`: unless it was captured at that epoch
-    /// already, marks it and calls `f` with every entry (expired ones included), all under
-    /// its lock. Returns whether it captured. Inside a session holding the shard it is
-    /// served from the session.
-    pub fn capture_shard(&self, idx: usize, epoch: u64, mut f: impl FnMut(Captured<'_>)) -> bool {
+    /// Captures shard `idx` for snapshot `epoch` in one go: `capture_chunk` with no limit.
+    /// Returns whether it captured anything (false: captured at that epoch already).
+    pub fn capture_shard(&self, idx: usize, epoch: u64, f: impl FnMut(Captured<'_>)) -> bool {
+        self.capture_chunk(idx, epoch, usize::MAX, f) != Capture::Already
+    }
+
+    /// Captures the next `buckets` table buckets of shard `idx` for snapshot `epoch`, under
+    /// its lock, calling `f` with every entry as it was when the snapshot started (expired
+    /// ones included); the last chunk also gives the entries writes saved aside. The lock
+    /// is held for one chunk only, so clients wait for a chunk, not a whole shard.
+    ///
+    /// Between chunks the shard stays "not captured": a write first saves the key's entry
+    /// unless its bucket was given already (`preserve`). Buckets do not move unless the
+    /// table rehashes; an insert that may rehash first saves every entry not given yet and
+    /// ends the walk (`ShardData::put`). Inside a session holding the shard it is served
+    /// from the session.
+    pub fn capture_chunk(
+        &self,
+        idx: usize,
+        epoch: u64,
+        buckets: usize,
+        mut f: impl FnMut(Captured<'_>),
+    ) -> Capture {
         let mut g = self.shards[idx].acquire();
         if g.captured >= epoch {
-            return false;
+            return Capture::Already;
         }
-        g.captured = epoch;
-        // Entries written since the snapshot started are given as they were before.
-        let pre = g.pre.take().filter(|p| p.epoch == epoch);
-        for slot in g.table.iter() {
-            if pre.as_ref().is_none_or(|p| !p.map.contains_key(slot.key())) {
-                f(Captured::Entry(slot.view()));
+        let ShardData { table, pre, .. } = &mut *g;
+        let pre = crate::shard::PreImages::for_epoch(pre, epoch);
+        let end = pre.cursor.saturating_add(buckets).min(table.num_buckets());
+        for i in pre.cursor..end {
+            if let Some(slot) = table.get_bucket(i) {
+                if !pre.map.contains_key(slot.key()) {
+                    f(Captured::Entry(slot.view()));
+                }
             }
         }
-        for (key, old) in pre.iter().flat_map(|p| p.map.iter()) {
+        pre.cursor = pre.cursor.max(end);
+        if pre.cursor < table.num_buckets() {
+            return Capture::More;
+        }
+        for (key, old) in pre.map.iter() {
             if let Some(o) = old {
                 f(Captured::Value(key, o));
             }
         }
-        true
+        g.captured = epoch;
+        g.pre = None;
+        Capture::Done
     }
 
     /// Before a write to `key` during snapshot `epoch`: if the key's shard is not captured
-    /// yet, saves the key's entry as it is now (once per key), so the capture still sees
-    /// the state at the snapshot's start. Costs one copy of the entry, not of the shard.
+    /// yet, saves the key's entry as it is now (once per key), so the capture still sees the
+    /// state at the snapshot's start.
+    /// Costs one copy of the entry, not of the shard.
     pub fn preserve(&self, key: &[u8], epoch: u64) {
         let h = hash(key);
         let mut g = self.shards[self.shard_index(h)].acquire();
         if g.captured >= epoch {
             return;
         }
-        if g.pre.as_ref().is_none_or(|p| p.epoch != epoch) {
-            g.pre = Some(Box::new(crate::shard::PreImages {
-                epoch,
-                map: Default::default(),
-            }));
+        let ShardData { table, pre, .. } = &mut *g;
+        let pre = crate::shard::PreImages::for_epoch(pre, epoch);
+        if pre.map.contains_key(key) {
+            return;
         }
-        let old = g.find(h, key).map(|s| crate::value::Owned {
-            value: s.to_value(),
-            expire_at: s.expire_at(),
-        });
-        if let Some(p) = g.pre.as_mut() {
-            p.map.entry(key.into()).or_insert(old);
-        }
+        // A key a chunk gave already is marked like a new key (None: nothing to add at the
+        // end, skip it in the walk): deleted and re-inserted, it may land in a bucket the
+        // walk has yet to reach. (After a rehash ended the walk, every key not in `map` was
+        // given by a chunk.)
+        let old = match table.find_bucket_index(h, |s| s.key() == key) {
+            Some(b) if b < pre.cursor => None,
+            Some(b) => table.get_bucket(b).map(Slot::to_owned_value),
+            None => None,
+        };
+        pre.map.insert(key.into(), old);
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).

@@ -27,10 +27,29 @@ pub(crate) struct ShardData {
     pub pre: Option<Box<PreImages>>,
 }
 
-/// Pre-images for the snapshot of `epoch`: key -> its entry then (None: it did not exist).
+/// A shard's capture in progress for the snapshot of `epoch`: the table buckets below
+/// `cursor` have been given to the snapshot, and `map` holds what writes saved aside:
+/// key -> its entry at the snapshot's start (None: it did not exist).
 pub struct PreImages {
     pub epoch: u64,
+    pub cursor: usize,
     pub map: hashbrown::HashMap<Box<[u8]>, Option<crate::value::Owned>>,
+}
+
+impl PreImages {
+    /// The shard's capture state for `epoch`, started afresh if it belonged to another.
+    pub fn for_epoch(pre: &mut Option<Box<PreImages>>, epoch: u64) -> &mut PreImages {
+        if pre.as_ref().is_some_and(|p| p.epoch != epoch) {
+            *pre = None;
+        }
+        pre.get_or_insert_with(|| {
+            Box::new(PreImages {
+                epoch,
+                cursor: 0,
+                map: Default::default(),
+            })
+        })
+    }
 }
 
 impl ShardData {
@@ -45,6 +64,7 @@ impl ShardData {
     /// Inserts or replaces; returns the previous slot. One probe either way.
     pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
         use hashbrown::hash_table::Entry;
+        self.before_insert();
         if slot.expire_at().is_some() {
             self.volatile += 1;
         }
@@ -62,6 +82,27 @@ impl ShardData {
             self.volatile -= 1;
         }
         old
+    }
+
+    /// A table with no room left rehashes on the next insert (hashbrown reserves before it
+    /// probes, even when the key exists), moving entries across a running capture's
+    /// cursor (`Db::capture_chunk`). So first every entry the capture has not given yet
+    /// is saved aside, and its walk ends there. Rare: once per growth of the table.
+    fn before_insert(&mut self) {
+        let Some(pre) = self.pre.as_deref_mut() else {
+            return;
+        };
+        if pre.cursor == 0 || pre.cursor == usize::MAX || self.table.len() < self.table.capacity() {
+            return;
+        }
+        for i in pre.cursor..self.table.num_buckets() {
+            if let Some(s) = self.table.get_bucket(i) {
+                pre.map
+                    .entry(s.key().into())
+                    .or_insert_with(|| Some(s.to_owned_value()));
+            }
+        }
+        pre.cursor = usize::MAX;
     }
 
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Slot> {

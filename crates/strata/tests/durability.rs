@@ -386,7 +386,9 @@ fn wait_snapshot_done(c: &mut redis::Connection) {
 #[test]
 fn snapshot_taken_during_writes_is_one_point_in_time() {
     let dir = temp_dir("pit");
-    let p = serve_in(&dir, &["--appendonly", "no", "--save", ""]);
+    // Four shards of ~5000 keys: the snapshot walks each in several chunks, with the
+    // writers' inserts growing the tables in between (see `Db::capture_chunk`).
+    let p = serve_in(&dir, &["--appendonly", "no", "--save", "", "--shards", "4"]);
     let mut c = p.client();
     // Some data first, so the snapshot takes a while.
     for chunk in 0..20 {
