@@ -180,9 +180,7 @@ pub fn run(
         }
         None
     } else {
-        let s = plan.open(server);
-        client.write_epoch = crate::snapshot::begin_write(server);
-        Some(s)
+        Some(crate::snapshot::open_write(server, client, plan))
     };
     let outer = crate::persist::Persist::begin_group(client, db);
     let proto = client.proto;

@@ -13,13 +13,15 @@
 //! with an epoch below E was applied before its shards were captured, so the snapshot holds
 //! it; recovery loads the snapshot, then replays the journal from the marker skipping those.
 
+use crate::client::Client;
 use crate::effects::LockPlan;
 use crate::server::Server;
 use parking_lot::Mutex;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use strata_engine::{Capture, Captured, Keyspace, Owned, ShardId, Ttl, Value};
+use strata_engine::{Capture, Captured, Keyspace, Owned, Session, ShardId, Ttl, Value};
 use strata_storage::{Position, SnapshotWriter};
 
 /// The journal record a snapshot starts with: a no-op when replayed.
@@ -41,6 +43,8 @@ pub struct Snapshots {
     pub last_secs: AtomicU64,
     /// When the running snapshot started (Unix seconds).
     pub started_unix: AtomicU64,
+    /// Writes in flight by the parity of their epoch (see `InFlight`).
+    in_flight: [AtomicU64; 2],
     /// BGSAVE SCHEDULE / BGREWRITEAOF asked while one was running: start when it ends.
     pub scheduled: AtomicBool,
     pub scheduled_rewrite: AtomicBool,
@@ -63,10 +67,73 @@ impl Snapshots {
     }
 }
 
-/// Called by a write (a command, an EXEC, a script) once its shards are locked: the epoch
-/// its journal block is tagged with.
-pub fn begin_write(server: &Server) -> u64 {
-    server.persist.epoch.load(Ordering::SeqCst)
+/// A write's hold: the session on its shards, and its mark as a write in flight.
+pub struct WriteHold<'a> {
+    _session: Session<'a>,
+    _in_flight: InFlight<'a>,
+}
+
+/// Locks what `plan` names for a write (a command, an EXEC, a script) and tags the write
+/// with the snapshot epoch seen once its shards are locked (`client.write_epoch`).
+pub fn open_write<'a>(server: &'a Server, client: &mut Client, plan: LockPlan) -> WriteHold<'a> {
+    let session = plan.open(server);
+    let (epoch, in_flight) = begin_write(server);
+    client.write_epoch = epoch;
+    WriteHold {
+        _session: session,
+        _in_flight: in_flight,
+    }
+}
+
+thread_local! {
+    /// The epoch of the write this thread has in flight, if any: a SAVE inside that
+    /// write's EXEC must not wait for it.
+    static OWN_WRITE: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// A write in flight, counted under its epoch's parity until dropped (after its block is
+/// in the journal). A snapshot waits for the writes of the epoch before its own to end
+/// before it captures anything: a script that began before the cut may still take a shard
+/// it did not declare, and its block is skipped at replay (tagged below the snapshot's
+/// epoch), so the snapshot must hold all of its writes.
+pub struct InFlight<'a> {
+    snaps: &'a Snapshots,
+    epoch: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.snaps.in_flight[(self.epoch & 1) as usize].fetch_sub(1, Ordering::SeqCst);
+        OWN_WRITE.set(None);
+    }
+}
+
+/// The epoch a write is tagged with, counted in flight. The count goes up before the epoch
+/// is read again, so a snapshot that switched the epoch meanwhile either sees the count or
+/// the write sees the new epoch (both SeqCst).
+fn begin_write(server: &Server) -> (u64, InFlight<'_>) {
+    let snaps = &server.persist.snapshots;
+    let mut epoch = server.persist.epoch.load(Ordering::SeqCst);
+    loop {
+        snaps.in_flight[(epoch & 1) as usize].fetch_add(1, Ordering::SeqCst);
+        let now = server.persist.epoch.load(Ordering::SeqCst);
+        if now == epoch {
+            break;
+        }
+        snaps.in_flight[(epoch & 1) as usize].fetch_sub(1, Ordering::SeqCst);
+        epoch = now;
+    }
+    OWN_WRITE.set(Some(epoch));
+    (epoch, InFlight { snaps, epoch })
+}
+
+/// Waits until no write tagged with `older` (the epoch before this snapshot's) is in
+/// flight, except the calling thread's own (SAVE inside an EXEC).
+fn wait_for_older_writes(snaps: &Snapshots, older: u64) {
+    let own = OWN_WRITE.get().is_some_and(|e| e & 1 == older & 1) as u64;
+    while snaps.in_flight[(older & 1) as usize].load(Ordering::SeqCst) > own {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Called before each write command runs, under its shards' locks, while a snapshot is
@@ -145,7 +212,7 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
     snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
     let dirty_before = server.persist.dirty.load(Ordering::Relaxed);
     // The cut: writers that lock after this see `epoch` and capture before writing.
-    let from = match server.persist.journal() {
+    let (from, older) = match server.persist.journal() {
         Some(j) => {
             // The marker re-creates the function libraries, which the snapshot file does
             // not hold; the registry stays locked until the marker is in the journal.
@@ -155,24 +222,28 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
             for l in libs.values() {
                 crate::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"LOAD", &l.code]);
             }
-            let (_, pos) = j.append_with_pos(0, epoch, &marker, |_, pos| {
-                server.persist.epoch.store(epoch, Ordering::SeqCst);
+            let (_, (pos, older)) = j.append_with_pos(0, epoch, &marker, |_, pos| {
+                let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
                 snap.active.store(epoch, Ordering::SeqCst);
-                pos
+                (pos, older)
             });
             drop(libs);
-            pos
+            (pos, older)
         }
         None => {
-            server.persist.epoch.store(epoch, Ordering::SeqCst);
+            let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
             snap.active.store(epoch, Ordering::SeqCst);
-            Position::default()
+            (Position::default(), older)
         }
     };
     let run = {
         let server = server.clone();
         move || {
             let started = Instant::now();
+            let snap = &server.persist.snapshots;
+            if older & 1 != epoch & 1 {
+                wait_for_older_writes(snap, older);
+            }
             let result = write(&server, epoch, from, rewrite);
             let snap = &server.persist.snapshots;
             snap.active.store(0, Ordering::SeqCst);

@@ -238,11 +238,7 @@ pub(crate) fn run(
     let plan = (ordered || snapshotting)
         .then(|| LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv));
     let session = match &plan {
-        Some(p) if ordered => {
-            let s = p.clone().open(server);
-            client.write_epoch = crate::snapshot::begin_write(server);
-            Some(s)
-        }
+        Some(p) if ordered => Some(crate::snapshot::open_write(server, client, p.clone())),
         _ => None,
     };
     // A snapshot is being taken: keep what this write changes as it was when it began.

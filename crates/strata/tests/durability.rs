@@ -492,6 +492,61 @@ fn snapshot_taken_during_writes_is_one_point_in_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A script that began before a BGSAVE and reaches keys it did not declare once the
+/// snapshot has started: its journal block is tagged before the snapshot (skipped at
+/// replay), so the snapshot must hold all of its writes. Without the snapshot waiting for
+/// writes that began before it, the keys in shards it captured early are lost.
+#[test]
+fn snapshot_holds_a_script_that_began_before_it() {
+    let dir = temp_dir("pit-script");
+    let p = serve_in(&dir, &["--save", ""]);
+    // Two connections in a row land on different worker threads (round robin).
+    let (mut a, mut b) = (p.client(), p.client());
+    // Spins 400 ms, then writes 32 keys it did not declare, spread over many shards.
+    const SLOW: &str = "local s = redis.call('TIME') \
+        repeat local n = redis.call('TIME') \
+        until (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 400000 \
+        for i = 1, 32 do redis.call('SET', 'late:' .. i, ARGV[1]) end \
+        return redis.call('SET', KEYS[1], ARGV[1])";
+    let script = std::thread::spawn(move || {
+        redis::cmd("EVAL")
+            .arg(SLOW)
+            .arg(1)
+            .arg("declared")
+            .arg("v1")
+            .query::<String>(&mut a)
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    let r: String = redis::cmd("BGSAVE").query(&mut b).unwrap();
+    assert_eq!(r, "Background saving started");
+    // BGSAVE was served while the script still ran (on the other worker).
+    assert!(
+        !script.is_finished() && started.elapsed() < Duration::from_millis(200),
+        "BGSAVE did not run alongside the script"
+    );
+    assert_eq!(script.join().unwrap().unwrap(), "OK");
+    wait_snapshot_done(&mut b);
+    drop(p); // SIGKILL: the snapshot plus the journal after it
+    let p = serve_in(&dir, &["--save", ""]);
+    let mut c = p.client();
+    let mut keys = vec!["declared".to_string()];
+    keys.extend((1..=32).map(|i| format!("late:{i}")));
+    let lost: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            redis::cmd("GET")
+                .arg(k)
+                .query::<Option<String>>(&mut c)
+                .unwrap()
+                != Some("v1".into())
+        })
+        .collect();
+    assert!(lost.is_empty(), "lost after restart: {lost:?}");
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// BGREWRITEAOF: a snapshot, then the journal before it is dropped; a restart loads the
 /// snapshot and replays only what came after it.
 #[test]
