@@ -26,7 +26,8 @@
 #   OUT=target/bench-vs-redis.md   where the markdown table is written (also printed);
 #                     every round's raw figures go to the same name with .csv
 #   REDIS_CMD="redis-server"                 the peer
-#   STRATA_CMD="target/release/strata serve" the server under test; `--port N` is appended.
+#   STRATA_CMD="target/release/strata serve" the server under test; `--port N --appendonly no
+#                     --save "" --dir <fresh temp dir>` is appended (as Redis is configured).
 #                     Pointing it at redis-server checks this script with two identical
 #                     servers: STRATA_CMD="redis-server --save '' --appendonly no --bind 127.0.0.1"
 #   STRATA_ARGS=      extra arguments for Strata (e.g. "--threads 2")
@@ -125,7 +126,9 @@ start_server_on() {
     if [ "$name" = redis ]; then
         cmd="$REDIS_CMD --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no"
     else
-        cmd="$STRATA_CMD --port $port $STRATA_ARGS"
+        # Configured as Redis is above (no journal, no snapshots), in a fresh directory:
+        # the durable default would replay the previous server's data into this one.
+        cmd="$STRATA_CMD --port $port --appendonly no --save '' --dir $(mktemp -d "$WORK/strata.XXXXXX") $STRATA_ARGS"
     fi
     # exec: $! is the server itself, not a shell around it.
     LAST_CMD=$cmd

@@ -1,17 +1,29 @@
-//! Table entries. Most keys hold small strings, so a string entry is one allocation laid out
-//! as `[flags u8][lru u24][key len u32][expire u64, if flagged][key][value]`: one table bucket
-//! of 24 bytes plus one heap block, instead of Redis's dictEntry + robj + two sds. Entries
-//! of other types, and strings being edited in place, use the general `Obj` form.
+//! Table entries. A table bucket is one tagged pointer (8 bytes). Most keys hold small
+//! strings, so a string entry is one heap block laid out as
+//! `[flags u8][lru u24][key len u32][value len u32][expire u64, if flagged][key][value]`:
+//! one bucket plus one block, instead of Redis's dictEntry + robj + two sds. Entries of
+//! other types, and strings being edited in place, use the general `ObjEntry` form.
 
 use crate::value::Value;
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
 
 const FLAG_EXPIRE: u8 = 1;
-const HDR: usize = 8;
+const HDR: usize = 12;
+/// The low pointer bit that marks an `ObjEntry` (packed blocks are allocated 2-aligned
+/// and `ObjEntry` is 8-aligned, so the bit is free in both).
+const TAG_OBJ: usize = 1;
+const PACKED_ALIGN: usize = 2;
 
-pub(crate) enum Slot {
-    Packed(Box<[u8]>),
-    Obj(Box<ObjEntry>),
-}
+/// One table bucket: a packed string block, or a boxed `ObjEntry` (tagged low bit). It owns
+/// what it points to, as a `Box` would.
+pub(crate) struct Slot(NonNull<u8>);
+
+// SAFETY: a Slot is the only owner of its heap block (no sharing, no interior mutability
+// reachable through `&Slot`), exactly like `Box<[u8]>` / `Box<ObjEntry>`, which are Send
+// and Sync.
+unsafe impl Send for Slot {}
+unsafe impl Sync for Slot {}
 
 pub(crate) struct ObjEntry {
     pub key: Box<[u8]>,
@@ -79,24 +91,94 @@ impl Kind {
 
 impl Slot {
     pub fn packed(key: &[u8], value: &[u8], expire_at: Option<u64>, lru: u32) -> Slot {
+        // The header keeps lengths as u32; anything longer (never within the default
+        // proto-max-bulk-len) takes the general form.
+        let (Ok(klen), Ok(vlen)) = (u32::try_from(key.len()), u32::try_from(value.len())) else {
+            let obj = ObjEntry::new(key, expire_at, lru, Value::Str(value.to_vec()));
+            return Slot::from_obj(Box::new(obj));
+        };
         let exp_len = if expire_at.is_some() { 8 } else { 0 };
-        let mut b = Vec::with_capacity(HDR + exp_len + key.len() + value.len());
-        b.push(if expire_at.is_some() { FLAG_EXPIRE } else { 0 });
-        b.extend_from_slice(&lru.to_le_bytes()[..3]);
-        b.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        let mut hdr = [0u8; HDR + 8];
+        hdr[0] = if expire_at.is_some() { FLAG_EXPIRE } else { 0 };
+        hdr[1..4].copy_from_slice(&lru.to_le_bytes()[..3]);
+        hdr[4..8].copy_from_slice(&klen.to_le_bytes());
+        hdr[8..12].copy_from_slice(&vlen.to_le_bytes());
         if let Some(at) = expire_at {
-            b.extend_from_slice(&at.to_le_bytes());
+            hdr[HDR..HDR + 8].copy_from_slice(&at.to_le_bytes());
         }
-        b.extend_from_slice(key);
-        b.extend_from_slice(value);
-        Slot::Packed(b.into_boxed_slice())
+        let head = HDR + exp_len;
+        let layout = packed_layout(head + key.len() + value.len());
+        // SAFETY: the layout's size is at least HDR > 0; the three copies fill exactly the
+        // block just allocated (head + key + value bytes) from slices that cannot overlap it.
+        unsafe {
+            let p = alloc(layout);
+            let Some(p) = NonNull::new(p) else {
+                handle_alloc_error(layout)
+            };
+            let b = p.as_ptr();
+            std::ptr::copy_nonoverlapping(hdr.as_ptr(), b, head);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), b.add(head), key.len());
+            std::ptr::copy_nonoverlapping(value.as_ptr(), b.add(head + key.len()), value.len());
+            Slot(p)
+        }
     }
 
-    /// Builds the compact form of a value: strings pack, everything else is an Obj.
+    fn from_obj(o: Box<ObjEntry>) -> Slot {
+        let p = NonNull::from(Box::leak(o)).cast::<u8>();
+        Slot(p.map_addr(|a| a | TAG_OBJ))
+    }
+
+    /// Builds the compact form of a value: strings pack, everything else is an ObjEntry.
     pub fn new(key: &[u8], value: Value, expire_at: Option<u64>, lru: u32) -> Slot {
         match value {
             Value::Str(s) => Slot::packed(key, &s, expire_at, lru),
-            value => Slot::Obj(Box::new(ObjEntry::new(key, expire_at, lru, value))),
+            value => Slot::from_obj(Box::new(ObjEntry::new(key, expire_at, lru, value))),
+        }
+    }
+
+    fn is_obj(&self) -> bool {
+        self.0.addr().get() & TAG_OBJ != 0
+    }
+
+    fn obj_ptr(&self) -> *mut ObjEntry {
+        self.0
+            .as_ptr()
+            .map_addr(|a| a & !TAG_OBJ)
+            .cast::<ObjEntry>()
+    }
+
+    /// The general form, None for a packed string.
+    pub fn obj(&self) -> Option<&ObjEntry> {
+        // SAFETY: tagged pointers come from `Box::leak` in `from_obj` and stay valid and
+        // uniquely owned until `drop`/`into_value`; `&self` keeps them alive.
+        self.is_obj().then(|| unsafe { &*self.obj_ptr() })
+    }
+
+    /// The general form for editing, None for a packed string (see `obj_mut` to convert).
+    pub fn obj_if_mut(&mut self) -> Option<&mut ObjEntry> {
+        // SAFETY: as `obj`; `&mut self` makes the access exclusive.
+        self.is_obj().then(|| unsafe { &mut *self.obj_ptr() })
+    }
+
+    /// The packed block's bytes (header, expiry, key, value). Only for packed slots.
+    fn bytes(&self) -> &[u8] {
+        debug_assert!(!self.is_obj());
+        // SAFETY: a packed slot points at a live block written by `packed`, whose header
+        // (first HDR bytes) gives its exact length.
+        unsafe {
+            let b = self.0.as_ptr();
+            let len = packed_len(std::slice::from_raw_parts(b, HDR));
+            std::slice::from_raw_parts(b, len)
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        debug_assert!(!self.is_obj());
+        // SAFETY: as `bytes`; `&mut self` makes the access exclusive.
+        unsafe {
+            let b = self.0.as_ptr();
+            let len = packed_len(std::slice::from_raw_parts(b, HDR));
+            std::slice::from_raw_parts_mut(b, len)
         }
     }
 
@@ -109,24 +191,27 @@ impl Slot {
     }
 
     pub fn key(&self) -> &[u8] {
-        match self {
-            Slot::Packed(b) => {
+        match self.obj() {
+            Some(o) => &o.key,
+            None => {
+                let b = self.bytes();
                 let s = Self::key_start(b);
                 &b[s..s + Self::key_len(b)]
             }
-            Slot::Obj(o) => &o.key,
         }
     }
 
     pub fn expire_at(&self) -> Option<u64> {
-        match self {
-            Slot::Packed(b) if b[0] & FLAG_EXPIRE != 0 => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&b[HDR..HDR + 8]);
-                Some(u64::from_le_bytes(a))
+        match self.obj() {
+            Some(o) => o.expire_at(),
+            None => {
+                let b = self.bytes();
+                (b[0] & FLAG_EXPIRE != 0).then(|| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&b[HDR..HDR + 8]);
+                    u64::from_le_bytes(a)
+                })
             }
-            Slot::Packed(_) => None,
-            Slot::Obj(o) => o.expire_at(),
         }
     }
 
@@ -135,43 +220,45 @@ impl Slot {
     }
 
     pub fn lru(&self) -> u32 {
-        match self {
-            Slot::Packed(b) => u32::from_le_bytes([b[1], b[2], b[3], 0]),
-            Slot::Obj(o) => o.lru,
+        match self.obj() {
+            Some(o) => o.lru,
+            None => {
+                let b = self.bytes();
+                u32::from_le_bytes([b[1], b[2], b[3], 0])
+            }
         }
     }
 
     pub fn touch(&mut self, lru: u32) {
-        match self {
-            Slot::Packed(b) => b[1..4].copy_from_slice(&lru.to_le_bytes()[..3]),
-            Slot::Obj(o) => o.lru = lru,
+        match self.obj_if_mut() {
+            Some(o) => o.lru = lru,
+            None => self.bytes_mut()[1..4].copy_from_slice(&lru.to_le_bytes()[..3]),
         }
     }
 
     /// Sets or clears the expiry. A packed entry is rebuilt only when the flag changes.
     pub fn set_expire(&mut self, expire_at: Option<u64>) {
-        match self {
-            Slot::Packed(b) => {
-                let had = b[0] & FLAG_EXPIRE != 0;
-                match (had, expire_at) {
-                    (true, Some(at)) => b[HDR..HDR + 8].copy_from_slice(&at.to_le_bytes()),
-                    (false, None) => {}
-                    _ => {
-                        let lru = self.lru();
-                        let rebuilt = Slot::packed(self.key(), self.packed_str(), expire_at, lru);
-                        *self = rebuilt;
-                    }
-                }
+        if let Some(o) = self.obj_if_mut() {
+            o.set_expire_at(expire_at);
+            return;
+        }
+        let had = self.bytes()[0] & FLAG_EXPIRE != 0;
+        match (had, expire_at) {
+            (true, Some(at)) => self.bytes_mut()[HDR..HDR + 8].copy_from_slice(&at.to_le_bytes()),
+            (false, None) => {}
+            _ => {
+                let rebuilt = Slot::packed(self.key(), self.packed_str(), expire_at, self.lru());
+                *self = rebuilt;
             }
-            Slot::Obj(o) => o.set_expire_at(expire_at),
         }
     }
 
     fn packed_str(&self) -> &[u8] {
-        match self {
-            Slot::Packed(b) => &b[Self::key_start(b) + Self::key_len(b)..],
-            Slot::Obj(_) => &[],
+        if self.is_obj() {
+            return &[];
         }
+        let b = self.bytes();
+        &b[Self::key_start(b) + Self::key_len(b)..]
     }
 
     pub fn view(&self) -> EntryRef<'_> {
@@ -180,15 +267,14 @@ impl Slot {
 
     /// The general form of this entry, converting a packed string in place, for edits.
     pub fn obj_mut(&mut self) -> &mut ObjEntry {
-        if let Slot::Packed(_) = self {
+        if !self.is_obj() {
             let value = Value::Str(self.packed_str().to_vec());
             let obj = ObjEntry::new(self.key(), self.expire_at(), self.lru(), value);
-            *self = Slot::Obj(Box::new(obj));
+            *self = Slot::from_obj(Box::new(obj));
         }
-        match self {
-            Slot::Obj(o) => o,
-            Slot::Packed(_) => unreachable!("converted above"),
-        }
+        // SAFETY: the slot holds an ObjEntry now (converted above); `&mut self` makes the
+        // access exclusive.
+        unsafe { &mut *self.obj_ptr() }
     }
 
     /// The entry's value and expiry, copied out.
@@ -201,17 +287,52 @@ impl Slot {
 
     /// The value, copied out in its general form (RENAME, MOVE, COPY).
     pub fn to_value(&self) -> Value {
-        match self {
-            Slot::Packed(_) => Value::Str(self.packed_str().to_vec()),
-            Slot::Obj(o) => o.value.clone(),
+        match self.obj() {
+            Some(o) => o.value.clone(),
+            None => Value::Str(self.packed_str().to_vec()),
         }
     }
 
     pub fn into_value(self) -> Value {
-        match self {
-            Slot::Packed(_) => Value::Str(self.packed_str().to_vec()),
-            Slot::Obj(o) => o.value,
+        if !self.is_obj() {
+            return Value::Str(self.packed_str().to_vec());
         }
+        // SAFETY: the tagged pointer came from `Box::leak`; ownership moves back into a
+        // Box here and `self` is forgotten, so it is freed exactly once.
+        let o = unsafe { Box::from_raw(self.obj_ptr()) };
+        std::mem::forget(self);
+        o.value
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.is_obj() {
+            // SAFETY: see `into_value`; drop runs once.
+            drop(unsafe { Box::from_raw(self.obj_ptr()) });
+        } else {
+            let layout = packed_layout(self.bytes().len());
+            // SAFETY: allocated by `packed` with this same layout (the length is the one
+            // its header records).
+            unsafe { dealloc(self.0.as_ptr(), layout) }
+        }
+    }
+}
+
+/// A packed block's total length, from its first HDR bytes.
+fn packed_len(h: &[u8]) -> usize {
+    let exp = if h[0] & FLAG_EXPIRE != 0 { 8 } else { 0 };
+    let klen = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+    let vlen = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+    HDR + exp + klen + vlen
+}
+
+fn packed_layout(len: usize) -> Layout {
+    match Layout::from_size_align(len, PACKED_ALIGN) {
+        Ok(l) => l,
+        // Only for lengths near isize::MAX, which no key or value can reach (both are
+        // capped far below by the protocol's proto-max-bulk-len).
+        Err(_) => handle_alloc_error(Layout::new::<u8>()),
     }
 }
 
@@ -227,9 +348,9 @@ impl<'a> EntryRef<'a> {
     }
 
     pub fn kind(&self) -> Kind {
-        match self.slot {
-            Slot::Packed(_) => Kind::String,
-            Slot::Obj(o) => match o.value {
+        match self.slot.obj() {
+            None => Kind::String,
+            Some(o) => match o.value {
                 Value::Str(_) => Kind::String,
                 Value::Hash(_) => Kind::Hash,
                 Value::List(_) => Kind::List,
@@ -241,9 +362,9 @@ impl<'a> EntryRef<'a> {
 
     /// The string value, or None when the key holds another type.
     pub fn as_str(&self) -> Option<&'a [u8]> {
-        match self.slot {
-            Slot::Packed(_) => Some(self.slot.packed_str()),
-            Slot::Obj(o) => match &o.value {
+        match self.slot.obj() {
+            None => Some(self.slot.packed_str()),
+            Some(o) => match &o.value {
                 Value::Str(s) => Some(s),
                 _ => None,
             },
@@ -252,10 +373,7 @@ impl<'a> EntryRef<'a> {
 
     /// The general-form value, or None for a packed string (use `as_str`).
     pub fn value(&self) -> Option<&'a Value> {
-        match self.slot {
-            Slot::Packed(_) => None,
-            Slot::Obj(o) => Some(&o.value),
-        }
+        self.slot.obj().map(|o| &o.value)
     }
 
     pub fn expire_at(&self) -> Option<u64> {
@@ -270,8 +388,8 @@ impl<'a> EntryRef<'a> {
     /// string that reads as an i64 is "int", one of up to 44 bytes "embstr", an edited or
     /// longer one "raw".
     pub fn encoding(&self) -> &'static str {
-        match self.slot {
-            Slot::Packed(_) => {
+        match self.slot.obj() {
+            None => {
                 let s = self.slot.packed_str();
                 if s.len() <= 20 && is_canonical_i64(s) {
                     "int"
@@ -281,7 +399,7 @@ impl<'a> EntryRef<'a> {
                     "raw"
                 }
             }
-            Slot::Obj(o) => match &o.value {
+            Some(o) => match &o.value {
                 Value::Str(_) => "raw",
                 Value::Hash(h) => h.encoding(),
                 Value::List(l) => l.encoding(),
@@ -340,7 +458,8 @@ mod layout {
     /// Memory per key depends on these staying in jemalloc's small classes.
     #[test]
     fn entry_sizes() {
-        assert_eq!(std::mem::size_of::<super::Slot>(), 16);
+        assert_eq!(std::mem::size_of::<super::Slot>(), 8);
+        assert_eq!(std::mem::size_of::<Option<super::Slot>>(), 8);
         assert_eq!(std::mem::size_of::<crate::value::Value>(), 32);
         assert!(std::mem::size_of::<super::ObjEntry>() <= 64);
     }

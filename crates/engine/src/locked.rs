@@ -209,9 +209,9 @@ impl<'a> Locked<'a> {
         let Some(slot) = self.shard(h).find_mut(h, key) else {
             return Ok(None);
         };
-        match slot {
-            Slot::Packed(_) => Err(WrongType),
-            Slot::Obj(o) => {
+        match slot.obj_if_mut() {
+            None => Err(WrongType),
+            Some(o) => {
                 o.lru = lru;
                 match o.value {
                     Value::Str(_) => Err(WrongType),

@@ -14,7 +14,6 @@ mod intset;
 use self::intset::IntSet;
 use super::hash::table::{Dense, Small};
 use super::Encodings;
-use crate::entry::Slot;
 use crate::int;
 use crate::locked::{Guards, Locked, Ttl, WrongType};
 use crate::shard::{hash, ShardData};
@@ -322,8 +321,7 @@ impl<'a> Locked<'a> {
         };
         match shard.find(h, key)? {
             s if s.is_expired(self.now()) => None,
-            Slot::Obj(o) => Some(&o.value),
-            Slot::Packed(_) => None,
+            s => s.obj().map(|o| &o.value),
         }
     }
 

@@ -10,7 +10,7 @@
 #[path = "zset_tree.rs"]
 mod tree;
 
-use crate::entry::{EntryRef, Slot};
+use crate::entry::EntryRef;
 use crate::locked::{Guards, Locked, WrongType};
 use crate::types::Encodings;
 use crate::value::Value;
@@ -613,8 +613,7 @@ impl Locked<'_> {
         };
         match shard.find(h, key)? {
             s if s.is_expired(self.now()) => None,
-            Slot::Obj(o) => Some(&o.value),
-            Slot::Packed(_) => None,
+            s => s.obj().map(|o| &o.value),
         }
     }
 
