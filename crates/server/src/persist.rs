@@ -222,6 +222,11 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
     let dir = server.data_dir();
     let lock = strata_storage::lock_dir(&dir).map_err(|e| e.to_string())?;
     *server.persist.dir_lock.lock() = Some(lock);
+    match strata_storage::remove_unfinished_snapshots(&dir) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("removed {n} unfinished snapshot file(s) left by a crash"),
+        Err(e) => tracing::warn!("cannot remove unfinished snapshot files: {e}"),
+    }
     if !server.config.get_bool("appendonly") {
         crate::snapshot::load(server)?;
         tracing::warn!(

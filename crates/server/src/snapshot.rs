@@ -286,20 +286,17 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
     }
 }
 
-/// A background snapshot runs under SCHED_IDLE (niced where that is refused): a worker
-/// that wakes preempts it at once, where a niced thread, once picked, keeps the core for a
-/// whole time slice (milliseconds: the p99 of every client on that worker). Its locks are
-/// held for one chunk at a time (`CHUNK_BUCKETS`), so being preempted while holding one
-/// delays a client by little.
+/// A background snapshot runs niced, so on a busy machine the workers serving clients get
+/// the CPU first (the snapshot takes longer instead of raising their latency). SCHED_IDLE
+/// was tried: p99 during snapshots did not improve (docs/benchmarks.md), and under a load
+/// that keeps every core busy it left the snapshot almost no CPU at all (a BGSAVE of 110k
+/// keys still running after a 100k-request redis-benchmark), where nice 10 still gets a
+/// share.
 fn lower_priority() {
-    // SAFETY: plain syscalls on the calling thread (pid 0 / its own tid); failure only
-    // leaves the priority as it was.
+    // SAFETY: plain syscall on this thread's own id; failure only leaves the priority.
     #[cfg(target_os = "linux")]
     unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
-        }
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
     }
 }
 

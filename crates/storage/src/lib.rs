@@ -17,8 +17,8 @@ pub use recovery::{
 };
 pub use snapshot::{
     encode_entry, encode_value, latest_snapshot, load_snapshot, load_snapshot_bytes,
-    remove_older_snapshots, snapshot_meta, snapshot_path, SnapshotInfo, SnapshotMeta,
-    SnapshotWriter,
+    remove_older_snapshots, remove_unfinished_snapshots, snapshot_meta, snapshot_path,
+    SnapshotInfo, SnapshotMeta, SnapshotWriter,
 };
 
 use std::fs::{File, OpenOptions};

@@ -401,6 +401,28 @@ pub fn latest_snapshot(dir: &Path) -> io::Result<Option<SnapshotMeta>> {
     Ok(None)
 }
 
+/// Removes `.snap.tmp` files: snapshots a crash interrupted. Call it holding the directory
+/// lock (no snapshot can be in progress then). Returns how many were removed.
+pub fn remove_unfinished_snapshots(dir: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    for ent in std::fs::read_dir(dir)? {
+        let ent = ent?;
+        if ent
+            .file_name()
+            .to_str()
+            .and_then(|n| parse_name(n, true))
+            .is_some()
+        {
+            std::fs::remove_file(ent.path())?;
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        fsync_dir(dir)?;
+    }
+    Ok(removed)
+}
+
 /// Removes snapshots (and leftover `.tmp` files) older than `keep_epoch`.
 pub fn remove_older_snapshots(dir: &Path, keep_epoch: u64) -> io::Result<()> {
     let mut removed = false;

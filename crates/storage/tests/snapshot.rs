@@ -299,6 +299,13 @@ fn tmp_files_are_ignored_and_old_snapshots_removed() {
     let rep = check(d.path()).unwrap();
     assert!(rep.ok(), "{rep}");
     assert_eq!(rep.snapshot.unwrap().entries, 5);
+    // At start-up the server clears what a crash left mid-write.
+    let tmp10 = d.path().join("snapshot-00000000000000000010.snap.tmp");
+    assert!(tmp10.exists());
+    assert_eq!(remove_unfinished_snapshots(d.path()).unwrap(), 1);
+    assert!(!tmp10.exists());
+    assert!(snapshot_path(d.path(), 2).exists());
+    assert_eq!(remove_unfinished_snapshots(d.path()).unwrap(), 0);
 }
 
 #[test]
