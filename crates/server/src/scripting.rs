@@ -180,7 +180,7 @@ pub fn run(
         }
         None
     } else {
-        Some(crate::snapshot::open_write(server, client, plan))
+        Some(crate::snapshot::open_write(server, stats, client, plan))
     };
     let outer = crate::persist::Persist::begin_group(client, db);
     let proto = client.proto;

@@ -16,6 +16,7 @@
 use crate::client::Client;
 use crate::effects::LockPlan;
 use crate::server::Server;
+use crate::stats::ThreadStats;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,8 +44,6 @@ pub struct Snapshots {
     pub last_secs: AtomicU64,
     /// When the running snapshot started (Unix seconds).
     pub started_unix: AtomicU64,
-    /// Writes in flight by the parity of their epoch (see `InFlight`).
-    in_flight: [AtomicU64; 2],
     /// BGSAVE SCHEDULE / BGREWRITEAOF asked while one was running: start when it ends.
     pub scheduled: AtomicBool,
     pub scheduled_rewrite: AtomicBool,
@@ -73,11 +72,17 @@ pub struct WriteHold<'a> {
     _in_flight: InFlight<'a>,
 }
 
-/// Locks what `plan` names for a write (a command, an EXEC, a script) and tags the write
-/// with the snapshot epoch seen once its shards are locked (`client.write_epoch`).
-pub fn open_write<'a>(server: &'a Server, client: &mut Client, plan: LockPlan) -> WriteHold<'a> {
+/// Locks what `plan` names for a write (a command, an EXEC, a script) run by the worker
+/// thread of `stats`, and tags the write with the snapshot epoch seen once its shards are
+/// locked (`client.write_epoch`).
+pub fn open_write<'a>(
+    server: &'a Server,
+    stats: &'a ThreadStats,
+    client: &mut Client,
+    plan: LockPlan,
+) -> WriteHold<'a> {
     let session = plan.open(server);
-    let (epoch, in_flight) = begin_write(server);
+    let (epoch, in_flight) = begin_write(server, stats);
     client.write_epoch = epoch;
     WriteHold {
         _session: session,
@@ -91,47 +96,46 @@ thread_local! {
     static OWN_WRITE: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
-/// A write in flight, counted under its epoch's parity until dropped (after its block is
-/// in the journal). A snapshot waits for the writes of the epoch before its own to end
-/// before it captures anything: a script that began before the cut may still take a shard
-/// it did not declare, and its block is skipped at replay (tagged below the snapshot's
-/// epoch), so the snapshot must hold all of its writes.
+/// A write in flight, counted on its worker thread under its epoch's parity until dropped
+/// (after its block is in the journal). A snapshot waits for the writes of the epoch before
+/// its own to end before it captures anything: a script that began before the cut may
+/// still take a shard it did not declare, and its block is skipped at replay (tagged below
+/// the snapshot's epoch), so the snapshot must hold all of its writes.
 pub struct InFlight<'a> {
-    snaps: &'a Snapshots,
-    epoch: u64,
+    count: &'a AtomicU64,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.snaps.in_flight[(self.epoch & 1) as usize].fetch_sub(1, Ordering::SeqCst);
+        self.count.fetch_sub(1, Ordering::SeqCst);
         OWN_WRITE.set(None);
     }
 }
 
 /// The epoch a write is tagged with, counted in flight. The count goes up before the epoch
 /// is read again, so a snapshot that switched the epoch meanwhile either sees the count or
-/// the write sees the new epoch (both SeqCst).
-fn begin_write(server: &Server) -> (u64, InFlight<'_>) {
-    let snaps = &server.persist.snapshots;
+/// the write sees the new epoch (both SeqCst). The counter is the thread's own: no other
+/// core writes its cache line.
+fn begin_write<'a>(server: &Server, stats: &'a ThreadStats) -> (u64, InFlight<'a>) {
     let mut epoch = server.persist.epoch.load(Ordering::SeqCst);
     loop {
-        snaps.in_flight[(epoch & 1) as usize].fetch_add(1, Ordering::SeqCst);
+        let count = &stats.writes_in_flight[(epoch & 1) as usize];
+        count.fetch_add(1, Ordering::SeqCst);
         let now = server.persist.epoch.load(Ordering::SeqCst);
         if now == epoch {
-            break;
+            OWN_WRITE.set(Some(epoch));
+            return (epoch, InFlight { count });
         }
-        snaps.in_flight[(epoch & 1) as usize].fetch_sub(1, Ordering::SeqCst);
+        count.fetch_sub(1, Ordering::SeqCst);
         epoch = now;
     }
-    OWN_WRITE.set(Some(epoch));
-    (epoch, InFlight { snaps, epoch })
 }
 
 /// Waits until no write tagged with `older` (the epoch before this snapshot's) is in
 /// flight, except the calling thread's own (SAVE inside an EXEC).
-fn wait_for_older_writes(snaps: &Snapshots, older: u64) {
+fn wait_for_older_writes(server: &Server, older: u64) {
     let own = OWN_WRITE.get().is_some_and(|e| e & 1 == older & 1) as u64;
-    while snaps.in_flight[(older & 1) as usize].load(Ordering::SeqCst) > own {
+    while server.stats.writes_in_flight((older & 1) as usize) > own {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
@@ -240,9 +244,8 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
         let server = server.clone();
         move || {
             let started = Instant::now();
-            let snap = &server.persist.snapshots;
             if older & 1 != epoch & 1 {
-                wait_for_older_writes(snap, older);
+                wait_for_older_writes(&server, older);
             }
             let result = write(&server, epoch, from, rewrite);
             let snap = &server.persist.snapshots;

@@ -3,7 +3,7 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,9 @@ pub struct ThreadStats {
     failed: Box<[AtomicU64]>,
     pub net_input: AtomicU64,
     pub net_output: AtomicU64,
+    /// Writes this thread has in flight, by the parity of their snapshot epoch (see
+    /// `snapshot::InFlight`): per thread, so a write touches no line another core writes.
+    pub writes_in_flight: [AtomicU64; 2],
 }
 
 fn counters(n: usize) -> Box<[AtomicU64]> {
@@ -29,6 +32,7 @@ impl ThreadStats {
             failed: counters(commands),
             net_input: AtomicU64::new(0),
             net_output: AtomicU64::new(0),
+            writes_in_flight: Default::default(),
         }
     }
 
@@ -103,6 +107,15 @@ impl Stats {
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect()
+    }
+
+    /// Writes in flight on every worker thread with an epoch of this parity.
+    pub fn writes_in_flight(&self, parity: usize) -> u64 {
+        self.threads
+            .lock()
+            .iter()
+            .map(|t| t.writes_in_flight[parity].load(SeqCst))
+            .sum()
     }
 
     pub fn command_totals(&self, commands: usize) -> Vec<CommandTotals> {

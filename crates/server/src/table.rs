@@ -238,7 +238,12 @@ pub(crate) fn run(
     let plan = (ordered || snapshotting)
         .then(|| LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv));
     let session = match &plan {
-        Some(p) if ordered => Some(crate::snapshot::open_write(server, client, p.clone())),
+        Some(p) if ordered => Some(crate::snapshot::open_write(
+            server,
+            stats,
+            client,
+            p.clone(),
+        )),
         _ => None,
     };
     // A snapshot is being taken: keep what this write changes as it was when it began.

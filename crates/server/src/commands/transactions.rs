@@ -190,7 +190,8 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         .collect();
     plan.merge(LockPlan::Shards(watched));
     let nested = strata_engine::Keyspace::in_session();
-    let session = (!nested).then(|| crate::snapshot::open_write(server, ctx.client, plan));
+    let session =
+        (!nested).then(|| crate::snapshot::open_write(server, ctx.stats, ctx.client, plan));
     let fails = ctx.client.watch.dirty.load(Ordering::Relaxed) || watched_key_expired(ctx);
     server.watches.unwatch(&mut ctx.client.watch);
     if fails {
