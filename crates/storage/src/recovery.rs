@@ -7,7 +7,9 @@
 //! mismatch), the bytes from X to the end are a torn tail if no complete, CRC-valid block
 //! starts at any later offset: nothing acknowledged can be there, since every durable block
 //! was followed only by blocks written after it. If a valid block does start later, the bad
-//! block is corruption. Everything wrong in an earlier segment is corruption.
+//! block is corruption. Everything wrong in an earlier segment is corruption. Zeros from a
+//! block boundary to the end of the last segment are no damage at all: the writer fills the
+//! live segment with zeros ahead of its data (a crash leaves them; a clean close cuts them).
 
 use std::fmt;
 use std::io;
@@ -276,6 +278,10 @@ pub fn scan_segment<E>(
             }
         };
         if let Some(reason) = bad {
+            if is_last && b[off..].iter().all(|&x| x == 0) {
+                // The zeros the writer lays ahead of its data (journal::PREZERO): the end.
+                break;
+            }
             let torn = is_last && valid_block_after(b, off + 1) == Some(false);
             let kind = if torn {
                 Problem::Torn

@@ -190,16 +190,80 @@ fn damaged_last_block_and_zero_fill_are_torn() {
     assert_eq!(b2.len(), 4);
     assert_eq!(sum.torn.unwrap().reason, "crc mismatch");
 
-    // A preallocated zero-filled tail after good blocks.
+    // Zeros after good blocks (what the writer lays ahead of its data): the clean end.
     let mut z = orig.clone();
     z.extend_from_slice(&[0u8; 4096]);
     std::fs::write(&seg, &z).unwrap();
     let (b3, sum) = read_all(d.path(), None);
     assert_eq!(b3.len(), 5);
-    assert_eq!(sum.torn.as_ref().unwrap().offset, orig.len() as u64);
-    let cut = truncate_torn_tail(d.path()).unwrap().unwrap();
-    assert_eq!(cut.len, 4096);
-    assert_eq!(std::fs::read(&seg).unwrap(), orig);
+    assert!(sum.torn.is_none());
+    assert!(truncate_torn_tail(d.path()).unwrap().is_none());
+    // ...but a half-written block before them is a torn tail.
+    let mut zt = orig[..last + 7].to_vec();
+    zt.extend_from_slice(&[0u8; 4096]);
+    std::fs::write(&seg, &zt).unwrap();
+    let (b4, sum) = read_all(d.path(), None);
+    assert_eq!(b4.len(), 4);
+    assert_eq!(sum.torn.as_ref().unwrap().offset, last as u64);
+}
+
+/// The writer fills the live segment with zeros ahead of its data; a crash leaves them
+/// (recovery reads them as the end and the reopened journal writes over them), a clean
+/// close cuts them, and rotation cuts them before the next segment exists.
+#[test]
+fn prezeroed_tail_is_the_end_and_is_cut_at_close_and_rotation() {
+    let d = TempDir::new("prezero");
+    let j = Journal::open(opts(d.path(), Fsync::Always, 1 << 20)).unwrap();
+    append_n(&j, 1, 10);
+    j.sync().unwrap();
+    let seg = only_segment(d.path());
+    let (blocks, _) = read_all(d.path(), None);
+    let data_end = blocks[9].pos.offset + (BLOCK_HEADER_LEN + payload(10).len()) as u64;
+    // While running: zeros past the data.
+    let live = std::fs::metadata(&seg).unwrap().len();
+    assert!(live > data_end, "no zeros ahead: {live} <= {data_end}");
+    // A crash now (no close): the copy has the zeros; it reads as 10 blocks, no damage.
+    let crashed = TempDir::new("prezero-crash");
+    std::fs::create_dir_all(crashed.path().join("journal")).unwrap();
+    std::fs::copy(
+        &seg,
+        crashed
+            .path()
+            .join("journal")
+            .join(seg.file_name().unwrap()),
+    )
+    .unwrap();
+    let (b, sum) = read_all(crashed.path(), None);
+    assert_eq!(b.len(), 10);
+    assert!(sum.torn.is_none());
+    // Reopened, it writes over the zeros and everything reads back in order.
+    let j2 = Journal::open(opts(crashed.path(), Fsync::Always, 1 << 20)).unwrap();
+    append_n(&j2, 11, 5);
+    j2.close().unwrap();
+    let (b, sum) = read_all(crashed.path(), None);
+    check_blocks(&b, 1);
+    assert_eq!(b.len(), 15);
+    assert!(sum.torn.is_none());
+    // A clean close cuts the zeros.
+    j.close().unwrap();
+    assert_eq!(std::fs::metadata(&seg).unwrap().len(), data_end);
+    // Rotation: small segments; every finished one ends at its last block.
+    let r = TempDir::new("prezero-rot");
+    let j = Journal::open(opts(r.path(), Fsync::Always, 4096)).unwrap();
+    append_n(&j, 1, 200);
+    j.sync().unwrap();
+    let segs: Vec<u64> = (1..)
+        .take_while(|&n| segment_path(r.path(), n).exists())
+        .collect();
+    assert!(segs.len() > 2);
+    for &n in &segs[..segs.len() - 1] {
+        let len = std::fs::metadata(segment_path(r.path(), n)).unwrap().len();
+        assert!(len <= 4096, "segment {n} kept its zeros: {len} bytes");
+    }
+    j.close().unwrap();
+    let (b, sum) = read_all(r.path(), None);
+    check_blocks(&b, 1);
+    assert!(sum.torn.is_none());
 }
 
 #[test]
@@ -255,8 +319,9 @@ fn rotation_position_and_drop_before() {
     check_blocks(&b, 1);
     assert_eq!(sum.segments, st.segments);
     assert!(b.windows(2).all(|w| w[0].pos < w[1].pos));
-    // Every segment respects the size limit (blocks are far smaller than it).
-    for s in 1..=st.segments {
+    // Every finished segment respects the size limit (blocks are far smaller than it); the
+    // live one has zeros laid ahead of its data until it is finished or closed.
+    for s in 1..st.segments {
         assert!(std::fs::metadata(segment_path(d.path(), s)).unwrap().len() <= 300);
     }
 
