@@ -565,12 +565,12 @@ const BATCH: Duration = Duration::from_millis(1);
 /// fsync bounds the memory (everysec would otherwise keep up to a second of writes).
 const MAX_UNSYNCED: usize = 32 << 20;
 const EVERYSEC: Duration = Duration::from_secs(1);
-/// The live segment is filled with zeros this far ahead of its data. Writing over blocks
-/// that exist already changes no file size, so an fdatasync then writes the data alone, not
-/// also the inode (measured on this machine's ext4: 93 µs instead of 123 µs per fsync).
-/// Recovery reads a run of zeros to the end of the last segment as its end
-/// (`scan_segment`); a segment is cut to its data before the next one is created, and at
-/// close.
+/// Under `always`, the live segment is filled with zeros this far ahead of its data.
+/// Writing over bytes that exist already changes no file size, so an fdatasync then writes
+/// the data alone, not also the inode (measured on this machine's ext4: 93 µs instead of
+/// 123 µs per fsync). Recovery reads a run of zeros to the end of the last segment as its
+/// end (`scan_segment`); a segment is cut to its data before the next one is created, and
+/// at close.
 const PREZERO: u64 = 1 << 20;
 
 impl Flusher {
@@ -696,7 +696,9 @@ impl Flusher {
         let Some((_, f)) = &self.file else {
             return;
         };
-        if end <= self.zeroed_to {
+        // Only `always` fsyncs often enough to gain; under everysec the zeros would only
+        // double what is written.
+        if end <= self.zeroed_to || Fsync::from_u8(self.sh.fsync.load(Relaxed)) != Fsync::Always {
             return;
         }
         let target = end.max(self.zeroed_to) + PREZERO;
@@ -780,6 +782,7 @@ impl Flusher {
                 // Cut any partial block so a crash now leaves a clean tail; the whole chunk
                 // is rewritten at the same offset on retry.
                 let _ = f.set_len(off);
+                self.zeroed_to = self.zeroed_to.min(off);
                 return Err(e);
             }
             let Some(mut c) = self.retained.pop_front() else {
