@@ -132,22 +132,7 @@ server_cmd() {
     esac
 }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-durability.XXXXXX")
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { echo "$*" >&2; }
+bench_workdir bench-durability
 
 now_us() { echo "${EPOCHREALTIME/./}"; }
 
@@ -165,20 +150,6 @@ forget_pid() {
     PIDS=("${keep[@]}")
 }
 
-# A loopback port nobody listens on, below the ephemeral range (where outgoing connections
-# take their local ports, which a connect probe cannot see).
-EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$EPHEMERAL_LOW" -gt 12000 ] || EPHEMERAL_LOW=32768
-free_port() {
-    local p
-    while :; do
-        p=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000)))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return
-        fi
-    done
-}
 
 new_dir() { mktemp -d "$WORK/$1.XXXXXX"; }
 
@@ -262,11 +233,6 @@ wait_snapshot() {
     done
 }
 
-# CPU ticks (utime+stime, all threads) of a process: fields 14 and 15 of /proc/PID/stat,
-# counted after the ")" that ends the command name (which may hold spaces).
-cpu_ticks() {
-    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
-}
 
 RAW="${OUT%.md}.csv"
 mkdir -p "$(dirname "$OUT")" "$(dirname "$RAW")"

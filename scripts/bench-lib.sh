@@ -1,4 +1,5 @@
-# Shared by the benchmark scripts (source it): checks for the peers' tools.
+# Shared by the benchmark scripts (source it): checks for the peers' tools, the work
+# directory and server cleanup, free ports, process CPU.
 
 # Exits unless redis-benchmark, redis-cli, awk and the redis-server command in $1 exist.
 require_redis_tools() {
@@ -13,4 +14,47 @@ require_redis_tools() {
         echo "${redis_cmd%% *} is required: apt-get install -y redis-server" >&2
         exit 1
     fi
+}
+
+log() { echo "$*" >&2; }
+
+# bench_workdir NAME: a fresh $WORK directory; every pid added to PIDS is killed and waited
+# for, and $WORK removed, when the script exits.
+bench_workdir() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    PIDS=()
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+bench_cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+
+# A loopback port nobody listens on, below the ephemeral range (where outgoing connections
+# take their local ports, which a connect probe cannot see).
+EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$EPHEMERAL_LOW" -gt 12000 ] || EPHEMERAL_LOW=32768
+free_port() {
+    local p
+    while :; do
+        p=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000)))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+}
+
+# CPU ticks (utime+stime, all threads) of a process: fields 14 and 15 of /proc/PID/stat,
+# counted after the ")" that ends the command name (which may hold spaces).
+cpu_ticks() {
+    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }

@@ -74,36 +74,8 @@ if [ "$STRATA_CMD" = "$DEFAULT_STRATA" ] && [ -z "${NO_BUILD:-}" ]; then
     cargo build --release -p strata >&2
 fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-redis.XXXXXX")
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_workdir bench-vs-redis
 
-log() { echo "$*" >&2; }
-
-# A loopback port nobody listens on, below the ephemeral range (where outgoing connections
-# take their local ports, which a connect probe cannot see).
-EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$EPHEMERAL_LOW" -gt 12000 ] || EPHEMERAL_LOW=32768
-free_port() {
-    local p
-    while :; do
-        p=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000)))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return
-        fi
-    done
-}
 
 # start_server NAME -> sets SERVER_PID and SERVER_PORT; a few tries, in case another
 # process takes the port between the probe and the bind.
@@ -156,11 +128,6 @@ stop_server() {
     wait "$1" 2>/dev/null || true
 }
 
-# CPU ticks (utime+stime, all threads) of a process: fields 14 and 15 of /proc/PID/stat,
-# counted after the ")" that ends the command name (which may hold spaces).
-cpu_ticks() {
-    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
-}
 
 rss_kb() {
     awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
