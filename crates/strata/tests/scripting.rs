@@ -200,6 +200,17 @@ fn function_kill_stops_a_busy_function() {
     assert!(r.starts_with('-'), "{r}");
 }
 
+/// FCALL bump 1 k BY: the library's counter after adding BY.
+fn bump(c: &mut redis::Connection, by: i64) -> i64 {
+    redis::cmd("FCALL")
+        .arg("bump")
+        .arg(1)
+        .arg("k")
+        .arg(by)
+        .query(c)
+        .unwrap()
+}
+
 #[test]
 fn functions_survive_restart_and_rewrite() {
     let dir = temp_dir("functions");
@@ -212,24 +223,12 @@ fn functions_survive_restart_and_rewrite() {
         .arg(lib)
         .query(&mut c)
         .unwrap();
-    let n: i64 = redis::cmd("FCALL")
-        .arg("bump")
-        .arg(1)
-        .arg("k")
-        .arg(5)
-        .query(&mut c)
-        .unwrap();
+    let n: i64 = bump(&mut c, 5);
     assert_eq!(n, 5);
     drop(p); // SIGKILL
     let p = strata(&["--dir", &d, "--save", "", "--appendfsync", "always"]);
     let mut c = p.client();
-    let n: i64 = redis::cmd("FCALL")
-        .arg("bump")
-        .arg(1)
-        .arg("k")
-        .arg(1)
-        .query(&mut c)
-        .unwrap();
+    let n: i64 = bump(&mut c, 1);
     assert_eq!(n, 6);
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
     let end = Instant::now() + Duration::from_secs(20);
@@ -244,13 +243,7 @@ fn functions_survive_restart_and_rewrite() {
     drop(p);
     let p = strata(&["--dir", &d, "--save", "", "--appendfsync", "always"]);
     let mut c = p.client();
-    let n: i64 = redis::cmd("FCALL")
-        .arg("bump")
-        .arg(1)
-        .arg("k")
-        .arg(1)
-        .query(&mut c)
-        .unwrap();
+    let n: i64 = bump(&mut c, 1);
     assert_eq!(n, 7, "function or data lost across a rewrite");
     drop(p);
     let _ = std::fs::remove_dir_all(&dir);
