@@ -2,13 +2,24 @@
 //! strings, so a string entry is one heap block laid out as
 //! `[flags u8][lru u24][key len u32][value len u32][expire u64, if flagged][key][value]`:
 //! one bucket plus one block, instead of Redis's dictEntry + robj + two sds. Entries of
-//! other types, and strings being edited in place, use the general `ObjEntry` form.
+//! other types, and strings being edited in place, use the general form: one block
+//! `[ObjEntry: value, lru and flags, key len][expire u64, if flagged][key]`, so a small
+//! hash with a short key costs one 48-byte block besides its listpack.
 
 use crate::value::Value;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 const FLAG_EXPIRE: u8 = 1;
+/// General form only: the key is longer than a u32 can say, and its length is a u64 that
+/// follows the expiry (never within the protocol's default limits, but possible).
+const FLAG_LONG_KEY: u8 = 2;
+/// The longest key whose length the head holds itself. The engine's unit tests lower it so
+/// that the long-key form runs in every test with a key longer than 16 bytes.
+#[cfg(not(test))]
+const SHORT_KEY_MAX: usize = u32::MAX as usize;
+#[cfg(test)]
+const SHORT_KEY_MAX: usize = 16;
 const HDR: usize = 12;
 /// The low pointer bit that marks an `ObjEntry` (packed blocks are allocated 2-aligned
 /// and `ObjEntry` is 8-aligned, so the bit is free in both).
@@ -25,32 +36,49 @@ pub(crate) struct Slot(NonNull<u8>);
 unsafe impl Send for Slot {}
 unsafe impl Sync for Slot {}
 
+/// The head of a general-form block. The expiry and the key follow it in the same block;
+/// only `Slot` reaches them (through the block pointer, since a `&ObjEntry` covers just
+/// this head).
+#[repr(C)]
 pub(crate) struct ObjEntry {
-    pub key: Box<[u8]>,
-    /// Absolute expiry in Unix ms, 0 for none: a plain u64 (not an Option) keeps the
-    /// entry within jemalloc's 64-byte class.
-    expire: u64,
-    pub lru: u32,
     pub value: Value,
+    /// The LRU stamp (24 bits) and, in the top byte, the flags.
+    lru_flags: u32,
+    /// The key's length, unless FLAG_LONG_KEY.
+    klen: u32,
 }
 
+const OBJ_HEAD: usize = std::mem::size_of::<ObjEntry>();
+const LRU_BITS: u32 = 0x00ff_ffff;
+
 impl ObjEntry {
-    pub fn new(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> ObjEntry {
-        ObjEntry {
-            key: key.into(),
-            expire: expire_at.unwrap_or(0),
-            lru,
-            value,
-        }
+    pub fn lru(&self) -> u32 {
+        self.lru_flags & LRU_BITS
     }
 
-    pub fn expire_at(&self) -> Option<u64> {
-        (self.expire != 0).then_some(self.expire)
+    pub fn set_lru(&mut self, lru: u32) {
+        self.lru_flags = (self.lru_flags & !LRU_BITS) | (lru & LRU_BITS);
     }
 
-    pub fn set_expire_at(&mut self, at: Option<u64>) {
-        // An expiry at the epoch itself is long past either way; keep it distinguishable.
-        self.expire = at.map_or(0, |t| t.max(1));
+    fn flags(&self) -> u8 {
+        (self.lru_flags >> 24) as u8
+    }
+
+    /// Bytes between the head and the key: the expiry and the long key length, if any.
+    fn extra(&self) -> usize {
+        let f = self.flags();
+        (if f & FLAG_EXPIRE != 0 { 8 } else { 0 }) + (if f & FLAG_LONG_KEY != 0 { 8 } else { 0 })
+    }
+}
+
+fn obj_layout(extra: usize, klen: usize) -> Layout {
+    match Layout::from_size_align(
+        OBJ_HEAD.saturating_add(extra).saturating_add(klen),
+        std::mem::align_of::<ObjEntry>(),
+    ) {
+        Ok(l) => l,
+        // As `packed_layout`: only for lengths near isize::MAX.
+        Err(_) => handle_alloc_error(Layout::new::<u8>()),
     }
 }
 
@@ -94,8 +122,7 @@ impl Slot {
         // The header keeps lengths as u32; anything longer (never within the default
         // proto-max-bulk-len) takes the general form.
         let (Ok(klen), Ok(vlen)) = (u32::try_from(key.len()), u32::try_from(value.len())) else {
-            let obj = ObjEntry::new(key, expire_at, lru, Value::Str(value.to_vec()));
-            return Slot::from_obj(Box::new(obj));
+            return Slot::general(key, expire_at, lru, Value::Str(value.to_vec()));
         };
         let exp_len = if expire_at.is_some() { 8 } else { 0 };
         let mut hdr = [0u8; HDR + 8];
@@ -123,16 +150,84 @@ impl Slot {
         }
     }
 
-    fn from_obj(o: Box<ObjEntry>) -> Slot {
-        let p = NonNull::from(Box::leak(o)).cast::<u8>();
-        Slot(p.map_addr(|a| a | TAG_OBJ))
+    /// A general-form block: head, expiry and long key length if any, key.
+    fn general(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> Slot {
+        let klen32 = (key.len() <= SHORT_KEY_MAX).then_some(key.len() as u32);
+        let mut flags = 0u8;
+        let mut tail = [0u8; 16];
+        let mut extra = 0;
+        if let Some(at) = expire_at {
+            flags |= FLAG_EXPIRE;
+            tail[..8].copy_from_slice(&at.to_le_bytes());
+            extra = 8;
+        }
+        if klen32.is_none() {
+            flags |= FLAG_LONG_KEY;
+            tail[extra..extra + 8].copy_from_slice(&(key.len() as u64).to_le_bytes());
+            extra += 8;
+        }
+        let head = ObjEntry {
+            value,
+            lru_flags: (lru & LRU_BITS) | (u32::from(flags) << 24),
+            klen: klen32.unwrap_or(0),
+        };
+        let layout = obj_layout(extra, key.len());
+        // SAFETY: the layout holds the head (aligned for ObjEntry: the block is), `extra`
+        // tail bytes and the key, which the three writes fill exactly.
+        unsafe {
+            let p = alloc(layout);
+            let Some(p) = NonNull::new(p) else {
+                handle_alloc_error(layout)
+            };
+            let b = p.as_ptr();
+            b.cast::<ObjEntry>().write(head);
+            std::ptr::copy_nonoverlapping(tail.as_ptr(), b.add(OBJ_HEAD), extra);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), b.add(OBJ_HEAD + extra), key.len());
+            Slot(p.map_addr(|a| a | TAG_OBJ))
+        }
+    }
+
+    /// The general form's tail after its head: expiry and long key length (if any), key.
+    fn obj_tail(&self) -> &[u8] {
+        let o = self.obj_head();
+        let extra = o.extra();
+        let klen = if o.flags() & FLAG_LONG_KEY != 0 {
+            // SAFETY: FLAG_LONG_KEY blocks hold the u64 length as their tail's last 8
+            // bytes before the key (written by `general`).
+            let mut a = [0u8; 8];
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.block().add(OBJ_HEAD + extra - 8),
+                    a.as_mut_ptr(),
+                    8,
+                )
+            };
+            u64::from_le_bytes(a) as usize
+        } else {
+            o.klen as usize
+        };
+        // SAFETY: the block is `OBJ_HEAD + extra + klen` bytes (see `general`); the tail
+        // starts after the head and is only read here.
+        unsafe { std::slice::from_raw_parts(self.block().add(OBJ_HEAD), extra + klen) }
+    }
+
+    /// The block's address (tag removed), with the provenance of the whole block.
+    fn block(&self) -> *mut u8 {
+        self.0.as_ptr().map_addr(|a| a & !TAG_OBJ)
+    }
+
+    fn obj_head(&self) -> &ObjEntry {
+        debug_assert!(self.is_obj());
+        // SAFETY: general-form blocks begin with an initialized ObjEntry (see `general`),
+        // alive and uniquely owned as long as the slot; `&self` keeps it so.
+        unsafe { &*self.obj_ptr() }
     }
 
     /// Builds the compact form of a value: strings pack, everything else is an ObjEntry.
     pub fn new(key: &[u8], value: Value, expire_at: Option<u64>, lru: u32) -> Slot {
         match value {
             Value::Str(s) => Slot::packed(key, &s, expire_at, lru),
-            value => Slot::from_obj(Box::new(ObjEntry::new(key, expire_at, lru, value))),
+            value => Slot::general(key, expire_at, lru, value),
         }
     }
 
@@ -141,22 +236,17 @@ impl Slot {
     }
 
     fn obj_ptr(&self) -> *mut ObjEntry {
-        self.0
-            .as_ptr()
-            .map_addr(|a| a & !TAG_OBJ)
-            .cast::<ObjEntry>()
+        self.block().cast::<ObjEntry>()
     }
 
     /// The general form, None for a packed string.
     pub fn obj(&self) -> Option<&ObjEntry> {
-        // SAFETY: tagged pointers come from `Box::leak` in `from_obj` and stay valid and
-        // uniquely owned until `drop`/`into_value`; `&self` keeps them alive.
-        self.is_obj().then(|| unsafe { &*self.obj_ptr() })
+        self.is_obj().then(|| self.obj_head())
     }
 
     /// The general form for editing, None for a packed string (see `obj_mut` to convert).
     pub fn obj_if_mut(&mut self) -> Option<&mut ObjEntry> {
-        // SAFETY: as `obj`; `&mut self` makes the access exclusive.
+        // SAFETY: as `obj_head`; `&mut self` makes the access exclusive.
         self.is_obj().then(|| unsafe { &mut *self.obj_ptr() })
     }
 
@@ -192,7 +282,7 @@ impl Slot {
 
     pub fn key(&self) -> &[u8] {
         match self.obj() {
-            Some(o) => &o.key,
+            Some(o) => &self.obj_tail()[o.extra()..],
             None => {
                 let b = self.bytes();
                 let s = Self::key_start(b);
@@ -202,17 +292,18 @@ impl Slot {
     }
 
     pub fn expire_at(&self) -> Option<u64> {
-        match self.obj() {
-            Some(o) => o.expire_at(),
+        let (flags, at) = match self.obj() {
+            Some(o) => (o.flags(), self.obj_tail()),
             None => {
                 let b = self.bytes();
-                (b[0] & FLAG_EXPIRE != 0).then(|| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(&b[HDR..HDR + 8]);
-                    u64::from_le_bytes(a)
-                })
+                (b[0], &b[HDR..])
             }
-        }
+        };
+        (flags & FLAG_EXPIRE != 0).then(|| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&at[..8]);
+            u64::from_le_bytes(a)
+        })
     }
 
     pub fn is_expired(&self, now: u64) -> bool {
@@ -221,7 +312,7 @@ impl Slot {
 
     pub fn lru(&self) -> u32 {
         match self.obj() {
-            Some(o) => o.lru,
+            Some(o) => o.lru(),
             None => {
                 let b = self.bytes();
                 u32::from_le_bytes([b[1], b[2], b[3], 0])
@@ -231,21 +322,34 @@ impl Slot {
 
     pub fn touch(&mut self, lru: u32) {
         match self.obj_if_mut() {
-            Some(o) => o.lru = lru,
+            Some(o) => o.set_lru(lru),
             None => self.bytes_mut()[1..4].copy_from_slice(&lru.to_le_bytes()[..3]),
         }
     }
 
-    /// Sets or clears the expiry. A packed entry is rebuilt only when the flag changes.
+    /// Sets or clears the expiry. The block is rebuilt only when the flag changes.
     pub fn set_expire(&mut self, expire_at: Option<u64>) {
-        if let Some(o) = self.obj_if_mut() {
-            o.set_expire_at(expire_at);
-            return;
-        }
-        let had = self.bytes()[0] & FLAG_EXPIRE != 0;
+        let had = self.expire_at().is_some();
         match (had, expire_at) {
-            (true, Some(at)) => self.bytes_mut()[HDR..HDR + 8].copy_from_slice(&at.to_le_bytes()),
+            (true, Some(at)) => {
+                let at = at.to_le_bytes();
+                if self.is_obj() {
+                    // SAFETY: a flagged general-form block holds its expiry in the 8 bytes
+                    // after the head; `&mut self` makes the write exclusive.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(at.as_ptr(), self.block().add(OBJ_HEAD), 8)
+                    }
+                } else {
+                    self.bytes_mut()[HDR..HDR + 8].copy_from_slice(&at);
+                }
+            }
             (false, None) => {}
+            _ if self.is_obj() => {
+                let lru = self.lru();
+                let key = self.key().to_vec();
+                let value = std::mem::replace(self, Slot::packed(b"", b"", None, 0)).into_value();
+                *self = Slot::general(&key, expire_at, lru, value);
+            }
             _ => {
                 let rebuilt = Slot::packed(self.key(), self.packed_str(), expire_at, self.lru());
                 *self = rebuilt;
@@ -269,8 +373,7 @@ impl Slot {
     pub fn obj_mut(&mut self) -> &mut ObjEntry {
         if !self.is_obj() {
             let value = Value::Str(self.packed_str().to_vec());
-            let obj = ObjEntry::new(self.key(), self.expire_at(), self.lru(), value);
-            *self = Slot::from_obj(Box::new(obj));
+            *self = Slot::general(self.key(), self.expire_at(), self.lru(), value);
         }
         // SAFETY: the slot holds an ObjEntry now (converted above); `&mut self` makes the
         // access exclusive.
@@ -297,19 +400,33 @@ impl Slot {
         if !self.is_obj() {
             return Value::Str(self.packed_str().to_vec());
         }
-        // SAFETY: the tagged pointer came from `Box::leak`; ownership moves back into a
-        // Box here and `self` is forgotten, so it is freed exactly once.
-        let o = unsafe { Box::from_raw(self.obj_ptr()) };
-        std::mem::forget(self);
-        o.value
+        let layout = self.obj_layout();
+        // SAFETY: the block begins with an initialized ObjEntry; its value is moved out,
+        // the block freed with the layout it was allocated with, and `self` forgotten, so
+        // neither is dropped or freed twice.
+        unsafe {
+            let value = std::ptr::addr_of!((*self.obj_ptr()).value).read();
+            dealloc(self.block(), layout);
+            std::mem::forget(self);
+            value
+        }
+    }
+
+    /// The layout a general-form block was allocated with.
+    fn obj_layout(&self) -> Layout {
+        obj_layout(0, self.obj_tail().len())
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         if self.is_obj() {
-            // SAFETY: see `into_value`; drop runs once.
-            drop(unsafe { Box::from_raw(self.obj_ptr()) });
+            let layout = self.obj_layout();
+            // SAFETY: as `into_value`; drop runs once.
+            unsafe {
+                std::ptr::drop_in_place(self.obj_ptr());
+                dealloc(self.block(), layout);
+            }
         } else {
             let layout = packed_layout(self.bytes().len());
             // SAFETY: allocated by `packed` with this same layout (the length is the one
@@ -443,6 +560,48 @@ mod tests {
     }
 
     #[test]
+    fn general_round_trip() {
+        let set = |members: &[&[u8]]| {
+            let mut v = crate::SetValue::default();
+            for m in members {
+                v.add(m, &Default::default());
+            }
+            Value::Set(v)
+        };
+        let value = set(&[b"a", b"bb", b"123"]);
+        // A short key (length in the head) and a long one (length in the tail).
+        for key in [&b"k:1"[..], &[b'x'; 40][..]] {
+            let mut s = Slot::new(key, value.clone(), None, 0x12_3456);
+            assert_eq!((s.key(), s.expire_at(), s.lru()), (key, None, 0x12_3456));
+            s.set_expire(Some(77));
+            assert_eq!(
+                (s.key(), s.expire_at(), s.lru()),
+                (key, Some(77), 0x12_3456)
+            );
+            s.set_expire(Some(78));
+            s.touch(LRU_BITS);
+            assert_eq!((s.key(), s.expire_at(), s.lru()), (key, Some(78), LRU_BITS));
+            assert_eq!(s.view().value(), Some(&value));
+            s.set_expire(None);
+            assert_eq!((s.key(), s.expire_at(), s.lru()), (key, None, LRU_BITS));
+            assert_eq!(s.to_value(), value);
+            let e = Slot::new(key, value.clone(), Some(5), 1);
+            assert_eq!((e.key(), e.expire_at()), (key, Some(5)));
+            assert_eq!(e.into_value(), value);
+        }
+        // A packed string edited in place takes the general form and keeps its key.
+        let mut s = Slot::packed(&[b'y'; 20], b"v", Some(9), 3);
+        if let Value::Str(v) = &mut s.obj_mut().value {
+            v.push(b'w');
+        }
+        assert_eq!(
+            (s.key(), s.expire_at(), s.lru()),
+            (&[b'y'; 20][..], Some(9), 3)
+        );
+        assert_eq!(s.view().as_str(), Some(&b"vw"[..]));
+    }
+
+    #[test]
     fn encodings() {
         let enc = |v: &[u8]| Slot::packed(b"k", v, None, 0).view().encoding();
         assert_eq!(enc(b"123"), "int");
@@ -461,6 +620,7 @@ mod layout {
         assert_eq!(std::mem::size_of::<super::Slot>(), 8);
         assert_eq!(std::mem::size_of::<Option<super::Slot>>(), 8);
         assert_eq!(std::mem::size_of::<crate::value::Value>(), 32);
-        assert!(std::mem::size_of::<super::ObjEntry>() <= 64);
+        // A general-form head plus a key of up to 8 bytes fills jemalloc's 48-byte class.
+        assert_eq!(std::mem::size_of::<super::ObjEntry>(), 40);
     }
 }

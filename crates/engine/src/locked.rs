@@ -212,7 +212,7 @@ impl<'a> Locked<'a> {
         match slot.obj_if_mut() {
             None => Err(WrongType),
             Some(o) => {
-                o.lru = lru;
+                o.set_lru(lru);
                 match o.value {
                     Value::Str(_) => Err(WrongType),
                     _ => Ok(Some(&mut o.value)),
