@@ -153,6 +153,10 @@ struct VoterArgs {
     /// Votes accepted per phone number.
     #[arg(long, default_value_t = 2)]
     max_votes: u32,
+    /// Split the tables by phone number as VoltDB partitions them (reference tables
+    /// replicated), keys voter:{p}:<table>; calls in different partitions touch disjoint keys.
+    #[arg(long, default_value_t = 1)]
+    partitions: u32,
 }
 
 #[derive(Args, Debug)]
@@ -505,12 +509,16 @@ fn run_voter(a: VoterArgs) -> Result<bool, String> {
     if a.contestants == 0 || a.contestants > 10 {
         return Err("--contestants must be 1..10".into());
     }
+    if a.partitions == 0 || a.partitions > 1024 {
+        return Err("--partitions must be 1..1024".into());
+    }
     let p = prepare(&a.common, 100_000)?;
     let requests = p.requests;
     execute(&a.common, &p, &|clients, _pipeline| {
         Ok(Box::new(voter::Voter::new(
             a.contestants,
             a.max_votes,
+            a.partitions,
             requests,
             clients,
         )))

@@ -1,5 +1,5 @@
 //! `strata bench` end to end: the real binary against a real Strata (kv, ycsb) and a real
-//! redis-server (kv, ycsb, voter: voter needs scripting, which Strata lacks until issue 6),
+//! redis-server (kv, ycsb, voter), voter partitioned against Strata,
 //! a dead port, a deliberately wrong fake server, merge and report. Runs are small so the whole file stays within a few seconds.
 
 mod common;
@@ -337,13 +337,7 @@ fn voter_against_redis_checks_writes_and_prints_results() {
     assert!(stdout.contains("check writes: ok"), "{stdout}");
     assert!(stdout.contains("The Winner is:"), "{stdout}");
     // The votes in the server add up to the accepted votes the bench printed.
-    let accepted: i64 = stdout
-        .split("Accepted votes: ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .map(|s| s.replace(',', ""))
-        .and_then(|s| s.parse().ok())
-        .expect("accepted count");
+    let accepted = accepted_votes(&stdout);
     let mut c = r.client();
     let votes: i64 = redis::cmd("LLEN")
         .arg("voter:votes")
@@ -351,6 +345,62 @@ fn voter_against_redis_checks_writes_and_prints_results() {
         .expect("LLEN");
     assert_eq!(votes, accepted);
     assert!(accepted > 4500 && accepted <= 5000, "{accepted}");
+}
+
+/// The accepted vote count a voter run printed.
+fn accepted_votes(stdout: &str) -> i64 {
+    stdout
+        .split("Accepted votes: ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .map(|s| s.replace(',', ""))
+        .and_then(|s| s.parse().ok())
+        .expect("accepted count")
+}
+
+#[test]
+fn partitioned_voter_against_strata_spreads_votes_over_disjoint_keys() {
+    let s = common::strata(&[]);
+    let port = s.port.to_string();
+    let o = bench(&[
+        "voter",
+        "-p",
+        &port,
+        "-n",
+        "6000",
+        "-c",
+        "16",
+        "--partitions",
+        "3",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("check writes: ok"), "{stdout}");
+    let accepted = accepted_votes(&stdout);
+    // Every partition has its own tables and got a share of the votes; together they hold
+    // exactly the accepted votes, and the unpartitioned keys were never written.
+    let mut c = s.client();
+    let mut total = 0;
+    for p in 0..3 {
+        let votes: i64 = redis::cmd("LLEN")
+            .arg(format!("voter:{{{p}}}:votes"))
+            .query(&mut c)
+            .expect("LLEN");
+        let contestants: i64 = redis::cmd("HLEN")
+            .arg(format!("voter:{{{p}}}:contestants"))
+            .query(&mut c)
+            .expect("HLEN");
+        assert!(votes > 1000, "partition {p}: {votes} votes");
+        assert_eq!(contestants, 6, "partition {p}");
+        total += votes;
+    }
+    assert_eq!(total, accepted);
+    let plain: i64 = redis::cmd("EXISTS")
+        .arg("voter:votes")
+        .query(&mut c)
+        .expect("EXISTS");
+    assert_eq!(plain, 0);
 }
 
 #[test]

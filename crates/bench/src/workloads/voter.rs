@@ -5,23 +5,57 @@
 //! known area code and seven random digits; a skewed choice of contestant; about one call
 //! in a hundred for a contestant that does not exist). At the end the writes are checked
 //! (the views add up to the accepted votes) and the results printed as erlvolt's bench does.
+//!
+//! `--partitions N` splits the tables as VoltDB partitions them: votes and both views by
+//! phone number, the two reference tables replicated in each partition. Partition `p`'s
+//! keys are `voter:{p}:<table>` and a call goes to partition `phone % N`. Calls in
+//! different partitions touch disjoint keys, so a server may run them in parallel. With
+//! one partition (the default) the keys are the plain `voter:<table>`.
 
 use crate::conn::{push_bulk, push_header, Client, Owned};
 use crate::driver::{Phase, PhaseResult, Session, Started};
 use crate::reply::Value;
 use crate::rng::Rng;
 use crate::workloads::Workload;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The library, shipped in the binary so a run needs no file next to it.
 pub const LIBRARY: &str = include_str!("../../../../examples/voter/voter.lua");
 
-const CONTESTANTS: &str = "voter:contestants";
-const BY_PHONE: &str = "voter:by_phone";
-const AREA_STATE: &str = "voter:area_state";
-const VOTES: &str = "voter:votes";
-const BY_CS: &str = "voter:by_cs";
+/// One partition's five keys.
+#[derive(Clone)]
+struct Keys {
+    contestants: String,
+    by_phone: String,
+    area_state: String,
+    votes: String,
+    by_cs: String,
+}
+
+impl Keys {
+    fn of(partition: u32, partitions: u32) -> Keys {
+        let name = |table: &str| {
+            if partitions == 1 {
+                format!("voter:{table}")
+            } else {
+                format!("voter:{{{partition}}}:{table}")
+            }
+        };
+        Keys {
+            contestants: name("contestants"),
+            by_phone: name("by_phone"),
+            area_state: name("area_state"),
+            votes: name("votes"),
+            by_cs: name("by_cs"),
+        }
+    }
+
+    fn all(partitions: u32) -> Vec<Keys> {
+        (0..partitions).map(|p| Keys::of(p, partitions)).collect()
+    }
+}
 
 /// The contestant names of VoltDB's voter example.
 const NAMES: [&str; 10] = [
@@ -49,6 +83,7 @@ struct Tally {
 pub struct Voter {
     contestants: u32,
     max_votes: u32,
+    partitions: u32,
     requests: Option<u64>,
     clients: usize,
     area_codes: Mutex<Arc<Vec<u16>>>,
@@ -56,10 +91,17 @@ pub struct Voter {
 }
 
 impl Voter {
-    pub fn new(contestants: u32, max_votes: u32, requests: Option<u64>, clients: usize) -> Voter {
+    pub fn new(
+        contestants: u32,
+        max_votes: u32,
+        partitions: u32,
+        requests: Option<u64>,
+        clients: usize,
+    ) -> Voter {
         Voter {
             contestants,
             max_votes,
+            partitions: partitions.max(1),
             requests,
             clients,
             area_codes: Mutex::new(Arc::new(Vec::new())),
@@ -69,6 +111,7 @@ impl Voter {
 }
 
 struct VoterSession {
+    keys: Arc<Vec<Keys>>,
     area_codes: Arc<Vec<u16>>,
     /// Contestant numbers weighted so some are more popular than others.
     voting_map: Vec<u32>,
@@ -87,16 +130,17 @@ impl Session for VoterSession {
         } else {
             self.voting_map[self.rng.below(self.voting_map.len() as u64) as usize]
         };
+        let k = &self.keys[(phone % self.keys.len() as u64) as usize];
         push_header(out, b'*', 11);
         for a in [
             "FCALL",
             "vote",
             "5",
-            CONTESTANTS,
-            BY_PHONE,
-            AREA_STATE,
-            VOTES,
-            BY_CS,
+            &k.contestants,
+            &k.by_phone,
+            &k.area_state,
+            &k.votes,
+            &k.by_cs,
         ] {
             push_bulk(out, a.as_bytes());
         }
@@ -139,16 +183,28 @@ impl Workload for Voter {
         "voter"
     }
 
-    /// The preparation phase: load the library, clear the tables, initialize them.
+    /// The preparation phase: load the library, clear the tables, initialize them (in
+    /// every partition).
     fn prepare(&self, c: &mut Client) -> Result<(), String> {
         c.ok(&["FUNCTION", "LOAD", "REPLACE", LIBRARY])
             .map_err(|e| format!("{e} (voter needs Redis 7 functions)"))?;
-        c.ok(&["DEL", CONTESTANTS, BY_PHONE, AREA_STATE, VOTES, BY_CS])?;
-        let mut args: Vec<&str> = vec!["FCALL", "initialize", "2", CONTESTANTS, AREA_STATE];
-        args.extend(NAMES.iter().take(self.contestants as usize));
-        c.ok(&args)?;
+        let all = Keys::all(self.partitions);
+        for k in &all {
+            c.ok(&[
+                "DEL",
+                &k.contestants,
+                &k.by_phone,
+                &k.area_state,
+                &k.votes,
+                &k.by_cs,
+            ])?;
+            let mut args: Vec<&str> =
+                vec!["FCALL", "initialize", "2", &k.contestants, &k.area_state];
+            args.extend(NAMES.iter().take(self.contestants as usize));
+            c.ok(&args)?;
+        }
         let codes: Vec<u16> = c
-            .ok(&["HKEYS", AREA_STATE])?
+            .ok(&["HKEYS", &all[0].area_state])?
             .items()
             .iter()
             .filter_map(|o| o.text().and_then(|t| t.parse().ok()))
@@ -184,9 +240,11 @@ impl Workload for Voter {
             .enumerate()
             .flat_map(|(w, &c)| std::iter::repeat_n(c, w + 1))
             .collect();
+        let keys = Arc::new(Keys::all(self.partitions));
         let sessions = (0..self.clients)
             .map(|i| {
                 Box::new(VoterSession {
+                    keys: keys.clone(),
                     area_codes: area_codes.clone(),
                     voting_map: voting_map.clone(),
                     max_votes: self.max_votes.to_string().into_bytes(),
@@ -209,18 +267,33 @@ impl Workload for Voter {
     fn check(&self, c: &mut Client, _results: &[PhaseResult]) -> Result<Vec<String>, String> {
         let tally = self.tally.lock().map_err(|_| "poisoned")?.clone();
         let accepted = tally.accepted.load(Ordering::Relaxed) as i64;
-        let r = c.ok(&[
-            "FCALL_RO",
-            "results",
-            "4",
-            CONTESTANTS,
-            BY_PHONE,
-            VOTES,
-            BY_CS,
-        ])?;
-        let items = r.items();
-        let num = |i: usize| items.get(i).and_then(Owned::int).unwrap_or(-1);
-        let (inserted, sum_phone, sum_cs, most) = (num(0), num(1), num(2), num(3));
+        // Each partition's results, added up (the most votes of one phone: the largest).
+        let (mut inserted, mut sum_phone, mut sum_cs, mut most) = (0, 0, 0, 0);
+        let mut per_name: BTreeMap<String, i64> = BTreeMap::new();
+        for k in Keys::all(self.partitions) {
+            let r = c.ok(&[
+                "FCALL_RO",
+                "results",
+                "4",
+                &k.contestants,
+                &k.by_phone,
+                &k.votes,
+                &k.by_cs,
+            ])?;
+            let items = r.items();
+            let num = |i: usize| items.get(i).and_then(Owned::int).unwrap_or(-1);
+            inserted += num(0);
+            sum_phone += num(1);
+            sum_cs += num(2);
+            most = most.max(num(3));
+            for ch in items.get(4..).unwrap_or_default().chunks(3) {
+                if let [_, name, votes] = ch {
+                    if let (Some(name), Some(votes)) = (name.text(), votes.int()) {
+                        *per_name.entry(name).or_default() += votes;
+                    }
+                }
+            }
+        }
         let mut lines = vec![
             format!(
                 "Accepted votes: {}   rejected, invalid contestant: {}   rejected, over the limit of {} per phone: {}",
@@ -232,16 +305,7 @@ impl Workload for Voter {
             String::new(),
             format!(" {:<30} {:>15}", "Contestant Name", "Votes Received"),
         ];
-        let mut rows: Vec<(String, i64)> = items
-            .get(4..)
-            .unwrap_or_default()
-            .chunks(3)
-            .filter_map(|ch| match ch {
-                [_, name, votes] => Some((name.text()?, votes.int()?)),
-                _ => None,
-            })
-            .collect();
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let rows: Vec<(String, i64)> = per_name.into_iter().collect();
         let mut total = 0;
         for (name, votes) in &rows {
             lines.push(format!(" {name:<30} {:>15}", fmt_thousands(*votes)));
@@ -285,6 +349,7 @@ impl Workload for Voter {
         serde_json::json!({
             "contestants": self.contestants,
             "max_votes": self.max_votes,
+            "partitions": self.partitions,
             "requests": self.requests,
             "library": "examples/voter/voter.lua",
         })

@@ -41,6 +41,20 @@ impl Write for StackBuf {
 
 /// Writes `d` as C's `printf("%.17g", d)` does.
 pub(super) fn write_g17(out: &mut StackBuf, d: f64) {
+    // Whole numbers below 1e17 print as plain integers under %.17g (an exponent below the
+    // precision). Scripts pass counters and increments as Lua numbers on every call, so
+    // this path skips the exact decimal expansion for them.
+    if d.fract() == 0.0 && d.abs() < 1e17 {
+        if d == 0.0 && d.is_sign_negative() {
+            out.push(b'-');
+        }
+        let _ = write!(out, "{}", d as i64);
+        return;
+    }
+    write_g17_general(out, d);
+}
+
+fn write_g17_general(out: &mut StackBuf, d: f64) {
     if d.is_nan() {
         out.extend(if d.is_sign_negative() {
             b"-nan"
@@ -152,6 +166,22 @@ mod tests {
         ];
         for &(d, want) in cases {
             assert_eq!(format_g17(d), want, "{d:e}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The whole-number shortcut writes what the general path writes.
+        #[test]
+        fn whole_numbers_match_the_general_path(
+            n in -99_999_999_999_999_999i64..=99_999_999_999_999_999i64,
+            shift in 0u32..60,
+        ) {
+            for d in [n as f64, (n >> shift) as f64] {
+                let (mut fast, mut general) = (super::StackBuf::new(), super::StackBuf::new());
+                super::write_g17(&mut fast, d);
+                super::write_g17_general(&mut general, d);
+                proptest::prop_assert_eq!(fast.as_bytes(), general.as_bytes(), "{}", d);
+            }
         }
     }
 }
