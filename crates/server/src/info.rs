@@ -88,7 +88,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 ("async_loading", "0".into()),
                 (
                     "rdb_changes_since_last_save",
-                    p.dirty.load(Ordering::Relaxed).to_string(),
+                    p.dirty(&server.stats).to_string(),
                 ),
                 ("rdb_bgsave_in_progress", flag(running)),
                 (

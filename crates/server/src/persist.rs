@@ -26,8 +26,9 @@ pub struct Persist {
     dir_lock: Mutex<Option<DirLock>>,
     /// Wakes connections waiting for an fsync (appendfsync always).
     durable: Arc<Notify>,
-    /// Effects logged since the last snapshot (INFO rdb_changes_since_last_save).
-    pub dirty: AtomicU64,
+    /// `Stats::changes` as it was when the last successful snapshot began: the changes
+    /// since are INFO's rdb_changes_since_last_save and what `save` rules count.
+    pub saved_changes: AtomicU64,
     /// Snapshot epoch writers tag their journal blocks with (recovery skips blocks a
     /// snapshot already holds).
     pub epoch: AtomicU64,
@@ -62,6 +63,13 @@ impl Persist {
     #[inline]
     pub fn journal_on(&self) -> bool {
         self.journal.get().is_some()
+    }
+
+    /// Changes since the last successful snapshot began (Redis's `server.dirty`).
+    pub fn dirty(&self, stats: &crate::stats::Stats) -> u64 {
+        stats
+            .changes()
+            .saturating_sub(self.saved_changes.load(Ordering::Relaxed))
     }
 
     /// Logs one write command's effect as its own journal block. Runs while the command
@@ -108,7 +116,6 @@ impl Persist {
     }
 
     fn append(&self, client: &mut Client, group: &Group) {
-        self.dirty.fetch_add(1, Ordering::Relaxed);
         let Some(j) = self.journal.get() else {
             return;
         };

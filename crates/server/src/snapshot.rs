@@ -214,7 +214,7 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
         .store(Server::now_unix(), Ordering::Relaxed);
     let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
     snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
-    let dirty_before = server.persist.dirty.load(Ordering::Relaxed);
+    let changes_before = server.stats.changes();
     // The cut: writers that lock after this see `epoch` and capture before writing.
     let (from, older) = match server.persist.journal() {
         Some(j) => {
@@ -261,8 +261,8 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
                         .store(Server::now_unix(), Ordering::Relaxed);
                     server
                         .persist
-                        .dirty
-                        .fetch_sub(dirty_before, Ordering::Relaxed);
+                        .saved_changes
+                        .fetch_max(changes_before, Ordering::Relaxed);
                     tracing::info!(
                         "snapshot {epoch} saved: {entries} keys in {} ms",
                         started.elapsed().as_millis()
@@ -427,7 +427,7 @@ pub fn cron(server: &Arc<Server>) {
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
-    let dirty = server.persist.dirty.load(Ordering::Relaxed);
+    let dirty = server.persist.dirty(&server.stats);
     let since = Server::now_unix().saturating_sub(server.last_save.load(Ordering::Relaxed));
     let due = words
         .chunks_exact(2)

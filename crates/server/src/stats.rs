@@ -17,6 +17,8 @@ pub struct ThreadStats {
     /// Writes this thread has in flight, by the parity of their snapshot epoch (see
     /// `snapshot::InFlight`): per thread, so a write touches no line another core writes.
     pub writes_in_flight: [AtomicU64; 2],
+    /// Writes that changed something (INFO rdb_changes_since_last_save, `save` rules).
+    changes: AtomicU64,
 }
 
 fn counters(n: usize) -> Box<[AtomicU64]> {
@@ -33,6 +35,7 @@ impl ThreadStats {
             net_input: AtomicU64::new(0),
             net_output: AtomicU64::new(0),
             writes_in_flight: Default::default(),
+            changes: AtomicU64::new(0),
         }
     }
 
@@ -44,6 +47,11 @@ impl ThreadStats {
     pub fn called(&self, id: usize, took: Duration) {
         Self::bump(&self.calls[id], 1);
         Self::bump(&self.usec[id], took.as_micros() as u64);
+    }
+
+    /// A write changed the data set.
+    pub fn changed(&self) {
+        Self::bump(&self.changes, 1);
     }
 
     pub fn rejected(&self, id: usize) {
@@ -129,6 +137,15 @@ impl Stats {
             }
         }
         t
+    }
+
+    /// Writes that changed the data set since start, over all threads.
+    pub fn changes(&self) -> u64 {
+        self.threads
+            .lock()
+            .iter()
+            .map(|t| t.changes.load(Relaxed))
+            .sum()
     }
 
     /// (bytes read, bytes written) over all threads.

@@ -274,6 +274,9 @@ pub(crate) fn run(
         (r, ctx.effect)
     };
     if write && result.is_ok() && client.block.is_none() {
+        if !matches!(effect, Effect::Skip) && !client.replaying {
+            stats.changed();
+        }
         match &mut client.group {
             Some(g) => g.add(db, argv, effect),
             None if ordered => server.persist.log(client, db, argv, effect),

@@ -365,6 +365,43 @@ fn appendonly_no_keeps_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A cache with RDB-style snapshots only (`appendonly no`): plain writes count as changes,
+/// so a `save` rule fires and what it saved survives a SIGKILL.
+#[test]
+fn save_rule_snapshots_plain_writes_without_a_journal() {
+    let dir = temp_dir("saverule");
+    let p = serve_in(&dir, &["--appendonly", "no", "--save", "2 3"]);
+    let mut c = p.client();
+    let before: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    for (k, v) in [("a", "1"), ("b", "2")] {
+        redis::cmd("SET").arg(k).arg(v).query::<()>(&mut c).unwrap();
+    }
+    redis::cmd("INCR").arg("n").query::<()>(&mut c).unwrap();
+    // Three changes (the rule's count), and none saved yet: the rule waits 2 s.
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "3");
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while info_field(&mut c, "rdb_changes_since_last_save") != "0" {
+        assert!(std::time::Instant::now() < end, "the save rule never fired");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    wait_snapshot_done(&mut c);
+    let after: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    assert!(after >= before);
+    drop(p); // SIGKILL
+    let p = serve_in(&dir, &["--appendonly", "no", "--save", ""]);
+    let mut c = p.client();
+    let got: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["a", "b", "n"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![Some("1".into()), Some("2".into()), Some("1".into())]
+    );
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn info_field(c: &mut redis::Connection, field: &str) -> String {
     let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
     info.lines()
