@@ -56,12 +56,12 @@ pub fn sha1hex(data: &[u8]) -> String {
 pub struct Lua {
     eval: engine::Engine,
     func: engine::Engine,
-    /// sha -> compiled EVAL body.
-    scripts: HashMap<String, mlua::Function>,
+    /// sha -> compiled EVAL body and its shebang flags.
+    scripts: HashMap<String, (mlua::Function, ScriptFlags)>,
     /// library name -> its function names.
     libraries: HashMap<String, Vec<String>>,
-    /// function name -> callback (in `func`).
-    functions: HashMap<String, mlua::Function>,
+    /// function name -> callback (in `func`) and flags.
+    functions: HashMap<String, (mlua::Function, ScriptFlags)>,
 }
 
 impl Default for Lua {
@@ -92,20 +92,30 @@ impl Lua {
         client_resp: u8,
         host: &mut dyn Host,
     ) -> Vec<u8> {
-        self.eval_sha(&sha1hex(body), body, keys, args, client_resp, host)
+        self.eval_sha(&sha1hex(body), Some(body), keys, args, client_resp, host)
     }
 
-    /// `eval` for a body whose sha1 the caller knows already (EVALSHA).
+    /// `eval` for a body whose sha1 the caller knows already (EVALSHA). Without a body the
+    /// script must be compiled in this state already (see `script_flags_of`); otherwise
+    /// the reply is NOSCRIPT.
     pub fn eval_sha(
         &mut self,
         sha: &str,
-        body: &[u8],
+        body: Option<&[u8]>,
         keys: &[&[u8]],
         args: &[&[u8]],
         client_resp: u8,
         host: &mut dyn Host,
     ) -> Vec<u8> {
-        let f = match self.compile(body, sha) {
+        let compiled = match body {
+            Some(body) => self.compile(body, sha),
+            None => self
+                .scripts
+                .get(sha)
+                .map(|(f, _)| f.clone())
+                .ok_or_else(|| b"-NOSCRIPT No matching script. Please use EVAL.\r\n".to_vec()),
+        };
+        let f = match compiled {
             Ok(f) => f,
             Err(reply) => return reply,
         };
@@ -122,14 +132,25 @@ impl Lua {
         self.compile(body, &sha).map(|_| sha)
     }
 
+    /// The flags of a script this state has compiled, by sha1: EVALSHA of a cached script
+    /// needs neither its body nor the shared registry.
+    pub fn script_flags_of(&self, sha: &str) -> Option<ScriptFlags> {
+        self.scripts.get(sha).map(|(_, flags)| *flags)
+    }
+
+    /// The flags of a function of a loaded library.
+    pub fn function_flags(&self, name: &str) -> Option<ScriptFlags> {
+        self.functions.get(name).map(|(_, flags)| *flags)
+    }
+
     /// The compiled function for an EVAL body, compiling and caching it on first use.
     fn compile(&mut self, body: &[u8], sha: &str) -> Result<mlua::Function, Vec<u8>> {
-        if let Some(f) = self.scripts.get(sha) {
+        if let Some((f, _)) = self.scripts.get(sha) {
             return Ok(f.clone());
         }
         let mut out = Vec::new();
-        let off = match shebang::eval_flags(body) {
-            Ok((_, off)) => off,
+        let (flags, off) = match shebang::eval_flags(body) {
+            Ok(found) => found,
             Err(e) => {
                 resp::push_error(&mut out, e.as_bytes());
                 return Err(out);
@@ -137,7 +158,7 @@ impl Lua {
         };
         match self.eval.compile(&body[off..], c"@user_script") {
             Ok(Ok(f)) => {
-                self.scripts.insert(sha.to_string(), f.clone());
+                self.scripts.insert(sha.to_string(), (f.clone(), flags));
                 Ok(f)
             }
             Ok(Err(msg)) => {
@@ -189,7 +210,7 @@ impl Lua {
         };
         let mut names = Vec::new();
         for (fname, callback, description, flags) in funcs {
-            self.functions.insert(fname.clone(), callback);
+            self.functions.insert(fname.clone(), (callback, flags));
             names.push(fname.clone());
             info.functions.push(FunctionInfo {
                 name: fname,
@@ -219,13 +240,13 @@ impl Lua {
         client_resp: u8,
         host: &mut dyn Host,
     ) -> Vec<u8> {
-        let Some(f) = self.functions.get(function).cloned() else {
+        let Some((f, _)) = self.functions.get(function) else {
             return b"-ERR Function not found\r\n".to_vec();
         };
         let lua = &self.func.lua;
         let tables = seq(lua, keys).and_then(|k| Ok((k, seq(lua, args)?)));
         match tables {
-            Ok(kv) => self.func.run(&f, Some(kv), function, client_resp, host),
+            Ok(kv) => self.func.run(f, Some(kv), function, client_resp, host),
             Err(e) => internal_error(e),
         }
     }

@@ -145,9 +145,10 @@ pub fn with_lua<R>(server: &Server, f: impl FnOnce(&mut Lua) -> R) -> R {
     })
 }
 
-/// What to run: an EVAL body (with its sha1) or a function.
+/// What to run: an EVAL body by its sha1 (the body: None once this thread compiled it) or
+/// a function.
 pub enum Target<'a> {
-    Eval(&'a str, &'a [u8]),
+    Eval(&'a str, Option<&'a [u8]>),
     Function(&'a str),
 }
 

@@ -278,7 +278,9 @@ pub(crate) fn run(
             stats.changed();
         }
         match &mut client.group {
-            Some(g) => g.add(db, argv, effect),
+            // Without a journal (fixed at start) a group's records would go nowhere.
+            Some(g) if server.persist.journal_on() => g.add(db, argv, effect),
+            Some(_) => {}
             None if ordered => server.persist.log(client, db, argv, effect),
             None => {}
         }

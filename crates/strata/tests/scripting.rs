@@ -52,6 +52,57 @@ fn scripted_read_modify_write_loses_no_update() {
     }
 }
 
+/// Each worker thread keeps its own compiled scripts and function flags (EVALSHA and
+/// FCALL need no shared registry); SCRIPT FLUSH and FUNCTION DELETE on one connection
+/// still reach every thread at once.
+#[test]
+fn script_flush_and_function_delete_reach_every_thread() {
+    let p = strata(&["--threads", "2"]);
+    // Connections are spread over the worker threads: four reach both.
+    let mut conns: Vec<redis::Connection> = (0..4).map(|_| p.client()).collect();
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return 7")
+        .query(&mut conns[0])
+        .unwrap();
+    let lib = "#!lua name=lib\nredis.register_function{function_name='f', \
+               callback=function() return 8 end, flags={'no-writes'}}";
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query::<String>(&mut conns[0])
+        .unwrap();
+    for c in conns.iter_mut() {
+        let v: i64 = redis::cmd("EVALSHA").arg(&sha).arg(0).query(c).unwrap();
+        assert_eq!(v, 7);
+        let v: i64 = redis::cmd("FCALL_RO").arg("f").arg(0).query(c).unwrap();
+        assert_eq!(v, 8);
+    }
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query::<()>(&mut conns[1])
+        .unwrap();
+    redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("lib")
+        .query::<()>(&mut conns[2])
+        .unwrap();
+    for c in conns.iter_mut() {
+        let e = redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(0)
+            .query::<i64>(c)
+            .unwrap_err();
+        assert_eq!(e.code(), Some("NOSCRIPT"), "{e}");
+        let e = redis::cmd("FCALL_RO")
+            .arg("f")
+            .arg(0)
+            .query::<i64>(c)
+            .unwrap_err();
+        assert!(e.to_string().contains("Function not found"), "{e}");
+    }
+}
+
 /// A script that names no keys but touches some still runs atomically: two keys it keeps
 /// equal are never seen apart by a reader.
 #[test]

@@ -247,16 +247,27 @@ fn split_args(ctx: &Ctx<'_>, bad_numkeys: CmdError) -> Result<(Vec<Bytes>, Vec<B
 }
 
 fn eval_body(ctx: &mut Ctx<'_>, sha: String, body: Bytes, ro: bool) -> CmdResult {
-    let (keys, args) = split_args(ctx, CmdError::NOT_INTEGER)?;
     let flags = strata_scripting::Lua::script_flags(&body).unwrap_or_default();
+    run_script(ctx, &sha, Some(&body), flags, ro)
+}
+
+/// Runs an EVAL body (`None`: the one this thread compiled for `sha`).
+fn run_script(
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    body: Option<&[u8]>,
+    flags: ScriptFlags,
+    ro: bool,
+) -> CmdResult {
+    let (keys, args) = split_args(ctx, CmdError::NOT_INTEGER)?;
     check_flags(ctx, &flags, ro)?;
     let read_only = ro || (!flags.eval_compat_mode && flags.no_writes);
     let reply = scripting::run(
         ctx.server,
         ctx.client,
         ctx.stats,
-        Target::Eval(&sha, &body),
-        &sha,
+        Target::Eval(sha, body),
+        sha,
         ctx.argv,
         &keys,
         &args,
@@ -301,33 +312,31 @@ fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
     eval_body(ctx, sha, body, true)
 }
 
-fn by_sha(ctx: &Ctx<'_>) -> Result<(String, Bytes), CmdError> {
+/// EVALSHA: a script this thread has compiled runs without the shared registry (no lock
+/// or reference count that other threads touch); otherwise its body comes from there.
+fn by_sha(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
     let sha = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
+    if let Some(flags) = scripting::with_lua(ctx.server, |lua| lua.script_flags_of(&sha)) {
+        return run_script(ctx, &sha, None, flags, ro);
+    }
     let body = ctx.server.scripts.body(&sha).ok_or(CmdError::Static(
         "NOSCRIPT No matching script. Please use EVAL.",
     ))?;
-    Ok((sha, body))
+    eval_body(ctx, sha, body, ro)
 }
 
 fn evalsha(ctx: &mut Ctx<'_>) -> CmdResult {
-    let (sha, body) = by_sha(ctx)?;
-    eval_body(ctx, sha, body, false)
+    by_sha(ctx, false)
 }
 
 fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
-    let (sha, body) = by_sha(ctx)?;
-    eval_body(ctx, sha, body, true)
+    by_sha(ctx, true)
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
     let name = String::from_utf8_lossy(ctx.arg(1)).into_owned();
-    let flags = {
-        let libs = ctx.server.scripts.libraries.read();
-        libs.values()
-            .flat_map(|l| l.info.functions.iter())
-            .find(|f| f.name == name)
-            .map(|f| f.flags)
-    };
+    // This thread's Lua state mirrors the registry's libraries (with_lua catches up).
+    let flags = scripting::with_lua(ctx.server, |lua| lua.function_flags(&name));
     let Some(flags) = flags else {
         return Err(CmdError::err("Function not found"));
     };
