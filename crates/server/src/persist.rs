@@ -261,6 +261,8 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         .map_err(|e| format!("opening the journal in {}: {e}", dir.display()))?;
     let notify = server.persist.durable.clone();
     j.on_durable(Box::new(move |_| notify.notify_waiters()));
+    // Worker threads flush their own batches before they idle (server::worker).
+    j.set_leaders(true);
     let _ = server.persist.journal.set(j);
     *server.persist.loaded.lock() = report;
     Ok(())

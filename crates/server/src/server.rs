@@ -330,8 +330,17 @@ fn worker(
     stats: Arc<ThreadStats>,
     mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
 ) {
+    let leader = server.clone();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Before the loop sleeps, the writes it just journalled are written and (under
+        // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
+        // journal thread and back for each batch.
+        .on_thread_park(move || {
+            if let Some(j) = leader.persist.journal() {
+                j.flush_pending();
+            }
+        })
         .build()
     {
         Ok(rt) => rt,

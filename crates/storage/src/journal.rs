@@ -1,5 +1,10 @@
 //! The journal writer: appenders fill an in-memory buffer under a short lock; one flusher
 //! thread writes it out and fsyncs per the policy (group commit).
+//!
+//! Under `always`, threads that run an event loop can instead flush on their own before
+//! they idle (`set_leaders`, `flush_pending`), as Redis writes and fsyncs its AOF in
+//! beforeSleep: the batch a worker just appended is fsynced on that worker, with no hand-off
+//! to the flusher thread and back. The flusher thread then only backs them up.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -108,6 +113,8 @@ struct Appender {
     flusher_idle: bool,
     /// `sync()` wants everything up to this LSN fsynced whatever the policy.
     force_sync_to: u64,
+    /// When `chunks` became non-empty (the flusher backs leaders up after `BACKSTOP`).
+    pending_since: Option<Instant>,
 }
 
 type Callback = Box<dyn Fn(u64) + Send + Sync>;
@@ -138,6 +145,11 @@ struct Shared {
     disk_bytes: AtomicU64,
     segments: AtomicU64,
     inject_errors: AtomicU32,
+    /// The writing state. Whoever flushes holds it: the flusher thread, or a leader in
+    /// `flush_pending`. Lock order: this, then `app`.
+    flusher: Mutex<Flusher>,
+    /// Leaders flush under `always` (see `set_leaders`).
+    leaders: AtomicBool,
 }
 
 /// The write side of the journal. Send + Sync; share it through the `Arc` `open` returns.
@@ -266,6 +278,7 @@ impl Journal {
                 seg_first_lsn: first_lsn,
                 flusher_idle: false,
                 force_sync_to: 0,
+                pending_since: None,
             }),
             wake: Condvar::new(),
             fsync: AtomicU8::new(opts.fsync.to_u8()),
@@ -286,21 +299,22 @@ impl Journal {
             disk_bytes: AtomicU64::new(disk),
             segments: AtomicU64::new(segs.len() as u64),
             inject_errors: AtomicU32::new(0),
+            flusher: Mutex::new(Flusher {
+                retained: VecDeque::new(),
+                unsynced: Vec::new(),
+                file: Some((seg, file)),
+                data_end: end,
+                zeroed_to: zeroed_to.max(end),
+                last_sync: Instant::now(),
+                synced_lsn: last_lsn,
+                written_lsn: last_lsn,
+            }),
+            leaders: AtomicBool::new(false),
         });
-        let mut fl = Flusher {
-            sh: sh.clone(),
-            retained: VecDeque::new(),
-            unsynced: Vec::new(),
-            file: Some((seg, file)),
-            data_end: end,
-            zeroed_to: zeroed_to.max(end),
-            last_sync: Instant::now(),
-            synced_lsn: last_lsn,
-            written_lsn: last_lsn,
-        };
+        let fl = sh.clone();
         let handle = std::thread::Builder::new()
             .name("strata-journal".into())
-            .spawn(move || fl.run())?;
+            .spawn(move || flusher_thread(&fl))?;
         Ok(Arc::new(Journal {
             sh,
             thread: Mutex::new(Some(handle)),
@@ -352,6 +366,9 @@ impl Journal {
         let extend = a.chunks.last().is_some_and(|c| {
             c.segment == pos.segment && c.offset + c.bytes.len() as u64 == pos.offset
         });
+        if a.chunks.is_empty() {
+            a.pending_since = Some(Instant::now());
+        }
         if !extend {
             let bytes = self
                 .sh
@@ -377,12 +394,62 @@ impl Journal {
             offset: pos.offset + blen,
         };
         self.sh.pending.fetch_add(blen, Relaxed);
-        let wake = std::mem::replace(&mut a.flusher_idle, false);
+        // Leaders flush what they append before they idle: no wake-up for the flusher.
+        let wake = std::mem::replace(&mut a.flusher_idle, false) && !self.leading();
         drop(a);
         if wake {
             self.sh.wake.notify_one();
         }
         (lsn, r)
+    }
+
+    /// Declares that the threads appending to this journal run event loops and call
+    /// `flush_pending` before each idle wait. Under `always` they then write and fsync
+    /// their own batches; the flusher thread only picks up what waits longer than
+    /// `BACKSTOP` (appends from other threads). Under the other policies nothing changes.
+    pub fn set_leaders(&self, on: bool) {
+        self.sh.leaders.store(on, Relaxed);
+        let _g = self.sh.app.lock();
+        self.sh.wake.notify_one();
+    }
+
+    fn leading(&self) -> bool {
+        self.sh.leaders.load(Relaxed) && self.fsync() == Fsync::Always
+    }
+
+    /// A leader about to idle: under `always`, writes and fsyncs everything appended so far
+    /// (its own batch and whatever other threads appended), on the calling thread, and
+    /// publishes it. Returns at once when there is nothing to do, under other policies,
+    /// while writes are failing (the flusher thread retries those), once the journal is
+    /// closing, and while another thread is flushing: rather than wait for the lock, the
+    /// caller goes back to its loop, serves what arrives meanwhile, and is woken by that
+    /// flush's publication, which wakes every waiter; its next idle flushes the rest.
+    pub fn flush_pending(&self) {
+        let sh = &*self.sh;
+        if !self.leading()
+            || sh.pending.load(Acquire) == 0
+            || sh.failing.load(Relaxed)
+            || sh.stop.load(Relaxed)
+        {
+            return;
+        }
+        let Some(mut f) = sh.flusher.try_lock() else {
+            return;
+        };
+        f.take_new(sh);
+        if f.retained.is_empty() && f.synced_lsn >= f.written_lsn {
+            return; // another thread's flush covered it
+        }
+        let res = f.flush_once(sh, Fsync::Always, true);
+        let failed = res.is_err();
+        record(sh, &res);
+        f.publish(sh, Fsync::Always);
+        drop(f);
+        if failed {
+            // The flusher thread retries (every RETRY) until the disk accepts writes.
+            let _g = sh.app.lock();
+            sh.wake.notify_one();
+        }
     }
 
     /// Highest LSN on disk per the policy (fsynced for Always/EverySec, written for No).
@@ -534,9 +601,8 @@ fn read_first_lsn(dir: &Path, n: u64) -> io::Result<u64> {
         .map_err(|r| invalid(format!("{}: {r}", segment_path(dir, n).display())))
 }
 
-/// The flusher thread's own state.
+/// The writing state (see `Shared::flusher`).
 struct Flusher {
-    sh: Arc<Shared>,
     /// Appended bytes not yet written (kept across write errors: nothing acknowledged may
     /// be lost).
     retained: VecDeque<Chunk>,
@@ -572,94 +638,125 @@ const EVERYSEC: Duration = Duration::from_secs(1);
 /// end (`scan_segment`); a segment is cut to its data before the next one is created, and
 /// at close.
 const PREZERO: u64 = 1 << 20;
+/// With leaders under `always`: the flusher thread writes what no leader flushed within
+/// this long (appends from threads that are not leaders), and looks at least this often
+/// when idle, since leaders' appends do not wake it.
+const BACKSTOP: Duration = Duration::from_millis(2);
+const IDLE_BACKSTOP: Duration = Duration::from_millis(50);
+
+/// Records the outcome of a flush: the error for MISCONF and INFO, or the recovery.
+fn record(sh: &Shared, res: &io::Result<()>) {
+    match res {
+        Ok(()) => {
+            if sh.failing.swap(false, Relaxed) && sh.last_error.lock().take().is_some() {
+                tracing::info!("journal: writes succeed again");
+            }
+        }
+        Err(e) => {
+            let text = error_text(e);
+            tracing::error!("journal: write failed, retrying: {text}");
+            *sh.last_error.lock() = Some(text);
+            sh.failing.store(true, Relaxed);
+        }
+    }
+}
+
+/// The flusher thread: waits for appends (or a leader's failure, or `sync`, or the
+/// everysec clock), writes and fsyncs per the policy, and does the final flush at close.
+fn flusher_thread(sh: &Shared) -> io::Result<()> {
+    loop {
+        let (stopping, force) = wait(sh);
+        // Chunks are taken under the flusher lock, so a leader that gets the lock next
+        // knows that whatever is no longer in `app` is on disk.
+        let mut f = sh.flusher.lock();
+        f.take_new(sh);
+        let policy = Fsync::from_u8(sh.fsync.load(Relaxed));
+        let want_sync = stopping
+            || force > f.synced_lsn
+            || match policy {
+                Fsync::Always => true,
+                Fsync::EverySec => f.last_sync.elapsed() >= EVERYSEC,
+                Fsync::No => false,
+            };
+        let res = f.flush_once(sh, policy, want_sync);
+        let failing = res.is_err();
+        record(sh, &res);
+        f.publish(sh, policy);
+        if stopping {
+            if res.is_err() {
+                // One more try after a pause, then give up: SHUTDOWN must not hang.
+                std::thread::sleep(RETRY);
+                f.take_new(sh);
+                let r = f.flush_once(sh, policy, true);
+                f.publish(sh, policy);
+                return r;
+            }
+            if sh.app.lock().chunks.is_empty() {
+                // A clean stop leaves the segment exactly as long as its data.
+                f.trim_zeros()?;
+                return f.sync_file(sh);
+            }
+            continue;
+        }
+        let synced = f.synced_lsn;
+        drop(f);
+        if !failing && policy != Fsync::Always && force <= synced {
+            // Not idle yet, so appenders don't wake us: let a batch gather.
+            std::thread::sleep(BATCH);
+        }
+    }
+}
+
+/// Waits for work (or a retry after a failed write, ours or a leader's); returns
+/// (stopping, force_sync_to).
+fn wait(sh: &Shared) -> (bool, u64) {
+    let (unsynced, last_sync, synced_lsn) = {
+        let f = sh.flusher.lock();
+        (!f.unsynced.is_empty(), f.last_sync, f.synced_lsn)
+    };
+    let mut a = sh.app.lock();
+    let start = Instant::now();
+    loop {
+        let stopping = sh.stop.load(SeqCst);
+        let failing = sh.failing.load(Relaxed);
+        let policy = Fsync::from_u8(sh.fsync.load(Relaxed));
+        let leaders = sh.leaders.load(Relaxed) && policy == Fsync::Always;
+        let sync_due = unsynced
+            && policy != Fsync::No
+            && (policy == Fsync::Always || last_sync.elapsed() >= EVERYSEC);
+        let retry_due = failing && start.elapsed() >= RETRY;
+        // With leaders, appended chunks are theirs to flush unless they wait too long.
+        let age = a.pending_since.map(|t| t.elapsed());
+        let chunks_due = !a.chunks.is_empty() && (!leaders || age >= Some(BACKSTOP));
+        let work = chunks_due || a.force_sync_to > synced_lsn || sync_due;
+        if stopping || retry_due || (work && !failing) {
+            return (stopping, a.force_sync_to);
+        }
+        let timeout = if failing {
+            RETRY.saturating_sub(start.elapsed())
+        } else if leaders {
+            match age {
+                Some(age) => BACKSTOP.saturating_sub(age),
+                None => IDLE_BACKSTOP,
+            }
+        } else if unsynced && policy == Fsync::EverySec {
+            EVERYSEC.saturating_sub(last_sync.elapsed())
+        } else {
+            Duration::from_secs(3600)
+        };
+        a.flusher_idle = true;
+        sh.wake.wait_for(&mut a, timeout);
+        a.flusher_idle = false;
+    }
+}
 
 impl Flusher {
-    fn run(&mut self) -> io::Result<()> {
-        let mut failing = false;
-        loop {
-            let (stopping, force) = self.wait(failing);
-            let policy = Fsync::from_u8(self.sh.fsync.load(Relaxed));
-            let want_sync = stopping
-                || force > self.synced_lsn
-                || match policy {
-                    Fsync::Always => true,
-                    Fsync::EverySec => self.last_sync.elapsed() >= EVERYSEC,
-                    Fsync::No => false,
-                };
-            let res = self.flush_once(policy, want_sync);
-            failing = res.is_err();
-            match &res {
-                Ok(()) => {
-                    self.sh.failing.store(false, Relaxed);
-                    let mut le = self.sh.last_error.lock();
-                    if le.take().is_some() {
-                        tracing::info!("journal: writes succeed again");
-                    }
-                }
-                Err(e) => {
-                    let text = error_text(e);
-                    tracing::error!("journal: write failed, retrying: {text}");
-                    *self.sh.last_error.lock() = Some(text);
-                    self.sh.failing.store(true, Relaxed);
-                }
-            }
-            self.publish(policy);
-            if !stopping && !failing && policy != Fsync::Always && force <= self.synced_lsn {
-                // Not idle yet, so appenders don't wake us: let a batch gather.
-                std::thread::sleep(BATCH);
-            }
-            if stopping {
-                if res.is_err() {
-                    // One more try after a pause, then give up: SHUTDOWN must not hang.
-                    std::thread::sleep(RETRY);
-                    self.take_new();
-                    let r = self.flush_once(policy, true);
-                    self.publish(policy);
-                    return r;
-                }
-                if self.sh.app.lock().chunks.is_empty() {
-                    // A clean stop leaves the segment exactly as long as its data.
-                    self.trim_zeros()?;
-                    return self.sync_file();
-                }
-            }
-        }
-    }
-
-    /// Waits for work; returns (stopping, force_sync_to) and moves new chunks to `retained`.
-    fn wait(&mut self, failing: bool) -> (bool, u64) {
-        let mut a = self.sh.app.lock();
-        let start = Instant::now();
-        loop {
-            let stopping = self.sh.stop.load(SeqCst);
-            let policy = Fsync::from_u8(self.sh.fsync.load(Relaxed));
-            let sync_due = !self.unsynced.is_empty()
-                && policy != Fsync::No
-                && (policy == Fsync::Always || self.last_sync.elapsed() >= EVERYSEC);
-            let retry_due = failing && start.elapsed() >= RETRY;
-            let work = !a.chunks.is_empty() || a.force_sync_to > self.synced_lsn || sync_due;
-            if stopping || retry_due || (work && !failing) {
-                let force = a.force_sync_to;
-                let new = std::mem::take(&mut a.chunks);
-                drop(a);
-                self.merge(new);
-                return (stopping, force);
-            }
-            let timeout = if failing {
-                RETRY.saturating_sub(start.elapsed())
-            } else if !self.unsynced.is_empty() && policy == Fsync::EverySec {
-                EVERYSEC.saturating_sub(self.last_sync.elapsed())
-            } else {
-                Duration::from_secs(3600)
-            };
-            a.flusher_idle = true;
-            self.sh.wake.wait_for(&mut a, timeout);
-            a.flusher_idle = false;
-        }
-    }
-
-    fn take_new(&mut self) {
-        let new = std::mem::take(&mut self.sh.app.lock().chunks);
+    fn take_new(&mut self, sh: &Shared) {
+        let new = {
+            let mut a = sh.app.lock();
+            a.pending_since = None;
+            std::mem::take(&mut a.chunks)
+        };
         self.merge(new);
     }
 
@@ -679,10 +776,10 @@ impl Flusher {
         }
     }
 
-    fn injected(&self) -> io::Result<()> {
-        let n = self.sh.inject_errors.load(SeqCst);
+    fn injected(&self, sh: &Shared) -> io::Result<()> {
+        let n = sh.inject_errors.load(SeqCst);
         if n > 0 {
-            self.sh.inject_errors.store(n - 1, SeqCst);
+            sh.inject_errors.store(n - 1, SeqCst);
             return Err(io::Error::other("injected write error"));
         }
         Ok(())
@@ -691,14 +788,14 @@ impl Flusher {
     /// Fills the live segment with zeros past `end` (PREZERO at a time), so the writes up to
     /// there overwrite existing bytes. Best effort: on an error (a full disk) the writes
     /// simply extend the file, as without it.
-    fn prezero(&mut self, end: u64) {
+    fn prezero(&mut self, sh: &Shared, end: u64) {
         static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
         let Some((_, f)) = &self.file else {
             return;
         };
         // Only `always` fsyncs often enough to gain; under everysec the zeros would only
         // double what is written.
-        if end <= self.zeroed_to || Fsync::from_u8(self.sh.fsync.load(Relaxed)) != Fsync::Always {
+        if end <= self.zeroed_to || Fsync::from_u8(sh.fsync.load(Relaxed)) != Fsync::Always {
             return;
         }
         let target = end.max(self.zeroed_to) + PREZERO;
@@ -725,24 +822,23 @@ impl Flusher {
     }
 
     /// fsyncs the current file; on failure the unsynced chunks go back to be rewritten.
-    fn sync_file(&mut self) -> io::Result<()> {
+    fn sync_file(&mut self, sh: &Shared) -> io::Result<()> {
         let Some((_, f)) = &self.file else {
             return Ok(());
         };
         let t = Instant::now();
-        let r = self.injected().and_then(|()| f.sync_data());
+        let r = self.injected(sh).and_then(|()| f.sync_data());
         if let Err(e) = r {
             for c in self.unsynced.drain(..).rev() {
                 self.retained.push_front(c);
             }
             return Err(e);
         }
-        self.sh.fsyncs.fetch_add(1, Relaxed);
-        self.sh
-            .last_fsync_us
+        sh.fsyncs.fetch_add(1, Relaxed);
+        sh.last_fsync_us
             .store(t.elapsed().as_micros() as u64, Relaxed);
         self.last_sync = Instant::now();
-        let mut spare = self.sh.spare.lock();
+        let mut spare = sh.spare.lock();
         for mut c in self.unsynced.drain(..) {
             if spare.len() < SPARE_BUFFERS && c.bytes.capacity() <= 4 * CHUNK_BYTES {
                 c.bytes.clear();
@@ -754,7 +850,7 @@ impl Flusher {
         Ok(())
     }
 
-    fn flush_once(&mut self, policy: Fsync, want_sync: bool) -> io::Result<()> {
+    fn flush_once(&mut self, sh: &Shared, policy: Fsync, want_sync: bool) -> io::Result<()> {
         while let Some(c) = self.retained.front() {
             let (seg, first, off) = (c.segment, c.seg_first_lsn, c.offset);
             if self.file.as_ref().is_none_or(|(s, _)| *s != seg) {
@@ -762,18 +858,18 @@ impl Flusher {
                 // before a later one exists, so only the last segment can ever have a torn
                 // or zero tail.
                 self.trim_zeros()?;
-                self.sync_file()?;
-                let f = create_segment(&self.sh.dir, seg, first)?;
+                self.sync_file(sh)?;
+                let f = create_segment(&sh.dir, seg, first)?;
                 self.file = Some((seg, f));
                 (self.data_end, self.zeroed_to) = (SEG_HEADER_LEN, SEG_HEADER_LEN);
-                self.sh.live_segment.store(seg, Release);
-                self.sh.segments.fetch_add(1, Relaxed);
-                self.sh.disk_bytes.fetch_add(SEG_HEADER_LEN, Relaxed);
+                sh.live_segment.store(seg, Release);
+                sh.segments.fetch_add(1, Relaxed);
+                sh.disk_bytes.fetch_add(SEG_HEADER_LEN, Relaxed);
                 continue;
             }
-            self.injected()?;
+            self.injected(sh)?;
             let len = self.retained.front().map_or(0, |c| c.bytes.len() as u64);
-            self.prezero(off + len);
+            self.prezero(sh, off + len);
             let (Some((_, f)), Some(c)) = (&self.file, self.retained.front()) else {
                 break;
             };
@@ -790,17 +886,17 @@ impl Flusher {
             };
             self.data_end = off + c.bytes.len() as u64;
             self.written_lsn = c.last_lsn;
-            self.sh.written.store(c.last_lsn, Release);
+            sh.written.store(c.last_lsn, Release);
             if !c.counted {
                 c.counted = true;
                 let n = c.bytes.len() as u64;
-                self.sh.pending.fetch_sub(n, Relaxed);
-                self.sh.disk_bytes.fetch_add(n, Relaxed);
+                sh.pending.fetch_sub(n, Relaxed);
+                sh.disk_bytes.fetch_add(n, Relaxed);
             }
             if policy != Fsync::No || want_sync {
                 self.unsynced.push(c);
             } else {
-                let mut spare = self.sh.spare.lock();
+                let mut spare = sh.spare.lock();
                 if spare.len() < SPARE_BUFFERS && c.bytes.capacity() <= 4 * CHUNK_BYTES {
                     c.bytes.clear();
                     spare.push(c.bytes);
@@ -810,25 +906,25 @@ impl Flusher {
         let unsynced: usize = self.unsynced.iter().map(|c| c.bytes.len()).sum();
         let want_sync = want_sync || unsynced > MAX_UNSYNCED;
         if want_sync && self.synced_lsn < self.written_lsn {
-            self.sync_file()?;
+            self.sync_file(sh)?;
         }
         Ok(())
     }
 
     /// Advances durable_lsn, runs the callbacks and wakes `sync()` waiters.
-    fn publish(&mut self, policy: Fsync) {
+    fn publish(&mut self, sh: &Shared, policy: Fsync) {
         let d = if policy == Fsync::No {
             self.written_lsn
         } else {
             self.synced_lsn
         };
-        let prev = self.sh.durable.fetch_max(d, AcqRel);
+        let prev = sh.durable.fetch_max(d, AcqRel);
         if d > prev {
-            for cb in self.sh.callbacks.read().iter() {
+            for cb in sh.callbacks.read().iter() {
                 cb(d);
             }
         }
-        let _g = self.sh.durable_mx.lock();
-        self.sh.durable_cv.notify_all();
+        let _g = sh.durable_mx.lock();
+        sh.durable_cv.notify_all();
     }
 }

@@ -113,6 +113,64 @@ fn group_commit_shares_fsyncs() {
     assert_eq!(b.len() as u64, blocks);
 }
 
+/// Leaders (threads running event loops) flush their own batches under `always`: a leader
+/// that calls `flush_pending` each time it would idle sees its blocks durable, by its own
+/// fsync or by another thread's (`flush_pending` returns at once while another thread
+/// flushes; the leader's loop comes back to it). The flusher thread's backstop picks up a
+/// block appended by a thread that never flushes. Small
+/// segments make leaders rotate too. The file holds every block.
+#[test]
+fn leaders_flush_their_own_batches() {
+    let d = TempDir::new("leaders");
+    let j = Journal::open(opts(d.path(), Fsync::Always, 4096)).unwrap();
+    j.set_leaders(true);
+    let (threads, batches) = (4u32, 150u64);
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let j = Arc::clone(&j);
+            std::thread::spawn(move || {
+                for b in 0..batches {
+                    let mut last = 0;
+                    for i in 0..=(b % 4) {
+                        last = j.append(t, 0, &payload(b * 4 + i));
+                    }
+                    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while j.durable_lsn() < last {
+                        assert!(std::time::Instant::now() < end, "thread {t} batch {b}");
+                        j.flush_pending();
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let st = j.stats();
+    assert_eq!(st.durable_lsn, st.blocks);
+    assert!(st.fsyncs > 0 && st.fsyncs <= st.blocks, "{st:?}");
+    // Nobody flushes this one: the backstop does.
+    let lsn = j.append(0, 0, b"*1\r\n$4\r\nPING\r\n");
+    assert!(eventually(2, || j.durable_lsn() >= lsn));
+    // A leader's failed write is reported, and the flusher thread retries it until it
+    // succeeds.
+    j.inject_write_errors(3);
+    let lsn = j.append(0, 0, b"*1\r\n$4\r\nPING\r\n");
+    assert!(eventually(2, || {
+        j.flush_pending();
+        j.last_error().is_some()
+    }));
+    assert!(eventually(5, || j.durable_lsn() >= lsn));
+    assert_eq!(j.last_error(), None);
+    let blocks = st.blocks + 2;
+    j.close().unwrap();
+    let (b, _) = read_all(d.path(), None);
+    assert_eq!(b.len() as u64, blocks);
+    let segments = std::fs::read_dir(journal_dir(d.path())).unwrap().count();
+    assert!(segments > 2, "{segments} segments");
+}
+
 #[test]
 fn on_durable_callback_and_everysec_writes_promptly() {
     let d = TempDir::new("cb");
