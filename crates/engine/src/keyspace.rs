@@ -72,11 +72,17 @@ impl Db {
         index: usize,
         shard_bits: u32,
         hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+        owner: usize,
     ) -> Db {
         let n = 1usize << shard_bits;
         Db {
             shards: (0..n)
-                .map(|_| Shard(Mutex::new(ShardData::default())))
+                .map(|_| {
+                    Shard(Mutex::new(ShardData {
+                        owner,
+                        ..Default::default()
+                    }))
+                })
                 .collect(),
             mask: n - 1,
             index,
@@ -361,21 +367,30 @@ pub struct Keyspace {
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
     on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
+    id: usize,
 }
 
 impl Keyspace {
     /// `databases` logical databases of 2^`shard_bits` shards each.
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
+        static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let hook = std::sync::Arc::new(std::sync::OnceLock::new());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook))
+                .map(|i| Db::new(i, shard_bits, &hook, id))
                 .collect(),
+            id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
             on_expired: hook,
         }
+    }
+
+    pub(crate) fn id(&self) -> usize {
+        self.id
     }
 
     /// Installs the expired-key hook (once; later calls are ignored).

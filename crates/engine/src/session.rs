@@ -10,8 +10,8 @@
 
 use crate::keyspace::{Keyspace, Shard};
 use crate::shard::ShardData;
-use parking_lot::MutexGuard;
-use std::cell::RefCell;
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::{Cell, RefCell};
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
@@ -29,10 +29,165 @@ thread_local! {
 }
 
 /// A locked shard: owned by this guard, or lent from the thread's open session (dropping a
-/// lent guard leaves the shard locked; the session unlocks it).
+/// lent guard leaves the shard locked; the session unlocks it). An owned guard dropped in
+/// a sticky scope may leave its shard locked for the thread's next command (`Sticky`).
 pub(crate) enum ShardGuard<'a> {
-    Own(MutexGuard<'a, ShardData>),
+    Own(ManuallyDrop<MutexGuard<'a, ShardData>>),
     Lent(ManuallyDrop<MutexGuard<'a, ShardData>>, usize),
+}
+
+/// This thread's sticky state (see [`Keyspace::sticky`]).
+#[derive(Clone, Copy)]
+struct StickyState {
+    /// The keyspace of the open sticky scope (its id), 0 for none.
+    owner: usize,
+    /// A session is open: its shards are unlocked by the session, never kept.
+    session: bool,
+    /// The shard kept locked, null for none. Its guard was forgotten; the lock is ours.
+    held: *const Mutex<ShardData>,
+    /// Commands served from `held` since it was last handed over fairly.
+    reuses: u32,
+    /// Kept shards let go unused in a row, and commands left before keeping again: when
+    /// consecutive commands rarely share a shard (random keys), keeping one only costs.
+    unused: u8,
+    cooldown: u8,
+}
+
+thread_local! {
+    static STICKY: Cell<StickyState> = const {
+        Cell::new(StickyState {
+            owner: 0,
+            session: false,
+            held: std::ptr::null(),
+            reuses: 0,
+            unused: 0,
+            cooldown: 0,
+        })
+    };
+}
+
+/// After this many commands on a kept shard, it is handed to a waiting thread (if any)
+/// before this thread takes it again, so a long pipeline on one key cannot starve others.
+const STICKY_REUSES: u32 = 64;
+/// After this many kept shards let go unused in a row, nothing is kept for COOLDOWN
+/// commands.
+const UNUSED_LIMIT: u8 = 4;
+const COOLDOWN: u8 = 64;
+
+/// While alive, the shard this thread's last command locked stays locked for the next
+/// one: a pipeline of commands on one key (or on keys of one shard) locks it once instead
+/// of once per command, so the shard's data stays in this core's cache instead of moving
+/// between cores with each command (see docs/scaling.md, "Sticky shards"). Dropping it
+/// unlocks the kept shard. The thread never waits for a lock while keeping one: asking
+/// for any other shard, opening a session, and [`Keyspace::release_sticky`] let it go first.
+pub struct Sticky<'k> {
+    /// Borrows the keyspace (it outlives any shard kept) and is !Send (the state is this
+    /// thread's).
+    _ks: std::marker::PhantomData<(&'k Keyspace, *const ())>,
+}
+
+impl Drop for Sticky<'_> {
+    fn drop(&mut self) {
+        Keyspace::release_sticky();
+        STICKY.with(|c| {
+            let mut s = c.get();
+            s.owner = 0;
+            c.set(s);
+        });
+    }
+}
+
+impl Keyspace {
+    /// Opens a sticky scope on this thread (see [`Sticky`]). Scopes do not nest.
+    pub fn sticky(&self) -> Sticky<'_> {
+        STICKY.with(|c| {
+            let mut s = c.get();
+            debug_assert_eq!(s.owner, 0, "strata-engine: nested sticky scope");
+            s.owner = self.id();
+            c.set(s);
+        });
+        Sticky {
+            _ks: std::marker::PhantomData,
+        }
+    }
+
+    /// Unlocks the shard this thread keeps (if any). Call it before taking a lock under
+    /// which someone may wait for a shard.
+    pub fn release_sticky() {
+        let held = STICKY.with(|c| {
+            let mut s = c.get();
+            let h = std::mem::replace(&mut s.held, std::ptr::null());
+            if !h.is_null() {
+                if s.reuses == 0 {
+                    s.unused += 1;
+                    if s.unused >= UNUSED_LIMIT {
+                        s.unused = 0;
+                        s.cooldown = COOLDOWN;
+                    }
+                }
+                s.reuses = 0;
+            }
+            c.set(s);
+            h
+        });
+        if !held.is_null() {
+            // SAFETY: `held` was locked by this thread, its guard forgotten in
+            // `ShardGuard::drop`, and nothing else refers to that lock; the keyspace it
+            // belongs to outlives the sticky scope that allowed keeping it.
+            unsafe { (*held).force_unlock() };
+        }
+    }
+}
+
+/// Marks a session open or closed on this thread (no shard is kept meanwhile: the session
+/// took over any kept shard it needed and let the others go).
+fn set_session(open: bool) {
+    STICKY.with(|c| {
+        let mut s = c.get();
+        s.session = open;
+        c.set(s);
+    });
+}
+
+/// Keeps `m` (locked by this thread, of keyspace `owner`) locked as the thread's sticky
+/// shard, if a sticky scope of that keyspace is open, no session is, and none is kept yet.
+/// True if kept: the caller must then not unlock it.
+fn keep(m: &Mutex<ShardData>, owner: usize) -> bool {
+    STICKY.with(|c| {
+        let mut s = c.get();
+        if s.owner == 0 || s.owner != owner || s.session || !s.held.is_null() {
+            return false;
+        }
+        if s.cooldown > 0 {
+            s.cooldown -= 1;
+            c.set(s);
+            return false;
+        }
+        s.held = m;
+        c.set(s);
+        true
+    })
+}
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        match self {
+            ShardGuard::Own(g) => {
+                if !keep(MutexGuard::mutex(g), g.owner) {
+                    // SAFETY: dropped exactly once, here.
+                    unsafe { ManuallyDrop::drop(g) };
+                }
+            }
+            ShardGuard::Lent(_, addr) => {
+                let addr = *addr;
+                HELD.with_borrow_mut(|held| {
+                    if let Ok(i) = held.binary_search_by_key(&addr, |h| h.addr) {
+                        held[i].lent = false;
+                    }
+                });
+            }
+        }
+    }
 }
 
 impl Deref for ShardGuard<'_> {
@@ -54,19 +209,6 @@ impl DerefMut for ShardGuard<'_> {
     }
 }
 
-impl Drop for ShardGuard<'_> {
-    fn drop(&mut self) {
-        if let ShardGuard::Lent(_, addr) = self {
-            let addr = *addr;
-            HELD.with_borrow_mut(|held| {
-                if let Ok(i) = held.binary_search_by_key(&addr, |h| h.addr) {
-                    held[i].lent = false;
-                }
-            });
-        }
-    }
-}
-
 impl Shard {
     /// Locks this shard, or borrows it from the thread's open session if that holds it.
     #[inline]
@@ -74,7 +216,12 @@ impl Shard {
         if let Some(g) = self.lend() {
             return g;
         }
-        ShardGuard::Own(self.0.lock())
+        if let Some(g) = self.take_kept() {
+            return g;
+        }
+        // Never wait while keeping another shard.
+        Keyspace::release_sticky();
+        ShardGuard::Own(ManuallyDrop::new(self.0.lock()))
     }
 
     /// `acquire` without waiting: None if another thread holds the shard.
@@ -82,7 +229,43 @@ impl Shard {
         if let Some(g) = self.lend() {
             return Some(g);
         }
-        self.0.try_lock().map(ShardGuard::Own)
+        if let Some(g) = self.take_kept() {
+            return Some(g);
+        }
+        self.0
+            .try_lock()
+            .map(|g| ShardGuard::Own(ManuallyDrop::new(g)))
+    }
+
+    /// The guard for this shard if this thread keeps it locked (sticky). Every
+    /// STICKY_REUSES commands it is first handed to a waiting thread, if one waits.
+    fn take_kept(&self) -> Option<ShardGuard<'_>> {
+        let me: *const Mutex<ShardData> = &self.0;
+        let fair = STICKY.with(|c| {
+            let mut s = c.get();
+            if s.held != me {
+                return None;
+            }
+            s.held = std::ptr::null();
+            s.reuses += 1;
+            s.unused = 0;
+            let fair = s.reuses >= STICKY_REUSES;
+            if fair {
+                s.reuses = 1;
+            }
+            c.set(s);
+            Some(fair)
+        })?;
+        if fair {
+            // SAFETY: this thread holds the lock (kept above, guard forgotten).
+            unsafe { self.0.force_unlock_fair() };
+            return Some(ShardGuard::Own(ManuallyDrop::new(self.0.lock())));
+        }
+        // SAFETY: this thread holds the lock and no guard for it exists (the kept lock's
+        // guard was forgotten); the one made here takes over unlocking it.
+        Some(ShardGuard::Own(ManuallyDrop::new(unsafe {
+            self.0.make_guard_unchecked()
+        })))
     }
 }
 
@@ -92,6 +275,12 @@ impl Shard {
 /// therefore never holds one while waiting for another, so a script that must take a shard
 /// out of order (a key it did not declare) can always get it once the holder finishes.
 pub(crate) fn acquire_all<'a>(shards: &[&'a Shard]) -> Vec<ShardGuard<'a>> {
+    // A kept shard in the set is taken over (by `acquire`/`try_acquire`); one outside it is
+    // let go, since this may wait.
+    let kept = STICKY.with(|c| c.get().held);
+    if !kept.is_null() && !shards.iter().any(|s| std::ptr::eq(&s.0, kept)) {
+        Keyspace::release_sticky();
+    }
     let mut guards = Vec::with_capacity(shards.len());
     let mut first = 0;
     loop {
@@ -170,7 +359,9 @@ impl Keyspace {
         assert!(!Self::in_session(), "strata-engine: nested session");
         shards.sort_unstable();
         shards.dedup();
-        if !shards.is_empty() {
+        if shards.is_empty() {
+            Self::release_sticky();
+        } else {
             let refs: Vec<&Shard> = shards.iter().map(|id| self.shard_at(*id)).collect();
             // No session is open on this thread (asserted above), so these are all owned
             // guards; forgetting them keeps the shards locked until the session drops.
@@ -178,6 +369,7 @@ impl Keyspace {
                 std::mem::forget(g);
             }
         }
+        set_session(true);
         // Reuse the thread's buffers: a write opens one session per command.
         IDS.with_borrow_mut(|ids| {
             ids.clear();
@@ -224,6 +416,8 @@ impl Keyspace {
         if want.is_empty() {
             return true;
         }
+        // The shards below are locked directly: this thread must keep none of them.
+        Keyspace::release_sticky();
         want.sort_unstable();
         want.dedup();
         let mut ok = true;
@@ -288,13 +482,147 @@ impl Drop for Session<'_> {
             debug_assert!(held.iter().all(|h| !h.lent), "guard outlived its session");
             held.clear();
         });
+        set_session(false);
         IDS.with_borrow_mut(|ids| {
-            for id in ids.iter().rev() {
+            // In a sticky scope a one-shard session (a plain write) leaves its shard locked
+            // for the thread's next command, as an owned guard would.
+            let kept = match ids.as_slice() {
+                [one] => keep(&self.ks.shard_at(*one).0, self.ks.id()),
+                _ => false,
+            };
+            for id in ids.iter().rev().skip(usize::from(kept)) {
                 // SAFETY: the session locked each of these shards on this thread and forgot
                 // the guard; no lent guard is alive (checked above), so nothing uses it.
                 unsafe { self.ks.shard_at(*id).0.force_unlock() };
             }
             ids.clear();
+        });
+    }
+}
+
+#[cfg(test)]
+mod sticky_tests {
+    use super::*;
+    use crate::shard::hash;
+
+    /// Whether another thread could lock `key`'s shard right now.
+    fn free(ks: &Keyspace, key: &[u8]) -> bool {
+        let db = ks.db(0);
+        let shard = db.shard_ref(db.shard_index(hash(key)));
+        std::thread::scope(|s| s.spawn(|| shard.0.try_lock().is_some()).join().unwrap())
+    }
+
+    /// Two keys in different shards.
+    fn two_keys(ks: &Keyspace) -> (Vec<u8>, Vec<u8>) {
+        let db = ks.db(0);
+        let a = b"k0".to_vec();
+        let b = (1..)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|k| db.shard_index(hash(k)) != db.shard_index(hash(&a)))
+            .unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn a_scope_keeps_the_last_shard_until_another_is_asked_for() {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        {
+            let _s = ks.sticky();
+            ks.db(0).lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
+            assert!(!free(&ks, &a), "kept after the command");
+            // The same shard again: served from the kept lock (no self-deadlock).
+            assert_eq!(ks.db(0).lock1(&a).get_str(&a).unwrap(), Some(&b"1"[..]));
+            // Another shard: the kept one is let go first, the new one kept.
+            ks.db(0).lock1(&b).set_str(&b, b"2", crate::Ttl::Clear);
+            assert!(free(&ks, &a));
+            assert!(!free(&ks, &b));
+            // A session (EXEC, scripts) over both: nothing kept meanwhile or after it.
+            let ids = vec![ks.shard_of(0, &a), ks.shard_of(0, &b)];
+            {
+                let _session = ks.session(ids);
+                ks.db(0).lock1(&a).set_str(&a, b"3", crate::Ttl::Clear);
+            }
+            assert!(free(&ks, &a) && free(&ks, &b));
+            // A one-shard session (a journalled write) keeps its shard; the next session
+            // on it takes the kept lock over, one elsewhere lets it go first.
+            for _ in 0..2 {
+                let _session = ks.session(vec![ks.shard_of(0, &a)]);
+                ks.db(0).lock1(&a).set_str(&a, b"4", crate::Ttl::Clear);
+            }
+            assert!(!free(&ks, &a));
+            drop(ks.session(vec![ks.shard_of(0, &b)]));
+            assert!(free(&ks, &a) && !free(&ks, &b));
+            ks.db(0).lock1(&a).get_str(&a).unwrap();
+            assert!(!free(&ks, &a));
+            Keyspace::release_sticky();
+            assert!(free(&ks, &a));
+            ks.db(0).lock1(&b).get_str(&b).unwrap();
+        }
+        // The scope's end lets go of what it kept.
+        assert!(free(&ks, &b));
+        // Outside a scope nothing is kept.
+        ks.db(0).lock1(&a).get_str(&a).unwrap();
+        assert!(free(&ks, &a));
+    }
+
+    /// Commands that keep changing shards (random keys) soon stop keeping any, for a while.
+    #[test]
+    fn keeping_pauses_when_no_kept_shard_is_reused() {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        let _s = ks.sticky();
+        for i in 0..UNUSED_LIMIT as usize {
+            let k = if i % 2 == 0 { &a } else { &b };
+            ks.db(0).lock1(k).get_str(k).unwrap();
+            assert!(!free(&ks, k), "command {i} keeps its shard");
+        }
+        // The last kept shard went unused too: keeping pauses.
+        ks.db(0).lock1(&a).get_str(&a).unwrap();
+        assert!(free(&ks, &a) && free(&ks, &b));
+        for _ in 0..COOLDOWN {
+            ks.db(0).lock1(&a).get_str(&a).unwrap();
+        }
+        ks.db(0).lock1(&a).get_str(&a).unwrap();
+        assert!(!free(&ks, &a), "keeping resumes after the pause");
+    }
+
+    #[test]
+    fn another_keyspace_is_never_kept() {
+        let (ks, other) = (Keyspace::new(1, 2), Keyspace::new(1, 2));
+        let _s = ks.sticky();
+        other
+            .db(0)
+            .lock1(b"x")
+            .set_str(b"x", b"1", crate::Ttl::Clear);
+        assert!(free(&other, b"x"));
+        drop(other);
+        ks.db(0).lock1(b"x").get_str(b"x").unwrap();
+        assert!(!free(&ks, b"x"));
+    }
+
+    /// A thread waiting for a kept shard gets it within STICKY_REUSES commands.
+    #[test]
+    fn a_waiting_thread_is_not_starved() {
+        let ks = Keyspace::new(1, 0);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let _sticky = ks.sticky();
+            ks.db(0).lock1(b"k").set_str(b"k", b"0", crate::Ttl::Clear);
+            let waiter = s.spawn(|| {
+                ks.db(0).lock1(b"k").set_str(b"k", b"w", crate::Ttl::Clear);
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            // Give the waiter time to queue on the lock, then keep using the shard.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut n = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                ks.db(0).lock1(b"k").get_str(b"k").unwrap();
+                n += 1;
+                assert!(n <= 10 * STICKY_REUSES, "waiter starved");
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            waiter.join().unwrap();
         });
     }
 }

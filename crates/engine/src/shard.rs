@@ -14,6 +14,8 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
 
 #[derive(Default)]
 pub(crate) struct ShardData {
+    /// The id of the keyspace this shard belongs to (see `Keyspace::sticky`).
+    pub owner: usize,
     pub table: HashTable<Slot>,
     /// Entries that carry an expiry; the active cycle skips shards with none.
     pub volatile: usize,

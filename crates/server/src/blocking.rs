@@ -24,7 +24,7 @@ use crate::server::Server;
 use crate::stats::ThreadStats;
 use crate::table;
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -168,7 +168,7 @@ impl Blocking {
 
     /// Ends a wait if it is still blocked; true if this call ended it.
     fn finish(&self, w: &Arc<Waiter>, to: State) -> bool {
-        let mut st = w.state.lock();
+        let mut st = w.state();
         if !matches!(*st, State::Blocked) {
             return false;
         }
@@ -228,7 +228,7 @@ pub fn serve_ready(server: &Server, stats: &ThreadStats, mut ready: Vec<(usize, 
             None => continue,
         };
         for w in queue {
-            let mut st = w.state.lock();
+            let mut st = w.state();
             if !matches!(*st, State::Blocked) {
                 continue;
             }
@@ -297,6 +297,14 @@ pub fn begin(
 }
 
 impl Waiter {
+    /// The waiter's state. Whoever holds it may run the waiter's command, which locks
+    /// shards, so this thread must keep no shard locked while it waits for it (see
+    /// `Keyspace::sticky`): two threads could otherwise each wait for the other.
+    fn state(&self) -> MutexGuard<'_, State> {
+        strata_engine::Keyspace::release_sticky();
+        self.state.lock()
+    }
+
     /// The deadline on tokio's clock, None for `timeout 0`.
     pub fn deadline(&self, server: &Server) -> Option<tokio::time::Instant> {
         (self.deadline_ms > 0).then(|| {
@@ -313,7 +321,7 @@ impl Waiter {
 
     /// How the wait ended, or None while still blocked.
     pub fn outcome(&self, server: &Server) -> Option<Outcome> {
-        let mut st = self.state.lock();
+        let mut st = self.state();
         match std::mem::replace(&mut *st, State::Gone) {
             State::Blocked => {
                 *st = State::Blocked;
