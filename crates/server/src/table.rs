@@ -218,6 +218,12 @@ pub(crate) fn run(
         reject(server, client, stats, id, out, e);
         return;
     }
+    // A shard kept from the previous command (sticky shards, docs/scaling.md) carries over
+    // only between data commands: anything else may wait for something that a thread
+    // waiting for that shard holds (SAVE waits for the writes in flight, for one).
+    if !cmd.has(flags::WRITE | flags::READONLY) || cmd.has(flags::ADMIN | flags::BLOCKING) {
+        strata_engine::Keyspace::release_sticky();
+    }
     client
         .info
         .last_cmd
