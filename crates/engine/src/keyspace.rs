@@ -233,7 +233,7 @@ impl Db {
         // end, skip it in the walk): deleted and re-inserted, it may land in a bucket the
         // walk has yet to reach. (After a rehash ended the walk, every key not in `map` was
         // given by a chunk.)
-        let old = match table.find_bucket_index(h, |s| s.key() == key) {
+        let old = match table.find_bucket_index(h, |s| crate::shard::key_eq(s.key(), key)) {
             Some(b) if b < pre.cursor => None,
             Some(b) => table.get_bucket(b).map(Slot::to_owned_value),
             None => None,

@@ -119,7 +119,10 @@ impl<'a> Locked<'a> {
         }
         let lru = if self.touch { Some(self.lru()) } else { None };
         let shard = self.shard(h);
-        let Some(slot) = shard.table.find_mut(h, |s| s.key() == key) else {
+        let Some(slot) = shard
+            .table
+            .find_mut(h, |s| crate::shard::key_eq(s.key(), key))
+        else {
             shard.misses += 1;
             return None;
         };

@@ -213,24 +213,35 @@ impl Shard {
     /// Locks this shard, or borrows it from the thread's open session if that holds it.
     #[inline]
     pub(crate) fn acquire(&self) -> ShardGuard<'_> {
-        if let Some(g) = self.lend() {
-            return g;
+        // One look at the thread's state serves the common case: no session, nothing kept.
+        let st = STICKY.with(Cell::get);
+        if st.session {
+            if let Some(g) = self.lend() {
+                return g;
+            }
         }
-        if let Some(g) = self.take_kept() {
-            return g;
+        if !st.held.is_null() {
+            if let Some(g) = self.take_kept() {
+                return g;
+            }
+            // Never wait while keeping another shard.
+            Keyspace::release_sticky();
         }
-        // Never wait while keeping another shard.
-        Keyspace::release_sticky();
         ShardGuard::Own(ManuallyDrop::new(self.0.lock()))
     }
 
     /// `acquire` without waiting: None if another thread holds the shard.
     fn try_acquire(&self) -> Option<ShardGuard<'_>> {
-        if let Some(g) = self.lend() {
-            return Some(g);
+        let st = STICKY.with(Cell::get);
+        if st.session {
+            if let Some(g) = self.lend() {
+                return Some(g);
+            }
         }
-        if let Some(g) = self.take_kept() {
-            return Some(g);
+        if !st.held.is_null() {
+            if let Some(g) = self.take_kept() {
+                return Some(g);
+            }
         }
         self.0
             .try_lock()

@@ -12,6 +12,29 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
     STATE.get_or_init(Default::default).hash_one(key)
 }
 
+/// Key equality for table probes, which compare keys on every lookup: without a call to
+/// `memcmp` for the short keys most tables hold.
+#[inline]
+pub(crate) fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let n = a.len();
+    if (8..=16).contains(&n) {
+        // The first and the last 8 bytes (overlapping when shorter than 16) cover the key.
+        let word = |s: &[u8], at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[at..at + 8]);
+            u64::from_ne_bytes(w)
+        };
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    if n < 8 {
+        return a.iter().zip(b).all(|(x, y)| x == y);
+    }
+    a == b
+}
+
 #[derive(Default)]
 pub(crate) struct ShardData {
     /// The id of the keyspace this shard belongs to (see `Keyspace::sticky`).
@@ -56,11 +79,11 @@ impl PreImages {
 
 impl ShardData {
     pub fn find(&self, h: u64, key: &[u8]) -> Option<&Slot> {
-        self.table.find(h, |s| s.key() == key)
+        self.table.find(h, |s| key_eq(s.key(), key))
     }
 
     pub fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
-        self.table.find_mut(h, |s| s.key() == key)
+        self.table.find_mut(h, |s| key_eq(s.key(), key))
     }
 
     /// Inserts or replaces; returns the previous slot. One probe either way.
@@ -72,7 +95,7 @@ impl ShardData {
         }
         let old = match self
             .table
-            .entry(h, |s| s.key() == slot.key(), |s| hash(s.key()))
+            .entry(h, |s| key_eq(s.key(), slot.key()), |s| hash(s.key()))
         {
             Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), slot)),
             Entry::Vacant(e) => {
@@ -110,7 +133,7 @@ impl ShardData {
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
         let slot = self
             .table
-            .find_entry(h, |s| s.key() == key)
+            .find_entry(h, |s| key_eq(s.key(), key))
             .ok()
             .map(|e| e.remove().0)?;
         if slot.expire_at().is_some() {
@@ -157,5 +180,28 @@ impl ShardData {
     pub fn clear(&mut self) -> HashTable<Slot> {
         self.volatile = 0;
         std::mem::take(&mut self.table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_eq;
+
+    /// `key_eq` agrees with slice equality for every length around its word paths and a
+    /// difference at every position.
+    #[test]
+    fn key_eq_is_slice_equality() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(key_eq(&a, &a.clone()), "len {n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 1;
+                assert!(!key_eq(&a, &b), "len {n}, byte {at}");
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!key_eq(&a, &longer) && !key_eq(&longer, &a), "len {n}");
+        }
     }
 }
