@@ -148,6 +148,9 @@ async fn serve_client(
         info.touch(clock);
         pending = false;
         let mut blocked = None;
+        // The commands parsed from this read run with sticky shards: a pipeline on one
+        // key locks its shard once, not once per command. Let go before any await.
+        let sticky = server.keyspace.sticky();
         loop {
             if limits.stale(server, client) {
                 limits = ConnLimits::load(server, &mut parser, client.authenticated);
@@ -183,6 +186,7 @@ async fn serve_client(
                 }
             }
         }
+        drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
             tracing::warn!(

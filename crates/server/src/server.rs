@@ -337,8 +337,6 @@ fn worker(
         // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
         // journal thread and back for each batch.
         .on_thread_park(move || {
-            // A shard kept between commands (sticky) is let go before the loop sleeps.
-            strata_engine::Keyspace::release_sticky();
             if let Some(j) = leader.persist.journal() {
                 j.flush_pending();
             }
@@ -352,11 +350,6 @@ fn worker(
             return;
         }
     };
-    // Commands on this thread run with sticky shards (docs/scaling.md): consecutive
-    // commands on one shard, from one connection's pipeline or from several connections
-    // served in one turn of the loop, lock it once. Let go whenever the loop sleeps.
-    let keyspace_owner = server.clone();
-    let _sticky = keyspace_owner.keyspace.sticky();
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         loop {
