@@ -213,39 +213,43 @@ impl Shard {
     /// Locks this shard, or borrows it from the thread's open session if that holds it.
     #[inline]
     pub(crate) fn acquire(&self) -> ShardGuard<'_> {
-        // One look at the thread's state serves the common case: no session, nothing kept.
-        let st = STICKY.with(Cell::get);
-        if st.session {
-            if let Some(g) = self.lend() {
-                return g;
+        match self.held_by_thread() {
+            Ok(g) => g,
+            Err(keeping_another) => {
+                if keeping_another {
+                    // Never wait while keeping another shard.
+                    Keyspace::release_sticky();
+                }
+                ShardGuard::Own(ManuallyDrop::new(self.0.lock()))
             }
         }
-        if !st.held.is_null() {
-            if let Some(g) = self.take_kept() {
-                return g;
-            }
-            // Never wait while keeping another shard.
-            Keyspace::release_sticky();
-        }
-        ShardGuard::Own(ManuallyDrop::new(self.0.lock()))
     }
 
     /// `acquire` without waiting: None if another thread holds the shard.
     fn try_acquire(&self) -> Option<ShardGuard<'_>> {
+        match self.held_by_thread() {
+            Ok(g) => Some(g),
+            Err(_) => self
+                .0
+                .try_lock()
+                .map(|g| ShardGuard::Own(ManuallyDrop::new(g))),
+        }
+    }
+
+    /// A guard for this shard if this thread holds it already (its open session's, or kept
+    /// sticky); otherwise whether the thread keeps another shard. One look at the thread's
+    /// state serves the common case: no session, nothing kept.
+    fn held_by_thread(&self) -> Result<ShardGuard<'_>, bool> {
         let st = STICKY.with(Cell::get);
         if st.session {
             if let Some(g) = self.lend() {
-                return Some(g);
+                return Ok(g);
             }
         }
-        if !st.held.is_null() {
-            if let Some(g) = self.take_kept() {
-                return Some(g);
-            }
+        if st.held.is_null() {
+            return Err(false);
         }
-        self.0
-            .try_lock()
-            .map(|g| ShardGuard::Own(ManuallyDrop::new(g)))
+        self.take_kept().ok_or(true)
     }
 
     /// The guard for this shard if this thread keeps it locked (sticky). Every
