@@ -185,6 +185,10 @@ struct EmbeddedArgs {
     /// Fill progress interval.
     #[arg(long, default_value = "5s")]
     progress: String,
+    /// Make each lookup's key depend on the value the previous one read: no two lookups'
+    /// cache misses overlap, so a round measures latency instead of throughput.
+    #[arg(long)]
+    chained: bool,
 }
 
 #[derive(Args, Debug)]
@@ -553,6 +557,7 @@ fn run_embedded(a: EmbeddedArgs) -> Result<bool, String> {
         maps: embedded::MapKind::parse_list(&a.map)?,
         shard_bits: a.shards,
         progress: parse_duration(&a.progress)?.max(Duration::from_millis(100)),
+        chained: a.chained,
     };
     embedded::run(&opts, &mut |line| println!("{line}"))?;
     Ok(true)

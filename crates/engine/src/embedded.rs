@@ -189,11 +189,7 @@ impl Table {
     /// assert_eq!(t.get_with(b"greeting", |v| v.len()), Some(11));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let mut l = self.read(key);
-        match l.get_str(key) {
-            Ok(Some(v)) => Some(f(v)),
-            _ => None,
-        }
+        self.db().read1(key, |e| e?.as_str().map(f))
     }
 
     /// True when `key` exists (any type) and has not expired.

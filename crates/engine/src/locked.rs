@@ -110,7 +110,11 @@ impl<'a> Locked<'a> {
 
     /// A read lookup: counts a keyspace hit or miss and touches the entry's access time.
     pub fn get(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
-        let h = hash(key);
+        self.get_hashed(hash(key), key)
+    }
+
+    /// `get` for a key whose hash the caller has already computed (`Db::lock1_hashed`).
+    pub(crate) fn get_hashed(&mut self, h: u64, key: &[u8]) -> Option<EntryRef<'_>> {
         // Expiry can only remove a key from a shard that holds keys with a TTL; elsewhere
         // the lookup below is the only probe.
         if self.shard(h).volatile != 0 && !self.live(key).1 {

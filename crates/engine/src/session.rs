@@ -66,6 +66,14 @@ thread_local! {
     };
 }
 
+/// True when this thread has a session open or keeps a shard locked: its next shard lock
+/// must go through `Shard::acquire`, which lends or releases those first.
+#[inline]
+pub(crate) fn thread_holds_shards() -> bool {
+    let s = STICKY.with(Cell::get);
+    s.session || !s.held.is_null()
+}
+
 /// After this many commands on a kept shard, it is handed to a waiting thread (if any)
 /// before this thread takes it again, so a long pipeline on one key cannot starve others.
 const STICKY_REUSES: u32 = 64;
@@ -639,5 +647,48 @@ mod sticky_tests {
             }
             waiter.join().unwrap();
         });
+    }
+
+    /// `Db::read1`'s short path (no session, nothing kept, no TTL in the shard) counts
+    /// hits and misses and unlocks; with a TTL in the shard it expires as `Locked::get`.
+    #[test]
+    fn read1_counts_reads_and_expires_through_the_general_path() {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        let db = ks.db(0);
+        db.lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
+        let val = |k: &[u8]| db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec));
+        assert_eq!(val(&a), Some(b"1".to_vec()));
+        assert_eq!(val(&b), None);
+        assert!(free(&ks, &a) && free(&ks, &b));
+        assert_eq!(db.stats(), (1, 1, 0));
+        // An expired key in a shard with TTLs: removed and counted, as a GET would.
+        db.lock1_at(1000, &b)
+            .set_str(&b, b"2", crate::Ttl::At(1001));
+        assert_eq!(val(&b), None);
+        assert_eq!(db.stats(), (1, 2, 1));
+        assert_eq!(db.len(), 1);
+    }
+
+    /// Inside a session, or while a shard is kept, `read1` goes through `acquire`: it
+    /// borrows the session's lock (no self-deadlock) and lets a kept shard go first.
+    #[test]
+    fn read1_borrows_the_sessions_shard_and_releases_a_kept_one() {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        let db = ks.db(0);
+        db.lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
+        let val = |k: &[u8]| db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec));
+        {
+            let _session = ks.session(vec![ks.shard_of(0, &a)]);
+            assert_eq!(val(&a), Some(b"1".to_vec()));
+            assert!(!free(&ks, &a), "still the session's");
+        }
+        let _s = ks.sticky();
+        db.lock1(&a).get_str(&a).unwrap();
+        assert!(!free(&ks, &a), "kept");
+        assert_eq!(val(&b), None);
+        // The kept shard was let go before locking b (which the scope now keeps).
+        assert!(free(&ks, &a) && !free(&ks, &b));
     }
 }

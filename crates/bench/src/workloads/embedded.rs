@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
-use strata_engine::{Keyspace, Ttl};
+use strata_engine::Table;
 
 /// The maps the benchmark can run against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +51,9 @@ pub struct Opts {
     pub shard_bits: u32,
     /// Fill progress interval (etsb-style "every 5 s").
     pub progress: Duration,
+    /// Each lookup's key depends on the value the previous lookup read, so no two lookups'
+    /// cache misses overlap: the per-lookup latency rather than the throughput.
+    pub chained: bool,
 }
 
 /// What one map did: fill rate, bytes per row, and per ratio the rounds' ops/s.
@@ -65,35 +68,29 @@ pub struct MapResult {
 /// The operations the workload needs; implemented for both maps so the hot loop is the same
 /// monomorphized code for each.
 trait Map: Sync {
-    /// True when the key was found. The value is read out, as `ets:lookup` copies the
-    /// object it returns: a lookup that only locates the value would skip the memory
-    /// access a caller always makes, and maps that keep values apart from keys (dashmap's
-    /// `Box<[u8]>` values) pay for that access where packed entries do not.
-    fn lookup(&self, key: &[u8]) -> bool;
+    /// The value read out, None when the key is missing. The value is copied, as
+    /// `ets:lookup` copies the object it returns: a lookup that only locates the value
+    /// would skip the memory access a caller always makes, and maps that keep values apart
+    /// from keys (dashmap's `Box<[u8]>` values) pay for that access where packed entries
+    /// do not.
+    fn lookup(&self, key: &[u8]) -> Option<u64>;
     fn update(&self, key: &[u8], value: &[u8]);
 }
 
 struct StrataMap {
-    ks: Keyspace,
+    table: Table,
 }
 
 impl Map for StrataMap {
     #[inline]
-    fn lookup(&self, key: &[u8]) -> bool {
-        // A read that does not stamp the LRU clock (no write to the entry): as ets:lookup.
-        let mut l = self.ks.db(0).lock1(key).no_touch(true);
-        match l.get_str(key) {
-            Ok(Some(v)) => {
-                black_box(read_value(v));
-                true
-            }
-            _ => false,
-        }
+    fn lookup(&self, key: &[u8]) -> Option<u64> {
+        // `get_with` does not stamp the LRU clock (no write to the entry): as ets:lookup.
+        self.table.get_with(key, read_value)
     }
 
     #[inline]
     fn update(&self, key: &[u8], value: &[u8]) {
-        self.ks.db(0).lock1(key).set_str(key, value, Ttl::Clear);
+        self.table.set(key, value);
     }
 }
 
@@ -105,14 +102,8 @@ struct DashMapMap {
 
 impl Map for DashMapMap {
     #[inline]
-    fn lookup(&self, key: &[u8]) -> bool {
-        match self.map.get(key) {
-            Some(v) => {
-                black_box(read_value(&v));
-                true
-            }
-            None => false,
-        }
+    fn lookup(&self, key: &[u8]) -> Option<u64> {
+        self.map.get(key).map(|v| read_value(&v))
     }
 
     #[inline]
@@ -217,6 +208,16 @@ fn fill<M: Map>(m: &M, o: &Opts, out: &mut dyn FnMut(String)) -> Duration {
 /// One round: every thread does `loops` operations, `writes` per 1000 of them updates.
 /// Returns the ops/s and the number of lookups that missed (must be 0).
 fn round<M: Map>(m: &M, o: &Opts, writes: u32, round: usize) -> (f64, u64) {
+    if o.chained {
+        round_as::<M, true>(m, o, writes, round)
+    } else {
+        round_as::<M, false>(m, o, writes, round)
+    }
+}
+
+/// `round`, compiled apart for chained lookups so the independent loop carries no
+/// dependency on the values it reads.
+fn round_as<M: Map, const CHAINED: bool>(m: &M, o: &Opts, writes: u32, round: usize) -> (f64, u64) {
     let barrier = Barrier::new(o.threads + 1);
     let misses = AtomicU64::new(0);
     let n = o.rows.max(1);
@@ -235,8 +236,16 @@ fn round<M: Map>(m: &M, o: &Opts, writes: u32, round: usize) -> (f64, u64) {
                     if acc >= 1000 {
                         acc -= 1000;
                         m.update(&key, &left.to_le_bytes());
-                    } else if !m.lookup(&key) {
-                        missed += 1;
+                    } else {
+                        match m.lookup(&key) {
+                            // Bit 0 of a value feeds the next key: a data dependency the
+                            // CPU cannot predict its way past (max: xorshift sticks at 0).
+                            Some(v) if CHAINED => x = (x ^ (v as u32 & 1)).max(1),
+                            Some(v) => {
+                                black_box(v);
+                            }
+                            None => missed += 1,
+                        }
                     }
                 }
                 misses.fetch_add(missed, Ordering::Relaxed);
@@ -359,7 +368,7 @@ pub fn run(o: &Opts, out: &mut dyn FnMut(String)) -> Result<Vec<MapResult>, Stri
             MapKind::Strata => run_map(
                 kind,
                 || StrataMap {
-                    ks: Keyspace::new(1, o.shard_bits),
+                    table: Table::with_shards(o.shard_bits),
                 },
                 o,
                 out,
@@ -401,29 +410,33 @@ mod tests {
 
     #[test]
     fn both_maps_run_and_every_lookup_hits() {
-        let o = Opts {
-            rows: 2000,
-            threads: 2,
-            writes_per_1000: vec![0, 100],
-            loops: 5000,
-            rounds: 2,
-            maps: MapKind::parse_list("both").unwrap(),
-            shard_bits: 4,
-            progress: Duration::from_secs(5),
-        };
-        let mut lines = Vec::new();
-        let r = run(&o, &mut |l| lines.push(l)).unwrap();
-        assert_eq!(r.len(), 2);
-        for m in &r {
-            assert_eq!(m.ratios.len(), 2);
-            assert!(m
-                .ratios
+        // Chained lookups take their keys from the values read: they must stay in range.
+        for chained in [false, true] {
+            let o = Opts {
+                rows: 2000,
+                threads: 2,
+                writes_per_1000: vec![0, 100],
+                loops: 5000,
+                rounds: 2,
+                maps: MapKind::parse_list("both").unwrap(),
+                shard_bits: 4,
+                progress: Duration::from_secs(5),
+                chained,
+            };
+            let mut lines = Vec::new();
+            let r = run(&o, &mut |l| lines.push(l)).unwrap();
+            assert_eq!(r.len(), 2);
+            for m in &r {
+                assert_eq!(m.ratios.len(), 2);
+                assert!(m
+                    .ratios
+                    .iter()
+                    .all(|(_, v)| v.len() == 2 && v.iter().all(|&x| x > 0.0)));
+            }
+            assert!(lines
                 .iter()
-                .all(|(_, v)| v.len() == 2 && v.iter().all(|&x| x > 0.0)));
+                .any(|l| l.contains("best=") && l.contains("updates/1000=100")));
         }
-        assert!(lines
-            .iter()
-            .any(|l| l.contains("best=") && l.contains("updates/1000=100")));
     }
 
     #[test]
