@@ -336,10 +336,12 @@ fn worker(
         // Before the loop sleeps, the writes it just journalled are written and (under
         // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
         // journal thread and back for each batch.
+        // Then, while a snapshot runs, it captures a chunk of it (`snapshot::help`).
         .on_thread_park(move || {
             if let Some(j) = leader.persist.journal() {
                 j.flush_pending();
             }
+            crate::snapshot::help(&leader);
         })
         .build()
     {
