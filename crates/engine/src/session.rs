@@ -649,6 +649,11 @@ mod sticky_tests {
         });
     }
 
+    /// The string at `k` through `Db::read1`.
+    fn read1_str(db: &crate::Db, k: &[u8]) -> Option<Vec<u8>> {
+        db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec))
+    }
+
     /// `Db::read1`'s short path (no session, nothing kept, no TTL in the shard) counts
     /// hits and misses and unlocks; with a TTL in the shard it expires as `Locked::get`.
     #[test]
@@ -657,7 +662,7 @@ mod sticky_tests {
         let (a, b) = two_keys(&ks);
         let db = ks.db(0);
         db.lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
-        let val = |k: &[u8]| db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec));
+        let val = |k: &[u8]| read1_str(db, k);
         assert_eq!(val(&a), Some(b"1".to_vec()));
         assert_eq!(val(&b), None);
         assert!(free(&ks, &a) && free(&ks, &b));
@@ -678,7 +683,7 @@ mod sticky_tests {
         let (a, b) = two_keys(&ks);
         let db = ks.db(0);
         db.lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
-        let val = |k: &[u8]| db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec));
+        let val = |k: &[u8]| read1_str(db, k);
         {
             let _session = ks.session(vec![ks.shard_of(0, &a)]);
             assert_eq!(val(&a), Some(b"1".to_vec()));
