@@ -124,6 +124,10 @@ fn section(server: &Server, name: &str) -> Option<String> {
             let loaded = p.loaded.lock().clone();
             fields.push(("loading_loaded_records", loaded.blocks.to_string()));
             fields.push(("loading_time_ms", loaded.millis.to_string()));
+            fields.push((
+                "snapshot_chunks_by_workers",
+                snap.chunks_by_workers().to_string(),
+            ));
             for (k, v) in fields {
                 field(&mut s, k, v);
             }

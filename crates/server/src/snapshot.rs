@@ -77,6 +77,12 @@ impl Snapshots {
         self.active.load(Ordering::Relaxed) != 0
     }
 
+    /// Snapshot chunks captured by workers before sleeping (INFO persistence
+    /// `snapshot_chunks_by_workers`, a Strata field).
+    pub fn chunks_by_workers(&self) -> u64 {
+        self.helped.load(Ordering::Relaxed)
+    }
+
     /// After loading snapshot `epoch` at start: later snapshots get higher epochs.
     pub fn set_loaded(&self, epoch: u64) {
         self.next.store(epoch + 1, Ordering::Relaxed);

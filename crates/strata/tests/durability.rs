@@ -484,6 +484,12 @@ fn snapshot_taken_during_writes_is_one_point_in_time() {
     let r: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
     assert_eq!(r, "Background saving started");
     wait_snapshot_done(&mut c);
+    // The workers, woken by the writers, captured part of it (`snapshot::help`).
+    let by_workers: u64 = info_field(&mut c, "snapshot_chunks_by_workers")
+        .parse()
+        .unwrap();
+    eprintln!("snapshot chunks captured by workers: {by_workers}");
+    assert!(by_workers > 0, "no worker helped the snapshot");
     // ...and more after it ends.
     grown(&mut c, 300);
     stop.store(true, Ordering::Relaxed);
