@@ -117,6 +117,14 @@ pub const PARAMS: &[Param] = &[
         "milliseconds a script runs before other clients get -BUSY",
     ),
     p(
+        "snapshot-help-after-ms",
+        INT,
+        "50",
+        true,
+        "a background snapshot that captured nothing for this long (its thread runs \
+         SCHED_IDLE, starved on a saturated machine) is helped by the worker threads; 0 = always",
+    ),
+    p(
         "timeout",
         INT,
         "0",

@@ -115,6 +115,10 @@ impl Server {
         self.scripts
             .busy_threshold_ms
             .store(c.get_u64("busy-reply-threshold"), Ordering::Relaxed);
+        self.persist
+            .snapshots
+            .help_after_ms
+            .store(c.get_u64("snapshot-help-after-ms"), Ordering::Relaxed);
         if let Some(j) = self.persist.journal() {
             j.set_fsync(crate::persist::fsync_policy(&c.get("appendfsync")));
         }
@@ -336,7 +340,7 @@ fn worker(
         // Before the loop sleeps, the writes it just journalled are written and (under
         // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
         // journal thread and back for each batch.
-        // Then, while a snapshot runs, it captures a chunk of it (`snapshot::help`).
+        // Then, if a running snapshot's own thread is starved, it captures a chunk of it.
         .on_thread_park(move || {
             if let Some(j) = leader.persist.journal() {
                 j.flush_pending();

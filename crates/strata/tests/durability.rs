@@ -429,8 +429,22 @@ fn wait_snapshot_done(c: &mut redis::Connection) {
 fn snapshot_taken_during_writes_is_one_point_in_time() {
     let dir = temp_dir("pit");
     // Four shards of ~5000 keys: the snapshot walks each in several chunks, with the
-    // writers' inserts growing the tables in between (see `Db::capture_chunk`).
-    let p = serve_in(&dir, &["--appendonly", "no", "--save", "", "--shards", "4"]);
+    // writers' inserts growing the tables in between (see `Db::capture_chunk`). Workers
+    // help with the walk at once (as when the snapshot thread is starved), so chunks are
+    // captured by several threads at a time.
+    let p = serve_in(
+        &dir,
+        &[
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--shards",
+            "4",
+            "--snapshot-help-after-ms",
+            "0",
+        ],
+    );
     let mut c = p.client();
     // Some data first, so the snapshot takes a while.
     for chunk in 0..20 {
