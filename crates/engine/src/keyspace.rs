@@ -136,18 +136,7 @@ impl Db {
         if !crate::session::thread_holds_shards() {
             let mut g = shard.0.lock();
             if g.volatile == 0 {
-                let ShardData {
-                    table,
-                    hits,
-                    misses,
-                    ..
-                } = &mut *g;
-                let found = table.find(h, |s| crate::shard::key_eq(s.key(), key));
-                match found {
-                    Some(_) => *hits += 1,
-                    None => *misses += 1,
-                }
-                return f(found.map(Slot::view));
+                return f(g.read(h, key).map(|s| s.view()));
             }
         }
         let mut l = Locked::new(self, Guards::One(idx, shard.acquire()), 0).no_touch(true);

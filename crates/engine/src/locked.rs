@@ -113,7 +113,7 @@ impl<'a> Locked<'a> {
         self.get_hashed(hash(key), key)
     }
 
-    /// `get` for a key whose hash the caller has already computed (`Db::lock1_hashed`).
+    /// `get` for a key whose hash the caller has already computed (`Db::read1`).
     pub(crate) fn get_hashed(&mut self, h: u64, key: &[u8]) -> Option<EntryRef<'_>> {
         // Expiry can only remove a key from a shard that holds keys with a TTL; elsewhere
         // the lookup below is the only probe.
@@ -122,15 +122,7 @@ impl<'a> Locked<'a> {
             return None;
         }
         let lru = if self.touch { Some(self.lru()) } else { None };
-        let shard = self.shard(h);
-        let Some(slot) = shard
-            .table
-            .find_mut(h, |s| crate::shard::key_eq(s.key(), key))
-        else {
-            shard.misses += 1;
-            return None;
-        };
-        shard.hits += 1;
+        let slot = self.shard(h).read(h, key)?;
         if let Some(lru) = lru {
             slot.touch(lru);
         }

@@ -649,6 +649,14 @@ mod sticky_tests {
         });
     }
 
+    /// Two keys in different shards of a keyspace: a = "1", b missing.
+    fn a_set_b_missing() -> (Keyspace, Vec<u8>, Vec<u8>) {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        ks.db(0).lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
+        (ks, a, b)
+    }
+
     /// The string at `k` through `Db::read1`.
     fn read1_str(db: &crate::Db, k: &[u8]) -> Option<Vec<u8>> {
         db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec))
@@ -658,10 +666,8 @@ mod sticky_tests {
     /// hits and misses and unlocks; with a TTL in the shard it expires as `Locked::get`.
     #[test]
     fn read1_counts_reads_and_expires_through_the_general_path() {
-        let ks = Keyspace::new(1, 4);
-        let (a, b) = two_keys(&ks);
+        let (ks, a, b) = a_set_b_missing();
         let db = ks.db(0);
-        db.lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
         let val = |k: &[u8]| read1_str(db, k);
         assert_eq!(val(&a), Some(b"1".to_vec()));
         assert_eq!(val(&b), None);
@@ -679,10 +685,8 @@ mod sticky_tests {
     /// borrows the session's lock (no self-deadlock) and lets a kept shard go first.
     #[test]
     fn read1_borrows_the_sessions_shard_and_releases_a_kept_one() {
-        let ks = Keyspace::new(1, 4);
-        let (a, b) = two_keys(&ks);
+        let (ks, a, b) = a_set_b_missing();
         let db = ks.db(0);
-        db.lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
         let val = |k: &[u8]| read1_str(db, k);
         {
             let _session = ks.session(vec![ks.shard_of(0, &a)]);

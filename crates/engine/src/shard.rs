@@ -86,6 +86,16 @@ impl ShardData {
         self.table.find_mut(h, |s| key_eq(s.key(), key))
     }
 
+    /// A read's probe: `find_mut`, counting a keyspace hit or miss.
+    pub fn read(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
+        let found = self.table.find_mut(h, |s| key_eq(s.key(), key));
+        match found {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
+        }
+        found
+    }
+
     /// Inserts or replaces; returns the previous slot. One probe either way.
     pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
         use hashbrown::hash_table::Entry;
