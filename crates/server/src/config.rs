@@ -86,6 +86,14 @@ pub const PARAMS: &[Param] = &[
         "worker threads, each an event loop with its own connections (0 = one per core)",
     ),
     p(
+        "worker-sched",
+        Kind::Enum(&["batch", "normal"]),
+        "batch",
+        false,
+        "scheduling policy of the worker threads: batch (SCHED_BATCH, a waking worker does \
+         not preempt the running thread) or normal (SCHED_OTHER)",
+    ),
+    p(
         "protected-mode",
         Kind::Bool,
         "yes",

@@ -15,6 +15,7 @@ pub mod longdouble;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;
+pub mod sched;
 pub mod scripting;
 pub mod server;
 pub mod snapshot;

@@ -334,6 +334,11 @@ fn worker(
     stats: Arc<ThreadStats>,
     mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
 ) {
+    if server.config.get("worker-sched") == "batch" {
+        if let Err(e) = crate::sched::set_current(crate::sched::Policy::Batch) {
+            tracing::warn!("worker thread stays SCHED_OTHER: SCHED_BATCH refused: {e}");
+        }
+    }
     let leader = server.clone();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

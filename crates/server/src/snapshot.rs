@@ -393,14 +393,8 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
 /// niced. It holds a shard's lock for one chunk at a time, and starved it is helped by the
 /// workers (`help`).
 fn lower_priority() {
-    // SAFETY: plain syscalls on this thread's own id; failure only leaves the priority.
-    #[cfg(target_os = "linux")]
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
-        }
-    }
+    // Refused, the thread is niced instead (sched::set_current): nothing more to do.
+    let _ = crate::sched::set_current(crate::sched::Policy::Idle);
 }
 
 /// Captures every shard and writes the file. Returns the number of keys.

@@ -397,3 +397,54 @@ fn replies_to_a_client_that_does_not_read_stay_bounded() {
     let one = [format!("${}\r\n", value.len()).as_bytes(), &value, b"\r\n"].concat();
     assert!(got.chunks(reply_len).all(|r| r == one.as_slice()));
 }
+
+/// Scheduling policy (field 41 of /proc/PID/task/TID/stat) of each `strata-worker-*`
+/// thread: 0 SCHED_OTHER, 3 SCHED_BATCH.
+#[cfg(target_os = "linux")]
+fn worker_policies(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("task dir") {
+        let dir = task.expect("task entry").path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !comm.starts_with("strata-worker") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).expect("stat");
+        let after_comm = stat.rsplit_once(')').expect("stat has a comm").1;
+        let policy = after_comm
+            .split_whitespace()
+            .nth(41 - 3)
+            .expect("policy field");
+        out.push(policy.parse().expect("numeric policy"));
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn worker_threads_run_sched_batch_unless_told_otherwise() {
+    for (args, want) in [(&[][..], 3), (&["--worker-sched", "normal"][..], 0)] {
+        let mut all = args.to_vec();
+        all.extend(["--threads", "2"]);
+        let p = common::strata(&all);
+        let mut c = p.client();
+        let _: String = redis::cmd("PING").query(&mut c).expect("ping");
+        // Workers set their policy as they start; the log line may come first.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let seen = loop {
+            let seen = worker_policies(p.pid());
+            if (seen.len() == 2 && seen.iter().all(|&x| x == want)) || Instant::now() > deadline {
+                break seen;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(seen, vec![want; 2], "worker policies with {args:?}");
+        let got: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("worker-sched")
+            .query(&mut c)
+            .expect("config get");
+        let name = if want == 3 { "batch" } else { "normal" };
+        assert_eq!(got, vec!["worker-sched".to_string(), name.to_string()]);
+    }
+}
