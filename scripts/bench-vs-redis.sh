@@ -15,6 +15,10 @@
 #   t1    redis-benchmark -t lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,
 #         lrange_600,mset -n 1000000 -r 1000000 -c 50 -P 1    (the collection types, issue 4)
 #   t16   the same with -P 16
+#   e1    redis-benchmark -n 300000 -r 100000 -c 50 -P 1 evalsha <sha> 1 key:__rand_int__, the
+#         script `local v = redis.call("get", KEYS[1]); redis.call("set", KEYS[1],
+#         (tonumber(v) or 0) + 1); return v` (issue 6)
+#   e16   the same with -P 16
 #   typesmem  VmRSS growth for a 1M-element hash, set, sorted set and list, and for 1M small
 #         hashes of 10 fields, each loaded through redis-cli --pipe into a fresh server pair
 #
@@ -49,12 +53,12 @@ CLK_TCK=$(getconf CLK_TCK)
 
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=(all)
-if [ "${SUITES[*]}" = all ]; then SUITES=(p1 p16 1k 100k mem t1 t16 typesmem); fi
+if [ "${SUITES[*]}" = all ]; then SUITES=(p1 p16 1k 100k mem t1 t16 e1 e16 typesmem); fi
 for s in "${SUITES[@]}"; do
     case "$s" in
-    p1 | p16 | 1k | 100k | mem | t1 | t16 | typesmem) ;;
+    p1 | p16 | 1k | 100k | mem | t1 | t16 | e1 | e16 | typesmem) ;;
     *)
-        echo "unknown suite '$s' (choose from p1 p16 1k 100k mem t1 t16 typesmem all)" >&2
+        echo "unknown suite '$s' (choose from p1 p16 1k 100k mem t1 t16 e1 e16 typesmem all)" >&2
         exit 2
         ;;
     esac
@@ -153,9 +157,11 @@ echo "suite,test,round,server,requests,rps,p99_ms,cpu_ticks,clk_tck,rss_kb,error
 run_one() {
     local suite=$1 test=$2 round=$3 name=$4 port=$5 pid=$6 n=$7
     shift 7
-    local before after csv rc=0 err=""
+    local before after csv rc=0 err="" what=(-t "$test")
+    # The script test is a command line, not a -t test (the suite loaded the script).
+    [ "$test" = evalsha ] && what=(evalsha "$EVAL_SHA" 1 "key:__rand_int__")
     before=$(cpu_ticks "$pid")
-    redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" -n "$n" "$@" --csv \
+    redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" "$@" --csv "${what[@]}" \
         >"$WORK/out.csv" 2>"$WORK/err.txt" || rc=$?
     after=$(cpu_ticks "$pid")
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -181,6 +187,13 @@ run_suite() {
     shift 3
     log "== $suite: redis-benchmark -t $tests -n $n $* ($ROUNDS rounds)"
     start_pair
+    if [ "$tests" = evalsha ]; then
+        EVAL_SHA=$(redis-cli -p "$REDIS_PORT" script load "$EVAL_SCRIPT")
+        [ "$(redis-cli -p "$STRATA_PORT" script load "$EVAL_SCRIPT")" = "$EVAL_SHA" ] || {
+            log "Strata and Redis disagree on the script's SHA1"
+            exit 1
+        }
+    fi
     local round t i
     for round in $(seq 1 "$ROUNDS"); do
         i=0
@@ -231,6 +244,7 @@ mem_suite() {
     stop_pair
 }
 
+EVAL_SCRIPT='local v = redis.call("get", KEYS[1]); redis.call("set", KEYS[1], (tonumber(v) or 0) + 1); return v'
 TYPE_TESTS=lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_600,mset
 
 # RESP for one structure of TYPES_N elements (or TYPES_N small hashes), for typesmem.
@@ -281,6 +295,8 @@ for s in "${SUITES[@]}"; do
     case "$s" in
     t1) run_suite t1 "$TYPE_TESTS" "${N:-1000000}" -r 1000000 -c 50 -P 1 ;;
     t16) run_suite t16 "$TYPE_TESTS" "${N:-1000000}" -r 1000000 -c 50 -P 16 ;;
+    e1) run_suite e1 evalsha "${N:-300000}" -r 100000 -c 50 -P 1 ;;
+    e16) run_suite e16 evalsha "${N:-300000}" -r 100000 -c 50 -P 16 ;;
     typesmem) typesmem_suite ;;
     p1) run_suite p1 set,get,incr "${N:-2000000}" -r 1000000 -c 50 -P 1 ;;
     p16) run_suite p16 set,get,incr "${N:-2000000}" -r 1000000 -c 50 -P 16 ;;
@@ -295,6 +311,8 @@ suite_cmd() {
     case "$1" in
     t1) echo "-t $TYPE_TESTS -n ${N:-1000000} -r 1000000 -c 50 -P 1" ;;
     t16) echo "-t $TYPE_TESTS -n ${N:-1000000} -r 1000000 -c 50 -P 16" ;;
+    e1) echo "-n ${N:-300000} -r 100000 -c 50 -P 1 evalsha <sha> 1 key:__rand_int__" ;;
+    e16) echo "-n ${N:-300000} -r 100000 -c 50 -P 16 evalsha <sha> 1 key:__rand_int__" ;;
     p1) echo "-t set,get,incr -n ${N:-2000000} -r 1000000 -c 50 -P 1" ;;
     p16) echo "-t set,get,incr -n ${N:-2000000} -r 1000000 -c 50 -P 16" ;;
     1k) echo "-t set,get -d 1024 -r 100000 -n ${N:-1000000} -c 50" ;;
