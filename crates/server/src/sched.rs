@@ -5,8 +5,8 @@
 //! slice. When the workers alone can fill every core (the default: one per core), the
 //! second worker to wake on a core otherwise preempts the first, or a client on the same
 //! machine, at nearly every request. Measured on 2 cores with redis-benchmark -P 1, 50
-//! clients (docs/benchmarks.md, "Worker scheduling"): EVALSHA 70–75k req/s under
-//! SCHED_OTHER, 113–115k under SCHED_BATCH. `worker-sched normal` restores SCHED_OTHER.
+//! clients (docs/benchmarks.md, "Worker scheduling"): EVALSHA 73–87k req/s under
+//! SCHED_OTHER, 99–117k under SCHED_BATCH. `worker-sched normal` restores SCHED_OTHER.
 //!
 //! The background snapshot thread runs under SCHED_IDLE (snapshot.rs says why).
 
@@ -47,10 +47,12 @@ pub fn set_current(policy: Policy) -> Result<(), std::io::Error> {
     }
 }
 
-/// The calling thread's current policy, as the kernel reports it (None off Linux).
-pub fn current() -> Option<Policy> {
-    #[cfg(target_os = "linux")]
-    {
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// The calling thread's policy, as the kernel reports it.
+    fn current() -> Option<Policy> {
         // SAFETY: a plain syscall on this thread.
         match unsafe { libc::sched_getscheduler(0) } {
             libc::SCHED_OTHER => Some(Policy::Normal),
@@ -59,13 +61,6 @@ pub fn current() -> Option<Policy> {
             _ => None,
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    None
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use super::*;
 
     #[test]
     fn a_thread_takes_each_policy_and_reports_it() {
