@@ -376,7 +376,12 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
         std::thread::Builder::new()
             .name("strata-snapshot".into())
             .spawn(move || {
-                lower_priority();
+                // SCHED_IDLE (niced where refused): a worker that wakes takes its core at
+                // once, where a niced thread, once picked, keeps it for a time slice
+                // (milliseconds at every client's p99; GET -P 1 under back-to-back
+                // snapshots of 10M keys: p99 0.8–1.3 ms, niced 3.5–3.8 ms). Starved, it
+                // is helped by the workers (`help`).
+                let _ = crate::sched::set_current(crate::sched::Policy::Idle);
                 let _ = run();
             })
             .map_err(|e| e.to_string())?;
@@ -384,17 +389,6 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
     } else {
         run().map(|_| ())
     }
-}
-
-/// A background snapshot runs under SCHED_IDLE (niced where that is refused): a worker
-/// that wakes takes its core at once, where a niced thread, once picked, keeps the core for
-/// a time slice (milliseconds: the p99 of every client on that worker). Measured with
-/// GET at -P 1 under back-to-back snapshots of 10M keys: p99 0.8–1.3 ms, against 3.5–3.8 ms
-/// niced. It holds a shard's lock for one chunk at a time, and starved it is helped by the
-/// workers (`help`).
-fn lower_priority() {
-    // Refused, the thread is niced instead (sched::set_current): nothing more to do.
-    let _ = crate::sched::set_current(crate::sched::Policy::Idle);
 }
 
 /// Captures every shard and writes the file. Returns the number of keys.

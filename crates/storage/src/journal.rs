@@ -440,10 +440,7 @@ impl Journal {
         if f.retained.is_empty() && f.synced_lsn >= f.written_lsn {
             return; // another thread's flush covered it
         }
-        let res = f.flush_once(sh, Fsync::Always, true);
-        let failed = res.is_err();
-        record(sh, &res);
-        f.publish(sh, Fsync::Always);
+        let failed = f.flush_recorded(sh, Fsync::Always, true);
         drop(f);
         if failed {
             // The flusher thread retries (every RETRY) until the disk accepts writes.
@@ -678,12 +675,9 @@ fn flusher_thread(sh: &Shared) -> io::Result<()> {
                 Fsync::EverySec => f.last_sync.elapsed() >= EVERYSEC,
                 Fsync::No => false,
             };
-        let res = f.flush_once(sh, policy, want_sync);
-        let failing = res.is_err();
-        record(sh, &res);
-        f.publish(sh, policy);
+        let failing = f.flush_recorded(sh, policy, want_sync);
         if stopping {
-            if res.is_err() {
+            if failing {
                 // One more try after a pause, then give up: SHUTDOWN must not hang.
                 std::thread::sleep(RETRY);
                 f.take_new(sh);
@@ -909,6 +903,14 @@ impl Flusher {
             self.sync_file(sh)?;
         }
         Ok(())
+    }
+
+    /// `flush_once`, its outcome recorded (`record`) and published; true if it failed.
+    fn flush_recorded(&mut self, sh: &Shared, policy: Fsync, want_sync: bool) -> bool {
+        let res = self.flush_once(sh, policy, want_sync);
+        record(sh, &res);
+        self.publish(sh, policy);
+        res.is_err()
     }
 
     /// Advances durable_lsn, runs the callbacks and wakes `sync()` waiters.
