@@ -315,7 +315,12 @@ fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 /// EVALSHA: a script this thread has compiled runs without the shared registry (no lock
 /// or reference count that other threads touch); otherwise its body comes from there.
 fn by_sha(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
-    let sha = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
+    // from_utf8 first: from_utf8_lossy's scan was 1% of an EVALSHA's instructions.
+    let arg = ctx.arg(1);
+    let sha = std::str::from_utf8(arg).map_or_else(
+        |_| String::from_utf8_lossy(arg).to_ascii_lowercase(),
+        str::to_ascii_lowercase,
+    );
     if let Some(flags) = scripting::with_lua(ctx.server, |lua| lua.script_flags_of(&sha)) {
         return run_script(ctx, &sha, None, flags, ro);
     }
