@@ -189,6 +189,10 @@ struct EmbeddedArgs {
     /// cache misses overlap, so a round measures latency instead of throughput.
     #[arg(long)]
     chained: bool,
+    /// Back the heap with transparent huge pages (jemalloc's thp:always; the strata
+    /// binary re-runs itself with it set). The fill line reports how much ended up in them.
+    #[arg(long)]
+    huge_pages: bool,
 }
 
 #[derive(Args, Debug)]
@@ -548,6 +552,11 @@ fn run_embedded(a: EmbeddedArgs) -> Result<bool, String> {
     if a.shards > 16 {
         return Err("--shards: at most 16 (65536 shards)".into());
     }
+    if a.huge_pages && thp_off() {
+        return Err("--huge-pages: transparent huge pages are off in this kernel \
+                    (/sys/kernel/mm/transparent_hugepage/enabled says never)"
+            .into());
+    }
     let opts = embedded::Opts {
         rows,
         threads: a.threads,
@@ -561,6 +570,12 @@ fn run_embedded(a: EmbeddedArgs) -> Result<bool, String> {
     };
     embedded::run(&opts, &mut |line| println!("{line}"))?;
     Ok(true)
+}
+
+/// Whether the kernel refuses transparent huge pages even where a program asks for them.
+fn thp_off() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .map_or(true, |s| s.contains("[never]"))
 }
 
 #[cfg(test)]

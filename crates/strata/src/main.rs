@@ -79,6 +79,9 @@ fn main() -> ExitCode {
     // For `serve`, options clap does not name are config directives (`--hz 100`); take
     // them out first. Other subcommands get their arguments untouched.
     let args: Vec<String> = std::env::args().collect();
+    if let Some(code) = rerun_with_huge_pages(&args) {
+        return code;
+    }
     let (args, directives) = if args.get(1).map(String::as_str) == Some("serve") {
         split_directives(args)
     } else {
@@ -90,6 +93,34 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => strata_bench::cli::run(a),
         Cmd::Check(a) => check(a),
     }
+}
+
+/// `bench embedded --huge-pages`: jemalloc reads its options once, before main, so the
+/// process runs itself again with thp:always in the environment variable this (prefixed)
+/// jemalloc build reads. None when there is nothing to do.
+fn rerun_with_huge_pages(args: &[String]) -> Option<ExitCode> {
+    use std::os::unix::process::CommandExt;
+    const VAR: &str = "_RJEM_MALLOC_CONF";
+    let asked = args.get(1..3).is_some_and(|a| a == ["bench", "embedded"])
+        && args.iter().any(|a| a == "--huge-pages");
+    let conf = std::env::var(VAR).unwrap_or_default();
+    if !asked || conf.contains("thp:always") {
+        return None;
+    }
+    let conf = if conf.is_empty() {
+        "thp:always".to_string()
+    } else {
+        format!("{conf},thp:always")
+    };
+    let err = match std::env::current_exe() {
+        Ok(exe) => std::process::Command::new(exe)
+            .args(&args[1..])
+            .env(VAR, conf)
+            .exec(),
+        Err(e) => e,
+    };
+    eprintln!("--huge-pages: cannot run strata again with {VAR} set: {err}");
+    Some(ExitCode::FAILURE)
 }
 
 fn check(a: CheckArgs) -> ExitCode {

@@ -120,11 +120,21 @@ impl Map for DashMapMap {
 
 /// Resident set size of this process in bytes (VmRSS from /proc/self/status), 0 if unknown.
 pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    proc_kb("/proc/self/status", "VmRSS:")
+}
+
+/// Bytes of this process's memory in transparent huge pages (AnonHugePages), 0 if unknown.
+pub fn huge_page_bytes() -> u64 {
+    proc_kb("/proc/self/smaps_rollup", "AnonHugePages:")
+}
+
+/// A `Field:   N kB` line of a /proc file, in bytes.
+fn proc_kb(file: &str, field: &str) -> u64 {
+    std::fs::read_to_string(file)
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
@@ -284,12 +294,13 @@ fn run_map<M: Map>(
     let bytes_per_row = rss1.saturating_sub(rss0) as f64 / o.rows.max(1) as f64;
     let fill_rate = o.rows as f64 / took.as_secs_f64().max(1e-9);
     out(format!(
-        "# fill: {} rows in {:.3} s ({:.2} Mins/s), RSS +{:.1} MiB ({:.1} bytes/row)",
+        "# fill: {} rows in {:.3} s ({:.2} Mins/s), RSS +{:.1} MiB ({:.1} bytes/row), {:.1} MiB in huge pages",
         o.rows,
         took.as_secs_f64(),
         fill_rate / 1e6,
         rss1.saturating_sub(rss0) as f64 / 1048576.0,
-        bytes_per_row
+        bytes_per_row,
+        huge_page_bytes() as f64 / 1048576.0
     ));
     // Untimed warm-up round of lookups, as etsb.
     let (_, missed) = round(&m, o, 0, 0);
