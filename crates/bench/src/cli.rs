@@ -553,9 +553,11 @@ fn run_embedded(a: EmbeddedArgs) -> Result<bool, String> {
         return Err("--shards: at most 16 (65536 shards)".into());
     }
     if a.huge_pages && thp_off() {
-        return Err("--huge-pages: transparent huge pages are off in this kernel \
+        return Err(
+            "--huge-pages: transparent huge pages are off in this kernel \
                     (/sys/kernel/mm/transparent_hugepage/enabled says never)"
-            .into());
+                .into(),
+        );
     }
     let opts = embedded::Opts {
         rows,
