@@ -382,14 +382,18 @@ impl Keyspace {
         assert!(!Self::in_session(), "strata-engine: nested session");
         shards.sort_unstable();
         shards.dedup();
-        if shards.is_empty() {
-            Self::release_sticky();
-        } else {
-            let refs: Vec<&Shard> = shards.iter().map(|id| self.shard_at(*id)).collect();
-            // No session is open on this thread (asserted above), so these are all owned
-            // guards; forgetting them keeps the shards locked until the session drops.
-            for g in acquire_all(&refs) {
-                std::mem::forget(g);
+        // No session is open on this thread (asserted above), so the guards are owned or
+        // a kept shard taken over; forgetting them keeps the shards locked until the
+        // session drops.
+        match shards.as_slice() {
+            [] => Self::release_sticky(),
+            // One shard, as for most writes: nothing to order, no lists to build.
+            [id] => std::mem::forget(self.shard_at(*id).acquire()),
+            _ => {
+                let refs: Vec<&Shard> = shards.iter().map(|id| self.shard_at(*id)).collect();
+                for g in acquire_all(&refs) {
+                    std::mem::forget(g);
+                }
             }
         }
         set_session(true);

@@ -132,20 +132,27 @@ impl Command {
 
     /// Positions of the key arguments in `argv`.
     pub fn key_positions(&self, argv: &[Bytes]) -> Vec<usize> {
+        let mut v = Vec::new();
+        self.for_each_key_position(argv, |i| v.push(i));
+        v
+    }
+
+    /// Calls `f` with each position `key_positions` lists, without building the list (a
+    /// write plans its locks this way on every call).
+    pub fn for_each_key_position(&self, argv: &[Bytes], mut f: impl FnMut(usize)) {
         match self.keys {
-            Keys::None => Vec::new(),
+            Keys::None => {}
             Keys::Range { first, last, step } => {
                 let argc = argv.len() as i32;
                 let last = if last < 0 { argc + last } else { last };
                 if first <= 0 || step <= 0 {
-                    return Vec::new();
+                    return;
                 }
-                (first..=last.min(argc - 1))
-                    .step_by(step as usize)
-                    .map(|i| i as usize)
-                    .collect()
+                for i in (first..=last.min(argc - 1)).step_by(step as usize) {
+                    f(i as usize);
+                }
             }
-            Keys::Custom(f) => f(argv),
+            Keys::Custom(g) => g(argv).into_iter().for_each(f),
         }
     }
 

@@ -241,16 +241,18 @@ pub(crate) fn run(
     // Inside an EXEC or a script the caller already holds the shards (client.group is set).
     let ordered = write && client.group.is_none() && server.orders_writes();
     let snapshotting = write && server.persist.snapshots.active();
-    let plan = (ordered || snapshotting)
+    let mut plan = (ordered || snapshotting)
         .then(|| LockPlan::of(server, db, cmd, &server.table.fullnames[id], argv));
-    let session = match &plan {
-        Some(p) if ordered => Some(crate::snapshot::open_write(
-            server,
-            stats,
-            client,
-            p.clone(),
-        )),
-        _ => None,
+    let session = if ordered {
+        // The plan is needed again below only while a snapshot is taken.
+        let p = if snapshotting {
+            plan.clone()
+        } else {
+            plan.take()
+        };
+        p.map(|p| crate::snapshot::open_write(server, stats, client, p))
+    } else {
+        None
     };
     // A snapshot is being taken: keep what this write changes as it was when it began.
     if let Some(p) = plan.as_ref().filter(|_| snapshotting) {
