@@ -1,6 +1,7 @@
 //! One sandboxed Lua state: Redis's globals, the `redis` table, read-only protection and
 //! running a script / library under the error handler and the kill hook.
 
+use crate::call::CallState;
 use crate::ffi as shim;
 use crate::resp::{self, error_table};
 use crate::shebang::{self, ScriptFlags};
@@ -9,6 +10,7 @@ use mlua::{ffi, Function, LuaOptions, MultiValue, StdLib, Table, Value};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::c_int;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 use strata_resp::Protocol;
 
@@ -94,11 +96,12 @@ const GC_PERIOD: u32 = 50;
 
 pub(crate) type Registered = (String, Function, Option<String>, ScriptFlags);
 
-/// Per-state run context (mlua app data). The host pointer is only set during a run.
+/// Per-state run context (mlua app data). The host pointer (in `call`) is only set during a
+/// run.
 #[derive(Default)]
 struct Ctx {
-    host: Option<*mut (dyn Host + 'static)>,
-    resp: u8,
+    /// Shared with redis.call's C function and the engine.
+    call: Rc<CallState>,
     killed: bool,
     load: Option<LoadCtx>,
     /// redisLrand48 state (48 bits).
@@ -120,6 +123,7 @@ pub(crate) struct Engine {
     lib_api: Option<Table>,
     runtime_g: Table,
     runs: u32,
+    call: Rc<CallState>,
 }
 
 /// luaL_where(L, level) as seen from a Rust callback behind a shim (0 = callback, 1 = shim).
@@ -259,8 +263,9 @@ impl Engine {
                 LuaOptions::new(),
             )
         };
+        let call = Rc::new(CallState::default());
         lua.set_app_data(Ctx {
-            resp: 2,
+            call: call.clone(),
             rand: 0x1234_ABCD_330E,
             ..Ctx::default()
         });
@@ -282,7 +287,7 @@ impl Engine {
             }
         }
 
-        let redis = Self::redis_api(&lua)?;
+        let redis = Self::redis_api(&lua, &call)?;
         g.raw_set("redis", redis)?;
         // SAFETY: redis_pcall is a plain C function over the Lua API.
         g.raw_set("pcall", unsafe {
@@ -430,13 +435,20 @@ impl Engine {
             lib_api,
             runtime_g: proxy_g,
             runs: 0,
+            call,
         })
     }
 
-    fn redis_api(lua: &mlua::Lua) -> mlua::Result<Table> {
+    fn redis_api(lua: &mlua::Lua, call: &Rc<CallState>) -> mlua::Result<Table> {
         let r = lua.create_table()?;
-        r.raw_set("call", raising(lua, |lua, a| redis_call(lua, a, true))?)?;
-        r.raw_set("pcall", raising(lua, |lua, a| redis_call(lua, a, false))?)?;
+        for (name, raise_errors) in [("call", true), ("pcall", false)] {
+            let state = Rc::as_ptr(call);
+            // SAFETY: the state is kept by the engine and Ctx as long as the Lua state.
+            let f: Function = unsafe {
+                lua.exec_raw((), |l| crate::call::push_function(l, state, raise_errors))?
+            };
+            r.raw_set(name, f)?;
+        }
         r.raw_set("log", raising(lua, redis_log)?)?;
         for (k, v) in [
             ("LOG_DEBUG", 0),
@@ -640,9 +652,9 @@ impl Engine {
         // SAFETY: the pointer is cleared before this function returns, so it never outlives
         // the borrow; only our callbacks dereference it, during this run.
         let host_ptr: *mut (dyn Host + 'static) = unsafe { std::mem::transmute(host_ptr) };
+        self.call.host.set(Some(host_ptr));
+        self.call.resp.set(2);
         if let Some(mut c) = self.lua.app_data_mut::<Ctx>() {
-            c.host = Some(host_ptr);
-            c.resp = 2;
             c.killed = false;
         }
         let proto = if client_resp == 3 {
@@ -658,7 +670,7 @@ impl Engine {
         let result = self.set_hook(true).and_then(|_| self.pcall(f, args, true));
         let conv = match result {
             Ok((true, v)) => {
-                let script_resp = self.lua.app_data_ref::<Ctx>().map_or(2, |c| c.resp);
+                let script_resp = self.call.resp.get();
                 resp::lua_to_reply(&mut out, v, script_resp, proto)
             }
             Ok((false, e)) => resp::script_error_reply(&mut out, &e, name),
@@ -669,8 +681,9 @@ impl Engine {
             resp::push_error(&mut out, format!("ERR {e}").as_bytes());
         }
         let _ = self.set_hook(false);
-        if let Some(mut c) = self.lua.app_data_mut::<Ctx>() {
-            c.host = None;
+        self.call.host.set(None);
+        if let Some(p) = self.call.panic.take() {
+            std::panic::resume_unwind(p);
         }
         self.runs += 1;
         if self.runs >= GC_PERIOD {
@@ -773,60 +786,12 @@ impl Protector<'_> {
 }
 
 fn has_host(lua: &mlua::Lua) -> bool {
-    lua.app_data_ref::<Ctx>().is_some_and(|c| c.host.is_some())
+    lua.app_data_ref::<Ctx>()
+        .is_some_and(|c| c.call.host.get().is_some())
 }
 
 fn host_ptr(lua: &mlua::Lua) -> Option<*mut (dyn Host + 'static)> {
-    lua.app_data_ref::<Ctx>().and_then(|c| c.host)
-}
-
-/// redis.call / redis.pcall (script_lua.c `luaRedisGenericCommand`).
-fn redis_call(lua: &mlua::Lua, args: MultiValue, raise_error: bool) -> mlua::Result<MultiValue> {
-    let Some(host) = host_ptr(lua) else {
-        return raise_err(
-            lua,
-            "redis.call/pcall can only be called inside a script invocation",
-        );
-    };
-    let fail = |lua: &mlua::Lua, msg: &str| -> mlua::Result<MultiValue> {
-        let t = error_table(lua, msg.as_bytes())?;
-        if raise_error {
-            raise(t, lua)
-        } else {
-            ret(lua, vec![Value::Table(t)])
-        }
-    };
-    if args.is_empty() {
-        return fail(
-            lua,
-            "Please specify at least one argument for this redis lib call",
-        );
-    }
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        match a {
-            Value::String(s) => argv.push(s.as_bytes().to_vec()),
-            // "%.17g", not Lua's "%.14g", so numbers keep their precision.
-            Value::Integer(i) => argv.push(strata_resp::format_g17(*i as f64).into_bytes()),
-            Value::Number(n) => argv.push(strata_resp::format_g17(*n).into_bytes()),
-            _ => {
-                return fail(
-                    lua,
-                    "Lua redis lib command arguments must be strings or integers",
-                )
-            }
-        }
-    }
-    let resp_v = lua.app_data_ref::<Ctx>().map_or(2, |c| c.resp);
-    // SAFETY: see Engine::run; no Ctx borrow is held while the host runs.
-    let reply = unsafe { (*host).call(argv, resp_v) };
-    let v = resp::reply_to_lua(lua, &reply)?;
-    let is_err = matches!(reply.first(), Some(b'-' | b'!'));
-    if raise_error && is_err {
-        raise(v, lua)
-    } else {
-        ret(lua, vec![v])
-    }
+    lua.app_data_ref::<Ctx>().and_then(|c| c.call.host.get())
 }
 
 fn redis_log(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> {
@@ -870,8 +835,8 @@ fn redis_setresp(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> 
     if v != 2 && v != 3 {
         return raise_err(lua, "RESP version must be 2 or 3.");
     }
-    if let Some(mut c) = lua.app_data_mut::<Ctx>() {
-        c.resp = v as u8;
+    if let Some(c) = lua.app_data_ref::<Ctx>() {
+        c.call.resp.set(v as u8);
     }
     ret(lua, vec![])
 }
@@ -956,7 +921,11 @@ fn math_randomseed(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue
 /// Called by the count hook: nil to go on, or the error that ends the script.
 fn tick(lua: &mlua::Lua, _: ()) -> mlua::Result<Value> {
     let (host, killed, load_start) = match lua.app_data_ref::<Ctx>() {
-        Some(c) => (c.host, c.killed, c.load.as_ref().map(|l| l.start)),
+        Some(c) => (
+            c.call.host.get(),
+            c.killed,
+            c.load.as_ref().map(|l| l.start),
+        ),
         None => return Ok(Value::Nil),
     };
     if let Some(start) = load_start {

@@ -7,6 +7,7 @@
 //! suffix. Error strings returned by this crate (`Err(String)`) start with their code
 //! ("ERR ...") and are ready for an error reply.
 
+mod call;
 mod engine;
 mod ffi;
 pub mod libs;

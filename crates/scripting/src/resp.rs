@@ -1,7 +1,8 @@
 //! Conversions between RESP replies and Lua values (script_lua.c `redisProtocolToLuaType*`
 //! and `luaReplyToRedisReply`).
 
-use mlua::{Lua, Table, Value};
+use mlua::{ffi, Lua, Table, Value};
+use std::os::raw::c_int;
 use strata_resp::{Protocol, Reply};
 
 /// Lua 5.1's LUAI_MAXCSTACK: `luaReplyToRedisReply` answers "reached lua stack limit" where
@@ -10,8 +11,9 @@ const MAX_CSTACK: usize = 8000;
 /// Nesting cap for host replies (they come from the server, so this is only a backstop).
 const MAX_REPLY_DEPTH: usize = 512;
 
-/// `luaPushErrorBuff`: "-CODE msg" keeps its code, anything without a space gets "ERR".
-pub(crate) fn error_table(lua: &Lua, err: &[u8]) -> mlua::Result<Table> {
+/// `luaPushErrorBuff`'s message: "-CODE msg" keeps its code, anything without a space gets
+/// "ERR".
+fn error_message(err: &[u8]) -> Vec<u8> {
     let mut msg: Vec<u8>;
     if let Some(rest) = err.strip_prefix(b"-") {
         match rest.iter().position(|&b| b == b' ') {
@@ -29,9 +31,24 @@ pub(crate) fn error_table(lua: &Lua, err: &[u8]) -> mlua::Result<Table> {
         msg = b"ERR ".to_vec();
         msg.extend_from_slice(trim_crlf(err));
     }
+    msg
+}
+
+/// `luaPushErrorBuff`: the table {err = message}.
+pub(crate) fn error_table(lua: &Lua, err: &[u8]) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set("err", lua.create_string(&msg)?)?;
+    t.raw_set("err", lua.create_string(error_message(err))?)?;
     Ok(t)
+}
+
+/// `error_table`, pushed onto the stack of `l`.
+///
+/// # Safety
+/// `l` is a live Lua state with a free stack slot.
+pub(crate) unsafe fn push_error_table(l: *mut ffi::lua_State, err: &[u8]) {
+    ffi::lua_createtable(l, 0, 1);
+    push_bytes(l, &error_message(err));
+    ffi::lua_setfield(l, -2, c"err".as_ptr());
 }
 
 /// `sdstrim(s, "\r\n")`: both ends.
@@ -47,15 +64,16 @@ fn trim_crlf(s: &[u8]) -> &[u8] {
     &s[start..end.max(start)]
 }
 
-/// Parses one complete reply from `buf` into the Lua value Redis gives scripts.
-pub(crate) fn reply_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
+/// Pushes the Lua value Redis gives scripts for the one complete reply in `buf`
+/// (`redisProtocolToLuaType`), straight onto the stack of `l`: redis.call's result.
+///
+/// # Safety
+/// `l` is a live Lua state with a free stack slot. As mlua does when no memory limit is
+/// set, allocations are not protected: an out-of-memory error would unwind past this frame.
+pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8]) {
     let mut pos = 0;
-    match parse(lua, buf, &mut pos, 0)? {
-        Some(v) => Ok(v),
-        None => Ok(Value::Table(error_table(
-            lua,
-            b"-ERR Protocol error: invalid reply from the command",
-        )?)),
+    if !push_parsed(l, buf, &mut pos, 0) {
+        push_error_table(l, b"-ERR Protocol error: invalid reply from the command");
     }
 }
 
@@ -80,140 +98,162 @@ fn bulk<'a>(buf: &'a [u8], pos: &mut usize, len: usize) -> Option<&'a [u8]> {
     Some(data)
 }
 
-/// None on a malformed reply; Some(Value::Nil) is RESP3 null.
-fn parse(lua: &Lua, buf: &[u8], pos: &mut usize, depth: usize) -> mlua::Result<Option<Value>> {
-    if depth > MAX_REPLY_DEPTH {
-        return Ok(None);
+unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
+    ffi::lua_pushlstring(l, b.as_ptr().cast(), b.len());
+}
+
+/// Wraps the value on top of the stack in a table as its one field `name`.
+unsafe fn wrap_top(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
+    ffi::lua_createtable(l, 0, 1);
+    ffi::lua_insert(l, -2);
+    ffi::lua_setfield(l, -2, name.as_ptr());
+}
+
+/// A table size for `n` elements still to be read from `buf[pos..]`: each takes at least
+/// three bytes, so a count the buffer cannot hold preallocates nothing extravagant.
+fn size_hint(n: i64, buf: &[u8], pos: usize) -> c_int {
+    let most = buf.len().saturating_sub(pos) / 3;
+    c_int::try_from(n.clamp(0, most as i64)).unwrap_or(0)
+}
+
+/// Pushes one reply parsed at `pos`; false (nothing pushed) on a malformed reply. RESP3
+/// null pushes nil.
+unsafe fn push_parsed(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, depth: usize) -> bool {
+    // A table under construction and its key and value: three slots per level.
+    if depth > MAX_REPLY_DEPTH || ffi::lua_checkstack(l, 3) == 0 {
+        return false;
     }
     let Some(&kind) = buf.get(*pos) else {
-        return Ok(None);
+        return false;
     };
     *pos += 1;
-    let Some(l) = line(buf, pos) else {
-        return Ok(None);
+    let Some(l1) = line(buf, pos) else {
+        return false;
     };
-    let v = match kind {
+    match kind {
         b'+' => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", lua.create_string(l)?)?;
-            Value::Table(t)
+            push_bytes(l, l1);
+            wrap_top(l, c"ok");
         }
         b'-' | b'!' => {
             let msg = if kind == b'!' {
-                let Some(n) = num(l).and_then(|n| usize::try_from(n).ok()) else {
-                    return Ok(None);
-                };
-                let Some(b) = bulk(buf, pos, n) else {
-                    return Ok(None);
+                let Some(b) = num(l1)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .and_then(|n| bulk(buf, pos, n))
+                else {
+                    return false;
                 };
                 b
             } else {
-                l
+                l1
             };
             let mut e = Vec::with_capacity(msg.len() + 1);
             e.push(b'-');
             e.extend_from_slice(msg);
-            let t = error_table(lua, &e)?;
-            t.raw_set("ignore_error_stats_update", true)?;
-            Value::Table(t)
+            push_error_table(l, &e);
+            ffi::lua_pushboolean(l, 1);
+            ffi::lua_setfield(l, -2, c"ignore_error_stats_update".as_ptr());
         }
-        b':' => match num(l) {
-            Some(n) => Value::Number(n as f64),
-            None => return Ok(None),
+        b':' => match num(l1) {
+            Some(n) => ffi::lua_pushnumber(l, n as f64),
+            None => return false,
         },
-        b'$' => match num(l) {
-            Some(n) if n < 0 => Value::Boolean(false),
+        b'$' => match num(l1) {
+            Some(n) if n < 0 => ffi::lua_pushboolean(l, 0),
             Some(n) => match bulk(buf, pos, n as usize) {
-                Some(b) => Value::String(lua.create_string(b)?),
-                None => return Ok(None),
+                Some(b) => push_bytes(l, b),
+                None => return false,
             },
-            None => return Ok(None),
+            None => return false,
         },
         b'*' | b'>' | b'~' => {
-            let Some(n) = num(l) else { return Ok(None) };
+            let Some(n) = num(l1) else { return false };
             if n < 0 {
-                return Ok(Some(Value::Boolean(false)));
+                ffi::lua_pushboolean(l, 0);
+                return true;
             }
             let set = kind == b'~';
-            let t = lua.create_table()?;
+            let hint = size_hint(n, buf, *pos);
+            if set {
+                ffi::lua_createtable(l, 0, hint);
+            } else {
+                ffi::lua_createtable(l, hint, 0);
+            }
             for j in 0..n {
-                let Some(v) = parse(lua, buf, pos, depth + 1)? else {
-                    return Ok(None);
-                };
-                if set {
-                    if !v.is_nil() {
-                        t.raw_set(v, true)?;
-                    }
+                if !push_parsed(l, buf, pos, depth + 1) {
+                    ffi::lua_pop(l, 1);
+                    return false;
+                }
+                if !set {
+                    ffi::lua_rawseti(l, -2, j + 1);
+                } else if ffi::lua_isnil(l, -1) != 0 {
+                    ffi::lua_pop(l, 1);
                 } else {
-                    t.raw_set(j + 1, v)?;
+                    ffi::lua_pushboolean(l, 1);
+                    ffi::lua_rawset(l, -3);
                 }
             }
             if set {
-                let w = lua.create_table()?;
-                w.raw_set("set", t)?;
-                Value::Table(w)
-            } else {
-                Value::Table(t)
+                wrap_top(l, c"set");
             }
         }
         b'%' | b'|' => {
-            let Some(n) = num(l) else { return Ok(None) };
-            let t = lua.create_table()?;
+            let Some(n) = num(l1) else { return false };
+            ffi::lua_createtable(l, 0, size_hint(n, buf, *pos));
             for _ in 0..n.max(0) {
-                let Some(k) = parse(lua, buf, pos, depth + 1)? else {
-                    return Ok(None);
-                };
-                let Some(v) = parse(lua, buf, pos, depth + 1)? else {
-                    return Ok(None);
-                };
-                if !k.is_nil() {
-                    t.raw_set(k, v)?;
+                if !push_parsed(l, buf, pos, depth + 1) {
+                    ffi::lua_pop(l, 1);
+                    return false;
+                }
+                if !push_parsed(l, buf, pos, depth + 1) {
+                    ffi::lua_pop(l, 2);
+                    return false;
+                }
+                if ffi::lua_isnil(l, -2) != 0 {
+                    ffi::lua_pop(l, 2);
+                } else {
+                    ffi::lua_rawset(l, -3);
                 }
             }
             if kind == b'|' {
                 // Attributes are not shown to scripts: the reply that follows is.
-                return parse(lua, buf, pos, depth + 1);
+                ffi::lua_pop(l, 1);
+                return push_parsed(l, buf, pos, depth + 1);
             }
-            let w = lua.create_table()?;
-            w.raw_set("map", t)?;
-            Value::Table(w)
+            wrap_top(l, c"map");
         }
-        b'_' => Value::Nil,
-        b'#' => Value::Boolean(l == b"t"),
+        b'_' => ffi::lua_pushnil(l),
+        b'#' => ffi::lua_pushboolean(l, c_int::from(l1 == b"t")),
         b',' => {
-            let d = std::str::from_utf8(l)
+            let d = std::str::from_utf8(l1)
                 .ok()
                 .and_then(|s| s.parse::<f64>().ok());
-            let Some(d) = d else { return Ok(None) };
-            let t = lua.create_table()?;
-            t.raw_set("double", d)?;
-            Value::Table(t)
+            let Some(d) = d else { return false };
+            ffi::lua_pushnumber(l, d);
+            wrap_top(l, c"double");
         }
         b'(' => {
-            let t = lua.create_table()?;
-            t.raw_set("big_number", lua.create_string(l)?)?;
-            Value::Table(t)
+            push_bytes(l, l1);
+            wrap_top(l, c"big_number");
         }
         b'=' => {
-            let Some(n) = num(l).and_then(|n| usize::try_from(n).ok()) else {
-                return Ok(None);
+            let Some(b) = num(l1)
+                .and_then(|n| usize::try_from(n).ok())
+                .and_then(|n| bulk(buf, pos, n))
+                .filter(|b| b.len() >= 4)
+            else {
+                return false;
             };
-            let Some(b) = bulk(buf, pos, n) else {
-                return Ok(None);
-            };
-            if b.len() < 4 {
-                return Ok(None);
-            }
-            let inner = lua.create_table()?;
-            inner.raw_set("string", lua.create_string(&b[4..])?)?;
-            inner.raw_set("format", lua.create_string(&b[..3])?)?;
-            let t = lua.create_table()?;
-            t.raw_set("verbatim_string", inner)?;
-            Value::Table(t)
+            ffi::lua_createtable(l, 0, 2);
+            push_bytes(l, &b[4..]);
+            ffi::lua_setfield(l, -2, c"string".as_ptr());
+            push_bytes(l, &b[..3]);
+            ffi::lua_setfield(l, -2, c"format".as_ptr());
+            wrap_top(l, c"verbatim_string");
         }
-        _ => return Ok(None),
-    };
-    Ok(Some(v))
+        _ => return false,
+    }
+    true
 }
 
 /// `(long long)lua_Number` as x86-64 does it: out of range and NaN give i64::MIN.

@@ -253,3 +253,36 @@ fn hostile_scripts_get_errors_not_panics() {
     }
     assert_eq!(eval(&mut lua, &mut h, "return 1", 2), ":1\r\n");
 }
+
+/// redis.call is a C function: a panic in the host cannot unwind through Lua's C frames, so
+/// it travels as a Lua error (which the script can catch) and resumes when the run ends.
+#[test]
+fn a_panic_in_the_host_reaches_the_caller_and_the_state_stays_usable() {
+    struct Panicky;
+    impl strata_scripting::Host for Panicky {
+        fn call(&mut self, _: Vec<Vec<u8>>, _: u8) -> Vec<u8> {
+            panic!("host failed")
+        }
+        fn log(&mut self, _: u8, _: &str) {}
+        fn tick(&mut self) -> bool {
+            false
+        }
+    }
+    let mut lua = Lua::new();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lua.eval(
+            b"local ok = pcall(redis.call, 'ping') return 'went on'",
+            &[],
+            &[],
+            2,
+            &mut Panicky,
+        )
+    }));
+    let payload = caught.expect_err("the host's panic must reach the caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"host failed"));
+    let mut h = FakeHost::default();
+    assert_eq!(
+        eval(&mut lua, &mut h, "return redis.call('ping')", 2),
+        "+PONG\r\n"
+    );
+}
