@@ -96,6 +96,9 @@ const GC_PERIOD: u32 = 50;
 
 pub(crate) type Registered = (String, Function, Option<String>, ScriptFlags);
 
+/// Registry key of the real globals table (scripts see a read-only proxy).
+const REAL_G: &CStr = c"strata.real_g";
+
 /// Per-state run context (mlua app data). The host pointer (in `call`) is only set during a
 /// run.
 #[derive(Default)]
@@ -115,7 +118,6 @@ struct LoadCtx {
 
 pub(crate) struct Engine {
     pub(crate) lua: mlua::Lua,
-    real_g: Table,
     handler: Function,
     /// Function mode: metatable of the (empty) globals whose __index switches between the
     /// library-load API and the runtime globals.
@@ -124,6 +126,8 @@ pub(crate) struct Engine {
     runtime_g: Table,
     runs: u32,
     call: Rc<CallState>,
+    /// The main lua_State, for the few calls that need no protection (see `set_hook`).
+    main: *mut ffi::lua_State,
 }
 
 /// luaL_where(L, level) as seen from a Rust callback behind a shim (0 = callback, 1 = shim).
@@ -288,6 +292,10 @@ impl Engine {
         }
 
         let redis = Self::redis_api(&lua, &call)?;
+        lua.set_named_registry_value(REAL_G.to_str().unwrap_or_default(), g.clone())?;
+        let mut main = std::ptr::null_mut();
+        // SAFETY: only reads the state pointer; nothing runs on it.
+        unsafe { lua.exec_raw::<()>((), |l| main = l)? };
         g.raw_set("redis", redis)?;
         // SAFETY: redis_pcall is a plain C function over the Lua API.
         g.raw_set("pcall", unsafe {
@@ -429,13 +437,13 @@ impl Engine {
 
         Ok(Engine {
             lua,
-            real_g: g,
             handler,
             fglobals_mt,
             lib_api,
             runtime_g: proxy_g,
             runs: 0,
             call,
+            main,
         })
     }
 
@@ -587,10 +595,27 @@ impl Engine {
         }
     }
 
-    pub(crate) fn set_keys_argv(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
-        self.real_g.raw_set("KEYS", crate::seq(&self.lua, keys)?)?;
-        self.real_g.raw_set("ARGV", crate::seq(&self.lua, args)?)?;
-        Ok(())
+    /// Sets the KEYS and ARGV globals for the next EVAL, with the C API on the main state
+    /// (through mlua each table, string and assignment cost a conversion).
+    pub(crate) fn set_keys_argv(&self, keys: &[&[u8]], args: &[&[u8]]) {
+        let l = self.main;
+        // SAFETY: as set_hook; the real globals table is in the registry (see `new`), at
+        // most four values are pushed and all are popped. As mlua without a memory limit,
+        // allocations are not protected.
+        unsafe {
+            ffi::lua_checkstack(l, 4);
+            ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, REAL_G.as_ptr());
+            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
+                ffi::lua_pushstring(l, name.as_ptr());
+                ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
+                for (i, it) in items.iter().enumerate() {
+                    ffi::lua_pushlstring(l, it.as_ptr().cast(), it.len());
+                    ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
+                }
+                ffi::lua_rawset(l, -3);
+            }
+            ffi::lua_pop(l, 1);
+        }
     }
 
     pub(crate) fn copy_rand_from(&mut self, other: &Engine) {
@@ -600,21 +625,22 @@ impl Engine {
         }
     }
 
-    fn set_hook(&self, on: bool) -> mlua::Result<()> {
-        // SAFETY: installs/removes our C hook on the main thread.
+    /// Installs or removes the count hook. Directly on the main state: through mlua's
+    /// `exec_raw` each call allocated a C closure for its protected call (twice per run).
+    fn set_hook(&self, on: bool) {
+        // SAFETY: `main` lives as long as `lua`; lua_sethook only sets fields of the state
+        // and never raises, and no Lua code runs on it while Rust calls this.
         unsafe {
-            self.lua.exec_raw::<()>((), |l| {
-                if on {
-                    ffi::lua_sethook(
-                        l,
-                        Some(shim::count_hook),
-                        ffi::LUA_MASKCOUNT,
-                        shim::HOOK_COUNT,
-                    );
-                } else {
-                    ffi::lua_sethook(l, None, 0, 0);
-                }
-            })
+            if on {
+                ffi::lua_sethook(
+                    self.main,
+                    Some(shim::count_hook),
+                    ffi::LUA_MASKCOUNT,
+                    shim::HOOK_COUNT,
+                );
+            } else {
+                ffi::lua_sethook(self.main, None, 0, 0);
+            }
         }
     }
 
@@ -667,7 +693,8 @@ impl Engine {
             Some((k, a)) => vec![Value::Table(k), Value::Table(a)],
             None => vec![],
         };
-        let result = self.set_hook(true).and_then(|_| self.pcall(f, args, true));
+        self.set_hook(true);
+        let result = self.pcall(f, args, true);
         let conv = match result {
             Ok((true, v)) => {
                 let script_resp = self.call.resp.get();
@@ -680,7 +707,7 @@ impl Engine {
             out.clear();
             resp::push_error(&mut out, format!("ERR {e}").as_bytes());
         }
-        let _ = self.set_hook(false);
+        self.set_hook(false);
         self.call.host.set(None);
         if let Some(p) = self.call.panic.take() {
             std::panic::resume_unwind(p);
@@ -704,11 +731,11 @@ impl Engine {
                 funcs: Vec::new(),
             });
         }
+        self.set_hook(true);
         let r = mt
             .raw_set("__index", api.clone())
-            .and_then(|_| self.set_hook(true))
             .and_then(|_| self.pcall(f, vec![], false));
-        let _ = self.set_hook(false);
+        self.set_hook(false);
         let _ = mt.raw_set("__index", self.runtime_g.clone());
         let funcs = self
             .lua

@@ -120,9 +120,7 @@ impl Lua {
             Ok(f) => f,
             Err(reply) => return reply,
         };
-        if let Err(e) = self.eval.set_keys_argv(keys, args) {
-            return internal_error(e);
-        }
+        self.eval.set_keys_argv(keys, args);
         self.eval.run(&f, None, sha, client_resp, host)
     }
 
