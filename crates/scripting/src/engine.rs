@@ -96,6 +96,21 @@ const GC_PERIOD: u32 = 50;
 
 pub(crate) type Registered = (String, Function, Option<String>, ScriptFlags);
 
+/// A function's keys and arguments (FCALL).
+pub(crate) type KeysArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
+/// Pushes a new table holding `items` as strings at 1..n (KEYS, ARGV).
+///
+/// # Safety
+/// `l` is a live Lua state with two free stack slots. Allocations may raise a memory error.
+unsafe fn push_seq(l: *mut ffi::lua_State, items: &[&[u8]]) {
+    ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
+    for (i, it) in items.iter().enumerate() {
+        ffi::lua_pushlstring(l, it.as_ptr().cast(), it.len());
+        ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
+    }
+}
+
 /// Registry key of the real globals table (scripts see a read-only proxy).
 const REAL_G: &CStr = c"strata.real_g";
 
@@ -607,11 +622,7 @@ impl Engine {
             ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, REAL_G.as_ptr());
             for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
                 ffi::lua_pushstring(l, name.as_ptr());
-                ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
-                for (i, it) in items.iter().enumerate() {
-                    ffi::lua_pushlstring(l, it.as_ptr().cast(), it.len());
-                    ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
-                }
+                push_seq(l, items);
                 ffi::lua_rawset(l, -3);
             }
             ffi::lua_pop(l, 1);
@@ -645,19 +656,30 @@ impl Engine {
     }
 
     /// lua_pcall(f, args) under `handler` (if any): (succeeded, result or error object).
-    fn pcall(&self, f: &Function, args: Vec<Value>, handler: bool) -> mlua::Result<(bool, Value)> {
-        let mut all = Vec::with_capacity(args.len() + 2);
-        all.push(if handler {
+    /// Calls `f` with, for a function, its keys and arguments as two tables (built here,
+    /// under mlua's protection, with the C API); returns (ok, result or error).
+    fn pcall(
+        &self,
+        f: &Function,
+        kv: Option<KeysArgs>,
+        handler: bool,
+    ) -> mlua::Result<(bool, Value)> {
+        let h = if handler {
             Value::Function(self.handler.clone())
         } else {
             Value::Nil
-        });
-        all.push(Value::Function(f.clone()));
-        all.extend(args);
-        // SAFETY: lua_pcall never raises; the stack ends as (ok, value).
+        };
+        // SAFETY: lua_pcall never raises; the stack ends as (ok, value). The tables' pushes
+        // may raise only a memory error, which mlua's protected call around this catches.
         unsafe {
-            self.lua.exec_raw(MultiValue::from_vec(all), |l| {
-                let nargs = ffi::lua_gettop(l) - 2;
+            self.lua.exec_raw((h, f.clone()), |l| {
+                let mut nargs = 0;
+                if let Some((keys, args)) = kv {
+                    ffi::luaL_checkstack(l, 3, std::ptr::null());
+                    push_seq(l, keys);
+                    push_seq(l, args);
+                    nargs = 2;
+                }
                 let st = ffi::lua_pcall(l, nargs, 1, if handler { 1 } else { 0 });
                 ffi::lua_pushboolean(l, c_int::from(st == 0));
                 ffi::lua_replace(l, 1);
@@ -669,7 +691,7 @@ impl Engine {
     pub(crate) fn run(
         &mut self,
         f: &Function,
-        kv: Option<(Table, Table)>,
+        kv: Option<KeysArgs>,
         name: &str,
         client_resp: u8,
         host: &mut dyn Host,
@@ -689,12 +711,8 @@ impl Engine {
             Protocol::Resp2
         };
         let mut out = Vec::new();
-        let args = match kv {
-            Some((k, a)) => vec![Value::Table(k), Value::Table(a)],
-            None => vec![],
-        };
         self.set_hook(true);
-        let result = self.pcall(f, args, true);
+        let result = self.pcall(f, kv, true);
         let conv = match result {
             Ok((true, v)) => {
                 let script_resp = self.call.resp.get();
@@ -734,7 +752,7 @@ impl Engine {
         self.set_hook(true);
         let r = mt
             .raw_set("__index", api.clone())
-            .and_then(|_| self.pcall(f, vec![], false));
+            .and_then(|_| self.pcall(f, None, false));
         self.set_hook(false);
         let _ = mt.raw_set("__index", self.runtime_g.clone());
         let funcs = self

@@ -242,12 +242,8 @@ impl Lua {
         let Some((f, _)) = self.functions.get(function) else {
             return b"-ERR Function not found\r\n".to_vec();
         };
-        let lua = &self.func.lua;
-        let tables = seq(lua, keys).and_then(|k| Ok((k, seq(lua, args)?)));
-        match tables {
-            Ok(kv) => self.func.run(f, Some(kv), function, client_resp, host),
-            Err(e) => internal_error(e),
-        }
+        self.func
+            .run(f, Some((keys, args)), function, client_resp, host)
     }
 
     /// SCRIPT FLUSH: like Redis, a fresh Lua state for EVAL scripts.
@@ -258,14 +254,6 @@ impl Lua {
             self.eval = e;
         }
     }
-}
-
-fn seq(lua: &mlua::Lua, items: &[&[u8]]) -> mlua::Result<mlua::Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, it) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(it)?)?;
-    }
-    Ok(t)
 }
 
 /// An mlua failure outside the script (allocation): still an error reply, never a panic.
