@@ -87,22 +87,23 @@ pub fn decode_seg_header(b: &[u8]) -> Result<SegHeader, &'static str> {
     })
 }
 
-pub fn block_crc(db: u32, epoch: u64, payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&db.to_le_bytes());
-    h.update(&epoch.to_le_bytes());
-    h.update(payload);
-    h.finalize()
+/// A block's crc: of its db, epoch and payload, which lie contiguous after the length and
+/// crc fields (`block[8..]`), so one pass covers them.
+pub fn block_crc(db_epoch_payload: &[u8]) -> u32 {
+    crc32fast::hash(db_epoch_payload)
 }
 
 /// Appends one framed block to `buf`.
 pub fn encode_block(buf: &mut Vec<u8>, db: u32, epoch: u64, payload: &[u8]) {
     buf.reserve(BLOCK_HEADER_LEN + payload.len());
+    let start = buf.len();
     buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&block_crc(db, epoch, payload).to_le_bytes());
+    buf.extend_from_slice(&[0; 4]); // the crc, once the rest is in place
     buf.extend_from_slice(&db.to_le_bytes());
     buf.extend_from_slice(&epoch.to_le_bytes());
     buf.extend_from_slice(payload);
+    let crc = block_crc(&buf[start + 8..]);
+    buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
 // Callers check bounds first; these take fixed-size subslices so they cannot panic on a

@@ -187,10 +187,7 @@ fn valid_block_after(b: &[u8], from: usize) -> Option<bool> {
                 return None;
             }
             budget -= cost;
-            let crc = u32_at(b, o + 4);
-            let db = u32_at(b, o + 8);
-            let epoch = u64_at(b, o + 12);
-            if block_crc(db, epoch, &b[end..end + plen]) == crc {
+            if block_crc(&b[o + 8..end + plen]) == u32_at(b, o + 4) {
                 return Some(true);
             }
         }
@@ -253,11 +250,10 @@ pub fn scan_segment<E>(
             if plen > b.len() - start {
                 Some("block extends past end of file")
             } else {
-                let crc = u32_at(b, off + 4);
                 let db = u32_at(b, off + 8);
                 let epoch = u64_at(b, off + 12);
                 let payload = &b[start..start + plen];
-                if block_crc(db, epoch, payload) != crc {
+                if block_crc(&b[off + 8..start + plen]) != u32_at(b, off + 4) {
                     Some("crc mismatch")
                 } else {
                     let lsn = hdr.first_lsn.wrapping_add(scan.blocks);
