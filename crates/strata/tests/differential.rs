@@ -7,11 +7,16 @@
 //!
 //! - `# ...`            a comment; blank lines are ignored too
 //! - `!sort <cmd>`      sort the elements of an aggregate reply (a map's pairs) first
-//! - `!approx <cmd>`    integers (also inside aggregates) may differ by 1
+//! - `!approx <cmd>`    integers (also inside aggregates) may differ by 1, or by 1% of the
+//!   larger (a PTTL in milliseconds)
 //! - `!any <cmd>`       only the reply's type must match
 //! - `!sleep N`         sleep N milliseconds
 //! - `!resp3`, `!resp2` HELLO 3 / HELLO 2 on both connections; HELLO's reply is compared
 //!   by type only, since server name, version and client id differ
+//!
+//! A `TTL` whose replies are positive on both sides may differ by 1 without a directive:
+//! the two servers run each line one after the other, so a second's rounding boundary can
+//! fall between them on a loaded machine.
 //!
 //! Each file runs on fresh connections after FLUSHALL and SELECT 0, so protocol, database
 //! and client state never leak from one file into the next; server-wide state (CONFIG SET)
@@ -168,6 +173,11 @@ fn is_allowed(allow: &BTreeMap<String, String>, line: &Line) -> Option<String> {
         .map(|k| k.0.clone())
 }
 
+/// `same`, and the TTL rule of the module comment for command `name`.
+fn matching(mode: Mode, name: &[u8], a: &RawReply, b: &RawReply) -> bool {
+    same(mode, a, b) || (name.eq_ignore_ascii_case(b"ttl") && both_positive_within_one(a, b))
+}
+
 fn same(mode: Mode, a: &RawReply, b: &RawReply) -> bool {
     match mode {
         Mode::Exact => a.raw == b.raw,
@@ -197,18 +207,29 @@ fn sorted(r: &RawReply) -> Vec<Vec<u8>> {
     v
 }
 
+/// An integer reply's value.
+fn int_of(r: &RawReply) -> Option<i64> {
+    if r.kind != b':' {
+        return None;
+    }
+    String::from_utf8_lossy(&r.raw[1..r.raw.len() - 2])
+        .parse::<i64>()
+        .ok()
+}
+
+fn both_positive_within_one(a: &RawReply, b: &RawReply) -> bool {
+    matches!((int_of(a), int_of(b)), (Some(x), Some(y)) if x > 0 && y > 0 && x.abs_diff(y) <= 1)
+}
+
 fn approx(a: &RawReply, b: &RawReply) -> bool {
     if a.kind != b.kind {
         return false;
     }
     if a.kind == b':' {
-        let n = |r: &RawReply| {
-            String::from_utf8_lossy(&r.raw[1..r.raw.len() - 2])
-                .parse::<i64>()
-                .ok()
-        };
-        return match (n(a), n(b)) {
-            (Some(x), Some(y)) => x.abs_diff(y) <= 1,
+        return match (int_of(a), int_of(b)) {
+            (Some(x), Some(y)) => {
+                x.abs_diff(y) <= 1.max(x.unsigned_abs().max(y.unsigned_abs()) / 100)
+            }
             _ => a.raw == b.raw,
         };
     }
@@ -286,7 +307,7 @@ fn run_file(
             stats.1 += 1;
         }
         let equal = match (&a, &b) {
-            (Ok(x), Ok(y)) => same(mode, x, y),
+            (Ok(x), Ok(y)) => matching(mode, args.first().map_or(&[][..], |n| n), x, y),
             _ => false,
         };
         if !equal && allowed.is_none() {
@@ -549,7 +570,8 @@ fn diff_random_strings() {
             let a = p.redis.send(&req).and_then(|_| p.redis.read());
             let b = p.strata.send(&req).and_then(|_| p.strata.read());
             writeln!(history, "  {:<40} -> {}", show_cmd(c), shown(&a)).unwrap();
-            let equal = matches!((&a, &b), (Ok(x), Ok(y)) if x.raw == y.raw);
+            let equal =
+                matches!((&a, &b), (Ok(x), Ok(y)) if matching(Mode::Exact, c[0].as_bytes(), x, y));
             if !equal {
                 let msg = format!(
                     "{history}mismatch at `{}`\n    redis:  {}\n    strata: {}",
@@ -708,6 +730,29 @@ fn runner_compare_modes() {
         &reply(b"*2\r\n:6\r\n:7\r\n")
     ));
     assert!(!same(Mode::Any, &reply(b"+OK\r\n"), &reply(b"-ERR\r\n")));
+    // A PTTL may differ by 1%; TTLs only by one second, and only when both are positive.
+    assert!(same(
+        Mode::Approx,
+        &reply(b":100000\r\n"),
+        &reply(b":99100\r\n")
+    ));
+    assert!(!same(
+        Mode::Approx,
+        &reply(b":100000\r\n"),
+        &reply(b":98000\r\n")
+    ));
+    assert!(both_positive_within_one(
+        &reply(b":100\r\n"),
+        &reply(b":99\r\n")
+    ));
+    assert!(!both_positive_within_one(
+        &reply(b":-1\r\n"),
+        &reply(b":-2\r\n")
+    ));
+    assert!(!both_positive_within_one(
+        &reply(b":1\r\n"),
+        &reply(b":0\r\n")
+    ));
 }
 
 #[test]
