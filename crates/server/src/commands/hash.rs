@@ -298,7 +298,9 @@ fn hincrby(ctx: &mut Ctx<'_>) -> CmdResult {
     let new = old
         .checked_add(incr)
         .ok_or(CmdError::err("increment or decrement would overflow"))?;
-    h.set(field, new.to_string().as_bytes(), enc);
+    let mut digits = [0u8; 20];
+    let start = strata_resp::itoa(new, &mut digits);
+    h.set(field, &digits[start..], enc);
     drop(l);
     ctx.notify(notify::HASH, "hincrby", key);
     ctx.out.int(new);

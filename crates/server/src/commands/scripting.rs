@@ -339,7 +339,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
-    let name = String::from_utf8_lossy(ctx.arg(1)).into_owned();
+    let name = String::from_utf8_lossy(ctx.arg(1));
     // This thread's Lua state mirrors the registry's libraries (with_lua catches up).
     let flags = scripting::with_lua(ctx.server, |lua| lua.function_flags(&name));
     let Some(flags) = flags else {
