@@ -96,23 +96,61 @@ const GC_PERIOD: u32 = 50;
 
 pub(crate) type Registered = (String, Function, Option<String>, ScriptFlags);
 
-/// A function's keys and arguments (FCALL).
-pub(crate) type KeysArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+/// What a run hands its script: EVAL's KEYS and ARGV globals, or a function's two
+/// arguments (keys, args). Built with the C API inside the run's protected call: through
+/// mlua each table, string and assignment cost a conversion.
+#[derive(Clone, Copy)]
+pub(crate) enum Input<'a> {
+    Nothing,
+    Globals(&'a [&'a [u8]], &'a [&'a [u8]]),
+    Args(&'a [&'a [u8]], &'a [&'a [u8]]),
+}
 
-/// Pushes a new table holding `items` as strings at 1..n (KEYS, ARGV).
-///
-/// # Safety
-/// `l` is a live Lua state with two free stack slots. Allocations may raise a memory error.
+impl Input<'_> {
+    /// Sets the globals or pushes the arguments; returns how many arguments it pushed.
+    ///
+    /// # Safety
+    /// `l` is a live Lua state. Allocations may raise a memory error, so this runs under a
+    /// protected call.
+    unsafe fn apply(self, l: *mut ffi::lua_State) -> c_int {
+        ffi::luaL_checkstack(l, 3, std::ptr::null());
+        match self {
+            Input::Nothing => 0,
+            Input::Globals(keys, argv) => {
+                push_bytes(l, REAL_G.as_bytes());
+                ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+                for (name, items) in [("KEYS", keys), ("ARGV", argv)] {
+                    push_bytes(l, name.as_bytes());
+                    push_seq(l, items);
+                    ffi::lua_rawset(l, -3);
+                }
+                ffi::lua_pop(l, 1);
+                0
+            }
+            Input::Args(keys, args) => {
+                push_seq(l, keys);
+                push_seq(l, args);
+                2
+            }
+        }
+    }
+}
+
+unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
+    ffi::lua_pushlstring(l, b.as_ptr().cast(), b.len());
+}
+
+/// Pushes a new table holding `items` as strings at 1..n.
 unsafe fn push_seq(l: *mut ffi::lua_State, items: &[&[u8]]) {
     ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
     for (i, it) in items.iter().enumerate() {
-        ffi::lua_pushlstring(l, it.as_ptr().cast(), it.len());
+        push_bytes(l, it);
         ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
     }
 }
 
 /// Registry key of the real globals table (scripts see a read-only proxy).
-const REAL_G: &CStr = c"strata.real_g";
+const REAL_G: &str = "strata.real_g";
 
 /// Per-state run context (mlua app data). The host pointer (in `call`) is only set during a
 /// run.
@@ -307,7 +345,7 @@ impl Engine {
         }
 
         let redis = Self::redis_api(&lua, &call)?;
-        lua.set_named_registry_value(REAL_G.to_str().unwrap_or_default(), g.clone())?;
+        lua.set_named_registry_value(REAL_G, g.clone())?;
         let mut main = std::ptr::null_mut();
         // SAFETY: only reads the state pointer; nothing runs on it.
         unsafe { lua.exec_raw::<()>((), |l| main = l)? };
@@ -610,25 +648,6 @@ impl Engine {
         }
     }
 
-    /// Sets the KEYS and ARGV globals for the next EVAL, with the C API on the main state
-    /// (through mlua each table, string and assignment cost a conversion).
-    pub(crate) fn set_keys_argv(&self, keys: &[&[u8]], args: &[&[u8]]) {
-        let l = self.main;
-        // SAFETY: as set_hook; the real globals table is in the registry (see `new`), at
-        // most four values are pushed and all are popped. As mlua without a memory limit,
-        // allocations are not protected.
-        unsafe {
-            ffi::lua_checkstack(l, 4);
-            ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, REAL_G.as_ptr());
-            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
-                ffi::lua_pushstring(l, name.as_ptr());
-                push_seq(l, items);
-                ffi::lua_rawset(l, -3);
-            }
-            ffi::lua_pop(l, 1);
-        }
-    }
-
     pub(crate) fn copy_rand_from(&mut self, other: &Engine) {
         let r = other.lua.app_data_ref::<Ctx>().map(|c| c.rand);
         if let (Some(r), Some(mut c)) = (r, self.lua.app_data_mut::<Ctx>()) {
@@ -655,31 +674,18 @@ impl Engine {
         }
     }
 
-    /// lua_pcall(f, args) under `handler` (if any): (succeeded, result or error object).
-    /// Calls `f` with, for a function, its keys and arguments as two tables (built here,
-    /// under mlua's protection, with the C API); returns (ok, result or error).
-    fn pcall(
-        &self,
-        f: &Function,
-        kv: Option<KeysArgs>,
-        handler: bool,
-    ) -> mlua::Result<(bool, Value)> {
+    /// lua_pcall(f, input) under `handler` (if any): (succeeded, result or error object).
+    fn pcall(&self, f: &Function, input: Input, handler: bool) -> mlua::Result<(bool, Value)> {
         let h = if handler {
             Value::Function(self.handler.clone())
         } else {
             Value::Nil
         };
-        // SAFETY: lua_pcall never raises; the stack ends as (ok, value). The tables' pushes
-        // may raise only a memory error, which mlua's protected call around this catches.
+        // SAFETY: lua_pcall never raises; the stack ends as (ok, value). The input may raise
+        // only a memory error, which mlua's protected call around this catches.
         unsafe {
             self.lua.exec_raw((h, f.clone()), |l| {
-                let mut nargs = 0;
-                if let Some((keys, args)) = kv {
-                    ffi::luaL_checkstack(l, 3, std::ptr::null());
-                    push_seq(l, keys);
-                    push_seq(l, args);
-                    nargs = 2;
-                }
+                let nargs = input.apply(l);
                 let st = ffi::lua_pcall(l, nargs, 1, if handler { 1 } else { 0 });
                 ffi::lua_pushboolean(l, c_int::from(st == 0));
                 ffi::lua_replace(l, 1);
@@ -691,7 +697,7 @@ impl Engine {
     pub(crate) fn run(
         &mut self,
         f: &Function,
-        kv: Option<KeysArgs>,
+        input: Input,
         name: &str,
         client_resp: u8,
         host: &mut dyn Host,
@@ -712,7 +718,7 @@ impl Engine {
         };
         let mut out = Vec::new();
         self.set_hook(true);
-        let result = self.pcall(f, kv, true);
+        let result = self.pcall(f, input, true);
         let conv = match result {
             Ok((true, v)) => {
                 let script_resp = self.call.resp.get();
@@ -752,7 +758,7 @@ impl Engine {
         self.set_hook(true);
         let r = mt
             .raw_set("__index", api.clone())
-            .and_then(|_| self.pcall(f, None, false));
+            .and_then(|_| self.pcall(f, Input::Nothing, false));
         self.set_hook(false);
         let _ = mt.raw_set("__index", self.runtime_g.clone());
         let funcs = self

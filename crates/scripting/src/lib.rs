@@ -120,8 +120,8 @@ impl Lua {
             Ok(f) => f,
             Err(reply) => return reply,
         };
-        self.eval.set_keys_argv(keys, args);
-        self.eval.run(&f, None, sha, client_resp, host)
+        let input = engine::Input::Globals(keys, args);
+        self.eval.run(&f, input, sha, client_resp, host)
     }
 
     /// SCRIPT LOAD: compiles an EVAL body into this state's cache. Returns its sha1, or the
@@ -242,8 +242,8 @@ impl Lua {
         let Some((f, _)) = self.functions.get(function) else {
             return b"-ERR Function not found\r\n".to_vec();
         };
-        self.func
-            .run(f, Some((keys, args)), function, client_resp, host)
+        let input = engine::Input::Args(keys, args);
+        self.func.run(f, input, function, client_resp, host)
     }
 
     /// SCRIPT FLUSH: like Redis, a fresh Lua state for EVAL scripts.
