@@ -210,6 +210,7 @@ async fn serve_client(
             server.persist.wait_durable(client.last_lsn).await;
         }
         if !out.is_empty() {
+            crate::turn::end().await;
             if !write_out(stream, &info, &out).await {
                 if let Some(w) = blocked {
                     blocking::abandon(server, &w);

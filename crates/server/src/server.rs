@@ -351,6 +351,7 @@ fn worker(
                 j.flush_pending();
             }
             crate::snapshot::help(&leader);
+            crate::turn::ended();
         })
         .build()
     {
