@@ -327,6 +327,27 @@ impl Slot {
         }
     }
 
+    /// Overwrites a packed string's value, expiry and LRU stamp in place when the new value
+    /// has the same length and the same expiry form (set or not), so an update allocates and
+    /// frees nothing. False, with nothing changed, otherwise.
+    pub fn overwrite_packed(&mut self, value: &[u8], expire_at: Option<u64>, lru: u32) -> bool {
+        if self.is_obj() {
+            return false;
+        }
+        let b = self.bytes_mut();
+        let vlen = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize;
+        if vlen != value.len() || (b[0] & FLAG_EXPIRE != 0) != expire_at.is_some() {
+            return false;
+        }
+        b[1..4].copy_from_slice(&lru.to_le_bytes()[..3]);
+        if let Some(at) = expire_at {
+            b[HDR..HDR + 8].copy_from_slice(&at.to_le_bytes());
+        }
+        let start = b.len() - vlen;
+        b[start..].copy_from_slice(value);
+        true
+    }
+
     /// Sets or clears the expiry. The block is rebuilt only when the flag changes.
     pub fn set_expire(&mut self, expire_at: Option<u64>) {
         let had = self.expire_at().is_some();
@@ -557,6 +578,28 @@ mod tests {
         let o = s.obj_mut();
         assert_eq!(o.value, Value::Str(b"value".to_vec()));
         assert_eq!(s.key(), b"key");
+    }
+
+    #[test]
+    fn packed_overwrite_in_place_only_for_the_same_shape() {
+        let mut s = Slot::packed(b"key", b"12345", Some(10), 1);
+        let block = s.0;
+        assert!(s.overwrite_packed(b"abcde", Some(20), 2));
+        assert_eq!(s.0, block, "same block");
+        assert_eq!(
+            (s.key(), s.view().as_str(), s.expire_at(), s.lru()),
+            (&b"key"[..], Some(&b"abcde"[..]), Some(20), 2)
+        );
+        // A different length, or an expiry form that changes, leaves it untouched.
+        assert!(!s.overwrite_packed(b"abcdef", Some(20), 3));
+        assert!(!s.overwrite_packed(b"vwxyz", None, 3));
+        assert_eq!(
+            (s.view().as_str(), s.expire_at(), s.lru()),
+            (Some(&b"abcde"[..]), Some(20), 2)
+        );
+        let mut g = Slot::packed(b"key", b"12345", None, 1);
+        g.obj_mut(); // the general form, as after APPEND
+        assert!(!g.overwrite_packed(b"abcde", None, 2), "general form");
     }
 
     #[test]

@@ -155,8 +155,7 @@ impl<'a> Locked<'a> {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);
         let lru = self.lru();
-        self.shard(h)
-            .put(h, Slot::packed(key, value, expire_at, lru));
+        self.shard(h).put_str(h, key, value, expire_at, lru);
     }
 
     /// Stores a value of any type.

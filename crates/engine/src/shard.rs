@@ -100,9 +100,7 @@ impl ShardData {
     pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
         use hashbrown::hash_table::Entry;
         self.before_insert();
-        if slot.expire_at().is_some() {
-            self.volatile += 1;
-        }
+        let volatile = slot.expire_at().is_some();
         let old = match self
             .table
             .entry(h, |s| key_eq(s.key(), slot.key()), |s| hash(s.key()))
@@ -113,10 +111,42 @@ impl ShardData {
                 None
             }
         };
-        if old.as_ref().is_some_and(|o| o.expire_at().is_some()) {
+        self.count_volatile(volatile, old.as_ref());
+        old
+    }
+
+    /// `put` of a string: an existing packed string whose value has the same length and
+    /// whose expiry has the same form is overwritten in place (`Slot::overwrite_packed`).
+    pub fn put_str(&mut self, h: u64, key: &[u8], value: &[u8], expire_at: Option<u64>, lru: u32) {
+        use hashbrown::hash_table::Entry;
+        self.before_insert();
+        let new = || Slot::packed(key, value, expire_at, lru);
+        let old = match self
+            .table
+            .entry(h, |s| key_eq(s.key(), key), |s| hash(s.key()))
+        {
+            Entry::Occupied(mut e) => {
+                if e.get_mut().overwrite_packed(value, expire_at, lru) {
+                    return; // same expiry form: the volatile count stands
+                }
+                Some(std::mem::replace(e.get_mut(), new()))
+            }
+            Entry::Vacant(e) => {
+                e.insert(new());
+                None
+            }
+        };
+        self.count_volatile(expire_at.is_some(), old.as_ref());
+    }
+
+    /// Keeps `volatile` right after an entry (with an expiry or not) replaced `old`.
+    fn count_volatile(&mut self, added_volatile: bool, old: Option<&Slot>) {
+        if added_volatile {
+            self.volatile += 1;
+        }
+        if old.is_some_and(|o| o.expire_at().is_some()) {
             self.volatile -= 1;
         }
-        old
     }
 
     /// A table with no room left rehashes on the next insert (hashbrown reserves before it
