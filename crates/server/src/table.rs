@@ -21,6 +21,8 @@ pub struct Table {
     by_name: HashMap<Box<[u8]>, usize, foldhash::fast::FixedState>,
     /// The container (CONFIG, CLIENT...) of each subcommand, by id.
     parent: Vec<Option<usize>>,
+    /// Distinguishes tables in `find`'s per-thread cache (tests build several).
+    serial: u64,
 }
 
 impl Table {
@@ -30,6 +32,10 @@ impl Table {
             fullnames: Vec::new(),
             by_name: HashMap::default(),
             parent: Vec::new(),
+            serial: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         };
         for family in families {
             for cmd in family.iter() {
@@ -61,12 +67,40 @@ impl Table {
     }
 
     /// Looks a name up case-insensitively without allocating (this runs for every command).
+    /// The last few names this thread resolved, spelled as the client spelled them, are
+    /// checked first: a connection or a script sends the same handful over and over, and
+    /// comparing bytes costs less than lowercasing and hashing them.
     fn find(&self, name: &[u8]) -> Option<usize> {
+        let table = self.serial;
+        let hit = RECENT.with_borrow(|r| {
+            r.iter()
+                .find(|e| e.table == table && e.name[..usize::from(e.len)] == *name)
+                .map(|e| e.id)
+        });
+        if hit.is_some() {
+            return hit;
+        }
         let mut buf = [0u8; 64];
         let lower = buf.get_mut(..name.len())?;
         lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
-        self.by_name.get(&*lower).copied()
+        let id = self.by_name.get(&*lower).copied()?;
+        if name.len() <= RECENT_NAME {
+            RECENT.with_borrow_mut(|r| {
+                let mut e = Recent {
+                    table,
+                    name: [0; RECENT_NAME],
+                    len: name.len() as u8,
+                    id,
+                };
+                e.name[..name.len()].copy_from_slice(name);
+                if r.len() == RECENT_SLOTS {
+                    r.pop();
+                }
+                r.insert(0, e);
+            });
+        }
+        Some(id)
     }
 
     /// Top-level commands, in declaration order.
@@ -98,6 +132,23 @@ impl Table {
             ))),
         }
     }
+}
+
+/// Names kept per thread by `Table::find`, and their longest spelling.
+const RECENT_SLOTS: usize = 8;
+const RECENT_NAME: usize = 24;
+
+struct Recent {
+    /// The `serial` of the table the id belongs to.
+    table: u64,
+    name: [u8; RECENT_NAME],
+    len: u8,
+    id: usize,
+}
+
+thread_local! {
+    static RECENT: std::cell::RefCell<Vec<Recent>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn check_arity(cmd: &Command, argv: &[Bytes], fullname: &str) -> Result<(), CmdError> {
@@ -356,4 +407,35 @@ pub(crate) fn write_error(server: &Server, client: &Client, out: &mut Vec<u8>, e
     let text = e.text();
     server.stats.count_error(&text);
     Reply::new(out, client.proto).error(&text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-thread cache of `find` answers as the table does: for any spelling, after
+    /// other names pushed it out, and never with another table's ids.
+    #[test]
+    fn recent_names_resolve_as_the_table_does() {
+        let all = Table::new(crate::commands::FAMILIES);
+        let some = Table::new(&crate::commands::FAMILIES[1..]);
+        let names: Vec<&str> = all.fullnames.iter().take(40).map(String::as_str).collect();
+        for round in 0..3 {
+            for n in &names {
+                for spelled in [n.to_string(), n.to_ascii_uppercase()] {
+                    assert_eq!(
+                        all.find(spelled.as_bytes()),
+                        all.lookup(n),
+                        "{spelled}, round {round}"
+                    );
+                    assert_eq!(
+                        some.find(spelled.as_bytes()),
+                        some.lookup(n),
+                        "{spelled} in the smaller table"
+                    );
+                }
+            }
+        }
+        assert_eq!(all.find(b"nosuchcommand"), None);
+    }
 }
