@@ -173,7 +173,7 @@ pub(crate) struct Engine {
     pub(crate) lua: mlua::Lua,
     handler: Function,
     /// Function mode: metatable of the (empty) globals whose __index switches between the
-    /// library-load API and the runtime globals.
+    /// library-load API and the runtime globals (`runtime_g`, the real globals table).
     fglobals_mt: Option<Table>,
     lib_api: Option<Table>,
     runtime_g: Table,
@@ -469,7 +469,10 @@ impl Engine {
             let lib_api = p.protect(&lib_g)?;
             let fg = lua.create_table()?;
             let mt = lua.create_table()?;
-            mt.raw_set("__index", proxy_g.clone())?;
+            // Reads go straight to the real globals: `fg` itself is the read-only layer
+            // (its __newindex refuses, its metatable is hidden), so a second proxy would
+            // only add a lookup to every global a function reads.
+            mt.raw_set("__index", g.clone())?;
             mt.raw_set("__newindex", newindex.clone())?;
             mt.raw_set("__metatable", false)?;
             fg.set_metatable(Some(mt.clone()));
@@ -493,7 +496,7 @@ impl Engine {
             handler,
             fglobals_mt,
             lib_api,
-            runtime_g: proxy_g,
+            runtime_g: g,
             runs: 0,
             call,
             main,
