@@ -205,12 +205,15 @@ async fn serve_client(
             }
         }
         stats.add_net(n, out.len());
-        // appendfsync always: nothing is acknowledged before the fsync that covers it.
+        // appendfsync always: nothing is acknowledged before the fsync that covers it. That
+        // fsync runs as the loop goes idle, so these replies are at the end of a turn already;
+        // the others wait for it (crate::turn).
         if server.persist.must_wait(client.last_lsn) {
             server.persist.wait_durable(client.last_lsn).await;
+        } else if !out.is_empty() {
+            crate::turn::end().await;
         }
         if !out.is_empty() {
-            crate::turn::end().await;
             if !write_out(stream, &info, &out).await {
                 if let Some(w) = blocked {
                     blocking::abandon(server, &w);
