@@ -3,7 +3,7 @@
 
 use crate::call::CallState;
 use crate::ffi as shim;
-use crate::resp::{self, error_table};
+use crate::resp::{self, error_table, push_bytes, push_seq};
 use crate::shebang::{self, ScriptFlags};
 use crate::Host;
 use mlua::{ffi, Function, LuaOptions, MultiValue, StdLib, Table, Value};
@@ -133,19 +133,6 @@ impl Input<'_> {
                 2
             }
         }
-    }
-}
-
-unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
-    ffi::lua_pushlstring(l, b.as_ptr().cast(), b.len());
-}
-
-/// Pushes a new table holding `items` as strings at 1..n.
-unsafe fn push_seq(l: *mut ffi::lua_State, items: &[&[u8]]) {
-    ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
-    for (i, it) in items.iter().enumerate() {
-        push_bytes(l, it);
-        ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
     }
 }
 

@@ -98,8 +98,19 @@ fn bulk<'a>(buf: &'a [u8], pos: &mut usize, len: usize) -> Option<&'a [u8]> {
     Some(data)
 }
 
-unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
+/// Pushes `b` as a Lua string. (May raise a memory error, as every push here.)
+pub(crate) unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
     ffi::lua_pushlstring(l, b.as_ptr().cast(), b.len());
+}
+
+/// Pushes a new table holding `items` as strings at 1..n (KEYS, ARGV). Needs two free
+/// stack slots.
+pub(crate) unsafe fn push_seq(l: *mut ffi::lua_State, items: &[&[u8]]) {
+    ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
+    for (i, it) in items.iter().enumerate() {
+        push_bytes(l, it);
+        ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
+    }
 }
 
 /// Wraps the value on top of the stack in a table as its one field `name`.
