@@ -231,8 +231,11 @@ const FUNCTION: &[Command] = &[
 ];
 
 /// numkeys, keys and args of EVAL/FCALL; `bad_numkeys` is the error for a non-integer.
-fn split_args(ctx: &Ctx<'_>, bad_numkeys: CmdError) -> Result<(Vec<Bytes>, Vec<Bytes>), CmdError> {
-    let n = crate::command::parse_i64(ctx.arg(2)).ok_or(bad_numkeys)?;
+fn split_args<'a>(
+    ctx: &Ctx<'a>,
+    bad_numkeys: fn() -> CmdError,
+) -> Result<(&'a [Bytes], &'a [Bytes]), CmdError> {
+    let n = crate::command::parse_i64(ctx.arg(2)).ok_or_else(bad_numkeys)?;
     let rest = ctx.argv.len() as i64 - 3;
     if n > rest {
         return Err(CmdError::err(
@@ -243,7 +246,8 @@ fn split_args(ctx: &Ctx<'_>, bad_numkeys: CmdError) -> Result<(Vec<Bytes>, Vec<B
         return Err(CmdError::err("Number of keys can't be negative"));
     }
     let n = n as usize;
-    Ok((ctx.argv[3..3 + n].to_vec(), ctx.argv[3 + n..].to_vec()))
+    let argv: &'a [Bytes] = ctx.argv;
+    Ok(argv[3..].split_at(n))
 }
 
 fn eval_body(ctx: &mut Ctx<'_>, sha: String, body: Bytes, ro: bool) -> CmdResult {
@@ -259,7 +263,7 @@ fn run_script(
     flags: ScriptFlags,
     ro: bool,
 ) -> CmdResult {
-    let (keys, args) = split_args(ctx, CmdError::NOT_INTEGER)?;
+    let (keys, args) = split_args(ctx, || CmdError::NOT_INTEGER)?;
     check_flags(ctx, &flags, ro)?;
     let read_only = ro || (!flags.eval_compat_mode && flags.no_writes);
     let reply = scripting::run(
@@ -269,8 +273,8 @@ fn run_script(
         Target::Eval(sha, body),
         sha,
         ctx.argv,
-        &keys,
-        &args,
+        keys,
+        args,
         read_only,
     );
     ctx.out.raw(&reply);
@@ -345,7 +349,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
     let Some(flags) = flags else {
         return Err(CmdError::err("Function not found"));
     };
-    let (keys, args) = split_args(ctx, CmdError::err("Bad number of keys provided"))?;
+    let (keys, args) = split_args(ctx, || CmdError::err("Bad number of keys provided"))?;
     check_flags(ctx, &flags, ro)?;
     let read_only = ro || flags.no_writes;
     let reply = scripting::run(
@@ -355,8 +359,8 @@ fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
         Target::Function(&name),
         &name,
         ctx.argv,
-        &keys,
-        &args,
+        keys,
+        args,
         read_only,
     );
     ctx.out.raw(&reply);
@@ -710,7 +714,7 @@ fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
         ));
     }
     let codes = parse_dump(ctx.arg(2))
-        .ok_or(CmdError::err("DUMP payload version or checksum are wrong"))?;
+        .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
     let scripts = &ctx.server.scripts;
     let before: Vec<(String, Library)> = std::mem::take(&mut *scripts.libraries.write())
         .into_iter()

@@ -588,7 +588,7 @@ fn sintercard(ctx: &mut Ctx<'_>) -> CmdResult {
             j += 1;
             limit = crate::command::parse_i64(ctx.arg(j))
                 .and_then(|n| usize::try_from(n).ok())
-                .ok_or(CmdError::err("LIMIT can't be negative"))?;
+                .ok_or_else(|| CmdError::err("LIMIT can't be negative"))?;
         } else {
             return Err(CmdError::SYNTAX);
         }
