@@ -5,6 +5,7 @@
 
 use crate::resp;
 use crate::Host;
+use bytes::Bytes;
 use mlua::ffi;
 use std::any::Any;
 use std::cell::Cell;
@@ -22,6 +23,8 @@ pub(crate) struct CallState {
     /// A panic raised by the host during a call: carried over Lua's C frames (which cannot
     /// unwind) as a Lua error, and resumed once the run ends.
     pub panic: Cell<Option<Box<dyn Any + Send>>>,
+    /// The buffer replies are written into, kept from call to call.
+    pub reply: Cell<Vec<u8>>,
 }
 
 impl Default for CallState {
@@ -30,6 +33,7 @@ impl Default for CallState {
             host: Cell::new(None),
             resp: Cell::new(2),
             panic: Cell::new(None),
+            reply: Cell::new(Vec::new()),
         }
     }
 }
@@ -85,12 +89,13 @@ unsafe fn call(l: *mut ffi::lua_State, state: &CallState, raise_errors: bool) ->
             ffi::LUA_TSTRING => {
                 let mut len = 0;
                 let p = ffi::lua_tolstring(l, i, &mut len);
-                argv.push(std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec());
+                let s = std::slice::from_raw_parts(p.cast::<u8>(), len);
+                argv.push(Bytes::copy_from_slice(s));
             }
             // "%.17g", not Lua's "%.14g", so numbers keep their precision.
-            ffi::LUA_TNUMBER => {
-                argv.push(strata_resp::format_g17(ffi::lua_tonumber(l, i)).into_bytes())
-            }
+            ffi::LUA_TNUMBER => argv.push(Bytes::from(strata_resp::format_g17(ffi::lua_tonumber(
+                l, i,
+            )))),
             _ => {
                 resp::push_error_table(
                     l,
@@ -101,14 +106,21 @@ unsafe fn call(l: *mut ffi::lua_State, state: &CallState, raise_errors: bool) ->
         }
     }
     // SAFETY: the engine clears `host` before the borrow it came from ends.
-    let reply = match catch_unwind(AssertUnwindSafe(|| (*host).call(argv, state.resp.get()))) {
-        Ok(r) => r,
-        Err(p) => {
-            state.panic.set(Some(p));
-            resp::push_error_table(l, b"-ERR internal error while running the command");
-            return true;
-        }
-    };
+    let mut reply = state.reply.take();
+    reply.clear();
+    let called = catch_unwind(AssertUnwindSafe(|| {
+        (*host).call(argv, state.resp.get(), &mut reply)
+    }));
+    if let Err(p) = called {
+        state.panic.set(Some(p));
+        resp::push_error_table(l, b"-ERR internal error while running the command");
+        return true;
+    }
     resp::push_reply(l, &reply);
-    raise_errors && matches!(reply.first(), Some(b'-' | b'!'))
+    let raise = raise_errors && matches!(reply.first(), Some(b'-' | b'!'));
+    // A large reply's buffer is not worth keeping.
+    if reply.capacity() <= 64 * 1024 {
+        state.reply.set(reply);
+    }
+    raise
 }

@@ -20,12 +20,13 @@ pub use shebang::ScriptFlags;
 
 /// What a script can do to the database. The server implements it.
 pub trait Host {
-    /// Runs one Redis command (argv[0] is the name) for redis.call/redis.pcall and returns its
-    /// complete reply encoded as RESP bytes in protocol `resp` (2 or 3: what the script set with
-    /// redis.setresp; default 2). An error reply is returned as RESP error bytes ("-ERR ...\r\n").
-    /// The host also gives Redis's script-specific refusals ("-ERR Unknown Redis command called
-    /// from script", "-ERR Wrong number of args calling Redis command from script", ...).
-    fn call(&mut self, argv: Vec<Vec<u8>>, resp: u8) -> Vec<u8>;
+    /// Runs one Redis command (argv[0] is the name) for redis.call/redis.pcall and writes its
+    /// complete reply into `reply` (empty on entry; reused from call to call), encoded as RESP
+    /// bytes in protocol `resp` (2 or 3: what the script set with redis.setresp; default 2).
+    /// An error reply is written as RESP error bytes ("-ERR ...\r\n"). The host also gives
+    /// Redis's script-specific refusals ("-ERR Unknown Redis command called from script",
+    /// "-ERR Wrong number of args calling Redis command from script", ...).
+    fn call(&mut self, argv: Vec<bytes::Bytes>, resp: u8, reply: &mut Vec<u8>);
     /// redis.log(level, msg): level is 0..3 (debug, verbose, notice, warning).
     fn log(&mut self, level: u8, msg: &str);
     /// Called every 100k Lua instructions: true kills the script (SCRIPT KILL / FUNCTION KILL).

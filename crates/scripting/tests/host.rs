@@ -260,7 +260,7 @@ fn hostile_scripts_get_errors_not_panics() {
 fn a_panic_in_the_host_reaches_the_caller_and_the_state_stays_usable() {
     struct Panicky;
     impl strata_scripting::Host for Panicky {
-        fn call(&mut self, _: Vec<Vec<u8>>, _: u8) -> Vec<u8> {
+        fn call(&mut self, _: Vec<bytes::Bytes>, _: u8, _: &mut Vec<u8>) {
             panic!("host failed")
         }
         fn log(&mut self, _: u8, _: &str) {}

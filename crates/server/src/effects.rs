@@ -181,6 +181,22 @@ impl LockPlan {
         LockPlan::Shards(ids)
     }
 
+    /// Whether this thread's session already holds all that [`LockPlan::of`] would name:
+    /// a script's call on a key it declared, checked without building the plan.
+    pub fn held(server: &Server, db: usize, cmd: &Command, name: &str, argv: &[Bytes]) -> bool {
+        if touches_unnamed_keys(name) {
+            return false;
+        }
+        let mut held = true;
+        cmd.for_each_key_position(argv, |i| {
+            if let Some(k) = argv.get(i) {
+                held = held
+                    && strata_engine::Keyspace::session_holds(&[server.keyspace.shard_of(db, k)]);
+            }
+        });
+        held
+    }
+
     /// Adds `other`'s shards to this plan.
     pub fn merge(&mut self, other: LockPlan) {
         match (self, other) {

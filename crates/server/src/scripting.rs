@@ -190,17 +190,18 @@ pub fn run(
     let arg_refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
     let threshold = Duration::from_millis(server.scripts.busy_threshold_ms.load(Ordering::Relaxed));
     let (reply, registered) = {
+        let now = Instant::now();
         let mut host = ScriptHost {
             server,
             client: &mut *client,
             stats,
             read_only,
-            started: Instant::now(),
+            started: now,
             threshold,
             wrote: false,
             running: None,
             about: (name, argv, matches!(target, Target::Eval(..))),
-            clock: Instant::now(),
+            clock: now,
         };
         let reply = with_lua(server, |lua| match target {
             Target::Eval(sha, body) => {
@@ -248,63 +249,59 @@ struct RunningFlags {
     kill: Arc<AtomicBool>,
 }
 
-fn error_reply(msg: &str) -> Vec<u8> {
-    format!("-{msg}\r\n").into_bytes()
-}
+/// A refusal of redis.call, written as an error reply.
+type Refusal = std::borrow::Cow<'static, str>;
 
-impl Host for ScriptHost<'_> {
-    fn call(&mut self, argv: Vec<Vec<u8>>, resp: u8) -> Vec<u8> {
+impl ScriptHost<'_> {
+    /// redis.call's checks, then the command; its reply goes into `out`.
+    fn try_call(&mut self, argv: &[Bytes], resp: u8, out: &mut Vec<u8>) -> Result<(), Refusal> {
         let server = self.server;
-        let argv: Vec<Bytes> = argv.into_iter().map(Bytes::from).collect();
-        let id = match server.table.resolve(&argv) {
+        let id = match server.table.resolve(argv) {
             Ok(id) => id,
             Err(e) if e.text().starts_with("ERR wrong number") => {
-                return error_reply("ERR Wrong number of args calling Redis command from script")
+                return Err("ERR Wrong number of args calling Redis command from script".into())
             }
-            Err(_) => return error_reply("ERR Unknown Redis command called from script"),
+            Err(_) => return Err("ERR Unknown Redis command called from script".into()),
         };
         let cmd = server.table.commands[id];
         if cmd.has(flags::NOSCRIPT) {
-            return error_reply("ERR This Redis command is not allowed from script");
+            return Err("ERR This Redis command is not allowed from script".into());
         }
         let write = cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE);
         if write && self.read_only {
-            return error_reply("ERR Write commands are not allowed from read-only scripts.");
+            return Err("ERR Write commands are not allowed from read-only scripts.".into());
         }
         if cmd.has(flags::WRITE) {
             if let Some(e) = server.persist.write_error() {
-                return error_reply(&e);
+                return Err(e.into());
             }
         }
         // A key the script did not declare: take its shard into the session now.
-        let name = &server.table.fullnames[id];
-        let plan = LockPlan::of(server, self.client.db, cmd, name, &argv);
-        let ids = match plan {
-            LockPlan::World => world(server),
-            LockPlan::Shards(ids) => ids,
-        };
-        if !Keyspace::session_holds(&ids)
-            && !server
+        let (name, db) = (&server.table.fullnames[id], self.client.db);
+        if !LockPlan::held(server, db, cmd, name, argv) {
+            let ids = match LockPlan::of(server, db, cmd, name, argv) {
+                LockPlan::World => world(server),
+                LockPlan::Shards(ids) => ids,
+            };
+            if !server
                 .keyspace
                 .extend_session(&ids, Instant::now() + UNDECLARED_WAIT)
-        {
-            return error_reply(
-                "ERR Script accessed a key it did not declare while another script held it; declare every key in KEYS",
-            );
+            {
+                return Err("ERR Script accessed a key it did not declare while another script held it; declare every key in KEYS".into());
+            }
         }
         self.client.proto = if resp == 3 {
             Protocol::Resp3
         } else {
             Protocol::Resp2
         };
-        let mut out = Vec::new();
         crate::table::run(
             server,
             self.client,
             self.stats,
             id,
-            &argv,
-            &mut out,
+            argv,
+            out,
             &mut self.clock,
         );
         if cmd.has(flags::WRITE) {
@@ -313,7 +310,18 @@ impl Host for ScriptHost<'_> {
                 r.wrote.store(true, Ordering::Relaxed);
             }
         }
-        out
+        Ok(())
+    }
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, argv: Vec<Bytes>, resp: u8, reply: &mut Vec<u8>) {
+        if let Err(msg) = self.try_call(&argv, resp, reply) {
+            reply.clear();
+            reply.push(b'-');
+            reply.extend_from_slice(msg.as_bytes());
+            reply.extend_from_slice(b"\r\n");
+        }
     }
 
     fn log(&mut self, level: u8, msg: &str) {

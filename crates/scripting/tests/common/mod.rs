@@ -22,7 +22,20 @@ pub struct FakeHost {
 }
 
 impl Host for FakeHost {
-    fn call(&mut self, argv: Vec<Vec<u8>>, resp: u8) -> Vec<u8> {
+    fn call(&mut self, argv: Vec<bytes::Bytes>, resp: u8, reply: &mut Vec<u8>) {
+        *reply = self.reply(argv.iter().map(|a| a.to_vec()).collect(), resp);
+    }
+    fn log(&mut self, level: u8, msg: &str) {
+        self.logs.push((level, msg.to_string()));
+    }
+    fn tick(&mut self) -> bool {
+        self.ticks += 1;
+        self.kill_at.is_some_and(|k| self.ticks >= k)
+    }
+}
+
+impl FakeHost {
+    fn reply(&mut self, argv: Vec<Vec<u8>>, resp: u8) -> Vec<u8> {
         self.calls.push((argv.clone(), resp));
         let mut out = Vec::new();
         let proto = if resp == 3 {
@@ -124,15 +137,6 @@ impl Host for FakeHost {
             _ => r.error("ERR Unknown Redis command called from script"),
         }
         out
-    }
-
-    fn log(&mut self, level: u8, msg: &str) {
-        self.logs.push((level, msg.to_string()));
-    }
-
-    fn tick(&mut self) -> bool {
-        self.ticks += 1;
-        self.kill_at.is_some_and(|k| self.ticks >= k)
     }
 }
 
