@@ -58,6 +58,28 @@ pub fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
     i
 }
 
+/// An integer with its decimal text, on the stack: a value to store that was computed
+/// from a number (INCR, HINCRBY).
+pub struct Digits {
+    pub value: i64,
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    pub fn of(value: i64) -> Digits {
+        let mut buf = [0u8; 20];
+        let start = itoa(value, &mut buf);
+        Digits { value, buf, start }
+    }
+}
+
+impl AsRef<[u8]> for Digits {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
 /// Appends the decimal text of `n`.
 #[inline]
 pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
@@ -101,6 +123,15 @@ mod tests {
         ];
         for s in bad {
             assert_eq!(string2ll(s), None, "{:?}", s);
+        }
+    }
+
+    #[test]
+    fn digits_hold_the_value_and_its_text() {
+        for n in [0, 7, -7, 1234567890, i64::MAX, i64::MIN] {
+            let d = Digits::of(n);
+            assert_eq!(d.value, n);
+            assert_eq!(d.as_ref(), n.to_string().as_bytes());
         }
     }
 

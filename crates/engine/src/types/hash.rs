@@ -94,6 +94,27 @@ impl HashValue {
 
     /// Redis's hashTypeSet: sets `field` to `value`; true if the field existed (an update).
     pub fn set(&mut self, field: &[u8], value: &[u8], enc: &Encodings) -> bool {
+        self.fit(field, value, enc);
+        let updated = match &mut self.0 {
+            Repr::Pack(p) => p.set(field, value),
+            Repr::Table(t) => t.upsert(Pair::new(field, value)),
+        };
+        self.after_insert(enc);
+        updated
+    }
+
+    /// Adds `field`, known to be absent.
+    fn insert_new(&mut self, field: &[u8], value: &[u8], enc: &Encodings) {
+        self.fit(field, value, enc);
+        match &mut self.0 {
+            Repr::Pack(p) => p.append(field, value),
+            Repr::Table(t) => t.push_new(Pair::new(field, value)),
+        }
+        self.after_insert(enc);
+    }
+
+    /// Before a write: a listpack converts if the field or value is too long for it.
+    fn fit(&mut self, field: &[u8], value: &[u8], enc: &Encodings) {
         if let Repr::Pack(p) = &self.0 {
             let max = enc.hash_value();
             let too_big =
@@ -105,16 +126,50 @@ impl HashValue {
                 self.convert();
             }
         }
-        match &mut self.0 {
-            Repr::Pack(p) => {
-                let updated = p.set(field, value);
-                if p.count() > enc.hash_entries() {
-                    self.convert();
-                }
-                updated
-            }
-            Repr::Table(t) => t.upsert(Pair::new(field, value)),
+    }
+
+    /// After a write: a listpack converts once it has too many fields.
+    fn after_insert(&mut self, enc: &Encodings) {
+        if matches!(&self.0, Repr::Pack(p) if p.count() > enc.hash_entries()) {
+            self.convert();
         }
+    }
+
+    /// Sets `field` to what `f` makes of its current value (`None`: absent) and returns
+    /// that. An existing field is found once and, when the form allows, written in place
+    /// (HINCRBY's read-modify-write was a lookup for the read and another for the write).
+    /// Nothing changes when `f` fails.
+    pub fn update<V: AsRef<[u8]>, E>(
+        &mut self,
+        field: &[u8],
+        enc: &Encodings,
+        f: impl FnOnce(Option<&[u8]>) -> Result<V, E>,
+    ) -> Result<V, E> {
+        let new = match &mut self.0 {
+            Repr::Table(t) => match t.position(field) {
+                Some(p) => {
+                    let new = f(t.items().get(p).map(Pair::value))?;
+                    t.replace_at(p, Pair::new(field, new.as_ref()));
+                    return Ok(new);
+                }
+                None => f(None)?,
+            },
+            Repr::Pack(p) => match p.find(field) {
+                Some(found) => {
+                    let (at, old_len) = (found.end - found.value.len(), found.value.len());
+                    let new = f(Some(found.value))?;
+                    if new.as_ref().len() == old_len {
+                        p.0[at..at + old_len].copy_from_slice(new.as_ref());
+                    } else {
+                        self.set(field, new.as_ref(), enc);
+                    }
+                    return Ok(new);
+                }
+                None => f(None)?,
+            },
+        };
+        self.insert_new(field, new.as_ref(), enc);
+        Ok(new)
     }
 
     /// Removes `field`; true if it was there.
@@ -281,26 +336,28 @@ impl Pack {
 
     /// True if the field existed (its value is replaced in place).
     fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
+        let Some(f) = self.find(field) else {
+            self.append(field, value);
+            return false;
+        };
+        let (vstart, end) = (f.vstart, f.end);
         let mut enc = Vec::with_capacity(value.len() + 5);
         put_varint(&mut enc, value.len());
         enc.extend_from_slice(value);
-        let updated = match self.find(field) {
-            Some(f) => {
-                let (vstart, end) = (f.vstart, f.end);
-                self.0.splice(vstart..end, enc);
-                true
-            }
-            None => {
-                self.0.reserve_exact(field.len() + enc.len() + 5);
-                put_varint(&mut self.0, field.len());
-                self.0.extend_from_slice(field);
-                self.0.extend_from_slice(&enc);
-                self.set_count(self.count() + 1);
-                false
-            }
-        };
+        self.0.splice(vstart..end, enc);
         self.0.shrink_to_fit();
-        updated
+        true
+    }
+
+    /// Appends a field known to be absent, keeping the buffer at its exact size.
+    fn append(&mut self, field: &[u8], value: &[u8]) {
+        self.0.reserve_exact(field.len() + value.len() + 10);
+        put_varint(&mut self.0, field.len());
+        self.0.extend_from_slice(field);
+        put_varint(&mut self.0, value.len());
+        self.0.extend_from_slice(value);
+        self.set_count(self.count() + 1);
+        self.0.shrink_to_fit();
     }
 
     fn remove(&mut self, field: &[u8]) -> bool {
@@ -425,6 +482,55 @@ mod tests {
         h.prepare_write([1, 9], &e);
         assert_eq!(h.encoding(), "hashtable");
         assert_eq!(h.get(b"f"), Some(&b"1"[..]));
+    }
+
+    /// `update` gives what `set` would, in both forms: in place for a value of the same
+    /// length, through `set` for another length or a new field, nothing when `f` fails.
+    #[test]
+    fn update_matches_set_in_both_forms() {
+        let e = enc(4, 8);
+        for table in [false, true] {
+            let mut h = HashValue::default();
+            h.set(b"a", b"10", &e);
+            h.set(b"b", b"7", &e);
+            if table {
+                h.convert();
+            }
+            let next = |old: Option<&[u8]>| -> Result<Vec<u8>, ()> {
+                let n: u32 = old.map_or(Ok(0), |v| {
+                    std::str::from_utf8(v).unwrap().parse().map_err(|_| ())
+                })?;
+                Ok((n + 1).to_string().into_bytes())
+            };
+            assert_eq!(h.update(b"a", &e, next), Ok(b"11".to_vec()));
+            assert_eq!(h.update(b"b", &e, next), Ok(b"8".to_vec()));
+            assert_eq!(h.update(b"c", &e, next), Ok(b"1".to_vec()));
+            h.set(b"d", b"99", &e);
+            assert_eq!(h.update(b"d", &e, next), Ok(b"100".to_vec()));
+            h.set(b"x", b"no", &e);
+            let fail = |_: Option<&[u8]>| -> Result<Vec<u8>, ()> { Err(()) };
+            assert_eq!(h.update(b"x", &e, fail), Err(()));
+            assert_eq!(h.update(b"y", &e, fail), Err(()));
+            let mut want = HashValue::default();
+            for (f, v) in [
+                ("a", "11"),
+                ("b", "8"),
+                ("c", "1"),
+                ("d", "100"),
+                ("x", "no"),
+            ] {
+                want.set(f.as_bytes(), v.as_bytes(), &e);
+            }
+            assert!(h == want, "table form: {table}: {h:?}");
+            // Past the entry limit either way.
+            assert_eq!(h.encoding(), "hashtable");
+        }
+        // A new field that is too long converts a listpack, as set does.
+        let mut h = HashValue::default();
+        let long = |_: Option<&[u8]>| Ok::<_, ()>(b"123456789".to_vec());
+        h.update(b"f", &e, long).unwrap();
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.get(b"f"), Some(&b"123456789"[..]));
     }
 
     #[test]

@@ -100,7 +100,12 @@ pub(crate) fn varint_bytes(mut n: usize) -> ([u8; 10], usize) {
 
 /// Reads a varint at the start of `b`: (value, bytes used). Malformed input (which only
 /// our own encoder produces, so never) reads as what was decoded so far.
+#[inline]
 pub(crate) fn get_varint(b: &[u8]) -> (usize, usize) {
+    // Lengths below 128 (nearly all of a listpack's) take one byte.
+    if let Some(&first) = b.first().filter(|&&x| x < 0x80) {
+        return (first as usize, 1);
+    }
     let mut n: usize = 0;
     for (i, &byte) in b.iter().enumerate().take(10) {
         n |= ((byte & 0x7f) as usize)
@@ -216,6 +221,14 @@ impl<E: Keyed> Dense<E> {
                 self.push_new(e);
                 false
             }
+        }
+    }
+
+    /// Replaces the element at `pos` with `e`, which has the same key.
+    pub fn replace_at(&mut self, pos: usize, e: E) {
+        debug_assert!(self.items.get(pos).is_some_and(|old| old.key() == e.key()));
+        if let Some(slot) = self.items.get_mut(pos) {
+            *slot = e;
         }
     }
 

@@ -291,16 +291,17 @@ fn hincrby(ctx: &mut Ctx<'_>) -> CmdResult {
     let enc = &ctx.server.keyspace.encodings;
     let mut l = ctx.lock1(key);
     let h = l.hash_mut_or_create(key)?;
-    let old = match h.get(field) {
-        None => 0,
-        Some(v) => parse_i64(v).ok_or(CmdError::Static("ERR hash value is not an integer"))?,
-    };
-    let new = old
-        .checked_add(incr)
-        .ok_or(CmdError::err("increment or decrement would overflow"))?;
-    let mut digits = [0u8; 20];
-    let start = strata_resp::itoa(new, &mut digits);
-    h.set(field, &digits[start..], enc);
+    let new = h.update(field, enc, |old| {
+        let old = match old {
+            None => 0,
+            Some(v) => parse_i64(v).ok_or(CmdError::Static("ERR hash value is not an integer"))?,
+        };
+        let new = old
+            .checked_add(incr)
+            .ok_or_else(|| CmdError::err("increment or decrement would overflow"))?;
+        Ok::<_, CmdError>(strata_resp::Digits::of(new))
+    })?;
+    let new = new.value;
     drop(l);
     ctx.notify(notify::HASH, "hincrby", key);
     ctx.out.int(new);

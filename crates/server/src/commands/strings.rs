@@ -728,9 +728,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, delta: i64) -> CmdResult {
         Some((s, ttl)) => (parse_i64(s).ok_or(CmdError::NOT_INTEGER)?, ttl),
     };
     let new = old.checked_add(delta).ok_or(CmdError::OVERFLOW)?;
-    let mut buf = [0u8; 20];
-    let start = strata_resp::itoa(new, &mut buf);
-    l.set_str(key, &buf[start..], ttl);
+    l.set_str(key, strata_resp::Digits::of(new).as_ref(), ttl);
     drop(l);
     ctx.notify(notify::STRING, "incrby", key);
     ctx.out.int(new);
