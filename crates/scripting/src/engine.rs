@@ -341,6 +341,10 @@ impl Engine {
         g.raw_set("pcall", unsafe {
             lua.create_c_function(shim::redis_pcall)?
         })?;
+        // SAFETY: a plain C function over the Lua API.
+        g.raw_set("tonumber", unsafe {
+            lua.create_c_function(shim::tonumber)?
+        })?;
         let math: Table = g.raw_get("math")?;
         math.raw_set("random", raising(&lua, math_random)?)?;
         math.raw_set("randomseed", raising(&lua, math_randomseed)?)?;
