@@ -1,5 +1,5 @@
 //! The few C functions that must be real C frames so error positions match Redis: raising a
-//! table from a Rust callback, Redis's `pcall`, and the instruction-count hook.
+//! table from a Rust callback, Redis's `pcall`, `tonumber`, and the instruction-count hook.
 //! None of them keep Rust values alive across `lua_error` (it longjmps).
 
 use mlua::ffi;
