@@ -93,17 +93,24 @@ pub fn block_crc(db_epoch_payload: &[u8]) -> u32 {
     crc32fast::hash(db_epoch_payload)
 }
 
-/// Appends one framed block to `buf`.
-pub fn encode_block(buf: &mut Vec<u8>, db: u32, epoch: u64, payload: &[u8]) {
+/// The crc of the block `encode_block` makes of these: what `block_crc` computes over the
+/// block's bytes. It needs no buffer, so the journal computes it before taking its lock.
+pub fn block_crc_of(db: u32, epoch: u64, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&db.to_le_bytes());
+    h.update(&epoch.to_le_bytes());
+    h.update(payload);
+    h.finalize()
+}
+
+/// Appends one framed block to `buf`; `crc` is `block_crc_of(db, epoch, payload)`.
+pub fn encode_block(buf: &mut Vec<u8>, db: u32, epoch: u64, payload: &[u8], crc: u32) {
     buf.reserve(BLOCK_HEADER_LEN + payload.len());
-    let start = buf.len();
     buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&[0; 4]); // the crc, once the rest is in place
+    buf.extend_from_slice(&crc.to_le_bytes());
     buf.extend_from_slice(&db.to_le_bytes());
     buf.extend_from_slice(&epoch.to_le_bytes());
     buf.extend_from_slice(payload);
-    let crc = block_crc(&buf[start + 8..]);
-    buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
 // Callers check bounds first; these take fixed-size subslices so they cannot panic on a
@@ -123,4 +130,24 @@ pub fn u64_at(b: &[u8], at: usize) -> u64 {
 /// fsync a directory so a create/rename/unlink inside it survives a crash.
 pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crc computed from the parts (before the journal's lock) is the one a reader
+    /// computes over the block's bytes.
+    #[test]
+    fn block_crc_of_parts_matches_the_blocks_bytes() {
+        for payload in [&b""[..], b"x", &[7u8; 300]] {
+            let crc = block_crc_of(3, 0x0102_0304_0506_0708, payload);
+            let mut buf = vec![9u8; 5];
+            encode_block(&mut buf, 3, 0x0102_0304_0506_0708, payload, crc);
+            let block = &buf[5..];
+            assert_eq!(block.len(), BLOCK_HEADER_LEN + payload.len());
+            assert_eq!(u32_at(block, 4), block_crc(&block[8..]));
+            assert_eq!(u32_at(block, 0) as usize, payload.len());
+        }
+    }
 }

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::format::{
-    decode_seg_header, encode_block, encode_seg_header, fsync_dir, journal_dir, list_segments,
-    segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+    block_crc_of, decode_seg_header, encode_block, encode_seg_header, fsync_dir, journal_dir,
+    list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
 };
 use crate::recovery::{cut_file, scan_only, Position, Problem};
 
@@ -348,6 +348,8 @@ impl Journal {
         f: impl FnOnce(u64, Position) -> R,
     ) -> (u64, R) {
         let blen = (BLOCK_HEADER_LEN + payload.len()) as u64;
+        // Outside the lock, which every writer thread takes.
+        let crc = block_crc_of(db, epoch, payload);
         let mut a = self.sh.app.lock();
         let lsn = a.next_lsn;
         let mut pos = a.pos;
@@ -386,7 +388,7 @@ impl Journal {
             });
         }
         if let Some(c) = a.chunks.last_mut() {
-            encode_block(&mut c.bytes, db, epoch, payload);
+            encode_block(&mut c.bytes, db, epoch, payload, crc);
             c.last_lsn = lsn;
         }
         a.pos = Position {
