@@ -93,9 +93,10 @@ unsafe fn call(l: *mut ffi::lua_State, state: &CallState, raise_errors: bool) ->
                 argv.push(Bytes::copy_from_slice(s));
             }
             // "%.17g", not Lua's "%.14g", so numbers keep their precision.
-            ffi::LUA_TNUMBER => argv.push(Bytes::from(strata_resp::format_g17(ffi::lua_tonumber(
-                l, i,
-            )))),
+            ffi::LUA_TNUMBER => {
+                let n = ffi::lua_tonumber(l, i);
+                argv.push(Bytes::from(strata_resp::format_g17(n)));
+            }
             _ => {
                 resp::push_error_table(
                     l,

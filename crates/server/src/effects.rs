@@ -166,6 +166,21 @@ fn touches_unnamed_keys(name: &str) -> bool {
     )
 }
 
+/// The shard of each key `cmd` names in `argv`.
+fn for_each_shard(
+    server: &Server,
+    db: usize,
+    cmd: &Command,
+    argv: &[Bytes],
+    mut f: impl FnMut(ShardId),
+) {
+    cmd.for_each_key_position(argv, |i| {
+        if let Some(k) = argv.get(i) {
+            f(server.keyspace.shard_of(db, k));
+        }
+    });
+}
+
 impl LockPlan {
     /// What `cmd` (named `name`) with `argv` run in database `db` must hold.
     pub fn of(server: &Server, db: usize, cmd: &Command, name: &str, argv: &[Bytes]) -> LockPlan {
@@ -173,11 +188,7 @@ impl LockPlan {
             return LockPlan::World;
         }
         let mut ids = Vec::new();
-        cmd.for_each_key_position(argv, |i| {
-            if let Some(k) = argv.get(i) {
-                ids.push(server.keyspace.shard_of(db, k));
-            }
-        });
+        for_each_shard(server, db, cmd, argv, |id| ids.push(id));
         LockPlan::Shards(ids)
     }
 
@@ -188,11 +199,8 @@ impl LockPlan {
             return false;
         }
         let mut held = true;
-        cmd.for_each_key_position(argv, |i| {
-            if let Some(k) = argv.get(i) {
-                held = held
-                    && strata_engine::Keyspace::session_holds(&[server.keyspace.shard_of(db, k)]);
-            }
+        for_each_shard(server, db, cmd, argv, |id| {
+            held = held && strata_engine::Keyspace::session_holds(&[id]);
         });
         held
     }

@@ -318,9 +318,7 @@ impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: Vec<Bytes>, resp: u8, reply: &mut Vec<u8>) {
         if let Err(msg) = self.try_call(&argv, resp, reply) {
             reply.clear();
-            reply.push(b'-');
-            reply.extend_from_slice(msg.as_bytes());
-            reply.extend_from_slice(b"\r\n");
+            strata_resp::Reply::new(reply, Protocol::Resp2).error(&msg);
         }
     }
 

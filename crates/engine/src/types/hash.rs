@@ -156,11 +156,12 @@ impl HashValue {
             },
             Repr::Pack(p) => match p.find(field) {
                 Some(found) => {
-                    let (at, old_len) = (found.end - found.value.len(), found.value.len());
+                    let (vstart, end, old_len) = (found.vstart, found.end, found.value.len());
                     let new = f(Some(found.value))?;
                     if new.as_ref().len() == old_len {
-                        p.0[at..at + old_len].copy_from_slice(new.as_ref());
+                        p.replace_value(vstart, end, new.as_ref());
                     } else {
+                        // The new length may be too long for a listpack: as a write.
                         self.set(field, new.as_ref(), enc);
                     }
                     return Ok(new);
@@ -341,12 +342,23 @@ impl Pack {
             return false;
         };
         let (vstart, end) = (f.vstart, f.end);
+        self.replace_value(vstart, end, value);
+        true
+    }
+
+    /// Replaces the value whose length prefix starts at `vstart` and which ends at `end`:
+    /// in place when the length is the same, else by moving what follows.
+    fn replace_value(&mut self, vstart: usize, end: usize, value: &[u8]) {
+        let (old_len, used) = get_varint(&self.0[vstart..end]);
+        if old_len == value.len() {
+            self.0[vstart + used..end].copy_from_slice(value);
+            return;
+        }
         let mut enc = Vec::with_capacity(value.len() + 5);
         put_varint(&mut enc, value.len());
         enc.extend_from_slice(value);
         self.0.splice(vstart..end, enc);
         self.0.shrink_to_fit();
-        true
     }
 
     /// Appends a field known to be absent, keeping the buffer at its exact size.
