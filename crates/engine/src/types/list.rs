@@ -232,18 +232,26 @@ impl ListValue {
             if let Some(n) = self.nodes.front_mut().filter(|n| n.allows(t, fill)) {
                 n.push_front(&enc);
             } else {
-                if let Some(n) = self.nodes.front_mut() {
-                    n.seal();
-                }
-                self.nodes.push_front(Node::with(&enc));
+                let node = match self.nodes.front_mut() {
+                    Some(n) => {
+                        n.seal();
+                        Node::spill(&enc, true, fill)
+                    }
+                    None => Node::with(&enc),
+                };
+                self.nodes.push_front(node);
             }
         } else if let Some(n) = self.nodes.back_mut().filter(|n| n.allows(t, fill)) {
             n.push_back(&enc);
         } else {
-            if let Some(n) = self.nodes.back_mut() {
-                n.seal();
-            }
-            self.nodes.push_back(Node::with(&enc));
+            let node = match self.nodes.back_mut() {
+                Some(n) => {
+                    n.seal();
+                    Node::spill(&enc, false, fill)
+                }
+                None => Node::with(&enc),
+            };
+            self.nodes.push_back(node);
         }
         self.set_len(self.len() + 1);
     }
@@ -834,6 +842,39 @@ mod tests {
         assert_eq!(l.nodes.len(), 20);
         let l = ListValue::from_elems(0, (0..10).map(|_| b"x"));
         assert_eq!(l.nodes.len(), 10);
+    }
+
+    /// A node started at either end of a full one gets a whole node's capacity at once; a
+    /// list's first node still grows from small.
+    #[test]
+    fn spilled_nodes_start_at_full_capacity() {
+        for head in [false, true] {
+            let mut l = ListValue::new(-2);
+            l.push(head, b"first");
+            assert!(l.heap_bytes() < 1024, "{} bytes", l.heap_bytes());
+            while l.nodes.len() < 2 {
+                l.push(head, b"0123456789");
+            }
+            let new = if head { &l.nodes[0] } else { &l.nodes[1] };
+            assert_eq!(new.count(), 1);
+            assert!(
+                new.capacity() >= 8192 - 7,
+                "head {head}: {}",
+                new.capacity()
+            );
+            l.push(head, b"next");
+            l.check();
+            let (first, last) = (
+                l.get(0).map(|e| e.to_vec()),
+                l.get(l.len() - 1).map(|e| e.to_vec()),
+            );
+            let (want_first, want_last) = if head {
+                (b"next".to_vec(), b"first".to_vec())
+            } else {
+                (b"first".to_vec(), b"next".to_vec())
+            };
+            assert_eq!((first, last), (Some(want_first), Some(want_last)));
+        }
     }
 
     #[test]

@@ -245,13 +245,16 @@ fn grown(len: usize, add: usize) -> usize {
 /// _quicklistNodeAllowInsert): `fill` < 0 is a byte limit class, >= 0 an entry count
 /// (within the 8 KiB safety limit).
 fn fits(bytes: usize, count: usize, fill: i32) -> bool {
-    let sz = LP_OVERHEAD + bytes;
-    if fill < 0 {
-        let level = (fill.unsigned_abs() as usize).min(OPT_LEVEL.len()) - 1;
-        sz <= OPT_LEVEL[level]
-    } else {
-        sz <= SIZE_SAFETY_LIMIT && count <= fill as usize
+    match entry_bytes_limit(fill) {
+        Some(limit) => bytes <= limit,
+        None => LP_OVERHEAD + bytes <= SIZE_SAFETY_LIMIT && count <= fill as usize,
     }
+}
+
+/// The entry bytes a node may hold under a byte limit (`fill` < 0); None for a count limit.
+fn entry_bytes_limit(fill: i32) -> Option<usize> {
+    let level = (fill.unsigned_abs() as usize).min(OPT_LEVEL.len());
+    (fill < 0).then(|| OPT_LEVEL[level - 1] - LP_OVERHEAD)
 }
 
 /// One node: entries live in `buf[start..]`.
@@ -281,6 +284,26 @@ impl Node {
         };
         n.push_back(enc);
         n
+    }
+
+    /// A node started because the list's end node is full. Under a byte limit it gets a
+    /// full node's capacity at once (the room in front for a head node): growing through
+    /// every size class on the way there left partly used allocator slabs of each class
+    /// behind, RSS that a long list did not need.
+    pub fn spill(enc: &Enc<'_>, head: bool, fill: i32) -> Node {
+        let t = enc.total();
+        let Some(cap) = entry_bytes_limit(fill).filter(|&cap| t <= cap) else {
+            return Node::with(enc);
+        };
+        let mut buf = Vec::with_capacity(cap);
+        let at = if head { cap - t } else { 0 };
+        buf.resize(at + t, 0);
+        enc.write(&mut buf[at..]);
+        Node {
+            buf,
+            start: at as u32,
+            count: 1,
+        }
     }
 
     pub fn count(&self) -> usize {
