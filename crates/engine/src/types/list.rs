@@ -228,32 +228,35 @@ impl ListValue {
     pub fn push(&mut self, head: bool, elem: &[u8]) {
         let enc = Enc::new(Elem::of(elem));
         let (t, fill) = (enc.total(), self.fill());
-        if head {
-            if let Some(n) = self.nodes.front_mut().filter(|n| n.allows(t, fill)) {
-                n.push_front(&enc);
-            } else {
-                let node = match self.nodes.front_mut() {
-                    Some(n) => {
-                        n.seal();
-                        Node::spill(&enc, true, fill)
-                    }
-                    None => Node::with(&enc),
-                };
-                self.nodes.push_front(node);
-            }
-        } else if let Some(n) = self.nodes.back_mut().filter(|n| n.allows(t, fill)) {
-            n.push_back(&enc);
+        let end = if head {
+            self.nodes.front_mut()
         } else {
-            let node = match self.nodes.back_mut() {
-                Some(n) => {
-                    n.seal();
-                    Node::spill(&enc, false, fill)
+            self.nodes.back_mut()
+        };
+        match end {
+            Some(n) if n.allows(t, fill) => {
+                if head {
+                    n.push_front(&enc)
+                } else {
+                    n.push_back(&enc)
                 }
-                None => Node::with(&enc),
-            };
-            self.nodes.push_back(node);
+            }
+            // The end node is full: it stops being an end, and a new one starts.
+            Some(n) => {
+                n.seal();
+                self.push_node(head, Node::spill(&enc, head, fill));
+            }
+            None => self.push_node(head, Node::with(&enc)),
         }
         self.set_len(self.len() + 1);
+    }
+
+    fn push_node(&mut self, head: bool, node: Node) {
+        if head {
+            self.nodes.push_front(node)
+        } else {
+            self.nodes.push_back(node)
+        }
     }
 
     /// Removes and returns the element at the head (`head`) or the tail.
