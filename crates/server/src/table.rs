@@ -307,11 +307,8 @@ pub(crate) fn run(
     };
     // A snapshot is being taken: keep what this write changes as it was when it began.
     if let Some(p) = plan.as_ref().filter(|_| snapshotting) {
-        let keys: Vec<&[u8]> = cmd
-            .key_positions(argv)
-            .into_iter()
-            .filter_map(|i| argv.get(i).map(|k| k.as_ref()))
-            .collect();
+        let mut keys: Vec<&[u8]> = Vec::new();
+        cmd.for_each_key_position(argv, |i| keys.extend(argv.get(i).map(|k| k.as_ref())));
         crate::snapshot::before_write(server, client.write_epoch, db, p, &keys);
     }
     let (result, effect) = {
