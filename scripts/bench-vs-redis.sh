@@ -19,8 +19,10 @@
 #         script `local v = redis.call("get", KEYS[1]); redis.call("set", KEYS[1],
 #         (tonumber(v) or 0) + 1); return v` (issue 6)
 #   e16   the same with -P 16
-#   typesmem  VmRSS growth for a 1M-element hash, set, sorted set and list, and for 1M small
-#         hashes of 10 fields, each loaded through redis-cli --pipe into a fresh server pair
+#   typesmem  memory of a 1M-element hash, set, sorted set and list, and of 1M small hashes
+#         of 10 fields, each loaded through redis-cli --pipe into a fresh server pair: growth
+#         of VmRSS, of its anonymous part (RssAnon: the data; RssFile is the binary's code
+#         paged in on first use), and VmRSS after the load
 #
 # Environment:
 #   ROUNDS=5          rounds per test (each round runs both servers once)
@@ -133,8 +135,9 @@ stop_server() {
 }
 
 
+# rss_kb PID [FIELD]: a /proc/PID/status size in kB (VmRSS unless FIELD is given).
 rss_kb() {
-    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+    awk -v f="${2:-VmRSS}:" '$1 == f { print $2 }' "/proc/$1/status"
 }
 
 start_pair() {
@@ -279,13 +282,17 @@ typesmem_suite() {
         for name in redis strata; do
             if [ $name = redis ]; then port=$REDIS_PORT pid=$REDIS_PID; else port=$STRATA_PORT pid=$STRATA_PID; fi
             base=$(rss_kb "$pid")
+            anon=$(rss_kb "$pid" RssAnon)
             out=$(redis-cli -p "$port" --pipe <"$WORK/type.resp" 2>&1 | tail -n 1 | tr ',' ' ')
             sleep 1
             after=$(rss_kb "$pid")
+            anon=$(($(rss_kb "$pid" RssAnon) - anon))
             err=""
             case "$out" in *"errors: 0"*) ;; *) err="$out" ;; esac
-            log "  typesmem $kind $name: VmRSS $base -> $after kB ($out)"
+            log "  typesmem $kind $name: VmRSS $base -> $after kB, RssAnon +$anon kB ($out)"
             echo "typesmem,$kind,1,$name,$n,,,,$CLK_TCK,$((after - base)),$err" >>"$RAW"
+            echo "typesanon,$kind,1,$name,$n,,,,$CLK_TCK,$anon,$err" >>"$RAW"
+            echo "typesrss,$kind,1,$name,$n,,,,$CLK_TCK,$after,$err" >>"$RAW"
         done
         stop_pair
     done
@@ -334,11 +341,11 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
     echo "Throughput is each side's best round, p99 each side's lowest; CPU is the server process's least"
     echo "utime+stime (all threads) per million requests over one redis-benchmark run."
     echo
-    if awk -F, 'NR > 1 && $1 != "mem" && $1 != "typesmem" { found = 1 } END { exit !found }' "$RAW"; then
+    if awk -F, 'NR > 1 && $1 != "mem" && $1 !~ /^types/ { found = 1 } END { exit !found }' "$RAW"; then
         echo "| suite | test | Redis req/s | Strata req/s | Strata/Redis | Redis p99 ms | Strata p99 ms | Redis CPU s/1M req | Strata CPU s/1M req | CPU Strata/Redis |"
         echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         awk -F, '
-            NR == 1 || $1 == "mem" || $1 == "typesmem" { next }
+            NR == 1 || $1 == "mem" || $1 ~ /^types/ { next }
             {
                 key = $1 SUBSEP $2
                 if (!(key in seen)) { seen[key] = 1; order[++n] = key; suite[key] = $1; test[key] = $2 }
@@ -365,7 +372,7 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
                         cell(rc, "%.2f"), cell(sc, "%.2f"), ratio(sc, rc)
                 }
             }' "$RAW"
-        coarse=$(awk -F, 'NR > 1 && $1 != "mem" && $1 != "typesmem" && $11 == "" && $8 < 100 { n++ } END { print n + 0 }' "$RAW")
+        coarse=$(awk -F, 'NR > 1 && $1 != "mem" && $1 !~ /^types/ && $11 == "" && $8 < 100 { n++ } END { print n + 0 }' "$RAW")
         if [ "$coarse" -gt 0 ]; then
             echo
             echo "Note: $coarse run(s) used under 100 CPU clock ticks (1/$CLK_TCK s each): their CPU figures are coarse; use a larger N."
@@ -397,20 +404,22 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
         echo
     fi
     if awk -F, '$1 == "typesmem" { found = 1 } END { exit !found }' "$RAW"; then
-        echo "| structure (${TYPES_N:-1000000} elements) | Redis RSS growth MiB | Strata RSS growth MiB | Strata/Redis |"
-        echo "| --- | ---: | ---: | ---: |"
+        echo "| structure (${TYPES_N:-1000000} elements) | Redis RSS growth MiB | Strata RSS growth MiB | Strata/Redis | anonymous growth Strata/Redis | RSS after, Strata/Redis |"
+        echo "| --- | ---: | ---: | ---: | ---: | ---: |"
         awk -F, '
-            $1 == "typesmem" { if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } grow[$2, $4] = $10; err[$2, $4] = $11 }
+            function ratio(t, k) { return v[t, k, "redis"] ? sprintf("%.3f", v[t, k, "strata"] / v[t, k, "redis"]) : "-" }
+            $1 ~ /^types/ { v[$1, $2, $4] = $10 }
+            $1 == "typesmem" { if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } err[$2, $4] = $11 }
             END {
                 for (i = 1; i <= n; i++) {
                     k = order[i]
-                    printf "| %s | %.1f | %.1f%s | %s |\n", k, grow[k, "redis"] / 1024, grow[k, "strata"] / 1024,
-                        (err[k, "strata"] != "" ? " (load errors)" : ""),
-                        grow[k, "redis"] ? sprintf("%.2f", grow[k, "strata"] / grow[k, "redis"]) : "-"
+                    printf "| %s | %.1f | %.1f%s | %s | %s | %s |\n", k, v["typesmem", k, "redis"] / 1024,
+                        v["typesmem", k, "strata"] / 1024, (err[k, "strata"] != "" ? " (load errors)" : ""),
+                        ratio("typesmem", k), ratio("typesanon", k), ratio("typesrss", k)
                 }
             }' "$RAW"
         echo
-        echo "Memory: each structure built with HSET/SADD/ZADD/RPUSH (smallhashes: HSET h:<i> with 10 fields) through \`redis-cli --pipe\` into a fresh server pair; growth of VmRSS."
+        echo "Memory: each structure built with HSET/SADD/ZADD/RPUSH (smallhashes: HSET h:<i> with 10 fields) through \`redis-cli --pipe\` into a fresh server pair; growth of VmRSS, growth of its anonymous part (RssAnon, the data; the rest is the binary's code paged in on first use), VmRSS after the load."
         echo
     fi
 } >"$OUT"
