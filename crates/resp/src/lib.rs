@@ -4,7 +4,7 @@
 //! byte for byte, including their quirks (see `parser` docs).
 
 mod num;
-pub use num::{itoa, Digits};
+pub use num::{itoa, push_header, Digits};
 pub mod parser;
 pub mod reply;
 

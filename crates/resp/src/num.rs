@@ -41,8 +41,13 @@ pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
 /// No allocation: for hot paths that format integers (replies, INCR's stored value).
 #[inline]
 pub fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
+    digits_before(n, buf, 20)
+}
+
+/// Writes the decimal text of `n` to end just before `buf[end]`; returns where it starts.
+fn digits_before(n: i64, buf: &mut [u8], end: usize) -> usize {
     let mut v = n.unsigned_abs();
-    let mut i = buf.len();
+    let mut i = end;
     loop {
         i -= 1;
         buf[i] = b'0' + (v % 10) as u8;
@@ -56,6 +61,27 @@ pub fn itoa(n: i64, buf: &mut [u8; 20]) -> usize {
         buf[i] = b'-';
     }
     i
+}
+
+/// Appends a RESP header line (`*3\r\n`, `$64\r\n`, `:-1\r\n`...) with one copy: replies and
+/// journal records write several per command.
+#[inline]
+pub fn push_header(out: &mut Vec<u8>, prefix: u8, n: i64) {
+    // Fixed-size copies for the usual one and two digits (argument counts, key lengths).
+    match n {
+        0..=9 => return out.extend_from_slice(&[prefix, b'0' + n as u8, b'\r', b'\n']),
+        10..=99 => {
+            let (t, u) = (b'0' + (n / 10) as u8, b'0' + (n % 10) as u8);
+            return out.extend_from_slice(&[prefix, t, u, b'\r', b'\n']);
+        }
+        _ => {}
+    }
+    let mut line = [0u8; 23];
+    let start = digits_before(n, &mut line, 21) - 1;
+    line[start] = prefix;
+    line[21] = b'\r';
+    line[22] = b'\n';
+    out.extend_from_slice(&line[start..]);
 }
 
 /// An integer with its decimal text, on the stack: a value to store that was computed
@@ -80,17 +106,18 @@ impl AsRef<[u8]> for Digits {
     }
 }
 
-/// Appends the decimal text of `n`.
-#[inline]
-pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
-    let mut buf = [0u8; 20];
-    let start = itoa(n, &mut buf);
-    out.extend_from_slice(&buf[start..]);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_hold_prefix_digits_and_crlf() {
+        for n in [0, 7, 10, 64, 99, 100, 123_456, -1, -10, i64::MAX, i64::MIN] {
+            let mut out = b"x".to_vec();
+            push_header(&mut out, b'$', n);
+            assert_eq!(out, format!("x${n}\r\n").into_bytes());
+        }
+    }
 
     #[test]
     fn string2ll_matches_redis() {
@@ -138,9 +165,9 @@ mod tests {
     #[test]
     fn itoa_edges() {
         for n in [0, 1, -1, 9, 10, -10, 12345, i64::MAX, i64::MIN] {
-            let mut v = Vec::new();
-            push_int(&mut v, n);
-            assert_eq!(v, n.to_string().as_bytes());
+            let mut b = [0u8; 20];
+            let start = itoa(n, &mut b);
+            assert_eq!(&b[start..], n.to_string().as_bytes());
         }
     }
 }

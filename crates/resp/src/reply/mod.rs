@@ -2,7 +2,7 @@
 
 mod g17;
 
-use crate::num::{itoa, push_int};
+use crate::num::{itoa, push_header};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
@@ -34,9 +34,7 @@ impl<'a> Reply<'a> {
 
     #[inline]
     fn header(&mut self, prefix: u8, n: i64) {
-        self.buf.push(prefix);
-        push_int(self.buf, n);
-        self.buf.extend_from_slice(b"\r\n");
+        push_header(self.buf, prefix, n);
     }
 
     #[inline]
