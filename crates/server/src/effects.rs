@@ -23,6 +23,25 @@ pub enum Effect {
     Commands(Vec<Vec<Bytes>>),
 }
 
+impl Effect {
+    /// Appends this effect's records for a command that ran with `argv`.
+    pub fn encode(&self, buf: &mut Vec<u8>, argv: &[Bytes]) {
+        match self {
+            Effect::Argv => encode(buf, argv),
+            Effect::Skip => {}
+            Effect::Commands(cmds) => cmds.iter().for_each(|c| encode(buf, c)),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Effect::Argv => false,
+            Effect::Skip => true,
+            Effect::Commands(cmds) => cmds.is_empty(),
+        }
+    }
+}
+
 impl Ctx<'_> {
     /// Logs `argv` instead of this command's argv.
     pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
@@ -55,15 +74,7 @@ pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, argv: &[A]) {
 }
 
 fn header(buf: &mut Vec<u8>, prefix: u8, n: usize) {
-    buf.push(prefix);
-    if n < 10 {
-        buf.push(b'0' + n as u8); // most argument counts and many lengths
-    } else {
-        let mut digits = [0u8; 20];
-        let start = strata_resp::itoa(n as i64, &mut digits);
-        buf.extend_from_slice(&digits[start..]);
-    }
-    buf.extend_from_slice(b"\r\n");
+    strata_resp::push_header(buf, prefix, n as i64);
 }
 
 /// The records of one journal block: a plain command's effect, or everything an EXEC or a
@@ -110,14 +121,9 @@ impl Group {
 
     /// Adds the effect of a command that ran in database `db` with `argv`.
     pub fn add(&mut self, db: usize, argv: &[Bytes], effect: Effect) {
-        match effect {
-            Effect::Argv => self.push(db, argv),
-            Effect::Skip => {}
-            Effect::Commands(cmds) => {
-                for c in cmds {
-                    self.push(db, &c);
-                }
-            }
+        if !effect.is_empty() {
+            self.select(db);
+            effect.encode(&mut self.buf, argv);
         }
     }
 

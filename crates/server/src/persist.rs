@@ -75,18 +75,18 @@ impl Persist {
     /// Logs one write command's effect as its own journal block. Runs while the command
     /// still holds its shards.
     pub fn log(&self, client: &mut Client, db: usize, argv: &[Bytes], effect: Effect) {
-        if !self.journal_on() {
+        let Some(j) = self.journal.get() else {
+            return;
+        };
+        if client.replaying {
             return;
         }
-        thread_local! {
-            // One buffer per worker thread: most writes log one small command.
-            static BUF: std::cell::RefCell<Group> = std::cell::RefCell::new(Group::new(0));
+        // Encoded straight into this thread's journal lane. The epoch is the one seen
+        // when the write locked its shards (see crate::snapshot).
+        let write = |buf: &mut Vec<u8>| effect.encode(buf, argv);
+        if let Some(lsn) = j.append_encoded(db as u32, client.write_epoch, write) {
+            client.last_lsn = lsn;
         }
-        BUF.with_borrow_mut(|g| {
-            g.reset(db);
-            g.add(db, argv, effect);
-            self.append(client, g);
-        });
     }
 
     /// Starts gathering the writes of an EXEC or a script (database `db`) into one group;

@@ -106,11 +106,18 @@ pub fn block_crc_of(db: u32, epoch: u64, payload: &[u8]) -> u32 {
 /// Appends one framed block to `buf`; `crc` is `block_crc_of(db, epoch, payload)`.
 pub fn encode_block(buf: &mut Vec<u8>, db: u32, epoch: u64, payload: &[u8], crc: u32) {
     buf.reserve(BLOCK_HEADER_LEN + payload.len());
-    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&crc.to_le_bytes());
-    buf.extend_from_slice(&db.to_le_bytes());
-    buf.extend_from_slice(&epoch.to_le_bytes());
+    buf.extend_from_slice(&block_header(payload.len(), crc, db, epoch));
     buf.extend_from_slice(payload);
+}
+
+/// A block's header, for a payload of `len` bytes whose `block_crc_of` is `crc`.
+pub fn block_header(len: usize, crc: u32, db: u32, epoch: u64) -> [u8; BLOCK_HEADER_LEN] {
+    let mut h = [0u8; BLOCK_HEADER_LEN];
+    h[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&crc.to_le_bytes());
+    h[8..12].copy_from_slice(&db.to_le_bytes());
+    h[12..20].copy_from_slice(&epoch.to_le_bytes());
+    h
 }
 
 // Callers check bounds first; these take fixed-size subslices so they cannot panic on a

@@ -1,11 +1,19 @@
-//! The journal writer: appenders fill an in-memory buffer under a short lock; one flusher
-//! thread writes it out and fsyncs per the policy (group commit).
+//! The journal writer: appenders fill an in-memory buffer; one flusher thread writes it out
+//! and fsyncs per the policy (group commit).
+//!
+//! Each appending thread has a lane of its own: it takes the block's LSN from a shared
+//! counter and encodes the block into its lane, under a lock that only the flusher ever
+//! contends for. Whoever flushes gathers the lanes and places their blocks in LSN order
+//! (`Appender::gather`). Appending threads share nothing but the LSN counter: one shared
+//! buffer and lock, written by every worker in turn, cost about a quarter of an everysec
+//! SET's time (docs/benchmarks.md, "What the everysec journal costs per SET").
 //!
 //! Under `always`, threads that run an event loop can instead flush on their own before
 //! they idle (`set_leaders`, `flush_pending`), as Redis writes and fsyncs its AOF in
 //! beforeSleep: the batch a worker just appended is fsynced on that worker, with no hand-off
 //! to the flusher thread and back. The flusher thread then only backs them up.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -19,8 +27,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::format::{
-    block_crc_of, decode_seg_header, encode_block, encode_seg_header, fsync_dir, journal_dir,
-    list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+    block_crc, block_crc_of, block_header, decode_seg_header, encode_block, encode_seg_header,
+    fsync_dir, journal_dir, list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
 };
 use crate::recovery::{cut_file, scan_only, Position, Problem};
 
@@ -103,31 +111,57 @@ struct Chunk {
     counted: bool,
 }
 
-/// What appenders touch, under the hot lock.
+/// Encoded blocks in LSN order: one thread's lane, or what a gather took from one.
+#[derive(Default)]
+struct Run {
+    /// The blocks, back to back.
+    bytes: Vec<u8>,
+    /// Each block's LSN and length (LSNs increase: one thread took them in turn).
+    blocks: VecDeque<(u64, u32)>,
+    /// Bytes at the front of `bytes` already placed.
+    done: usize,
+}
+
+/// The placed blocks and where the journal's end is, under the `app` lock, which the
+/// thread gathering the lanes holds (appenders do not take it).
 struct Appender {
     chunks: Vec<Chunk>,
+    /// LSN of the next block placed.
     next_lsn: u64,
     pos: Position,
     seg_first_lsn: u64,
-    /// The flusher is (about to be) waiting: the next appender must notify it.
-    flusher_idle: bool,
+    /// Gathered blocks that wait for an earlier LSN, still in its thread's lane.
+    held: Vec<Run>,
+    /// Emptied runs, swapped into lanes by the next gather.
+    free: Vec<Run>,
     /// `sync()` wants everything up to this LSN fsynced whatever the policy.
     force_sync_to: u64,
-    /// When `chunks` became non-empty (the flusher backs leaders up after `BACKSTOP`).
+    /// Since when blocks wait (the flusher backs leaders up after `BACKSTOP`).
     pending_since: Option<Instant>,
 }
 
 type Callback = Box<dyn Fn(u64) + Send + Sync>;
 
 struct Shared {
+    /// Tells this journal's lanes apart in a thread's `LANES`.
+    id: u64,
     dir: PathBuf,
     segment_bytes: u64,
+    /// The LSN the next append takes.
+    next_lsn: AtomicU64,
+    /// Every thread's lane (see the module comment).
+    lanes: Mutex<Vec<Arc<Mutex<Run>>>>,
     app: Mutex<Appender>,
     wake: Condvar,
+    /// The flusher is (about to be) waiting: the next appender must notify it.
+    flusher_idle: AtomicBool,
     fsync: AtomicU8,
     stop: AtomicBool,
     written: AtomicU64,
     durable: AtomicU64,
+    /// Highest LSN fsynced, whatever the policy (`sync` waits for it: under `no`, durable
+    /// means written).
+    synced: AtomicU64,
     /// Newest segment whose header is on disk; `drop_before` never deletes it or later.
     live_segment: AtomicU64,
     oldest_first_lsn: AtomicU64,
@@ -265,9 +299,13 @@ impl Journal {
             _ => first_lsn,
         };
         let last_lsn = next_lsn - 1;
+        static IDS: AtomicU64 = AtomicU64::new(1);
         let sh = Arc::new(Shared {
+            id: IDS.fetch_add(1, Relaxed),
             dir: opts.dir.clone(),
             segment_bytes: opts.segment_bytes.max(SEG_HEADER_LEN + 1),
+            next_lsn: AtomicU64::new(next_lsn),
+            lanes: Mutex::new(Vec::new()),
             app: Mutex::new(Appender {
                 chunks: Vec::new(),
                 next_lsn,
@@ -276,15 +314,18 @@ impl Journal {
                     offset: end,
                 },
                 seg_first_lsn: first_lsn,
-                flusher_idle: false,
+                held: Vec::new(),
+                free: Vec::new(),
                 force_sync_to: 0,
                 pending_since: None,
             }),
             wake: Condvar::new(),
+            flusher_idle: AtomicBool::new(false),
             fsync: AtomicU8::new(opts.fsync.to_u8()),
             stop: AtomicBool::new(false),
             written: AtomicU64::new(last_lsn),
             durable: AtomicU64::new(last_lsn),
+            synced: AtomicU64::new(last_lsn),
             live_segment: AtomicU64::new(seg),
             oldest_first_lsn: AtomicU64::new(oldest_first),
             last_error: Mutex::new(None),
@@ -321,25 +362,66 @@ impl Journal {
         }))
     }
 
-    /// Appends one block (no I/O; the flusher writes it). Returns its LSN.
+    /// Appends one block (no I/O; the flusher writes it). Returns its LSN. Blocks reach
+    /// the file in LSN order, so a caller that appends while it holds what the block
+    /// changed (a write's shards) orders the journal as memory saw the changes.
     pub fn append(&self, db: u32, epoch: u64, payload: &[u8]) -> u64 {
-        self.append_with_pos(db, epoch, payload, |_, _| ()).0
+        let lsn = self.lane_append(db, epoch, true, |buf| buf.extend_from_slice(payload));
+        lsn.unwrap_or_default() // always Some: empty payloads are kept
     }
 
-    /// `append`, running `f(lsn)` in the same critical section (nothing else is appended
-    /// between `f` and this block).
-    pub fn append_with<R>(
+    /// `append` of the payload `write` appends to the buffer it is given, encoded straight
+    /// into this thread's lane (no copy in between). None, and no block, if `write` adds
+    /// nothing.
+    pub fn append_encoded(
         &self,
         db: u32,
         epoch: u64,
-        payload: &[u8],
-        f: impl FnOnce(u64) -> R,
-    ) -> (u64, R) {
-        self.append_with_pos(db, epoch, payload, |lsn, _| f(lsn))
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Option<u64> {
+        self.lane_append(db, epoch, false, write)
     }
 
-    /// `append_with`, also telling `f` the position this block starts at (replaying from
-    /// that position includes this block; from `position()` after it, excludes it).
+    fn lane_append(
+        &self,
+        db: u32,
+        epoch: u64,
+        keep_empty: bool,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Option<u64> {
+        let sh = &*self.sh;
+        let (lsn, idle) = with_lane(sh, |run| {
+            let at = run.bytes.len();
+            run.bytes.resize(at + BLOCK_HEADER_LEN, 0);
+            write(&mut run.bytes);
+            let payload = &run.bytes[at + BLOCK_HEADER_LEN..];
+            if payload.is_empty() && !keep_empty {
+                run.bytes.truncate(at);
+                return None;
+            }
+            // The header goes in first so the crc covers db, epoch and payload in one pass.
+            let header = block_header(payload.len(), 0, db, epoch);
+            run.bytes[at..at + BLOCK_HEADER_LEN].copy_from_slice(&header);
+            let crc = block_crc(&run.bytes[at + 8..]);
+            run.bytes[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+            // SeqCst pairs with the flusher's store of `flusher_idle` before it reads
+            // `next_lsn` (`wait`): either it sees this LSN or this sees it idle.
+            let lsn = sh.next_lsn.fetch_add(1, SeqCst);
+            run.blocks.push_back((lsn, (run.bytes.len() - at) as u32));
+            Some((lsn, sh.flusher_idle.load(SeqCst)))
+        })?;
+        // Leaders flush what they append before they idle: no wake-up for the flusher.
+        if idle && !self.leading() && sh.flusher_idle.swap(false, SeqCst) {
+            let _g = sh.app.lock();
+            sh.wake.notify_one();
+        }
+        Some(lsn)
+    }
+
+    /// Appends one block after every block whose LSN was taken before it, running
+    /// `f(lsn, position)` before anything is appended after it. The position is where
+    /// this block starts: replaying from there includes it; from `position()` after it,
+    /// excludes it. For rare blocks (a snapshot's marker): it waits for the lanes.
     pub fn append_with_pos<R>(
         &self,
         db: u32,
@@ -347,60 +429,24 @@ impl Journal {
         payload: &[u8],
         f: impl FnOnce(u64, Position) -> R,
     ) -> (u64, R) {
-        let blen = (BLOCK_HEADER_LEN + payload.len()) as u64;
-        // Outside the lock, which every writer thread takes.
-        let crc = block_crc_of(db, epoch, payload);
-        let mut a = self.sh.app.lock();
-        let lsn = a.next_lsn;
-        let mut pos = a.pos;
-        let mut seg_first = a.seg_first_lsn;
-        if pos.offset > SEG_HEADER_LEN && pos.offset + blen > self.sh.segment_bytes {
-            pos = Position {
-                segment: pos.segment + 1,
-                offset: SEG_HEADER_LEN,
-            };
-            seg_first = lsn;
-        }
-        // Run f before changing anything, so a panic in it leaves the journal consistent.
+        let sh = &*self.sh;
+        let mut block = Vec::with_capacity(BLOCK_HEADER_LEN + payload.len());
+        encode_block(
+            &mut block,
+            db,
+            epoch,
+            payload,
+            block_crc_of(db, epoch, payload),
+        );
+        let mut a = sh.app.lock();
+        let lsn = sh.next_lsn.fetch_add(1, SeqCst);
+        // The earlier LSNs' threads are inside their lanes for a moment at most.
+        a.gather_to(sh, lsn, usize::MAX);
+        let pos = a.place(sh, &block);
+        // Blocks after this one are placed by a gather, which needs `app`: `f` runs first.
         let r = f(lsn, pos);
-        a.next_lsn = lsn + 1;
-        a.seg_first_lsn = seg_first;
-        let extend = a.chunks.last().is_some_and(|c| {
-            c.segment == pos.segment && c.offset + c.bytes.len() as u64 == pos.offset
-        });
-        if a.chunks.is_empty() {
-            a.pending_since = Some(Instant::now());
-        }
-        if !extend {
-            let bytes = self
-                .sh
-                .spare
-                .lock()
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(CHUNK_BYTES.max(blen as usize)));
-            a.chunks.push(Chunk {
-                segment: pos.segment,
-                seg_first_lsn: seg_first,
-                offset: pos.offset,
-                bytes,
-                last_lsn: lsn,
-                counted: false,
-            });
-        }
-        if let Some(c) = a.chunks.last_mut() {
-            encode_block(&mut c.bytes, db, epoch, payload, crc);
-            c.last_lsn = lsn;
-        }
-        a.pos = Position {
-            segment: pos.segment,
-            offset: pos.offset + blen,
-        };
-        self.sh.pending.fetch_add(blen, Relaxed);
-        // Leaders flush what they append before they idle: no wake-up for the flusher.
-        let wake = std::mem::replace(&mut a.flusher_idle, false) && !self.leading();
-        drop(a);
-        if wake {
-            self.sh.wake.notify_one();
+        if !self.leading() && sh.flusher_idle.swap(false, SeqCst) {
+            sh.wake.notify_one();
         }
         (lsn, r)
     }
@@ -429,7 +475,7 @@ impl Journal {
     pub fn flush_pending(&self) {
         let sh = &*self.sh;
         if !self.leading()
-            || sh.pending.load(Acquire) == 0
+            || sh.next_lsn.load(Acquire) <= sh.durable.load(Acquire) + 1
             || sh.failing.load(Relaxed)
             || sh.stop.load(Relaxed)
         {
@@ -485,7 +531,11 @@ impl Journal {
     }
 
     pub fn stats(&self) -> JournalStats {
-        let next = self.sh.app.lock().next_lsn;
+        let next = {
+            let mut a = self.sh.app.lock();
+            a.gather(&self.sh); // so that pending_bytes counts the lanes' blocks
+            self.sh.next_lsn.load(SeqCst)
+        };
         JournalStats {
             size_bytes: self.sh.disk_bytes.load(Relaxed),
             segments: self.sh.segments.load(Relaxed),
@@ -501,12 +551,15 @@ impl Journal {
     /// Where the next block will be written (see `append_with_pos` for the exact rule at a
     /// segment boundary: reading from here yields exactly the blocks appended after this call).
     pub fn position(&self) -> Position {
-        self.sh.app.lock().pos
+        let mut a = self.sh.app.lock();
+        let next = self.sh.next_lsn.load(SeqCst);
+        a.gather_to(&self.sh, next, usize::MAX);
+        a.pos
     }
 
     /// LSN the next appended block will get.
     pub fn next_lsn(&self) -> u64 {
-        self.sh.app.lock().next_lsn
+        self.sh.next_lsn.load(SeqCst)
     }
 
     /// Deletes whole segments numbered below `pos.segment` (a snapshot replaying from `pos`
@@ -539,14 +592,14 @@ impl Journal {
     pub fn sync(&self) -> io::Result<u64> {
         let target = {
             let mut a = self.sh.app.lock();
-            let t = a.next_lsn - 1;
+            let t = self.sh.next_lsn.load(SeqCst) - 1;
             a.force_sync_to = a.force_sync_to.max(t);
             self.sh.wake.notify_one();
             t
         };
         let mut g = self.sh.durable_mx.lock();
         loop {
-            if self.sh.durable.load(Acquire) >= target {
+            if self.sh.synced.load(Acquire) >= target {
                 return Ok(target);
             }
             if let Some(e) = self.last_error() {
@@ -598,6 +651,132 @@ fn read_first_lsn(dir: &Path, n: u64) -> io::Result<u64> {
     decode_seg_header(&h)
         .map(|h| h.first_lsn)
         .map_err(|r| invalid(format!("{}: {r}", segment_path(dir, n).display())))
+}
+
+thread_local! {
+    /// This thread's lane in each journal it appended to, by `Shared::id`.
+    static LANES: RefCell<Vec<(u64, Arc<Mutex<Run>>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on the calling thread's lane of `sh`, locked (made and registered on first use).
+fn with_lane<R>(sh: &Shared, f: impl FnOnce(&mut Run) -> R) -> R {
+    LANES.with_borrow_mut(|lanes| {
+        let i = match lanes.iter().position(|(id, _)| *id == sh.id) {
+            Some(i) => i,
+            None => {
+                // Lanes of journals since closed are held by this thread alone.
+                lanes.retain(|(_, l)| Arc::strong_count(l) > 1);
+                let lane = Arc::new(Mutex::new(Run::default()));
+                sh.lanes.lock().push(lane.clone());
+                lanes.push((sh.id, lane));
+                lanes.len() - 1
+            }
+        };
+        let r = f(&mut lanes[i].1.lock());
+        r
+    })
+}
+
+/// Gathers a flush makes while a block it wants is still in a thread's lane.
+const GATHER_TRIES: usize = 64;
+/// Emptied runs kept for reuse (about one per appending thread).
+const SPARE_RUNS: usize = 16;
+
+impl Appender {
+    /// Takes every lane's blocks and places those that continue the LSN sequence. Blocks
+    /// after a gap (an LSN whose thread is still inside its lane) wait in `held`.
+    fn gather(&mut self, sh: &Shared) {
+        sh.lanes.lock().retain(|lane| {
+            let mut run = lane.lock();
+            if run.blocks.is_empty() {
+                // A lane only the registry holds belongs to a thread that has exited.
+                return Arc::strong_count(lane) > 1;
+            }
+            let mut fresh = self.free.pop().unwrap_or_default();
+            std::mem::swap(&mut *run, &mut fresh);
+            self.held.push(fresh);
+            true
+        });
+        let mut runs = std::mem::take(&mut self.held);
+        loop {
+            let before = self.next_lsn;
+            for r in &mut runs {
+                while let Some(&(lsn, len)) = r.blocks.front() {
+                    if lsn != self.next_lsn {
+                        break;
+                    }
+                    r.blocks.pop_front();
+                    let end = r.done + len as usize;
+                    self.place(sh, &r.bytes[r.done..end]);
+                    r.done = end;
+                }
+            }
+            if self.next_lsn == before {
+                break;
+            }
+        }
+        for mut r in runs {
+            if !r.blocks.is_empty() {
+                self.held.push(r);
+            } else if self.free.len() < SPARE_RUNS && r.bytes.capacity() <= 4 * CHUNK_BYTES {
+                r.bytes.clear();
+                r.done = 0;
+                self.free.push(r);
+            }
+        }
+    }
+
+    /// Gathers until every block before `lsn` is placed, at most `tries` times.
+    fn gather_to(&mut self, sh: &Shared, lsn: u64, tries: usize) {
+        for _ in 0..tries {
+            self.gather(sh);
+            if self.next_lsn >= lsn {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Puts one encoded block at the journal's end, with the next LSN, in a new segment
+    /// when it would take the current one past its size. Returns where it starts.
+    fn place(&mut self, sh: &Shared, block: &[u8]) -> Position {
+        let blen = block.len() as u64;
+        let lsn = self.next_lsn;
+        if self.pos.offset > SEG_HEADER_LEN && self.pos.offset + blen > sh.segment_bytes {
+            self.pos = Position {
+                segment: self.pos.segment + 1,
+                offset: SEG_HEADER_LEN,
+            };
+            self.seg_first_lsn = lsn;
+        }
+        let pos = self.pos;
+        let extend = self.chunks.last().is_some_and(|c| {
+            c.segment == pos.segment && c.offset + c.bytes.len() as u64 == pos.offset
+        });
+        if !extend {
+            let bytes = sh
+                .spare
+                .lock()
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(CHUNK_BYTES.max(block.len())));
+            self.chunks.push(Chunk {
+                segment: pos.segment,
+                seg_first_lsn: self.seg_first_lsn,
+                offset: pos.offset,
+                bytes,
+                last_lsn: lsn,
+                counted: false,
+            });
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c.bytes.extend_from_slice(block);
+            c.last_lsn = lsn;
+        }
+        self.next_lsn = lsn + 1;
+        self.pos.offset += blen;
+        sh.pending.fetch_add(blen, Relaxed);
+        pos
+    }
 }
 
 /// The writing state (see `Shared::flusher`).
@@ -687,7 +866,12 @@ fn flusher_thread(sh: &Shared) -> io::Result<()> {
                 f.publish(sh, policy);
                 return r;
             }
-            if sh.app.lock().chunks.is_empty() {
+            let settled = {
+                let mut a = sh.app.lock();
+                a.gather(sh);
+                a.chunks.is_empty() && a.next_lsn == sh.next_lsn.load(SeqCst)
+            };
+            if settled {
                 // A clean stop leaves the segment exactly as long as its data.
                 f.trim_zeros()?;
                 return f.sync_file(sh);
@@ -722,10 +906,17 @@ fn wait(sh: &Shared) -> (bool, u64) {
             && (policy == Fsync::Always || last_sync.elapsed() >= EVERYSEC);
         let retry_due = failing && start.elapsed() >= RETRY;
         // With leaders, appended chunks are theirs to flush unless they wait too long.
+        // Set before reading `next_lsn`: see `append`.
+        sh.flusher_idle.store(true, SeqCst);
+        let pending = !a.chunks.is_empty() || sh.next_lsn.load(SeqCst) > a.next_lsn;
+        if pending && a.pending_since.is_none() {
+            a.pending_since = Some(Instant::now());
+        }
         let age = a.pending_since.map(|t| t.elapsed());
-        let chunks_due = !a.chunks.is_empty() && (!leaders || age >= Some(BACKSTOP));
+        let chunks_due = pending && (!leaders || age >= Some(BACKSTOP));
         let work = chunks_due || a.force_sync_to > synced_lsn || sync_due;
         if stopping || retry_due || (work && !failing) {
+            sh.flusher_idle.store(false, Relaxed);
             return (stopping, a.force_sync_to);
         }
         let timeout = if failing {
@@ -740,9 +931,7 @@ fn wait(sh: &Shared) -> (bool, u64) {
         } else {
             Duration::from_secs(3600)
         };
-        a.flusher_idle = true;
         sh.wake.wait_for(&mut a, timeout);
-        a.flusher_idle = false;
     }
 }
 
@@ -750,6 +939,9 @@ impl Flusher {
     fn take_new(&mut self, sh: &Shared) {
         let new = {
             let mut a = sh.app.lock();
+            // A thread inside its lane holds back every later block: give it a moment.
+            let next = sh.next_lsn.load(SeqCst);
+            a.gather_to(sh, next, GATHER_TRIES);
             a.pending_since = None;
             std::mem::take(&mut a.chunks)
         };
@@ -843,6 +1035,7 @@ impl Flusher {
         }
         drop(spare);
         self.synced_lsn = self.written_lsn;
+        sh.synced.store(self.synced_lsn, Release);
         Ok(())
     }
 
