@@ -387,7 +387,6 @@ impl Keyspace {
         // session drops.
         match shards.as_slice() {
             [] => Self::release_sticky(),
-            // One shard, as for most writes: nothing to order, no lists to build.
             [id] => std::mem::forget(self.shard_at(*id).acquire()),
             _ => {
                 let refs: Vec<&Shard> = shards.iter().map(|id| self.shard_at(*id)).collect();
@@ -396,11 +395,23 @@ impl Keyspace {
                 }
             }
         }
+        self.opened(&shards)
+    }
+
+    /// `session` of one shard, as most writes need: nothing to order, no list to build.
+    pub fn session1(&self, id: ShardId) -> Session<'_> {
+        assert!(!Self::in_session(), "strata-engine: nested session");
+        std::mem::forget(self.shard_at(id).acquire());
+        self.opened(&[id])
+    }
+
+    /// Records the session whose shards (sorted, locked) are `ids`.
+    fn opened(&self, ids: &[ShardId]) -> Session<'_> {
         set_session(true);
         // Reuse the thread's buffers: a write opens one session per command.
-        IDS.with_borrow_mut(|ids| {
-            ids.clear();
-            ids.extend_from_slice(&shards);
+        IDS.with_borrow_mut(|held| {
+            held.clear();
+            held.extend_from_slice(ids);
         });
         publish(self);
         Session { ks: self }

@@ -145,6 +145,8 @@ impl Group {
 /// The shards a command must hold for its whole run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockPlan {
+    /// One shard: most writes name one key (no list to allocate).
+    One(ShardId),
     /// These shards (possibly none).
     Shards(Vec<ShardId>),
     /// Every shard of every database: commands that touch keys they do not name (FLUSHALL,
@@ -193,9 +195,28 @@ impl LockPlan {
         if touches_unnamed_keys(name) {
             return LockPlan::World;
         }
-        let mut ids = Vec::new();
-        for_each_shard(server, db, cmd, argv, |id| ids.push(id));
-        LockPlan::Shards(ids)
+        let (mut first, mut more) = (None, Vec::new());
+        for_each_shard(server, db, cmd, argv, |id| match first {
+            None => first = Some(id),
+            Some(_) => more.push(id),
+        });
+        match first {
+            Some(id) if more.is_empty() => LockPlan::One(id),
+            Some(id) => {
+                more.push(id); // the session sorts them
+                LockPlan::Shards(more)
+            }
+            None => LockPlan::Shards(more),
+        }
+    }
+
+    /// The shards named, or None for the whole keyspace.
+    pub fn shard_ids(self) -> Option<Vec<ShardId>> {
+        match self {
+            LockPlan::One(id) => Some(vec![id]),
+            LockPlan::Shards(ids) => Some(ids),
+            LockPlan::World => None,
+        }
     }
 
     /// Whether this thread's session already holds all that [`LockPlan::of`] would name:
@@ -213,10 +234,11 @@ impl LockPlan {
 
     /// Adds `other`'s shards to this plan.
     pub fn merge(&mut self, other: LockPlan) {
-        match (self, other) {
-            (LockPlan::World, _) => {}
-            (me, LockPlan::World) => *me = LockPlan::World,
-            (LockPlan::Shards(a), LockPlan::Shards(b)) => a.extend(b),
+        // Either side World makes the merge World.
+        let mine = std::mem::replace(self, LockPlan::World);
+        if let (Some(mut a), Some(b)) = (mine.shard_ids(), other.shard_ids()) {
+            a.extend(b);
+            *self = LockPlan::Shards(a);
         }
     }
 
@@ -224,6 +246,7 @@ impl LockPlan {
     pub fn open<'k>(self, server: &'k Server) -> strata_engine::Session<'k> {
         match self {
             LockPlan::World => server.keyspace.session_all(),
+            LockPlan::One(id) => server.keyspace.session1(id),
             LockPlan::Shards(ids) => server.keyspace.session(ids),
         }
     }
@@ -234,6 +257,19 @@ mod tests {
     use super::*;
     use bytes::BytesMut;
     use strata_resp::{Limits, Parser};
+
+    #[test]
+    fn merged_plans_hold_both_sides_and_world_wins() {
+        let mut p = LockPlan::One((0, 3));
+        p.merge(LockPlan::One((0, 1)));
+        assert_eq!(p, LockPlan::Shards(vec![(0, 3), (0, 1)]));
+        p.merge(LockPlan::Shards(vec![(1, 2)]));
+        assert_eq!(p.clone().shard_ids(), Some(vec![(0, 3), (0, 1), (1, 2)]));
+        p.merge(LockPlan::World);
+        assert_eq!(p, LockPlan::World);
+        p.merge(LockPlan::One((0, 0)));
+        assert_eq!(p, LockPlan::World);
+    }
 
     /// What `encode` writes is what the journal's replay parses back: the same argv, for
     /// every length form (one digit, several, empty).

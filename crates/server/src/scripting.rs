@@ -279,10 +279,8 @@ impl ScriptHost<'_> {
         // A key the script did not declare: take its shard into the session now.
         let (name, db) = (&server.table.fullnames[id], self.client.db);
         if !LockPlan::held(server, db, cmd, name, argv) {
-            let ids = match LockPlan::of(server, db, cmd, name, argv) {
-                LockPlan::World => world(server),
-                LockPlan::Shards(ids) => ids,
-            };
+            let plan = LockPlan::of(server, db, cmd, name, argv);
+            let ids = plan.shard_ids().unwrap_or_else(|| world(server));
             if !server
                 .keyspace
                 .extend_session(&ids, Instant::now() + UNDECLARED_WAIT)

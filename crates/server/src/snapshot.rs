@@ -184,7 +184,7 @@ pub fn before_write(server: &Server, write_epoch: u64, db: usize, plan: &LockPla
                 }
             }
         }
-        LockPlan::Shards(_) => {
+        LockPlan::One(_) | LockPlan::Shards(_) => {
             for key in keys {
                 server.keyspace.db(db).preserve(key, epoch);
             }
