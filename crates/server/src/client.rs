@@ -56,6 +56,9 @@ pub struct Client {
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
+    /// The request about to run as the client sent it, when that was canonical RESP
+    /// (`Parser::take_frame`): its journal record, if it is logged as its own argv.
+    pub frame: Option<bytes::Bytes>,
     /// Replaying the journal at start-up: nothing expires and nothing is logged again.
     pub replaying: bool,
     /// The snapshot epoch this client's write saw when it locked its shards.
@@ -84,6 +87,7 @@ impl Client {
             watch: Default::default(),
             group: None,
             last_lsn: 0,
+            frame: None,
             replaying: false,
             write_epoch: 0,
         }

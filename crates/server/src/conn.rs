@@ -158,7 +158,9 @@ async fn serve_client(
             match parser.parse(&mut inbuf) {
                 Ok(Some(argv)) => {
                     let start = out.len();
+                    client.frame = parser.take_frame();
                     table::execute(server, client, stats, &argv, &mut out, &mut clock);
+                    client.frame = None; // left there by a command that did not run
                     if client.attention {
                         if let Some(req) = after_command(server, client, stats, &mut out, start) {
                             // Blocked: answer what came before, then wait; the commands

@@ -73,6 +73,35 @@ pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, argv: &[A]) {
     }
 }
 
+/// Whether `frame` is the canonical RESP request `argv` was sliced from, whole: then it is
+/// byte for byte what `encode(argv)` writes. Checked by where the arguments lie in it, so
+/// a frame of another request, or a part of this one's arguments, never passes.
+pub fn is_frame_of(frame: &[u8], argv: &[Bytes]) -> bool {
+    let (Some(first), Some(last)) = (argv.first(), argv.last()) else {
+        return false;
+    };
+    let start = frame.as_ptr() as usize;
+    let count = header_len(argv.len());
+    let encoded = count
+        + argv
+            .iter()
+            .map(|a| header_len(a.len()) + a.len() + 2)
+            .sum::<usize>();
+    frame.len() == encoded
+        && first.as_ptr() as usize == start + count + header_len(first.len())
+        && last.as_ptr() as usize + last.len() + 2 == start + frame.len()
+}
+
+/// Bytes of the header line `header` writes for `n`.
+fn header_len(n: usize) -> usize {
+    match n {
+        0..=9 => 4,
+        10..=99 => 5,
+        100..=999 => 6,
+        _ => 4 + n.ilog10() as usize,
+    }
+}
+
 fn header(buf: &mut Vec<u8>, prefix: u8, n: usize) {
     strata_resp::push_header(buf, prefix, n as i64);
 }
@@ -257,6 +286,35 @@ mod tests {
     use super::*;
     use bytes::BytesMut;
     use strata_resp::{Limits, Parser};
+
+    /// A request's canonical frame is its record exactly when it is the whole of what its
+    /// argv was parsed from: never for part of the arguments, or another request's frame.
+    #[test]
+    fn a_frame_is_the_record_only_of_its_own_whole_argv() {
+        let long = vec![b'x'; 1234];
+        for args in [
+            vec![b"SET".as_slice(), b"key", &long],
+            vec![b"PING".as_slice()],
+            vec![b"MSET".as_slice(), b"", b"123456789", b"0123456789", b"v"],
+        ] {
+            let mut wire = Vec::new();
+            encode(&mut wire, &args);
+            let mut input = BytesMut::from(&wire[..]);
+            let mut p = Parser::new(Limits::default());
+            let argv = p.parse(&mut input).ok().flatten().unwrap_or_default();
+            let frame = p.take_frame().unwrap_or_default();
+            assert_eq!(&frame[..], &wire[..]);
+            assert!(is_frame_of(&frame, &argv));
+            assert!(!is_frame_of(&frame, &argv[1..]));
+            assert!(!is_frame_of(&frame, &argv[..argv.len() - 1]));
+            assert!(
+                !is_frame_of(&wire, &argv),
+                "a copy of the bytes is not the frame"
+            );
+            let copies: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+            assert!(!is_frame_of(&frame, &copies));
+        }
+    }
 
     #[test]
     fn merged_plans_hold_both_sides_and_world_wins() {

@@ -74,7 +74,15 @@ impl Persist {
 
     /// Logs one write command's effect as its own journal block. Runs while the command
     /// still holds its shards.
-    pub fn log(&self, client: &mut Client, db: usize, argv: &[Bytes], effect: Effect) {
+    /// `frame` is the request as received, if canonical RESP (`Client::frame`).
+    pub fn log(
+        &self,
+        client: &mut Client,
+        db: usize,
+        argv: &[Bytes],
+        effect: Effect,
+        frame: Option<&[u8]>,
+    ) {
         let Some(j) = self.journal.get() else {
             return;
         };
@@ -83,7 +91,13 @@ impl Persist {
         }
         // Encoded straight into this thread's journal lane. The epoch is the one seen
         // when the write locked its shards (see crate::snapshot).
-        let write = |buf: &mut Vec<u8>| effect.encode(buf, argv);
+        let write = |buf: &mut Vec<u8>| match frame {
+            // The request is its own record: copied, not encoded again.
+            Some(f) if matches!(effect, Effect::Argv) && crate::effects::is_frame_of(f, argv) => {
+                buf.extend_from_slice(f)
+            }
+            _ => effect.encode(buf, argv),
+        };
         if let Some(lsn) = j.append_encoded(db as u32, client.write_epoch, write) {
             client.last_lsn = lsn;
         }

@@ -232,6 +232,8 @@ pub(crate) fn run(
     clock: &mut Instant,
 ) {
     let cmd = server.table.commands[id];
+    // Only the command the frame was parsed for may use it, not any it runs in turn.
+    let frame = client.frame.take();
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         reject(
             server,
@@ -337,7 +339,9 @@ pub(crate) fn run(
             // Without a journal (fixed at start) a group's records would go nowhere.
             Some(g) if server.persist.journal_on() => g.add(db, argv, effect),
             Some(_) => {}
-            None if ordered => server.persist.log(client, db, argv, effect),
+            None if ordered => server
+                .persist
+                .log(client, db, argv, effect, frame.as_deref()),
             None => {}
         }
     }

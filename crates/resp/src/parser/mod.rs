@@ -121,6 +121,11 @@ pub struct Parser {
     bulk_len: Option<usize>,
     /// Argument ranges found so far in the current frame.
     args: Vec<(usize, usize)>,
+    /// Every line of the current frame ends in CRLF (Redis only checks the CR, and skips
+    /// the two bytes after a bulk's data unread).
+    canonical: bool,
+    /// The last frame parsed, if it was canonical RESP (see `take_frame`).
+    frame: Option<Bytes>,
 }
 
 impl Default for Parser {
@@ -139,7 +144,16 @@ impl Parser {
             remaining: 0,
             bulk_len: None,
             args: Vec::new(),
+            canonical: true,
+            frame: None,
         }
+    }
+
+    /// The request `parse` last returned, as received, if it was a multibulk in canonical
+    /// RESP: then the bytes are exactly the RESP encoding of its arguments, which a
+    /// journal can store as they are instead of encoding them again.
+    pub fn take_frame(&mut self) -> Option<Bytes> {
+        self.frame.take()
     }
 
     pub fn set_limits(&mut self, limits: Limits) {
@@ -179,6 +193,7 @@ impl Parser {
     /// progress inside a partial frame is kept, so the caller must only append to `buf`
     /// between calls. On `Err` the caller replies `-ERR <msg>` and closes.
     pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        self.frame = None;
         // A caller that broke the append-only contract must not make us index out of range.
         if buf.len() < self.pos || buf.len() < self.scan {
             self.reset();
@@ -244,6 +259,7 @@ impl Parser {
             return err(UNAUTH_MBULK);
         }
         self.state = State::Bulks;
+        self.canonical = buf[cr + 1] == b'\n';
         self.remaining = n;
         self.pos = cr + 2;
         self.scan = self.pos;
@@ -285,6 +301,7 @@ impl Parser {
                     if len > 16384 && self.limits.unauthenticated {
                         return err(UNAUTH_BULK);
                     }
+                    self.canonical &= buf[cr + 1] == b'\n';
                     self.pos = cr + 2;
                     self.bulk_len = Some(len);
                     len
@@ -296,6 +313,7 @@ impl Parser {
                 return Ok(None);
             }
             self.args.push((self.pos, end));
+            self.canonical &= buf[end..end + 2] == *b"\r\n";
             self.pos = end + 2;
             self.scan = self.pos;
             self.bulk_len = None;
@@ -303,6 +321,9 @@ impl Parser {
         }
         let frame = buf.split_to(self.pos).freeze();
         let argv = self.args.iter().map(|&(s, e)| frame.slice(s..e)).collect();
+        if self.canonical {
+            self.frame = Some(frame);
+        }
         self.reset();
         Ok(Some(argv))
     }

@@ -358,3 +358,32 @@ fn unauthenticated_limits() {
     let mut b = BytesMut::from(&frame[..]);
     assert_eq!(p.parse(&mut b).unwrap().unwrap().len(), 10);
 }
+
+/// The frame a parse keeps is the request as received, and only when every line ended in
+/// CRLF; inline requests and lenient multibulks (Redis skips the two bytes after a bulk
+/// unread, and checks only the CR of a header line) keep none.
+#[test]
+fn only_canonical_multibulks_keep_their_frame() {
+    let cases: &[(&[u8], bool)] = &[
+        (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n", true),
+        (b"*1\r\n$4\r\nPING\r\n", true),
+        (b"*2\r\n$3\r\nGET\r\n$1\r\nkxx", false),
+        (b"*2\r\n$3\r\nGET\r\n$1\rxk\r\n", false),
+        (b"*2\rx$3\r\nGET\r\n$1\r\nk\r\n", false),
+        (b"SET k v\r\n", false),
+    ];
+    for &(input, canonical) in cases {
+        let mut p = Parser::default();
+        let mut buf = BytesMut::from(input);
+        let argv = p.parse(&mut buf).unwrap().unwrap();
+        assert!(!argv.is_empty());
+        match p.take_frame() {
+            Some(f) => {
+                assert!(canonical, "{input:?}");
+                assert_eq!(&f[..], input);
+            }
+            None => assert!(!canonical, "{input:?}"),
+        }
+        assert!(p.take_frame().is_none(), "taken once");
+    }
+}
