@@ -91,12 +91,12 @@ impl Persist {
         }
         // Encoded straight into this thread's journal lane. The epoch is the one seen
         // when the write locked its shards (see crate::snapshot).
+        // The request is its own record when it was canonical: copied, not encoded again.
+        let frame = frame
+            .filter(|f| matches!(effect, Effect::Argv) && crate::effects::is_frame_of(f, argv));
         let write = |buf: &mut Vec<u8>| match frame {
-            // The request is its own record: copied, not encoded again.
-            Some(f) if matches!(effect, Effect::Argv) && crate::effects::is_frame_of(f, argv) => {
-                buf.extend_from_slice(f)
-            }
-            _ => effect.encode(buf, argv),
+            Some(f) => buf.extend_from_slice(f),
+            None => effect.encode(buf, argv),
         };
         if let Some(lsn) = j.append_encoded(db as u32, client.write_epoch, write) {
             client.last_lsn = lsn;

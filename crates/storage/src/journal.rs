@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::format::{
-    block_crc, block_crc_of, block_header, decode_seg_header, encode_block, encode_seg_header,
-    fsync_dir, journal_dir, list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+    block_crc_of, decode_seg_header, encode_block, encode_seg_header, frame_block, fsync_dir,
+    journal_dir, list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
 };
 use crate::recovery::{cut_file, scan_only, Position, Problem};
 
@@ -392,18 +392,10 @@ impl Journal {
         let sh = &*self.sh;
         let (lsn, idle) = with_lane(sh, |run| {
             let at = run.bytes.len();
-            run.bytes.resize(at + BLOCK_HEADER_LEN, 0);
-            write(&mut run.bytes);
-            let payload = &run.bytes[at + BLOCK_HEADER_LEN..];
-            if payload.is_empty() && !keep_empty {
+            if frame_block(&mut run.bytes, db, epoch, write) == 0 && !keep_empty {
                 run.bytes.truncate(at);
                 return None;
             }
-            // The header goes in first so the crc covers db, epoch and payload in one pass.
-            let header = block_header(payload.len(), 0, db, epoch);
-            run.bytes[at..at + BLOCK_HEADER_LEN].copy_from_slice(&header);
-            let crc = block_crc(&run.bytes[at + 8..]);
-            run.bytes[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
             // SeqCst pairs with the flusher's store of `flusher_idle` before it reads
             // `next_lsn` (`wait`): either it sees this LSN or this sees it idle.
             let lsn = sh.next_lsn.fetch_add(1, SeqCst);
