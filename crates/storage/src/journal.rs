@@ -28,7 +28,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::format::{
     block_crc_of, decode_seg_header, encode_block, encode_seg_header, frame_block, fsync_dir,
-    journal_dir, list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+    journal_dir, list_segments, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN, SEG_VERSION,
 };
 use crate::recovery::{cut_file, scan_only, Position, Problem};
 
@@ -229,8 +229,15 @@ impl Journal {
         let jdir = journal_dir(&opts.dir);
         std::fs::create_dir_all(&jdir)?;
         let segs = list_segments(&opts.dir)?;
-        let (seg, first_lsn, end, next_lsn, file) = match segs.last() {
-            None => (1, 1, SEG_HEADER_LEN, 1, create_segment(&opts.dir, 1, 1)?),
+        let (seg, first_lsn, end, next_lsn, file, version) = match segs.last() {
+            None => (
+                1,
+                1,
+                SEG_HEADER_LEN,
+                1,
+                create_segment(&opts.dir, 1, 1)?,
+                SEG_VERSION,
+            ),
             Some(&last) => {
                 let path = segment_path(&opts.dir, last);
                 let bytes = std::fs::read(&path)?;
@@ -266,25 +273,32 @@ impl Journal {
                                 None => 1,
                             };
                             let f = create_segment(&opts.dir, last, first)?;
-                            (last, first, SEG_HEADER_LEN, first, f)
+                            (last, first, SEG_HEADER_LEN, first, f, SEG_VERSION)
                         } else {
                             cut_file(&path, off)?;
                             let f = OpenOptions::new().read(true).write(true).open(&path)?;
-                            (last, scan.first_lsn, off, scan.first_lsn + scan.blocks, f)
+                            let next = scan.first_lsn + scan.blocks;
+                            (last, scan.first_lsn, off, next, f, scan.version)
                         }
                     }
                     None => {
                         let f = OpenOptions::new().read(true).write(true).open(&path)?;
-                        (
-                            last,
-                            scan.first_lsn,
-                            scan.end,
-                            scan.first_lsn + scan.blocks,
-                            f,
-                        )
+                        let next = scan.first_lsn + scan.blocks;
+                        (last, scan.first_lsn, scan.end, next, f, scan.version)
                     }
                 }
             }
+        };
+        // Blocks are written with this version's crc only: an older segment is left as it
+        // is and the journal goes on in a new one.
+        let (seg, first_lsn, end, file) = if version == SEG_VERSION {
+            (seg, first_lsn, end, file)
+        } else {
+            tracing::info!(
+                "journal: segment {seg} has format version {version}; continuing in a new segment"
+            );
+            let f = create_segment(&opts.dir, seg + 1, next_lsn)?;
+            (seg + 1, next_lsn, SEG_HEADER_LEN, f)
         };
         // Zeros a crash left past the data stay: they are overwritten next.
         let zeroed_to = file.metadata()?.len();

@@ -3,6 +3,7 @@
 //! and replays them. Formats and rules: docs/persistence.md.
 
 pub mod check;
+mod crc32c;
 mod format;
 pub mod journal;
 pub mod recovery;

@@ -16,7 +16,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::format::{
-    block_crc, decode_seg_header, list_segments, segment_path, u32_at, u64_at, BLOCK_HEADER_LEN,
+    block_crc_in, decode_seg_header, list_segments, segment_path, u32_at, u64_at, BLOCK_HEADER_LEN,
     SEG_HEADER_LEN,
 };
 
@@ -165,6 +165,8 @@ pub struct SegScan {
     /// Offset just past the last valid block (0 when the header is unusable).
     pub end: u64,
     pub blocks: u64,
+    /// The header's format version (0 when the header is unusable).
+    pub version: u32,
     /// The first problem: kind, offset, reason.
     pub problem: Option<(Problem, u64, String)>,
 }
@@ -175,7 +177,7 @@ const RESYNC_CRC_BUDGET: u64 = 256 << 20;
 
 /// Is there a complete, CRC-valid block starting anywhere in `b[from..]`?
 /// `None` when the budget ran out before an answer.
-fn valid_block_after(b: &[u8], from: usize) -> Option<bool> {
+fn valid_block_after(b: &[u8], from: usize, version: u32) -> Option<bool> {
     let mut budget = RESYNC_CRC_BUDGET;
     let mut o = from;
     while o + BLOCK_HEADER_LEN <= b.len() {
@@ -187,7 +189,7 @@ fn valid_block_after(b: &[u8], from: usize) -> Option<bool> {
                 return None;
             }
             budget -= cost;
-            if block_crc(&b[o + 8..end + plen]) == u32_at(b, o + 4) {
+            if block_crc_in(version, &b[o + 8..end + plen]) == u32_at(b, o + 4) {
                 return Some(true);
             }
         }
@@ -210,6 +212,7 @@ pub fn scan_segment<E>(
         first_lsn: 0,
         end: 0,
         blocks: 0,
+        version: 0,
         problem: None,
     };
     let hdr = match decode_seg_header(b) {
@@ -238,6 +241,7 @@ pub fn scan_segment<E>(
         return Ok(scan);
     }
     scan.first_lsn = hdr.first_lsn;
+    scan.version = hdr.version;
     let mut off = SEG_HEADER_LEN as usize;
     scan.end = off as u64;
     while off < b.len() {
@@ -253,7 +257,7 @@ pub fn scan_segment<E>(
                 let db = u32_at(b, off + 8);
                 let epoch = u64_at(b, off + 12);
                 let payload = &b[start..start + plen];
-                if block_crc(&b[off + 8..start + plen]) != u32_at(b, off + 4) {
+                if block_crc_in(hdr.version, &b[off + 8..start + plen]) != u32_at(b, off + 4) {
                     Some("crc mismatch")
                 } else {
                     let lsn = hdr.first_lsn.wrapping_add(scan.blocks);
@@ -278,7 +282,7 @@ pub fn scan_segment<E>(
                 // The zeros the writer lays ahead of its data (journal::PREZERO): the end.
                 break;
             }
-            let torn = is_last && valid_block_after(b, off + 1) == Some(false);
+            let torn = is_last && valid_block_after(b, off + 1, hdr.version) == Some(false);
             let kind = if torn {
                 Problem::Torn
             } else {

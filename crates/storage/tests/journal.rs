@@ -79,6 +79,46 @@ fn append_reopen_replay_keeps_lsns() {
     check_blocks(&b, 1);
 }
 
+/// A journal written before CRC-32C (segment version 1, blocks checksummed with CRC-32)
+/// is read as it is, and appending goes on in a new segment of the current version.
+#[test]
+fn version_1_segments_are_read_and_continued_in_a_new_segment() {
+    let d = TempDir::new("version1");
+    std::fs::create_dir_all(journal_dir(d.path())).unwrap();
+    let mut file = Vec::new();
+    file.extend_from_slice(b"STRJ");
+    file.extend_from_slice(&1u32.to_le_bytes());
+    file.extend_from_slice(&1u64.to_le_bytes()); // segment 1
+    file.extend_from_slice(&1u64.to_le_bytes()); // first LSN 1
+    let crc = crc32fast::hash(&file);
+    file.extend_from_slice(&crc.to_le_bytes());
+    for i in 1..=20u64 {
+        let mut covered = Vec::new();
+        covered.extend_from_slice(&((i % 16) as u32).to_le_bytes());
+        covered.extend_from_slice(&(i * 7).to_le_bytes());
+        covered.extend_from_slice(&payload(i));
+        file.extend_from_slice(&(payload(i).len() as u32).to_le_bytes());
+        file.extend_from_slice(&crc32fast::hash(&covered).to_le_bytes());
+        file.extend_from_slice(&covered);
+    }
+    std::fs::write(only_segment(d.path()), &file).unwrap();
+    let (b, _) = read_all(d.path(), None);
+    assert_eq!(b.len(), 20);
+    check_blocks(&b, 1);
+
+    let j = Journal::open(opts(d.path(), Fsync::EverySec, 1 << 20)).unwrap();
+    append_n(&j, 21, 10);
+    j.close().unwrap();
+    drop(j);
+    assert_eq!(std::fs::read(only_segment(d.path())).unwrap(), file);
+    let second = std::fs::read(segment_path(d.path(), 2)).unwrap();
+    assert_eq!(second[4..8], 2u32.to_le_bytes());
+    let (b, sum) = read_all(d.path(), None);
+    assert_eq!(b.len(), 30);
+    check_blocks(&b, 1);
+    assert!(sum.torn.is_none());
+}
+
 /// Threads append into lanes of their own; the file must still hold every block exactly
 /// once, in LSN order, each with the payload its thread appended under that LSN, across
 /// segment rotations (small segments) and a snapshot-style marker appended meanwhile.
