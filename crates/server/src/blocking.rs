@@ -23,12 +23,12 @@ use crate::client::{Client, ClientInfo};
 use crate::server::Server;
 use crate::stats::ThreadStats;
 use crate::table;
+use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 use strata_resp::{Protocol, Reply};
 use tokio::sync::Notify;
 
@@ -238,7 +238,7 @@ pub fn serve_ready(server: &Server, stats: &ThreadStats, mut ready: Vec<(usize, 
             c.proto = w.proto;
             c.no_touch = w.no_touch;
             let mut out = Vec::new();
-            let mut clock = Instant::now();
+            let mut clock = Tick::now();
             table::execute(server, &mut c, stats, &w.argv, &mut out, &mut clock);
             if c.block.is_some() {
                 drop(st);
@@ -246,7 +246,7 @@ pub fn serve_ready(server: &Server, stats: &ThreadStats, mut ready: Vec<(usize, 
                 // find nothing either; when it holds a value this waiter does not take (a
                 // zset under a key BLPOP and BZPOPMIN clients both wait on, a BLMOVE whose
                 // destination has another type), a later waiter may still be served.
-                let now = server.clock.unix_ms(Instant::now());
+                let now = server.clock.unix_ms(Tick::now());
                 if !server.keyspace.db(db).lock1_at(now, &key).contains(&key) {
                     break;
                 }
@@ -308,7 +308,7 @@ impl Waiter {
     /// The deadline on tokio's clock, None for `timeout 0`.
     pub fn deadline(&self, server: &Server) -> Option<tokio::time::Instant> {
         (self.deadline_ms > 0).then(|| {
-            let now_ms = server.clock.unix_ms(Instant::now());
+            let now_ms = server.clock.unix_ms(Tick::now());
             tokio::time::Instant::now()
                 + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms))
         })

@@ -1,6 +1,7 @@
 //! Per-connection state, and the registry of all clients that CLIENT LIST/KILL and INFO read
 //! from any thread.
 
+use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -138,7 +139,7 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     /// Index of the last command run, into the command table.
     pub last_cmd: AtomicUsize,
-    /// Milliseconds since `created` of the last interaction.
+    /// `Tick::millis` of the last interaction.
     pub last_active: AtomicU64,
     pub qbuf: AtomicUsize,
     pub no_evict: AtomicBool,
@@ -163,7 +164,7 @@ impl ClientInfo {
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             last_cmd: AtomicUsize::new(usize::MAX),
-            last_active: AtomicU64::new(0),
+            last_active: AtomicU64::new(Tick::now().millis()),
             qbuf: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
@@ -192,13 +193,12 @@ impl ClientInfo {
         }
     }
 
-    pub fn touch(&self, now: Instant) {
-        let ms = now.saturating_duration_since(self.created).as_millis() as u64;
-        self.last_active.store(ms, Ordering::Relaxed);
+    pub fn touch(&self, now: Tick) {
+        self.last_active.store(now.millis(), Ordering::Relaxed);
     }
 
     pub fn idle_secs(&self) -> u64 {
-        let now = self.created.elapsed().as_millis() as u64;
+        let now = Tick::now().millis();
         now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000
     }
 }

@@ -144,7 +144,7 @@ async fn serve_client(
                 }
             }
         }
-        let mut clock = std::time::Instant::now();
+        let mut clock = crate::tick::Tick::now();
         info.touch(clock);
         pending = false;
         let mut blocked = None;

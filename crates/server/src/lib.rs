@@ -22,6 +22,7 @@ pub mod snapshot;
 pub mod stats;
 pub mod strtod;
 pub mod table;
+pub mod tick;
 mod turn;
 pub mod watch;
 

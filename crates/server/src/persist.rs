@@ -302,7 +302,7 @@ fn replay(
         ..Limits::default()
     });
     let mut out = Vec::new();
-    let mut clock = Instant::now();
+    let mut clock = crate::tick::Tick::now();
     let mut report = LoadReport::default();
     let mut read = 0u64;
     let mut last_log = Instant::now();

@@ -201,7 +201,7 @@ pub fn run(
             wrote: false,
             running: None,
             about: (name, argv, matches!(target, Target::Eval(..))),
-            clock: now,
+            clock: crate::tick::Tick::now(),
         };
         let reply = with_lua(server, |lua| match target {
             Target::Eval(sha, body) => {
@@ -239,7 +239,7 @@ struct ScriptHost<'a> {
     running: Option<RunningFlags>,
     /// (name, argv, is EVAL) for the registry entry.
     about: (&'a str, &'a [Bytes], bool),
-    clock: Instant,
+    clock: crate::tick::Tick,
 }
 
 /// The flags a busy script shares with SCRIPT KILL and FUNCTION STATS.

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::conn;
 use crate::stats::{Stats, ThreadStats};
 use crate::table::Table;
+use crate::tick::Tick;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,11 +52,11 @@ pub struct Server {
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
 }
 
-/// Wall-clock milliseconds derived from a monotonic `Instant`, so a command needs one
+/// Wall-clock milliseconds derived from a monotonic `Tick`, so a command needs one
 /// clock read for both its latency statistics and its expiry time. The offset to the wall
 /// clock is re-read every second, so changes to the system time are followed.
 pub struct Clock {
-    base: Instant,
+    base: Tick,
     /// Unix time of `base`, in microseconds (finer than the ms we hand out, so rounding
     /// never puts our clock behind the wall clock).
     offset_us: AtomicU64,
@@ -64,7 +65,7 @@ pub struct Clock {
 impl Clock {
     fn new() -> Clock {
         let c = Clock {
-            base: Instant::now(),
+            base: Tick::now(),
             offset_us: AtomicU64::new(0),
         };
         c.sync();
@@ -73,7 +74,7 @@ impl Clock {
 
     /// Re-reads the wall clock.
     pub fn sync(&self) {
-        let since_base = self.base.elapsed().as_micros() as u64;
+        let since_base = Tick::now().micros_since(self.base);
         let wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
@@ -83,10 +84,8 @@ impl Clock {
     }
 
     /// Unix milliseconds at `at`.
-    pub fn unix_ms(&self, at: Instant) -> u64 {
-        let us = self.offset_us.load(Ordering::Relaxed)
-            + at.saturating_duration_since(self.base).as_micros() as u64;
-        us / 1000
+    pub fn unix_ms(&self, at: Tick) -> u64 {
+        (self.offset_us.load(Ordering::Relaxed) + at.micros_since(self.base)) / 1000
     }
 }
 

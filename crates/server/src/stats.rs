@@ -5,7 +5,6 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::Duration;
 
 pub struct ThreadStats {
     calls: Box<[AtomicU64]>,
@@ -44,9 +43,9 @@ impl ThreadStats {
         c.store(c.load(Relaxed) + by, Relaxed);
     }
 
-    pub fn called(&self, id: usize, took: Duration) {
+    pub fn called(&self, id: usize, took_us: u64) {
         Self::bump(&self.calls[id], 1);
-        Self::bump(&self.usec[id], took.as_micros() as u64);
+        Self::bump(&self.usec[id], took_us);
     }
 
     /// A write changed the data set.

@@ -7,9 +7,9 @@ use crate::commands::transactions;
 use crate::effects::{Effect, LockPlan};
 use crate::server::Server;
 use crate::stats::ThreadStats;
+use crate::tick::Tick;
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::time::Instant;
 use strata_resp::Reply;
 
 pub struct Table {
@@ -188,7 +188,7 @@ pub fn execute(
     stats: &ThreadStats,
     argv: &[Bytes],
     out: &mut Vec<u8>,
-    clock: &mut Instant,
+    clock: &mut Tick,
 ) {
     let mode_before = client.reply;
     let start_len = out.len();
@@ -229,7 +229,7 @@ pub(crate) fn run(
     id: usize,
     argv: &[Bytes],
     out: &mut Vec<u8>,
-    clock: &mut Instant,
+    clock: &mut Tick,
 ) {
     let cmd = server.table.commands[id];
     // Only the command the frame was parsed for may use it, not any it runs in turn.
@@ -346,8 +346,8 @@ pub(crate) fn run(
         }
     }
     drop(session);
-    *clock = Instant::now();
-    stats.called(id, clock.saturating_duration_since(started));
+    *clock = Tick::now();
+    stats.called(id, clock.micros_since(started));
     if let Err(e) = result {
         stats.failed(id);
         write_error(server, client, out, &e);

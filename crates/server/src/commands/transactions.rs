@@ -203,7 +203,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     let outer = crate::persist::Persist::begin_group(client, client.db);
     let out: &mut Vec<u8> = ctx.out.buf;
     Reply::new(out, client.proto).array(multi.queued.len());
-    let mut clock = std::time::Instant::now();
+    let mut clock = crate::tick::Tick::now();
     for (id, argv) in &multi.queued {
         crate::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
         // Inside a transaction a blocking command does not block: it times out at once.
