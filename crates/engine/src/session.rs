@@ -24,8 +24,29 @@ struct Held {
 }
 
 thread_local! {
-    /// Sorted by address. Empty when no session is open (the common case: one TLS read).
+    /// Sorted by address. Empty when no session is open (the common case: one TLS read)
+    /// and while a one-shard session is (that one is in ONE).
     static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The open session when it holds exactly one shard, as most writes' sessions do: kept in
+/// one Cell so that opening it, lending its guard and closing it touch no list
+/// (`Keyspace::session1`). `shard` is null otherwise.
+#[derive(Clone, Copy)]
+struct One {
+    shard: *const Shard,
+    id: ShardId,
+    lent: bool,
+}
+
+const NO_ONE: One = One {
+    shard: std::ptr::null(),
+    id: (0, 0),
+    lent: false,
+};
+
+thread_local! {
+    static ONE: Cell<One> = const { Cell::new(NO_ONE) };
 }
 
 /// A locked shard: owned by this guard, or lent from the thread's open session (dropping a
@@ -33,8 +54,13 @@ thread_local! {
 /// a sticky scope may leave its shard locked for the thread's next command (`Sticky`).
 pub(crate) enum ShardGuard<'a> {
     Own(ManuallyDrop<MutexGuard<'a, ShardData>>),
+    /// Lent from the session's HELD entry at this address, or from ONE when it is 0 (no
+    /// shard lives there; a third variant would make every guard 8 bytes larger).
     Lent(ManuallyDrop<MutexGuard<'a, ShardData>>, usize),
 }
+
+/// `ShardGuard::Lent`'s address for a guard lent from ONE.
+const LENT_FROM_ONE: usize = 0;
 
 /// This thread's sticky state (see [`Keyspace::sticky`]).
 #[derive(Clone, Copy)]
@@ -43,6 +69,8 @@ struct StickyState {
     owner: usize,
     /// A session is open: its shards are unlocked by the session, never kept.
     session: bool,
+    /// The open session holds one shard, in ONE (not in HELD).
+    one: bool,
     /// The shard kept locked, null for none. Its guard was forgotten; the lock is ours.
     held: *const Mutex<ShardData>,
     /// Commands served from `held` since it was last handed over fairly.
@@ -58,6 +86,7 @@ thread_local! {
         Cell::new(StickyState {
             owner: 0,
             session: false,
+            one: false,
             held: std::ptr::null(),
             reuses: 0,
             unused: 0,
@@ -149,10 +178,11 @@ impl Keyspace {
 
 /// Marks a session open or closed on this thread (no shard is kept meanwhile: the session
 /// took over any kept shard it needed and let the others go).
-fn set_session(open: bool) {
+fn set_session(open: bool, one: bool) {
     STICKY.with(|c| {
         let mut s = c.get();
         s.session = open;
+        s.one = one;
         c.set(s);
     });
 }
@@ -186,6 +216,10 @@ impl Drop for ShardGuard<'_> {
                     unsafe { ManuallyDrop::drop(g) };
                 }
             }
+            ShardGuard::Lent(_, LENT_FROM_ONE) => ONE.set(One {
+                lent: false,
+                ..ONE.get()
+            }),
             ShardGuard::Lent(_, addr) => {
                 let addr = *addr;
                 HELD.with_borrow_mut(|held| {
@@ -250,7 +284,8 @@ impl Shard {
     fn held_by_thread(&self) -> Result<ShardGuard<'_>, bool> {
         let st = STICKY.with(Cell::get);
         if st.session {
-            if let Some(g) = self.lend() {
+            let lent = if st.one { self.lend_one() } else { self.lend() };
+            if let Some(g) = lent {
                 return Ok(g);
             }
         }
@@ -338,6 +373,23 @@ pub(crate) fn acquire_all<'a>(shards: &[&'a Shard]) -> Vec<ShardGuard<'a>> {
 }
 
 impl Shard {
+    /// `lend` for a one-shard session.
+    #[inline]
+    fn lend_one(&self) -> Option<ShardGuard<'_>> {
+        let one = ONE.get();
+        if !std::ptr::eq(one.shard, self) {
+            return None;
+        }
+        // A second live guard on one shard would alias it: a bug in the caller.
+        assert!(!one.lent, "strata-engine: shard borrowed twice");
+        ONE.set(One { lent: true, ..one });
+        // SAFETY: this thread's open one-shard session locked this shard (ONE is only set
+        // by `session1`, which locked it first), and the `lent` flag guarantees this is the
+        // only guard made from it. ManuallyDrop keeps the guard from unlocking.
+        let g = unsafe { self.0.make_guard_unchecked() };
+        Some(ShardGuard::Lent(ManuallyDrop::new(g), LENT_FROM_ONE))
+    }
+
     #[inline]
     fn lend(&self) -> Option<ShardGuard<'_>> {
         let addr = self as *const Shard as usize;
@@ -387,7 +439,7 @@ impl Keyspace {
         // session drops.
         match shards.as_slice() {
             [] => Self::release_sticky(),
-            [id] => std::mem::forget(self.shard_at(*id).acquire()),
+            [id] => return self.session1(*id),
             _ => {
                 let refs: Vec<&Shard> = shards.iter().map(|id| self.shard_at(*id)).collect();
                 for g in acquire_all(&refs) {
@@ -401,13 +453,22 @@ impl Keyspace {
     /// `session` of one shard, as most writes need: nothing to order, no list to build.
     pub fn session1(&self, id: ShardId) -> Session<'_> {
         assert!(!Self::in_session(), "strata-engine: nested session");
-        std::mem::forget(self.shard_at(id).acquire());
-        self.opened(&[id])
+        let shard = self.shard_at(id);
+        // No session is open, so the guard is owned (or a kept shard taken over); the
+        // session unlocks it.
+        std::mem::forget(shard.acquire());
+        set_session(true, true);
+        ONE.set(One {
+            shard,
+            id,
+            lent: false,
+        });
+        Session { ks: self }
     }
 
     /// Records the session whose shards (sorted, locked) are `ids`.
     fn opened(&self, ids: &[ShardId]) -> Session<'_> {
-        set_session(true);
+        set_session(true, false);
         // Reuse the thread's buffers: a write opens one session per command.
         IDS.with_borrow_mut(|held| {
             held.clear();
@@ -427,17 +488,27 @@ impl Keyspace {
 
     /// True while this thread has a session open.
     pub fn in_session() -> bool {
-        IDS.with_borrow(|ids| !ids.is_empty())
+        !ONE.get().shard.is_null() || IDS.with_borrow(|ids| !ids.is_empty())
     }
 
     /// The shards this thread's open session holds, in lock order.
     pub fn session_shards() -> Vec<ShardId> {
-        IDS.with_borrow(|ids| ids.clone())
+        IDS.with_borrow(|held| match ONE.get() {
+            one if held.is_empty() && !one.shard.is_null() => vec![one.id],
+            _ => held.clone(),
+        })
     }
 
     /// True when this thread's open session holds every shard of `ids`.
     pub fn session_holds(ids: &[ShardId]) -> bool {
-        IDS.with_borrow(|held| ids.iter().all(|id| held.binary_search(id).is_ok()))
+        IDS.with_borrow(|held| {
+            if held.is_empty() {
+                let one = ONE.get();
+                !one.shard.is_null() && ids.iter().all(|id| *id == one.id)
+            } else {
+                ids.iter().all(|id| held.binary_search(id).is_ok())
+            }
+        })
     }
 
     /// Adds shards to this thread's open session (a script touching a key it did not
@@ -453,6 +524,16 @@ impl Keyspace {
             .collect();
         if want.is_empty() {
             return true;
+        }
+        // A one-shard session goes over to the list form (`publish` below fills HELD).
+        let one = ONE.replace(NO_ONE);
+        if !one.shard.is_null() {
+            debug_assert!(!one.lent, "session extended while its guard is lent");
+            set_session(true, false);
+            IDS.with_borrow_mut(|ids| {
+                ids.clear();
+                ids.push(one.id);
+            });
         }
         // The shards below are locked directly: this thread must keep none of them.
         Keyspace::release_sticky();
@@ -516,11 +597,26 @@ fn publish(ks: &Keyspace) {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
+        let one = ONE.replace(NO_ONE);
+        if !one.shard.is_null() {
+            debug_assert!(!one.lent, "guard outlived its session");
+            set_session(false, false);
+            // SAFETY: `one.shard` points into `self.ks`, which this session borrows.
+            let shard = unsafe { &*one.shard };
+            // In a sticky scope a one-shard session (a plain write) leaves its shard
+            // locked for the thread's next command, as an owned guard would.
+            if !keep(&shard.0, self.ks.id()) {
+                // SAFETY: `session1` locked this shard on this thread and forgot the
+                // guard; no lent guard is alive (checked above), so nothing uses it.
+                unsafe { shard.0.force_unlock() };
+            }
+            return;
+        }
         HELD.with_borrow_mut(|held| {
             debug_assert!(held.iter().all(|h| !h.lent), "guard outlived its session");
             held.clear();
         });
-        set_session(false);
+        set_session(false, false);
         IDS.with_borrow_mut(|ids| {
             // In a sticky scope a one-shard session (a plain write) leaves its shard locked
             // for the thread's next command, as an owned guard would.
@@ -601,6 +697,44 @@ mod sticky_tests {
         assert!(free(&ks, &b));
         // Outside a scope nothing is kept.
         ks.db(0).lock1(&a).get_str(&a).unwrap();
+        assert!(free(&ks, &a));
+    }
+
+    /// A one-shard session (ONE, no lists) lends its lock to the thread's commands, says
+    /// what it holds, goes over to the list form when a script extends it, and unlocks
+    /// everything at its end.
+    #[test]
+    fn a_one_shard_session_lends_extends_and_unlocks() {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        let (ia, ib) = (ks.shard_of(0, &a), ks.shard_of(0, &b));
+        {
+            let _session = ks.session1(ia);
+            assert!(Keyspace::in_session());
+            assert_eq!(Keyspace::session_shards(), vec![ia]);
+            assert!(Keyspace::session_holds(&[ia]) && !Keyspace::session_holds(&[ib]));
+            // Borrowed twice in a row: the first guard's drop gave the lock back.
+            ks.db(0).lock1(&a).set_str(&a, b"1", crate::Ttl::Clear);
+            assert_eq!(ks.db(0).lock1(&a).get_str(&a).unwrap(), Some(&b"1"[..]));
+            assert!(!free(&ks, &a) && free(&ks, &b));
+            let deadline = Instant::now() + std::time::Duration::from_secs(5);
+            assert!(ks.extend_session(&[ib], deadline));
+            let mut both = vec![ia, ib];
+            both.sort_unstable();
+            assert_eq!(Keyspace::session_shards(), both);
+            assert!(Keyspace::session_holds(&[ia, ib]));
+            ks.db(0).lock1(&b).set_str(&b, b"2", crate::Ttl::Clear);
+            assert_eq!(ks.db(0).lock1(&a).get_str(&a).unwrap(), Some(&b"1"[..]));
+            assert!(!free(&ks, &a) && !free(&ks, &b));
+        }
+        assert!(!Keyspace::in_session());
+        assert!(free(&ks, &a) && free(&ks, &b));
+        // `session` of one shard (after dedup) opens the same kind.
+        {
+            let _session = ks.session(vec![ia, ia]);
+            assert_eq!(Keyspace::session_shards(), vec![ia]);
+            ks.db(0).lock1(&a).get_str(&a).unwrap();
+        }
         assert!(free(&ks, &a));
     }
 
