@@ -14,6 +14,7 @@ use crate::command::{flags, CmdError};
 use crate::effects::LockPlan;
 use crate::server::Server;
 use crate::stats::ThreadStats;
+use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
@@ -38,7 +39,7 @@ pub struct Running {
     pub name: String,
     pub argv: Vec<Bytes>,
     pub eval: bool,
-    pub started: Instant,
+    pub started: Tick,
     pub wrote: Arc<AtomicBool>,
     pub kill: Arc<AtomicBool>,
     /// Past `busy-reply-threshold`: other clients get -BUSY.
@@ -190,7 +191,7 @@ pub fn run(
     let arg_refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
     let threshold = Duration::from_millis(server.scripts.busy_threshold_ms.load(Ordering::Relaxed));
     let (reply, registered) = {
-        let now = Instant::now();
+        let now = Tick::now();
         let mut host = ScriptHost {
             server,
             client: &mut *client,
@@ -201,7 +202,7 @@ pub fn run(
             wrote: false,
             running: None,
             about: (name, argv, matches!(target, Target::Eval(..))),
-            clock: crate::tick::Tick::now(),
+            clock: now,
         };
         let reply = with_lua(server, |lua| match target {
             Target::Eval(sha, body) => {
@@ -231,7 +232,7 @@ struct ScriptHost<'a> {
     client: &'a mut Client,
     stats: &'a ThreadStats,
     read_only: bool,
-    started: Instant,
+    started: Tick,
     threshold: Duration,
     /// The script has written (SCRIPT KILL answers UNKILLABLE then).
     wrote: bool,
@@ -239,7 +240,7 @@ struct ScriptHost<'a> {
     running: Option<RunningFlags>,
     /// (name, argv, is EVAL) for the registry entry.
     about: (&'a str, &'a [Bytes], bool),
-    clock: crate::tick::Tick,
+    clock: Tick,
 }
 
 /// The flags a busy script shares with SCRIPT KILL and FUNCTION STATS.
@@ -330,12 +331,13 @@ impl Host for ScriptHost<'_> {
     }
 
     fn tick(&mut self) -> bool {
-        if self.running.is_none() && self.started.elapsed() >= self.threshold {
+        let ran_us = || Tick::now().micros_since(self.started);
+        if self.running.is_none() && u128::from(ran_us()) >= self.threshold.as_micros() {
             // Only a busy script is registered: SCRIPT KILL and FUNCTION STATS can only
             // reach one then, and a quick script costs no global lock.
             tracing::warn!(
                 "Slow script detected: still in execution after {} milliseconds.",
-                self.started.elapsed().as_millis()
+                ran_us() / 1000
             );
             let scripts = &self.server.scripts;
             let (name, argv, eval) = self.about;

@@ -51,6 +51,15 @@ fn check_blocks(blocks: &[Block], first: u64) {
     }
 }
 
+/// Reads the whole journal, which must hold exactly blocks 1..=n as `append_n` writes
+/// them, with no torn tail.
+fn check_journal(dir: &Path, n: usize) {
+    let (b, sum) = read_all(dir, None);
+    assert_eq!(b.len(), n);
+    check_blocks(&b, 1);
+    assert!(sum.torn.is_none());
+}
+
 fn only_segment(dir: &Path) -> std::path::PathBuf {
     segment_path(dir, 1)
 }
@@ -113,10 +122,7 @@ fn version_1_segments_are_read_and_continued_in_a_new_segment() {
     assert_eq!(std::fs::read(only_segment(d.path())).unwrap(), file);
     let second = std::fs::read(segment_path(d.path(), 2)).unwrap();
     assert_eq!(second[4..8], 2u32.to_le_bytes());
-    let (b, sum) = read_all(d.path(), None);
-    assert_eq!(b.len(), 30);
-    check_blocks(&b, 1);
-    assert!(sum.torn.is_none());
+    check_journal(d.path(), 30);
 }
 
 /// Threads append into lanes of their own; the file must still hold every block exactly
@@ -316,10 +322,7 @@ fn torn_tail_at_every_cut_is_dropped_and_truncated() {
         assert_eq!(j.append(5, 5 * 7, &payload(5)), 5);
         j.close().unwrap();
         drop(j);
-        let (b, sum) = read_all(d.path(), None);
-        assert_eq!(b.len(), 5);
-        check_blocks(&b, 1);
-        assert!(sum.torn.is_none());
+        check_journal(d.path(), 5);
     }
 }
 

@@ -607,7 +607,7 @@ fn function_stats(ctx: &mut Ctx<'_>) -> CmdResult {
             (
                 r.name.clone(),
                 r.argv.clone(),
-                r.started.elapsed().as_millis() as u64,
+                crate::tick::Tick::now().micros_since(r.started) / 1000,
             )
         });
     let (libs, funcs) = {
