@@ -343,17 +343,6 @@ throughput_suite() {
 # and digits (windows into a fixed random pool), which RDB's LZF cannot compress: with
 # repetitive values (zeros, redis-benchmark's "xxx...") the RDB would be a fraction of the
 # size of Strata's uncompressed snapshot, and the restart would compare different work.
-gen_keys() {
-    awk -v n="$1" 'BEGIN {
-        srand(1)
-        chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-        pool = ""
-        for (i = 0; i < 4160; i++) pool = pool substr(chars, int(rand() * 62) + 1, 1)
-        for (i = 0; i < n; i++)
-            printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$64\r\n%s\r\n", i, substr(pool, (i * 61) % 4096 + 1, 64)
-    }'
-}
-
 load_keys() { # NAME PORT
     local t0 out d
     t0=$(now_us)

@@ -58,3 +58,16 @@ free_port() {
 cpu_ticks() {
     sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
+
+# gen_keys N: the RESP for N SETs of key:<12 digits> to 64 bytes (deterministic), for
+# redis-cli --pipe.
+gen_keys() {
+    awk -v n="$1" 'BEGIN {
+        srand(1)
+        chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        pool = ""
+        for (i = 0; i < 4160; i++) pool = pool substr(chars, int(rand() * 62) + 1, 1)
+        for (i = 0; i < n; i++)
+            printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$64\r\n%s\r\n", i, substr(pool, (i * 61) % 4096 + 1, 64)
+    }'
+}
