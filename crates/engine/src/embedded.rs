@@ -229,7 +229,7 @@ impl Table {
     /// assert_eq!(t.get(b"k"), Some(b"2".to_vec()));
     /// ```
     pub fn set(&self, key: &[u8], value: &[u8]) {
-        self.write(key).set_str(key, value, Ttl::Clear);
+        self.db().set_str1(key, value);
     }
 
     /// Stores a string that expires after `ttl` (Redis's SET PX). A zero `ttl` stores a

@@ -143,6 +143,22 @@ impl Db {
         f(l.get_hashed(h, key))
     }
 
+    /// Stores a string with no expiry at `key` (the embedded table's `set`), as
+    /// `lock1(key).set_str(key, value, Ttl::Clear)`. The common case (as `read1`'s: no
+    /// session or kept shard on this thread, no key with a TTL in the shard) takes the mutex
+    /// directly and hashes the key once, without the general path's lazy clock and guards.
+    pub fn set_str1(&self, key: &[u8], value: &[u8]) {
+        let h = hash(key);
+        if !crate::session::thread_holds_shards() {
+            let mut g = self.shards[self.shard_index(h)].0.lock();
+            if g.volatile == 0 {
+                return g.put_str(h, key, value, None, clock::lru_now());
+            }
+        }
+        self.lock1(key)
+            .set_str(key, value, crate::locked::Ttl::Clear);
+    }
+
     /// Locks the shards of all `keys`, in ascending shard order.
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
         self.lock_at(0, keys)

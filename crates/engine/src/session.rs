@@ -830,6 +830,36 @@ mod sticky_tests {
         assert_eq!(db.len(), 1);
     }
 
+    /// `Db::set_str1` stores as `set_str(.., Ttl::Clear)` on both its paths: the short one
+    /// (unlocks after), and the general one for a shard with TTLs (clears the key's TTL),
+    /// inside a session (borrows its lock) or with a shard kept (lets it go first).
+    #[test]
+    fn set_str1_stores_and_unlocks_on_both_paths() {
+        let (ks, a, b) = a_set_b_missing();
+        let db = ks.db(0);
+        db.set_str1(&a, b"2");
+        assert_eq!(read1_str(db, &a), Some(b"2".to_vec()));
+        assert!(free(&ks, &a));
+        db.lock1(&b).set_str(&b, b"x", crate::Ttl::At(u64::MAX));
+        assert_eq!(db.volatile_len(), 1);
+        db.set_str1(&b, b"3");
+        assert_eq!(db.volatile_len(), 0, "the TTL is cleared");
+        assert_eq!(read1_str(db, &b), Some(b"3".to_vec()));
+        assert!(free(&ks, &b));
+        {
+            let _session = ks.session(vec![ks.shard_of(0, &a)]);
+            db.set_str1(&a, b"4");
+            assert!(!free(&ks, &a), "still the session's");
+        }
+        assert_eq!(read1_str(db, &a), Some(b"4".to_vec()));
+        let _s = ks.sticky();
+        db.lock1(&a).get_str(&a).unwrap();
+        assert!(!free(&ks, &a), "kept");
+        db.set_str1(&b, b"5");
+        assert!(free(&ks, &a), "the kept shard was let go before locking b");
+        assert_eq!(db.len(), 2);
+    }
+
     /// Inside a session, or while a shard is kept, `read1` goes through `acquire`: it
     /// borrows the session's lock (no self-deadlock) and lets a kept shard go first.
     #[test]
