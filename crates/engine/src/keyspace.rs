@@ -7,7 +7,7 @@ use crate::glob;
 use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
 use hashbrown::HashTable;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -131,15 +131,12 @@ impl Db {
     /// `Locked` path does not (1M rows: 2x; docs/benchmarks.md, issue 7).
     pub fn read1<R>(&self, key: &[u8], f: impl FnOnce(Option<EntryRef<'_>>) -> R) -> R {
         let h = hash(key);
-        let idx = self.shard_index(h);
-        let shard = &self.shards[idx];
-        if !crate::session::thread_holds_shards() {
-            let mut g = shard.0.lock();
-            if g.volatile == 0 {
-                return f(g.read(h, key).map(|s| s.view()));
-            }
+        if let Some(mut g) = self.short_lock(h) {
+            return f(g.read(h, key).map(|s| s.view()));
         }
-        let mut l = Locked::new(self, Guards::One(idx, shard.acquire()), 0).no_touch(true);
+        let idx = self.shard_index(h);
+        let guard = self.shards[idx].acquire();
+        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(true);
         f(l.get_hashed(h, key))
     }
 
@@ -149,14 +146,22 @@ impl Db {
     /// directly and hashes the key once, without the general path's lazy clock and guards.
     pub fn set_str1(&self, key: &[u8], value: &[u8]) {
         let h = hash(key);
-        if !crate::session::thread_holds_shards() {
-            let mut g = self.shards[self.shard_index(h)].0.lock();
-            if g.volatile == 0 {
-                return g.put_str(h, key, value, None, clock::lru_now());
-            }
+        if let Some(mut g) = self.short_lock(h) {
+            return g.put_str(h, key, value, None, clock::lru_now());
         }
         self.lock1(key)
             .set_str(key, value, crate::locked::Ttl::Clear);
+    }
+
+    /// The short path of `read1` and `set_str1`: the lock of the shard of hash `h`, taken
+    /// directly, if this thread holds no shard (no session, nothing kept) and the shard has
+    /// no key with a TTL (nothing to expire); None sends the caller to the general path.
+    fn short_lock(&self, h: u64) -> Option<MutexGuard<'_, ShardData>> {
+        if crate::session::thread_holds_shards() {
+            return None;
+        }
+        let g = self.shards[self.shard_index(h)].0.lock();
+        (g.volatile == 0).then_some(g)
     }
 
     /// Locks the shards of all `keys`, in ascending shard order.
