@@ -983,7 +983,7 @@ impl Flusher {
     /// there overwrite existing bytes. Best effort: on an error (a full disk) the writes
     /// simply extend the file, as without it.
     fn prezero(&mut self, sh: &Shared, end: u64) {
-        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        static ZEROS: [u8; crate::capped::MAX_WRITE] = [0; crate::capped::MAX_WRITE];
         let Some((_, f)) = &self.file else {
             return;
         };
@@ -1068,7 +1068,7 @@ impl Flusher {
             let (Some((_, f)), Some(c)) = (&self.file, self.retained.front()) else {
                 break;
             };
-            let r = f.write_all_at(&c.bytes, off);
+            let r = crate::capped::write_all_at(f, &c.bytes, off);
             if let Err(e) = r {
                 // Cut any partial block so a crash now leaves a clean tail; the whole chunk
                 // is rewritten at the same offset on retry.

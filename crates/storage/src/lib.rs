@@ -2,6 +2,7 @@
 //! snapshots and recovery. It knows nothing of networking; the server appends effect records
 //! and replays them. Formats and rules: docs/persistence.md.
 
+mod capped;
 pub mod check;
 mod crc32c;
 mod format;

@@ -1,6 +1,7 @@
 //! Snapshot files: `<dir>/snapshot-<epoch>.snap`, written as `.tmp`, fsynced and renamed.
 //! Header, then CRC-framed chunks of entries, then a footer (see docs/persistence.md).
 
+use crate::capped::{Capped, MAX_WRITE};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -145,7 +146,7 @@ pub fn encode_value(buf: &mut Vec<u8>, db: u32, key: &[u8], expire_at: Option<u6
 
 /// Writes a snapshot to `<dir>/snapshot-<epoch>.snap.tmp`; `finish` publishes it.
 pub struct SnapshotWriter {
-    out: BufWriter<File>,
+    out: BufWriter<Capped<File>>,
     tmp: PathBuf,
     path: PathBuf,
     dir: PathBuf,
@@ -163,7 +164,7 @@ impl SnapshotWriter {
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
         let file = File::create(&tmp)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = BufWriter::with_capacity(MAX_WRITE, Capped(file));
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -268,7 +269,7 @@ impl SnapshotWriter {
         f.extend_from_slice(&crc.to_le_bytes());
         self.out.write_all(&f)?;
         self.out.flush()?;
-        self.out.get_ref().sync_all()?;
+        self.out.get_ref().0.sync_all()?;
         std::fs::rename(&self.tmp, &self.path)?;
         fsync_dir(&self.dir)?;
         self.done = true;
