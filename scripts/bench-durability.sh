@@ -338,11 +338,8 @@ throughput_suite() {
     for i in "${!pids[@]}"; do stop_server "${pids[$i]}"; done
 }
 
-# ---- loading KEYS keys: RESP for SET key:<12 digits> <64 bytes>, the key names
-# redis-benchmark's -r uses, so GET -r KEYS hits. The values are 64 pseudo-random letters
-# and digits (windows into a fixed random pool), which RDB's LZF cannot compress: with
-# repetitive values (zeros, redis-benchmark's "xxx...") the RDB would be a fraction of the
-# size of Strata's uncompressed snapshot, and the restart would compare different work.
+# ---- loading KEYS keys (`gen_keys` in bench-lib.sh: the key names redis-benchmark's -r
+# uses, so GET -r KEYS hits, and values RDB cannot compress).
 load_keys() { # NAME PORT
     local t0 out d
     t0=$(now_us)

@@ -59,8 +59,11 @@ cpu_ticks() {
     sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# gen_keys N: the RESP for N SETs of key:<12 digits> to 64 bytes (deterministic), for
-# redis-cli --pipe.
+# gen_keys N: the RESP for N SETs of key:<12 digits> (the key names redis-benchmark's -r
+# uses) to 64 bytes, deterministic, for redis-cli --pipe. The values are pseudo-random
+# letters and digits (windows into a fixed random pool), which RDB's LZF cannot compress:
+# with repetitive values (zeros, redis-benchmark's "xxx...") Redis's RDB would be a fraction
+# of the size of Strata's uncompressed snapshot, and a restart would compare different work.
 gen_keys() {
     awk -v n="$1" 'BEGIN {
         srand(1)

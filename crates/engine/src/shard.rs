@@ -100,7 +100,6 @@ impl ShardData {
     pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
         use hashbrown::hash_table::Entry;
         self.before_insert();
-        self.grow_if_full();
         let volatile = slot.expire_at().is_some();
         let old = match self
             .table
@@ -121,7 +120,6 @@ impl ShardData {
     pub fn put_str(&mut self, h: u64, key: &[u8], value: &[u8], expire_at: Option<u64>, lru: u32) {
         use hashbrown::hash_table::Entry;
         self.before_insert();
-        self.grow_if_full();
         let new = || Slot::packed(key, value, expire_at, lru);
         let old = match self
             .table
@@ -151,36 +149,36 @@ impl ShardData {
         }
     }
 
-    /// A table with no room left rehashes on the next insert (hashbrown reserves before it
-    /// probes, even when the key exists), moving entries across a running capture's
-    /// cursor (`Db::capture_chunk`). So first every entry the capture has not given yet
-    /// is saved aside, and its walk ends there. Rare: once per growth of the table.
+    /// Before every insert: a table with no room left is rehashed now (hashbrown reserves
+    /// before it probes, even when the key exists, so this does the same), and a rehash
+    /// moves entries across a running capture's cursor (`Db::capture_chunk`). So first
+    /// every entry the capture has not given yet is saved aside, and its walk ends there.
+    /// Rare: once per growth of the table.
     fn before_insert(&mut self) {
-        let Some(pre) = self.pre.as_deref_mut() else {
-            return;
-        };
-        if pre.cursor == 0 || pre.cursor == usize::MAX || self.table.len() < self.table.capacity() {
-            return;
-        }
-        for i in pre.cursor..self.table.num_buckets() {
-            if let Some(s) = self.table.get_bucket(i) {
-                pre.map
-                    .entry(s.key().into())
-                    .or_insert_with(|| Some(s.to_owned_value()));
-            }
-        }
-        pre.cursor = usize::MAX;
-    }
-
-    /// Grows a full table to twice its size before an insert, as hashbrown would, but
-    /// moving the entries with their blocks prefetched a few ahead: hashbrown's growth
-    /// reads each entry's key to hash it, one cache miss after another, and that was a
-    /// fifth of a 10M-row fill (docs/benchmarks.md). A table full of tombstones instead is
-    /// left to hashbrown, which rehashes it in place.
-    fn grow_if_full(&mut self) {
         if self.table.len() < self.table.capacity() {
             return;
         }
+        if let Some(pre) = self.pre.as_deref_mut() {
+            if pre.cursor != 0 && pre.cursor != usize::MAX {
+                for i in pre.cursor..self.table.num_buckets() {
+                    if let Some(s) = self.table.get_bucket(i) {
+                        pre.map
+                            .entry(s.key().into())
+                            .or_insert_with(|| Some(s.to_owned_value()));
+                    }
+                }
+                pre.cursor = usize::MAX;
+            }
+        }
+        self.grow();
+    }
+
+    /// Grows a full table to twice its size, as hashbrown would, but moving the entries
+    /// with their blocks prefetched a few ahead: hashbrown's growth reads each entry's key
+    /// to hash it, one cache miss after another, and that was a fifth of a 10M-row fill
+    /// (docs/benchmarks.md). A table full of tombstones instead is left to hashbrown, which
+    /// rehashes it in place on the insert.
+    fn grow(&mut self) {
         let buckets = self.table.num_buckets();
         // hashbrown's load factor: 7/8, or one bucket short below 8 buckets.
         let full = if buckets < 8 {
@@ -277,7 +275,7 @@ mod tests {
     }
 
     /// Every entry stays findable, with its value, across the table's growths (our
-    /// `grow_if_full`) and across inserts into a table full of tombstones (hashbrown's
+    /// `grow`) and across inserts into a table full of tombstones (hashbrown's
     /// in-place rehash), and the table grows like hashbrown's own.
     #[test]
     fn growing_keeps_every_entry() {
