@@ -17,6 +17,10 @@
 # Environment: KEYS=10000000  N=1000000  PORT=7460  SEED=${TMPDIR:-/tmp}/strata-p99-seed
 #   (kept between runs; delete it when KEYS changes)
 #   STRATA_ARGS="--appendonly yes --appendfsync everysec"  RUN_DIR=${TMPDIR:-/tmp}/strata-p99-run
+#   TRACE=DIR: in each run, 2 s after redis-benchmark starts, record 3 s of scheduler
+#   events (`perf sched record -a -g`) and write where the workers waited
+#   (scripts/worker-waits.py) to DIR/<binary>-<test>-<steady|snap>-<cycle>.txt. Tracing
+#   slows every thread: a traced run's p99 says where the workers wait, not how long.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/bench-lib.sh
@@ -35,6 +39,13 @@ SEED=${SEED:-${TMPDIR:-/tmp}/strata-p99-seed}
 RUN_DIR=${RUN_DIR:-${TMPDIR:-/tmp}/strata-p99-run}
 STRATA_ARGS=${STRATA_ARGS:---appendonly yes --appendfsync everysec}
 require_redis_tools redis-server
+if [ -n "${TRACE:-}" ]; then
+    command -v perf >/dev/null || {
+        echo "TRACE needs perf (apt-get install -y linux-perf)" >&2
+        exit 1
+    }
+    mkdir -p "$TRACE"
+fi
 bench_workdir snapshot-p99-ab
 
 cli() { redis-cli -p "$PORT" "$@"; }
@@ -73,9 +84,18 @@ wait_snapshot() {
                  $1 == "aof_rewrite_in_progress" { if (bg + $2 == 0) exit 0 }' || true
 }
 
+# trace NAME: 3 s of scheduler events from 2 s on, analysed into $TRACE/NAME.txt.
+trace() {
+    local tids
+    tids=$(ps -L -o tid=,comm= -p "$SPID" | awk '$2 ~ /^strata-worker/ { print $1 }' | paste -sd,)
+    sleep 2
+    perf sched record -a -g -o "$WORK/sched.data" -- sleep 3 >/dev/null 2>&1
+    perf script -i "$WORK/sched.data" 2>/dev/null | scripts/worker-waits.py "$tids" >"$TRACE/$1.txt"
+}
+
 # bench TEST SNAP: "p99 rps snapshots" of one redis-benchmark run.
 bench() {
-    local snaps=0 b
+    local snaps=0 b t=
     sync
     rm -f "$WORK/rc"
     (
@@ -84,6 +104,10 @@ bench() {
         echo "$rc" >"$WORK/rc"
     ) &
     b=$!
+    if [ -n "${TRACE:-}" ]; then
+        trace "$(basename "$BIN")-$1-$([ "$2" = 1 ] && echo snap || echo steady)-$CYCLE" &
+        t=$!
+    fi
     if [ "$2" = 1 ]; then
         sleep 0.05
         while [ ! -e "$WORK/rc" ]; do
@@ -93,6 +117,7 @@ bench() {
         done
     fi
     wait "$b"
+    [ -z "$t" ] || wait "$t"
     [ "$(cat "$WORK/rc")" = 0 ] || {
         log "redis-benchmark failed"
         exit 1
@@ -111,16 +136,16 @@ if [ ! -d "$SEED" ]; then
     stop
 fi
 
-for _ in $(seq 1 "$cycles"); do
-    for bin in "$@"; do
+for CYCLE in $(seq 1 "$cycles"); do
+    for BIN in "$@"; do
         rm -rf "$RUN_DIR"
         cp -r "$SEED" "$RUN_DIR"
         # shellcheck disable=SC2086
-        start "$bin" "$RUN_DIR" $STRATA_ARGS
+        start "$BIN" "$RUN_DIR" $STRATA_ARGS
         for t in set get; do
             read -r p99 rps _ <<<"$(bench "$t" 0)"
             read -r sp99 srps snaps <<<"$(bench "$t" 1)"
-            echo "$(basename "$bin") $t steady p99 $p99 snap p99 $sp99 ratio $(awk -v a="$sp99" -v b="$p99" 'BEGIN { printf "%.2f", a / b }') snapshots $snaps rps $rps/$srps"
+            echo "$(basename "$BIN") $t steady p99 $p99 snap p99 $sp99 ratio $(awk -v a="$sp99" -v b="$p99" 'BEGIN { printf "%.2f", a / b }') snapshots $snaps rps $rps/$srps"
         done
         stop
         rm -rf "$RUN_DIR"
