@@ -9,7 +9,9 @@ the worker threads' ids. Prints:
 - the CPU time each thread (or kind of thread) had;
 - run delays: from a worker's wake-up to when it runs, counted over 0.2, 0.5 and 1 ms, and
   what ran on the CPUs meanwhile (a worker waiting behind the load generator, the other
-  worker, the snapshot thread, or an idle CPU);
+  worker, the snapshot thread, or an idle CPU); and for the delays over 1 ms, what ran on
+  the CPU the wake-up chose and on the other CPUs at that moment, and whether the worker
+  moved before it ran;
 - off-CPU periods by why the worker slept, from the stack it slept on: a lock (futex),
   its event loop (epoll), or something else, counted over 0.2 and 0.5 ms.
 """
@@ -58,7 +60,7 @@ def main():
     events = read_events(sys.stdin)
     running = {}  # cpu -> (kind, since)
     segments = collections.defaultdict(list)  # cpu -> [(start, end, kind)]
-    woken = {}  # worker -> wake-up time
+    woken = {}  # worker -> (wake-up time, where it was placed: a description)
     asleep = {}  # worker -> (since, reason)
     delays = []  # (delay, woken at, ran at)
     sleeps = collections.defaultdict(list)  # reason -> [duration]
@@ -75,12 +77,21 @@ def main():
             if prev in workers and f["prev_state"][0] in "SD":
                 asleep[prev] = (t, sleep_reason(stack))
             if nxt in woken:
-                at = woken.pop(nxt)
-                delays.append((t - at, at, t))
+                at, placed = woken.pop(nxt)
+                delays.append((t - at, at, t, placed))
+        elif ev == "sched:sched_migrate_task" and int(f["pid"]) in woken:
+            at, placed = woken[int(f["pid"])]
+            if not placed.endswith("(moved)"):
+                woken[int(f["pid"])] = (at, placed + " (moved)")
         elif ev in ("sched:sched_waking", "sched:sched_wakeup"):
             p = int(f["pid"])
             if p in workers:
-                woken.setdefault(p, t)
+                if p not in woken:
+                    target = int(f["target_cpu"])
+                    others = sorted(running[c][0] for c in running if c != target)
+                    placed = "onto a CPU running %s, the others running %s" % (
+                        running.get(target, ("?",))[0], ", ".join(others) or "?")
+                    woken[p] = (t, placed)
                 if p in asleep:
                     since, reason = asleep.pop(p)
                     sleeps[reason].append(t - since)
@@ -93,11 +104,11 @@ def main():
 
     print("worker run delays: %d wake-ups" % len(delays), end="")
     for limit in (0.2, 0.5, 1.0):
-        print(", %d over %.1f ms" % (sum(d > limit / 1e3 for d, _, _ in delays), limit), end="")
+        print(", %d over %.1f ms" % (sum(d > limit / 1e3 for d, _, _, _ in delays), limit), end="")
     print()
     during = collections.Counter()
     span = 0.0
-    for d, a, b in delays:
+    for d, a, b, _ in delays:
         if d <= 0.5e-3:
             continue
         span += d
@@ -107,6 +118,11 @@ def main():
                     during[k] += min(e, b) - max(s, a)
     print("  while the delays over 0.5 ms lasted (%.1f ms), the CPUs ran (ms): %s" % (
         span * 1e3, ", ".join("%s %.1f" % (k, v * 1e3) for k, v in during.most_common(6))))
+
+    placements = collections.Counter(p for d, _, _, p in delays if d > 1e-3)
+    print("  the delays over 1 ms, by where the wake-up put the worker:")
+    for p, n in placements.most_common(5):
+        print("    %5d %s" % (n, p))
 
     print("worker sleeps by reason:")
     for reason, v in sorted(sleeps.items(), key=lambda x: -len(x[1])):
