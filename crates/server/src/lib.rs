@@ -20,6 +20,8 @@ pub mod scripting;
 pub mod server;
 pub mod snapshot;
 pub mod stats;
+#[cfg(target_os = "linux")]
+mod stranded;
 pub mod strtod;
 pub mod table;
 pub mod tick;

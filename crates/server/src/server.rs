@@ -262,7 +262,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
         server.stats.register(stats.clone());
         workers.push(
             std::thread::Builder::new()
-                .name(format!("strata-worker-{i}"))
+                .name(format!("{WORKER_THREAD}-{i}"))
                 .spawn(move || worker(server, stats, rx))?,
         );
     }
@@ -327,6 +327,9 @@ fn accept_loop(
         next = next.wrapping_add(1);
     }
 }
+
+/// Worker threads are named WORKER_THREAD-N (`stranded` finds them by it).
+pub const WORKER_THREAD: &str = "strata-worker";
 
 fn worker(
     server: Arc<Server>,

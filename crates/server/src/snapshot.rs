@@ -347,7 +347,7 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
             if older & 1 != epoch & 1 {
                 wait_for_older_writes(&server, older);
             }
-            let result = write(&server, epoch, from, rewrite);
+            let result = write(&server, epoch, from, rewrite, background);
             let snap = &server.persist.snapshots;
             snap.active.store(0, Ordering::SeqCst);
             snap.early.lock().clear();
@@ -394,8 +394,15 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
     }
 }
 
-/// Captures every shard and writes the file. Returns the number of keys.
-fn write(server: &Server, epoch: u64, from: Position, rewrite: bool) -> Result<u64, String> {
+/// Captures every shard and writes the file. Returns the number of keys. A `background`
+/// snapshot hands its CPU to workers waiting for one (`stranded`).
+fn write(
+    server: &Server,
+    epoch: u64,
+    from: Position,
+    rewrite: bool,
+    background: bool,
+) -> Result<u64, String> {
     let dir = server.data_dir();
     let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
     let snap = &server.persist.snapshots;
@@ -413,10 +420,20 @@ fn write(server: &Server, epoch: u64, from: Position, rewrite: bool) -> Result<u
     snap.progress_ms
         .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
     snap.next_shard.store(0, Ordering::SeqCst);
+    #[cfg(target_os = "linux")]
+    let mut stranded = background.then(crate::stranded::Stranded::find).flatten();
     while walk_step(server, epoch) {
         snap.progress_ms
             .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
         entries += flush_early(&mut w)?;
+        #[cfg(target_os = "linux")]
+        if let Some(s) = stranded.as_mut() {
+            s.take_over();
+        }
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(s) = &stranded {
+        tracing::debug!("snapshot {epoch}: {} workers moved onto its CPU", s.moved);
     }
     // Every shard is captured now, so no writer adds to `early` any more; a helper that
     // saw the snapshot active may still be queueing its last chunk.
