@@ -449,6 +449,11 @@ snapshot_suite() {
     start_server redis "$(new_dir redis)"
     rpid=$SERVER_PID rport=$SERVER_PORT
     load_keys redis "$rport"
+    # A load can start a background rewrite (Redis's auto-aof-rewrite after 10M SETs): no
+    # steady run may share the machine with it.
+    wait_snapshot "$sport"
+    wait_snapshot "$rport"
+    log "  redis aof_rewrites after the load: $(info_field "$rport" persistence aof_rewrites)"
     local round t i=0 order name
     for round in $(seq 1 "$ROUNDS"); do
         for t in set get; do
