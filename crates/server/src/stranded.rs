@@ -61,20 +61,22 @@ impl Stranded {
     pub fn take_over(&mut self) {
         // SAFETY: a plain call.
         let here = unsafe { libc::sched_getcpu() };
-        if here < 0 {
+        if here < 0 || here as usize >= libc::CPU_SETSIZE as usize {
             return;
         }
         for i in 0..self.workers.len() {
             let Some((state, cpu)) = self.state(i) else {
                 continue;
             };
-            if state != b'R' || cpu == here {
+            let w = &self.workers[i];
+            // A worker kept off this CPU by its own mask (`taskset`) stays where it is.
+            // SAFETY: `here` is below CPU_SETSIZE (checked above).
+            if state != b'R' || cpu == here || !unsafe { libc::CPU_ISSET(here as usize, &w.mask) } {
                 continue;
             }
-            let w = &self.workers[i];
             // SAFETY: a zeroed cpu_set_t is a valid empty set.
             let mut only_here: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            // SAFETY: `here` is a CPU number the kernel gave, below CPU_SETSIZE.
+            // SAFETY: `here` is below CPU_SETSIZE.
             unsafe { libc::CPU_SET(here as usize, &mut only_here) };
             let size = std::mem::size_of::<libc::cpu_set_t>();
             // SAFETY: valid masks and sizes; a worker that has exited makes these fail.
