@@ -42,13 +42,9 @@ impl Stranded {
             let Ok(stat) = File::open(entry.path().join("stat")) else {
                 continue;
             };
-            // SAFETY: a zeroed cpu_set_t is a valid empty set; the syscall fills it.
-            let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: valid pointer and size for the mask.
-            if unsafe { libc::sched_getaffinity(tid, size, &mut mask) } != 0 {
+            let Some(mask) = affinity(tid) else {
                 continue;
-            }
+            };
             workers.push(Worker { tid, stat, mask });
         }
         (!workers.is_empty()).then_some(Stranded {
@@ -75,17 +71,13 @@ impl Stranded {
             if state != b'R' || cpu == here || !unsafe { libc::CPU_ISSET(here as usize, &w.mask) } {
                 continue;
             }
-            // SAFETY: a zeroed cpu_set_t is a valid empty set.
-            let mut only_here: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            let mut only_here = empty_set();
             // SAFETY: `here` is below CPU_SETSIZE.
             unsafe { libc::CPU_SET(here as usize, &mut only_here) };
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: valid masks and sizes; a worker that has exited makes these fail.
-            unsafe {
-                if libc::sched_setaffinity(w.tid, size, &only_here) == 0 {
-                    libc::sched_setaffinity(w.tid, size, &w.mask);
-                    self.moved += 1;
-                }
+            // A worker that has exited makes this fail.
+            if set_affinity(w.tid, &only_here) {
+                set_affinity(w.tid, &w.mask);
+                self.moved += 1;
             }
         }
     }
@@ -105,20 +97,31 @@ impl Stranded {
     }
 }
 
+fn empty_set() -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Thread `tid`'s CPU mask.
+fn affinity(tid: libc::pid_t) -> Option<libc::cpu_set_t> {
+    let mut mask = empty_set();
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: valid pointer and size for the mask.
+    (unsafe { libc::sched_getaffinity(tid, size, &mut mask) } == 0).then_some(mask)
+}
+
+/// Sets thread `tid`'s CPU mask; false if the kernel refused.
+fn set_affinity(tid: libc::pid_t, mask: &libc::cpu_set_t) -> bool {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: valid pointer and size for the mask.
+    unsafe { libc::sched_setaffinity(tid, size, mask) == 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc};
-
-    fn affinity(tid: libc::pid_t) -> libc::cpu_set_t {
-        // SAFETY: as in `find`.
-        let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: valid pointer and size.
-        assert_eq!(unsafe { libc::sched_getaffinity(tid, size, &mut mask) }, 0);
-        mask
-    }
 
     #[test]
     fn finds_a_runnable_worker_and_leaves_its_mask_as_it_was() {
@@ -137,7 +140,7 @@ mod tests {
             })
             .expect("spawn");
         let tid = rx.recv().expect("worker's tid");
-        let before = affinity(tid);
+        let before = affinity(tid).expect("worker's mask");
         let mut s = Stranded::find().expect("the spinning worker is found");
         let i = s
             .workers
@@ -150,7 +153,7 @@ mod tests {
         for _ in 0..100 {
             s.take_over();
         }
-        let after = affinity(tid);
+        let after = affinity(tid).expect("worker's mask");
         // SAFETY: both are initialised sets.
         assert!(unsafe { libc::CPU_EQUAL(&before, &after) }, "mask restored");
         stop.store(true, Ordering::Relaxed);
