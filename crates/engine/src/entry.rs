@@ -26,6 +26,21 @@ const HDR: usize = 12;
 const TAG_OBJ: usize = 1;
 const PACKED_ALIGN: usize = 2;
 
+/// Starts loading the cache line at `p`. Only a hint: it cannot fault, even on an address
+/// that is stale or unmapped, and reads nothing the program sees.
+#[inline]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` never dereferences in a way the program can observe and never
+    // faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// One table bucket: a packed string block, or a boxed `ObjEntry` (tagged low bit). It owns
 /// what it points to, as a `Box` would.
 pub(crate) struct Slot(NonNull<u8>);
@@ -240,13 +255,7 @@ impl Slot {
     /// one at a time.
     #[inline]
     pub fn prefetch(&self) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint: it cannot fault and reads nothing the program
-        // sees; the address is the slot's live block.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.block().cast::<i8>());
-        }
+        prefetch(self.block());
     }
 
     fn obj_ptr(&self) -> *mut ObjEntry {
