@@ -342,18 +342,23 @@ fn worker(
         }
     }
     let leader = server.clone();
+    #[cfg(target_os = "linux")]
+    let workers = server.threads;
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Before the loop sleeps, the writes it just journalled are written and (under
         // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
         // journal thread and back for each batch.
-        // Then, if a running snapshot's own thread is starved, it captures a chunk of it.
+        // Then, if a running snapshot's own thread is starved, it captures a chunk of it;
+        // and another worker waiting for this CPU gets it (`stranded::end_of_turn`).
         .on_thread_park(move || {
             if let Some(j) = leader.persist.journal() {
                 j.flush_pending();
             }
             crate::snapshot::help(&leader);
             crate::turn::ended();
+            #[cfg(target_os = "linux")]
+            crate::stranded::end_of_turn(workers);
         })
         .build()
     {
