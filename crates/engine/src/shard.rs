@@ -234,10 +234,14 @@ impl ShardData {
         }
         let pos = h as usize & (self.table.num_buckets() - 1);
         // The probe's first slot, and the next few (stored below it): most entries sit
-        // within a few buckets of where their probe starts.
-        let first = self.slots_end - (pos + 1) * std::mem::size_of::<Slot>();
+        // within a few buckets of where their probe starts. Wrapping: a hint is never
+        // checked, and must not panic even if it were stale.
+        let size = std::mem::size_of::<Slot>();
+        let first = self.slots_end.wrapping_sub((pos + 1).wrapping_mul(size));
         crate::entry::prefetch(std::ptr::without_provenance::<u8>(first));
-        crate::entry::prefetch(std::ptr::without_provenance::<u8>(first.saturating_sub(24)));
+        crate::entry::prefetch(std::ptr::without_provenance::<u8>(
+            first.wrapping_sub(3 * size),
+        ));
     }
 
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
