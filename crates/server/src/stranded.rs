@@ -17,9 +17,9 @@
 //! input never sleeps, so the woken one waited for the scheduler tick (4 ms). So as its turn
 //! ends, a worker looks (at most every CHECK_EVERY) for another worker runnable on its own
 //! CPU, and yields to it (`end_of_turn`). Measured on 2 cores with redis-benchmark on the
-//! same machine: MSET p99 at -P 1 1.0–2.4 ms against 1.9–3.9 ms, SET at -P 16 1.4–2.0 ms
-//! against 3.1–3.6 ms, throughput unchanged (docs/benchmarks.md, "Workers yield to a
-//! worker waiting on their CPU").
+//! same machine: MSET's p99 at -P 1 and SET's at -P 16 roughly halve, throughput does not
+//! change, and the server spends 1–11% more CPU per request at -P 1 (docs/benchmarks.md,
+//! "Workers yield to a worker waiting on their CPU").
 
 use std::cell::RefCell;
 use std::fs::File;
