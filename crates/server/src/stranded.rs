@@ -88,11 +88,8 @@ impl Stranded {
             if state != b'R' || cpu == here || !unsafe { libc::CPU_ISSET(here as usize, &w.mask) } {
                 continue;
             }
-            let mut only_here = empty_set();
-            // SAFETY: `here` is below CPU_SETSIZE.
-            unsafe { libc::CPU_SET(here as usize, &mut only_here) };
             // A worker that has exited makes this fail.
-            if set_affinity(w.tid, &only_here) {
+            if set_affinity(w.tid, &only_cpu(here as usize)) {
                 set_affinity(w.tid, &w.mask);
                 self.moved += 1;
             }
@@ -167,6 +164,14 @@ pub fn end_of_turn(workers: usize) {
     });
 }
 
+/// The set of `cpu` alone (below CPU_SETSIZE).
+fn only_cpu(cpu: usize) -> libc::cpu_set_t {
+    let mut set = empty_set();
+    // SAFETY: callers pass a CPU below CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    set
+}
+
 fn empty_set() -> libc::cpu_set_t {
     // SAFETY: a zeroed cpu_set_t is a valid empty set.
     unsafe { std::mem::zeroed() }
@@ -193,30 +198,57 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc};
 
+    /// A thread named as a worker that spins until told to stop, held to `cpu` if given.
+    struct Spinner {
+        tid: libc::pid_t,
+        stop: Arc<AtomicBool>,
+        thread: std::thread::JoinHandle<()>,
+    }
+
+    impl Spinner {
+        fn start(name: &str, cpu: Option<usize>) -> Spinner {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (tx, rx) = mpsc::channel();
+            let spinning = stop.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("{}-{name}", crate::server::WORKER_THREAD))
+                .spawn(move || {
+                    // SAFETY: a plain call.
+                    let tid = unsafe { libc::gettid() };
+                    if let Some(cpu) = cpu {
+                        set_affinity(tid, &only_cpu(cpu));
+                    }
+                    tx.send(tid).expect("test thread waits");
+                    while !spinning.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+                .expect("spawn");
+            let tid = rx.recv().expect("spinner's tid");
+            Spinner { tid, stop, thread }
+        }
+
+        fn stop(self) {
+            self.stop.store(true, Ordering::Relaxed);
+            self.thread.join().expect("spinner");
+        }
+    }
+
+    /// The workers found, kept to `tids`: other tests run their own at the same time.
+    fn ours(tids: &[libc::pid_t]) -> Stranded {
+        let mut s = Stranded::find().expect("workers found");
+        s.workers.retain(|w| tids.contains(&w.tid));
+        assert_eq!(s.workers.len(), tids.len(), "found by their names");
+        s
+    }
+
     #[test]
     fn finds_a_runnable_worker_and_leaves_its_mask_as_it_was() {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let spinning = stop.clone();
-        let worker = std::thread::Builder::new()
-            .name(format!("{}-t", crate::server::WORKER_THREAD))
-            .spawn(move || {
-                // SAFETY: a plain call.
-                tx.send(unsafe { libc::gettid() })
-                    .expect("test thread waits");
-                while !spinning.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-            .expect("spawn");
-        let tid = rx.recv().expect("worker's tid");
+        let spinner = Spinner::start("t", None);
+        let tid = spinner.tid;
         let before = affinity(tid).expect("worker's mask");
-        let mut s = Stranded::find().expect("the spinning worker is found");
-        // Only this test's thread: other tests run their own at the same time.
-        s.workers.retain(|w| w.tid == tid);
-        assert_eq!(s.workers.len(), 1, "found by its name");
-        let i = 0;
-        let (state, cpu) = s.state(i).expect("its stat parses");
+        let mut s = ours(&[tid]);
+        let (state, cpu) = s.state(0).expect("its stat parses");
         assert_eq!(state, b'R', "a spinning thread is runnable");
         assert!(cpu >= 0);
         for _ in 0..100 {
@@ -225,8 +257,7 @@ mod tests {
         let after = affinity(tid).expect("worker's mask");
         // SAFETY: both are initialised sets.
         assert!(unsafe { libc::CPU_EQUAL(&before, &after) }, "mask restored");
-        stop.store(true, Ordering::Relaxed);
-        worker.join().expect("worker");
+        spinner.stop();
     }
 
     /// A worker sees another worker waiting on its CPU (both held to one CPU, the other
@@ -236,56 +267,26 @@ mod tests {
         // SAFETY: plain calls on this thread.
         let (me, here) = unsafe { (libc::gettid(), libc::sched_getcpu()) };
         let mine = affinity(me).expect("this thread's mask");
-        let mut only_here = empty_set();
-        // SAFETY: a CPU the kernel reported is below CPU_SETSIZE.
-        unsafe { libc::CPU_SET(here as usize, &mut only_here) };
-        assert!(set_affinity(me, &only_here), "held to this CPU");
+        assert!(
+            set_affinity(me, &only_cpu(here as usize)),
+            "held to this CPU"
+        );
 
-        let stop = Arc::new(AtomicBool::new(false));
+        let spinner = Spinner::start("spins", Some(here as usize));
         let (tx, rx) = mpsc::channel();
         let (wake, sleep) = mpsc::channel::<()>();
-        let spinning = stop.clone();
-        let name = |n| format!("{}-{n}", crate::server::WORKER_THREAD);
-        let (spin_tx, sleep_tx) = (tx.clone(), tx);
-        let spinner = std::thread::Builder::new()
-            .name(name("spins"))
-            .spawn(move || {
-                // SAFETY: plain calls on this thread.
-                let tid = unsafe { libc::gettid() };
-                set_affinity(tid, &only_here);
-                spin_tx.send((true, tid)).expect("test thread waits");
-                while !spinning.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-            .expect("spawn");
         let sleeper = std::thread::Builder::new()
-            .name(name("sleeps"))
+            .name(format!("{}-sleeps", crate::server::WORKER_THREAD))
             .spawn(move || {
                 // SAFETY: a plain call.
-                sleep_tx
-                    .send((false, unsafe { libc::gettid() }))
+                tx.send(unsafe { libc::gettid() })
                     .expect("test thread waits");
                 sleep.recv().ok()
             })
             .expect("spawn");
-        let (mut spinner_tid, mut sleeper_tid) = (0, 0);
-        for _ in 0..2 {
-            match rx.recv().expect("a tid") {
-                (true, tid) => spinner_tid = tid,
-                (false, tid) => sleeper_tid = tid,
-            }
-        }
-        // Only this test's threads: other tests run their own at the same time.
-        let ours = |tids: &[libc::pid_t]| {
-            let mut s = Stranded::find().expect("workers found");
-            s.workers.retain(|w| tids.contains(&w.tid));
-            assert_eq!(s.workers.len(), tids.len(), "found by their names");
-            s
-        };
-        let seen = ours(&[spinner_tid, sleeper_tid]).waiting_here(me);
-        stop.store(true, Ordering::Relaxed);
-        spinner.join().expect("spinner");
+        let sleeper_tid = rx.recv().expect("sleeper's tid");
+        let seen = ours(&[spinner.tid, sleeper_tid]).waiting_here(me);
+        spinner.stop();
         // With the spinner gone, the only other worker sleeps (until it is woken below),
         // once it has gone from sending its tid to waiting on its channel.
         let mut s = ours(&[sleeper_tid]);
