@@ -204,7 +204,7 @@ impl HashValue {
             Repr::Pack(_) => (0, self.iter().collect()),
             Repr::Table(t) => {
                 let (next, items) = t.scan(cursor, count);
-                (next, items.iter().map(Pair::parts).collect())
+                (next, items.map(Pair::parts).collect())
             }
         }
     }
@@ -240,7 +240,7 @@ pub struct HashIter<'a>(IterRepr<'a>);
 
 enum IterRepr<'a> {
     Pack(PackPairs<'a>),
-    Table(std::slice::Iter<'a, Pair>),
+    Table(crate::types::segments::Iter<'a, Pair>),
 }
 
 impl<'a> Iterator for HashIter<'a> {

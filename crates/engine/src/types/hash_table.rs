@@ -5,10 +5,12 @@
 //! a `dictEntry` (24 bytes, 32 with jemalloc's size classes) and one sds string per field
 //! and value (header + bytes + NUL, rounded up to a size class). [`Dense`] keeps instead
 //!
-//! - the elements themselves in one contiguous `Vec`, each a [`Small`] string that holds
+//! - the elements themselves in position order ([`Segments`], which grows without
+//!   copying), each a [`Small`] string that holds
 //!   up to N bytes inline (22 in a 24-byte slot for set members, 30 in a 32-byte slot for
 //!   a hash's field+value pair) and spills longer ones to one heap block, and
-//! - a `hashbrown` index of `u32` positions into that `Vec` (5 bytes per bucket).
+//! - a hash index of `u32` positions, each with 32 bits of its element's hash (9 bytes per
+//!   bucket), which grows without a pause ([`IdIndex`]).
 //!
 //! A set member of up to 22 bytes thus costs 24 bytes plus 5-10 bytes of index, against
 //! 56 or more in Redis. Deletion swaps the last element into the hole, so elements stay
@@ -19,7 +21,8 @@
 //! members), far beyond any practical size.
 
 use crate::shard::hash;
-use hashbrown::HashTable;
+use crate::types::id_index::IdIndex;
+use crate::types::segments::{Iter, Segments};
 
 /// A byte string of up to `N` bytes stored inline, longer ones on the heap. `N < 256`.
 #[derive(Clone, PartialEq, Eq)]
@@ -172,15 +175,15 @@ impl Keyed for Pair {
 /// Elements in a dense `Vec`, found through a hash index of positions.
 #[derive(Clone)]
 pub(crate) struct Dense<E> {
-    index: HashTable<u32>,
-    items: Vec<E>,
+    index: IdIndex,
+    items: Segments<E>,
 }
 
 impl<E: Keyed> Dense<E> {
     pub fn with_capacity(n: usize) -> Self {
         Dense {
-            index: HashTable::with_capacity(n),
-            items: Vec::with_capacity(n),
+            index: IdIndex::with_capacity(n),
+            items: Segments::with_capacity(n),
         }
     }
 
@@ -189,17 +192,17 @@ impl<E: Keyed> Dense<E> {
     }
 
     /// The elements, in storage order.
-    pub fn items(&self) -> &[E] {
+    pub fn items(&self) -> &Segments<E> {
         &self.items
     }
 
     pub fn position(&self, key: &[u8]) -> Option<usize> {
         let items = &self.items;
         self.index
-            .find(hash(key), |&i| {
+            .find(hash(key), |i| {
                 items.get(i as usize).is_some_and(|e| e.key() == key)
             })
-            .map(|&i| i as usize)
+            .map(|i| i as usize)
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&E> {
@@ -249,10 +252,7 @@ impl<E: Keyed> Dense<E> {
             .filter(|&p| p != u32::MAX)
             .expect("strata-engine: a collection is limited to 2^32-1 elements");
         self.items.push(e);
-        let items = &self.items;
-        self.index.insert_unique(h, pos, |&i| {
-            items.get(i as usize).map_or(0, |e| hash(e.key()))
-        });
+        self.index.insert(h, pos);
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<E> {
@@ -264,14 +264,12 @@ impl<E: Keyed> Dense<E> {
     pub fn remove_at(&mut self, pos: usize) -> Option<E> {
         let last = self.items.len().checked_sub(1)?;
         let h = hash(self.items.get(pos)?.key());
-        if let Ok(e) = self.index.find_entry(h, |&i| i as usize == pos) {
-            e.remove();
-        }
-        let removed = self.items.swap_remove(pos);
+        self.index.remove(h, |i| i as usize == pos);
+        let removed = self.items.swap_remove(pos)?;
         if pos != last {
             // The former last element now lives at `pos`.
             let h = hash(self.items[pos].key());
-            if let Some(slot) = self.index.find_mut(h, |&i| i as usize == last) {
+            if let Some(slot) = self.index.find_mut(h, |i| i as usize == last) {
                 *slot = pos as u32;
             }
         }
@@ -284,9 +282,9 @@ impl<E: Keyed> Dense<E> {
         let len = self.items.len();
         if self.items.capacity() > 64 && len * 8 < self.items.capacity() {
             self.items.shrink_to(len * 2);
-            let items = &self.items;
-            self.index
-                .shrink_to(len, |&i| items.get(i as usize).map_or(0, |e| hash(e.key())));
+        }
+        if self.index.capacity() > 64 && len * 8 < self.index.capacity() {
+            self.index.shrink_to(len);
         }
     }
 
@@ -298,14 +296,14 @@ impl<E: Keyed> Dense<E> {
     /// allows); a deletion moves the last element, which was already visited or is still
     /// below the bound, into the hole: an unvisited element only moves downward, staying
     /// unvisited, and a visited one may come back (a duplicate, as Redis allows).
-    pub fn scan(&self, cursor: u64, count: usize) -> (u64, &[E]) {
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Iter<'_, E>) {
         let len = self.items.len();
         let hi = match usize::try_from(cursor) {
             Ok(0) | Err(_) => len,
             Ok(c) => c.min(len),
         };
         let lo = hi.saturating_sub(count.max(1));
-        (lo as u64, &self.items[lo..hi])
+        (lo as u64, self.items.iter_range(lo..hi))
     }
 }
 
@@ -356,6 +354,39 @@ mod tests {
             d.remove_at(d.len() / 2);
         }
         assert!(!d.contains(b"m1"));
+    }
+
+    /// Past the sizes where the index grows by moving entries and the elements span
+    /// several segments: inserts and removes (each moving the last element) against a
+    /// model, then a full scan.
+    #[test]
+    fn dense_matches_a_model_while_its_index_moves() {
+        let mut d: Dense<Small<22>> = Dense::with_capacity(0);
+        let mut model = BTreeSet::new();
+        let mut x = 0x0bad_cafe_u32;
+        for step in 0..300_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let m = format!("m{}", x % 60_000).into_bytes();
+            // Mostly inserts until 200k steps, then mostly removes: grows, then shrinks.
+            if (x >> 20) % 10 < if step < 200_000 { 7 } else { 1 } {
+                assert_eq!(d.insert(Small::new(&m)), model.insert(m));
+            } else {
+                assert_eq!(d.remove(&m).is_some(), model.remove(&m));
+            }
+            assert_eq!(d.len(), model.len());
+            if step % 49_999 == 0 {
+                for i in (0..60_000).step_by(7) {
+                    let m = format!("m{i}").into_bytes();
+                    assert_eq!(d.contains(&m), model.contains(&m), "step {step}: {i}");
+                }
+            }
+        }
+        let (next, items) = d.scan(0, usize::MAX);
+        assert_eq!(next, 0);
+        let all: BTreeSet<Vec<u8>> = items.map(|e| e.as_bytes().to_vec()).collect();
+        assert_eq!(all, model);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! sizes, converting at Redis's thresholds (`Encodings`, set from the server's config).
 
 mod hash;
+mod id_index;
 mod list;
+mod segments;
 mod set;
 mod zset;
 

@@ -200,10 +200,7 @@ impl SetValue {
             Repr::Ints(_) => (0, self.iter().collect()),
             Repr::Table(t) => {
                 let (next, items) = t.scan(cursor, count);
-                (
-                    next,
-                    items.iter().map(|m| Elem::Bytes(m.as_bytes())).collect(),
-                )
+                (next, items.map(|m| Elem::Bytes(m.as_bytes())).collect())
             }
         }
     }

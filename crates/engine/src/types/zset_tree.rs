@@ -4,9 +4,10 @@
 //! and rank ranges are O(log n). This form keeps the same two views, but:
 //!
 //! - Elements live once, in a slab (`slots`: score + boxed member, 24 bytes), addressed by
-//!   a `u32` id. Both views hold ids, so a member's bytes are stored once.
-//! - The member -> score view is a hashbrown table of ids (4 bytes + 1 control byte a
-//!   bucket) hashed by member bytes.
+//!   a `u32` id. Both views hold ids, so a member's bytes are stored once. The slab and
+//!   the index grow without pausing (`Segments`, `IdIndex`).
+//! - The member -> score view is a hash index of ids hashed by member bytes (4 bytes, 4
+//!   of the hash and 1 control byte a bucket).
 //! - The ordered view is an order-statistic B+tree of ids: leaves hold up to 127 ids sorted
 //!   by (score, member); inner nodes keep each child's element count and first id, so rank
 //!   lookups, rank ranges and "how many elements sort before this bound" are O(log n).
@@ -21,7 +22,8 @@
 //! of its slots) only moves elements from high ids to low ones, so an element present for
 //! a whole scan is returned at least once, as Redis promises.
 
-use hashbrown::HashTable;
+use crate::types::id_index::IdIndex;
+use crate::types::segments::Segments;
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
@@ -106,7 +108,7 @@ impl Node {
         }
     }
 
-    fn insert(&mut self, slots: &[Slot], id: Id) -> Option<Node> {
+    fn insert(&mut self, slots: &Segments<Slot>, id: Id) -> Option<Node> {
         let s = &slots[id as usize];
         let (score, member) = (s.score, &*s.member);
         match self {
@@ -160,7 +162,7 @@ impl Node {
     }
 
     /// Removes the element with this key; returns its id.
-    fn remove(&mut self, slots: &[Slot], score: f64, member: &[u8]) -> Option<Id> {
+    fn remove(&mut self, slots: &Segments<Slot>, score: f64, member: &[u8]) -> Option<Id> {
         match self {
             Node::Leaf(v) => {
                 let pos =
@@ -191,7 +193,7 @@ impl Node {
     }
 
     /// Replaces the id stored for this key (slab compaction).
-    fn replace(&mut self, slots: &[Slot], score: f64, member: &[u8], new_id: Id) {
+    fn replace(&mut self, slots: &Segments<Slot>, score: f64, member: &[u8], new_id: Id) {
         match self {
             Node::Leaf(v) => {
                 let pos =
@@ -262,7 +264,7 @@ impl Node {
 
 impl Inner {
     /// The child whose key range holds (score, member).
-    fn child_for(&self, slots: &[Slot], score: f64, member: &[u8]) -> usize {
+    fn child_for(&self, slots: &Segments<Slot>, score: f64, member: &[u8]) -> usize {
         self.firsts
             .partition_point(|&f| !cmp_key(&slots[f as usize], score, member).is_gt())
             .saturating_sub(1)
@@ -342,19 +344,19 @@ impl Inner {
 
 /// The scalable sorted set: slab + member index + counted B+tree.
 pub(super) struct Tree {
-    slots: Vec<Slot>,
+    slots: Segments<Slot>,
     /// Head of the free-slot chain (`NO_SLOT` when empty).
     free: u64,
-    index: HashTable<Id>,
+    index: IdIndex,
     root: Node,
 }
 
 impl Default for Tree {
     fn default() -> Self {
         Tree {
-            slots: Vec::new(),
+            slots: Segments::default(),
             free: NO_SLOT,
-            index: HashTable::new(),
+            index: IdIndex::default(),
             root: Node::Leaf(new_leaf()),
         }
     }
@@ -366,7 +368,7 @@ impl Tree {
     where
         I: IntoIterator<Item = (Box<[u8]>, f64)>,
     {
-        let slots: Vec<Slot> = items
+        let slots: Segments<Slot> = items
             .into_iter()
             .map(|(member, score)| Slot { score, member })
             .collect();
@@ -374,15 +376,13 @@ impl Tree {
         let mut t = Tree {
             slots,
             free: NO_SLOT,
-            index: HashTable::with_capacity(n),
+            index: IdIndex::with_capacity(n),
             root: Node::Leaf(new_leaf()),
         };
         t.slots.truncate(n);
         for id in 0..n as Id {
             let h = hash(&t.slots[id as usize].member);
-            let slots = &t.slots;
-            t.index
-                .insert_unique(h, id, |&i| hash(&slots[i as usize].member));
+            t.index.insert(h, id);
         }
         t.root = bulk_load(n);
         t
@@ -395,8 +395,7 @@ impl Tree {
     fn find(&self, member: &[u8]) -> Option<Id> {
         let slots = &self.slots;
         self.index
-            .find(hash(member), |&i| *slots[i as usize].member == *member)
-            .copied()
+            .find(hash(member), |i| *slots[i as usize].member == *member)
     }
 
     pub(super) fn score(&self, member: &[u8]) -> Option<f64> {
@@ -422,9 +421,7 @@ impl Tree {
             });
             (self.slots.len() - 1) as Id
         };
-        let slots = &self.slots;
-        self.index
-            .insert_unique(hash(member), id, |&i| hash(&slots[i as usize].member));
+        self.index.insert(hash(member), id);
         self.tree_insert(id);
         true
     }
@@ -466,13 +463,10 @@ impl Tree {
     }
 
     pub(super) fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let h = hash(member);
         let slots = &self.slots;
-        let entry = self
+        let id = self
             .index
-            .find_entry(h, |&i| *slots[i as usize].member == *member)
-            .ok()?;
-        let (id, _) = entry.remove();
+            .remove(hash(member), |i| *slots[i as usize].member == *member)?;
         let score = self.slots[id as usize].score;
         self.tree_remove(id);
         self.free_slot(id);
@@ -585,9 +579,7 @@ impl Tree {
         for &id in &ids {
             self.tree_remove(id);
             let h = hash(&self.slots[id as usize].member);
-            if let Ok(e) = self.index.find_entry(h, |&i| i == id) {
-                e.remove();
-            }
+            self.index.remove(h, |i| i == id);
             self.free_slot(id);
         }
         self.maybe_compact();
@@ -653,25 +645,23 @@ impl Tree {
             } = self;
             let s = &slots[from as usize];
             root.replace(slots, s.score, &s.member, hole as Id);
-            if let Ok(mut e) = index.find_entry(hash(&s.member), |&i| i == from) {
-                *e.get_mut() = hole as Id;
+            if let Some(e) = index.find_mut(hash(&s.member), |i| i == from) {
+                *e = hole as Id;
             }
             self.slots.swap(hole, from as usize);
             top -= 1;
         }
         self.slots.truncate(live);
-        self.slots.shrink_to_fit();
+        self.slots.shrink_to(live);
         self.free = NO_SLOT;
-        let slots = &self.slots;
-        self.index
-            .shrink_to(live, |&i| hash(&slots[i as usize].member));
+        self.index.shrink_to(live);
     }
 
     /// Approximate heap bytes (for MEMORY USAGE-like accounting).
     #[allow(dead_code)]
     pub(super) fn heap_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
-            + self.index.capacity() * 5
+            + self.index.capacity() * 9
             + self.len() * 6
     }
 }
@@ -722,6 +712,17 @@ mod tests {
 
     #[test]
     fn random_ops_match_a_model() {
+        random_ops_against_a_model(3000, 60_000, 997);
+    }
+
+    /// Enough members that the slab spans several segments and the index grows (and
+    /// shrinks) by moving entries over later operations.
+    #[test]
+    fn random_ops_match_a_model_while_the_index_moves() {
+        random_ops_against_a_model(40_000, 150_000, 4999);
+    }
+
+    fn random_ops_against_a_model(members: u64, steps: usize, check_every: usize) {
         let mut t = Tree::default();
         let mut model: BTreeMap<(u64, Vec<u8>), ()> = BTreeMap::new();
         let mut scores: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
@@ -732,9 +733,9 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for step in 0..60_000 {
+        for step in 0..steps {
             let r = rnd();
-            let m = format!("m{}", r % 3000).into_bytes();
+            let m = format!("m{}", r % members).into_bytes();
             let s = ((r >> 20) % 500) as f64;
             match r % 5 {
                 0..=2 => {
@@ -770,7 +771,7 @@ mod tests {
                 }
             }
             assert_eq!(t.len(), model.len());
-            if step % 997 == 0 {
+            if step % check_every == 0 {
                 let mut all = Vec::new();
                 t.for_range(0, t.len(), false, &mut |m, s| {
                     all.push(key(s, m));
