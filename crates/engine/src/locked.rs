@@ -225,6 +225,16 @@ impl<'a> Locked<'a> {
         found && self.shard(h).remove(h, key).is_some()
     }
 
+    /// Deletes a key and hands back its entry (UNLINK), for the caller to free once the
+    /// shard is unlocked, or on another thread when it is large.
+    pub fn unlink(&mut self, key: &[u8]) -> Option<Unlinked> {
+        let (h, found) = self.live(key);
+        if !found {
+            return None;
+        }
+        self.shard(h).remove(h, key).map(Unlinked)
+    }
+
     /// Removes and returns an entry (RENAME, MOVE).
     pub fn take(&mut self, key: &[u8]) -> Option<Owned> {
         let (h, found) = self.live(key);
@@ -292,4 +302,75 @@ impl<'a> Locked<'a> {
 fn not_locked() -> ! {
     // A command touched a key it did not declare when locking: a bug in that command.
     panic!("strata-engine: key accessed without locking its shard")
+}
+
+/// An entry UNLINK took out of the table; dropping it frees it.
+pub struct Unlinked(Slot);
+
+impl Unlinked {
+    /// About how many allocations freeing it takes, as Redis's lazyfreeGetFreeEffort
+    /// counts them: 1 for a string or a collection in a compact form, else its element
+    /// count (a list's node count).
+    pub fn free_effort(&self) -> usize {
+        let Some(o) = self.0.obj() else { return 1 };
+        let compact = |enc: &str| matches!(enc, "listpack" | "intset");
+        match &o.value {
+            Value::Str(_) => 1,
+            Value::Hash(h) if compact(h.encoding()) => 1,
+            Value::Set(s) if compact(s.encoding()) => 1,
+            Value::ZSet(z) if compact(z.encoding()) => 1,
+            Value::List(l) if compact(l.encoding()) => 1,
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+            // Nodes hold up to 8 KiB each at the default list-max-listpack-size.
+            Value::List(l) => l.heap_bytes() / 8192 + 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Table;
+
+    /// UNLINK's effort counts what freeing takes: one allocation for a string or a compact
+    /// collection, the elements of a scalable one, a list's nodes.
+    #[test]
+    fn free_effort_counts_allocations_as_redis_does() {
+        let t = Table::new();
+        let db = t.db();
+        let effort = |key: &[u8]| db.lock1(key).unlink(key).map(|u| u.free_effort());
+        t.set(b"s", &[7u8; 1000]);
+        assert_eq!(effort(b"s"), Some(1));
+        assert_eq!(effort(b"s"), None, "unlinked once");
+        let fields = |n: usize| {
+            t.with_hash_mut(b"h", |h, enc| {
+                for i in 0..n {
+                    h.set(format!("f{i}").as_bytes(), b"v", enc);
+                }
+            })
+            .unwrap();
+        };
+        fields(10);
+        assert_eq!(effort(b"h"), Some(1), "a listpack is one allocation");
+        fields(1000);
+        assert_eq!(effort(b"h"), Some(1000));
+        t.with_set_mut(b"set", |s, enc| {
+            for i in 0..600 {
+                s.add(format!("m{i}").as_bytes(), enc);
+            }
+        })
+        .unwrap();
+        assert_eq!(effort(b"set"), Some(600));
+        let enc = t.encodings().list_size();
+        db.lock1(b"l")
+            .list_mut_or_create(b"l", enc)
+            .map(|l| (0..100_000).for_each(|i| l.push(false, format!("{i:08}").as_bytes())))
+            .unwrap();
+        let nodes = effort(b"l").unwrap();
+        assert!(
+            (50..=400).contains(&nodes),
+            "{nodes} nodes for 100k elements"
+        );
+    }
 }

@@ -11,6 +11,7 @@ mod conn;
 pub mod effects;
 pub mod hll;
 pub mod info;
+pub mod lazyfree;
 pub mod longdouble;
 pub mod notify;
 pub mod persist;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cmd, int, setup, RespConn};
+use common::{cmd, int, query, setup, RespConn};
 use redis::{Connection, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -87,6 +87,67 @@ fn del_unlink_exists() {
 
     for name in ["del", "unlink", "exists"] {
         assert_eq!(err(&mut r, &[name]), arity(name));
+    }
+}
+
+/// The names of the server's threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("task list");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+fn used_memory(c: &mut Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(c).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory")
+}
+
+/// UNLINK answers at once and frees a large value on the lazyfree thread (started by the
+/// first such value; small ones are freed in place, as Redis's LAZYFREE_THRESHOLD says),
+/// and the memory does come back.
+#[test]
+fn unlink_frees_large_values_in_the_background() {
+    let (p, mut c, _r) = setup();
+    let lazyfree = |pid| thread_names(pid).iter().any(|n| n == "strata-lazyfree");
+    ok(&mut c, &["SET", "s", "v"]);
+    query::<i64>(&mut c, &["HSET", "small", "f", "v"]);
+    assert_eq!(int(&mut c, &["UNLINK", "s", "small"]), 2);
+    assert!(!lazyfree(p.pid()), "small values are freed in place");
+
+    let before = used_memory(&mut c);
+    for chunk in 0..20 {
+        let mut args = vec!["ZADD".to_string(), "big".to_string()];
+        for i in 0..5000 {
+            args.push(format!("{}", chunk * 5000 + i));
+            args.push(format!("member:{chunk}:{i}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(int(&mut c, &args), 5000);
+    }
+    let grown = used_memory(&mut c).saturating_sub(before);
+    assert!(
+        grown > 1 << 20,
+        "a 100k-member sorted set took {grown} bytes"
+    );
+    assert_eq!(int(&mut c, &["UNLINK", "big", "nokey"]), 1);
+    assert_eq!(int(&mut c, &["EXISTS", "big"]), 0);
+    assert!(lazyfree(p.pid()), "no lazyfree thread after a large UNLINK");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = used_memory(&mut c);
+        if now < before + grown / 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "memory not freed: {now} bytes, {before} before the set, {grown} for it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

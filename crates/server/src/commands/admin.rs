@@ -149,12 +149,7 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
 /// Frees flushed tables on a background thread when asked to (ASYNC), else right here.
 fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
     if in_background {
-        let spawned = std::thread::Builder::new()
-            .name("strata-lazyfree".into())
-            .spawn(move || drop(garbage));
-        if let Err(e) = spawned {
-            tracing::warn!("lazyfree thread: {e}");
-        }
+        crate::lazyfree::free_later(garbage);
     }
 }
 

@@ -12,6 +12,7 @@
 use super::scan;
 use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
 use crate::notify;
+use bytes::Bytes;
 use strata_engine::{clock, Kind, Locked, ScanFilter};
 
 const ALL_KEYS: Keys = Keys::Range {
@@ -55,7 +56,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
         since: "4.0.0",
         complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
-        handler: del,
+        handler: unlink,
         ..Command::DEFAULT
     },
     Command {
@@ -366,12 +367,45 @@ fn del(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let gone: Vec<bool> = keys.iter().map(|k| l.remove(k)).collect();
     drop(l);
-    for (k, _) in keys.iter().zip(&gone).filter(|(_, g)| **g) {
-        ctx.notify(notify::GENERIC, "del", k);
-    }
-    let removed = gone.iter().filter(|g| **g).count();
+    let removed = notify_deleted(ctx, keys, gone.into_iter());
     ctx.out.int(removed as i64);
     Ok(())
+}
+
+/// UNLINK: DEL, with each value freed after the shards are unlocked, and on the lazyfree
+/// thread when freeing it takes more than LAZYFREE_THRESHOLD allocations (as Redis).
+fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
+    let keys = &ctx.argv[1..];
+    let mut l = ctx.lock(keys);
+    let gone: Vec<Option<strata_engine::Unlinked>> = keys.iter().map(|k| l.unlink(k)).collect();
+    drop(l);
+    let removed = notify_deleted(ctx, keys, gone.iter().map(Option::is_some));
+    let large: Vec<_> = gone
+        .into_iter()
+        .flatten()
+        .filter(|u| u.free_effort() > crate::lazyfree::LAZYFREE_THRESHOLD)
+        .collect();
+    if !large.is_empty() {
+        crate::lazyfree::free_later(large);
+    }
+    ctx.out.int(removed as i64);
+    Ok(())
+}
+
+/// Publishes `del` for each of `keys` that `gone` says was deleted (when anyone listens or
+/// watches); returns how many were.
+fn notify_deleted(ctx: &mut Ctx<'_>, keys: &[Bytes], gone: impl Iterator<Item = bool>) -> usize {
+    let notifying = ctx.notifying(notify::GENERIC);
+    let mut removed = 0;
+    for (k, g) in keys.iter().zip(gone) {
+        if g {
+            removed += 1;
+            if notifying {
+                ctx.notify(notify::GENERIC, "del", k);
+            }
+        }
+    }
+    removed
 }
 
 /// EXISTS: the number of arguments naming a live key (repeats count each time).
