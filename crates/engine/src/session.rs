@@ -79,6 +79,11 @@ struct StickyState {
     /// consecutive commands rarely share a shard (random keys), keeping one only costs.
     unused: u8,
     cooldown: u8,
+    /// The shard this scope's commands locked, while they all locked that one (null: none
+    /// yet); `mixed` once they locked another. `waited`: a lock was held by another thread.
+    seen: *const Shard,
+    mixed: bool,
+    waited: bool,
 }
 
 thread_local! {
@@ -91,6 +96,9 @@ thread_local! {
             reuses: 0,
             unused: 0,
             cooldown: 0,
+            seen: std::ptr::null(),
+            mixed: false,
+            waited: false,
         })
     };
 }
@@ -123,6 +131,23 @@ pub struct Sticky<'k> {
     _ks: std::marker::PhantomData<(&'k Keyspace, *const ())>,
 }
 
+impl Sticky<'_> {
+    /// When every shard lock this scope's commands took was of one shard: that shard, as a
+    /// number stable for the life of the keyspace (consecutive shards get consecutive
+    /// numbers), and whether one of them had to wait for another thread to let it go. A
+    /// server moves a connection whose batches keep contending for one shard to the thread
+    /// that serves it.
+    pub fn one_shard(&self) -> Option<(usize, bool)> {
+        let s = STICKY.with(Cell::get);
+        (!s.mixed && !s.seen.is_null()).then(|| {
+            (
+                s.seen as usize / std::mem::size_of::<Shard>().max(1),
+                s.waited,
+            )
+        })
+    }
+}
+
 impl Drop for Sticky<'_> {
     fn drop(&mut self) {
         Keyspace::release_sticky();
@@ -141,6 +166,9 @@ impl Keyspace {
             let mut s = c.get();
             debug_assert_eq!(s.owner, 0, "strata-engine: nested sticky scope");
             s.owner = self.id();
+            s.seen = std::ptr::null();
+            s.mixed = false;
+            s.waited = false;
             c.set(s);
         });
         Sticky {
@@ -262,9 +290,32 @@ impl Shard {
                     // Never wait while keeping another shard.
                     Keyspace::release_sticky();
                 }
-                ShardGuard::Own(ManuallyDrop::new(self.0.lock()))
+                let (g, waited) = match self.0.try_lock() {
+                    Some(g) => (g, false),
+                    None => (self.0.lock(), true),
+                };
+                self.seen_in_scope(waited);
+                ShardGuard::Own(ManuallyDrop::new(g))
             }
         }
+    }
+
+    /// Notes in the open sticky scope (if any) that its commands locked this shard.
+    #[inline]
+    fn seen_in_scope(&self, waited: bool) {
+        STICKY.with(|c| {
+            let mut s = c.get();
+            if s.owner == 0 {
+                return;
+            }
+            if s.seen.is_null() {
+                s.seen = self;
+            } else if !std::ptr::eq(s.seen, self) {
+                s.mixed = true;
+            }
+            s.waited |= waited;
+            c.set(s);
+        });
     }
 
     /// `acquire` without waiting: None if another thread holds the shard.

@@ -49,7 +49,40 @@ impl ConnLimits {
     }
 }
 
-pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::net::TcpStream) {
+/// What a worker thread's queue brings it.
+pub enum Incoming {
+    /// A connection just accepted.
+    New(std::net::TcpStream),
+    /// A connection another worker handed over (see `HOT_BATCHES`).
+    Moved(Box<Moved>),
+}
+
+/// A connection between two workers: its socket and its state, taken between two reads
+/// (nothing half-parsed, nothing unwritten).
+pub struct Moved {
+    stream: std::net::TcpStream,
+    client: Client,
+}
+
+/// When this many of a connection's batches, since its last batch that touched another
+/// shard (or none), locked the same one shard after waiting for another worker to let it
+/// go, the connection moves to the worker that serves that shard's hot connections (shard
+/// number modulo the workers): the connections of a hot key then run on one worker instead
+/// of handing its lock back and forth (docs/benchmarks.md, "One hot key at -P 16").
+const HOT_BATCHES: u32 = 4;
+
+pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incoming, me: usize) {
+    let stream = match incoming {
+        Incoming::New(stream) => stream,
+        Incoming::Moved(m) => {
+            let Moved { stream, mut client } = *m;
+            if let Ok(mut stream) = TcpStream::from_std(stream) {
+                let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
+                return finish(&server, stream, client, moved);
+            }
+            return finish_client(&server, client);
+        }
+    };
     let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {
         (Ok(p), Ok(l)) => (p, l),
         _ => return,
@@ -76,13 +109,42 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, stream: std::ne
     ));
     server.clients.add(info.clone());
     let authenticated = server.config.get("requirepass").is_empty();
-    let mut client = Client::new(info.clone(), authenticated);
-    serve_client(&server, &stats, &mut stream, &mut client).await;
+    let mut client = Client::new(info, authenticated);
+    let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
+    finish(&server, stream, client, moved);
+}
+
+/// After `serve_client`: hands the connection to worker `to` if it asked to move, else
+/// closes it.
+fn finish(server: &Server, stream: TcpStream, client: Client, to: Option<usize>) {
+    let Some(to) = to else {
+        return finish_client(server, client);
+    };
+    let queue = server.workers.get().and_then(|w| w.get(to));
+    match (stream.into_std(), queue) {
+        (Ok(stream), Some(q)) => {
+            server
+                .stats
+                .connections_moved
+                .fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = q.send(Incoming::Moved(Box::new(Moved { stream, client }))) {
+                // The worker is gone (shutting down): the connection closes.
+                if let Incoming::Moved(m) = e.0 {
+                    finish_client(server, m.client);
+                }
+            }
+        }
+        _ => finish_client(server, client),
+    }
+}
+
+/// A closed connection's client leaves its subscriptions, transaction and the registry.
+fn finish_client(server: &Server, mut client: Client) {
     if let Some(mut subs) = client.subs.take() {
         server.pubsub.remove_all(&mut subs);
     }
-    crate::commands::transactions::forget(&server, &mut client);
-    server.clients.remove(info.id);
+    crate::commands::transactions::forget(server, &mut client);
+    server.clients.remove(client.info.id);
 }
 
 /// Why a new connection is turned away, if it is: maxclients, or protected mode (no
@@ -98,12 +160,15 @@ fn refuse(config: &Config, connected: usize, peer: &SocketAddr) -> Option<&'stat
     None
 }
 
+/// Serves the connection until it closes (None) or should move to another worker (its
+/// index).
 async fn serve_client(
     server: &Server,
     stats: &ThreadStats,
     stream: &mut TcpStream,
     client: &mut Client,
-) {
+    me: usize,
+) -> Option<usize> {
     let mut parser = Parser::new(Limits::default());
     let mut limits = ConnLimits::load(server, &mut parser, client.authenticated);
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -112,6 +177,9 @@ async fn serve_client(
     // Set when a batch stopped early because its replies grew large: the buffer may still
     // hold complete commands, so run them before reading more.
     let mut pending = false;
+    // The one shard this connection's batches have locked lately, and how many of them
+    // waited for it.
+    let mut hot: (usize, u32) = (usize::MAX, 0);
     loop {
         let mut n = 0;
         if !pending {
@@ -123,9 +191,9 @@ async fn serve_client(
                 None => {
                     n = tokio::select! {
                         biased;
-                        _ = info.killed() => return,
+                        _ = info.killed() => return None,
                         r = stream.read_buf(&mut inbuf) => match r {
-                            Ok(0) | Err(_) => return,
+                            Ok(0) | Err(_) => return None,
                             Ok(n) => n,
                         },
                     };
@@ -134,10 +202,10 @@ async fn serve_client(
                 Some(mb) => {
                     n = tokio::select! {
                         biased;
-                        _ = info.killed() => return,
+                        _ = info.killed() => return None,
                         _ = mb.arrived() => 0,
                         r = stream.read_buf(&mut inbuf) => match r {
-                            Ok(0) | Err(_) => return,
+                            Ok(0) | Err(_) => return None,
                             Ok(n) => n,
                         },
                     };
@@ -188,6 +256,11 @@ async fn serve_client(
                 }
             }
         }
+        hot = match sticky.one_shard() {
+            Some((shard, waited)) if shard == hot.0 => (shard, hot.1 + u32::from(waited)),
+            Some((shard, waited)) => (shard, u32::from(waited)),
+            None => (usize::MAX, 0),
+        };
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
@@ -198,7 +271,7 @@ async fn serve_client(
             if let Some(w) = blocked {
                 blocking::abandon(server, &w);
             }
-            return;
+            return None;
         }
         let mut mail = 0;
         if let Some(s) = &client.subs {
@@ -220,7 +293,7 @@ async fn serve_client(
                 if let Some(w) = blocked {
                     blocking::abandon(server, &w);
                 }
-                return;
+                return None;
             }
             out.clear();
             // Don't keep a huge buffer around after one big reply.
@@ -242,13 +315,33 @@ async fn serve_client(
                     // Run what was pipelined after the blocking command.
                     pending = true;
                 }
-                None => return,
+                None => return None,
             }
         }
         if client.close_after_reply || info.is_killed() {
-            return;
+            return None;
+        }
+        if hot.1 >= HOT_BATCHES {
+            let workers = server.threads.max(1);
+            let to = hot.0 % workers;
+            hot = (usize::MAX, 0);
+            if to != me && inbuf.is_empty() && !pending && movable(client) {
+                return Some(to);
+            }
         }
     }
+}
+
+/// True when nothing ties the client to this worker: no subscriptions (their mailbox
+/// wakes this task), no transaction or block in progress, nothing queued for it.
+fn movable(c: &Client) -> bool {
+    c.subs.is_none()
+        && c.multi.is_none()
+        && c.block.is_none()
+        && c.group.is_none()
+        && c.ready_keys.is_empty()
+        && c.self_push.is_empty()
+        && !c.attention
 }
 
 /// The slow path after a command that set `client.attention`: place the client's own push

@@ -347,6 +347,12 @@ fn stats_section(server: &Server, s: &mut String) {
         st.connections_received.load(Ordering::Relaxed),
     );
     field(s, "total_commands_processed", commands);
+    // Strata's own: connections moved to the worker serving their hot shard.
+    field(
+        s,
+        "strata_connections_moved",
+        st.connections_moved.load(Ordering::Relaxed),
+    );
     field(
         s,
         "instantaneous_ops_per_sec",

@@ -50,6 +50,8 @@ pub struct Server {
     pub scripts: crate::scripting::Scripts,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
+    /// Each worker thread's queue of connections: new ones, and ones moved to it.
+    pub workers: std::sync::OnceLock<Vec<mpsc::UnboundedSender<conn::Incoming>>>,
 }
 
 /// Wall-clock milliseconds derived from a monotonic `Tick`, so a command needs one
@@ -230,6 +232,7 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         persist: Default::default(),
         me: Default::default(),
         scripts: Default::default(),
+        workers: Default::default(),
     });
     let _ = server.me.set(Arc::downgrade(&server));
     server.apply_config();
@@ -254,16 +257,21 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
 pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Result<()> {
     let mut workers = Vec::new();
     let mut senders = Vec::new();
-    for i in 0..server.threads {
-        let (tx, rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
+    let mut queues = Vec::new();
+    for _ in 0..server.threads {
+        let (tx, rx) = mpsc::unbounded_channel::<conn::Incoming>();
         senders.push(tx);
+        queues.push(rx);
+    }
+    let _ = server.workers.set(senders.clone());
+    for (i, rx) in queues.into_iter().enumerate() {
         let server = server.clone();
         let stats = Arc::new(ThreadStats::new(server.table.commands.len()));
         server.stats.register(stats.clone());
         workers.push(
             std::thread::Builder::new()
                 .name(format!("{WORKER_THREAD}-{i}"))
-                .spawn(move || worker(server, stats, rx))?,
+                .spawn(move || worker(server, stats, rx, i))?,
         );
     }
     let background = {
@@ -298,7 +306,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
 fn accept_loop(
     server: &Arc<Server>,
     listener: TcpListener,
-    workers: &[mpsc::UnboundedSender<std::net::TcpStream>],
+    workers: &[mpsc::UnboundedSender<conn::Incoming>],
 ) {
     let mut next = 0usize;
     loop {
@@ -321,7 +329,10 @@ fn accept_loop(
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        if workers[next % workers.len()].send(stream).is_err() {
+        if workers[next % workers.len()]
+            .send(conn::Incoming::New(stream))
+            .is_err()
+        {
             return;
         }
         next = next.wrapping_add(1);
@@ -334,7 +345,8 @@ pub const WORKER_THREAD: &str = "strata-worker";
 fn worker(
     server: Arc<Server>,
     stats: Arc<ThreadStats>,
-    mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    mut rx: mpsc::UnboundedReceiver<conn::Incoming>,
+    me: usize,
 ) {
     if server.config.get("worker-sched") == "batch" {
         if let Err(e) = crate::sched::set_current(crate::sched::Policy::Batch) {
@@ -374,7 +386,7 @@ fn worker(
         loop {
             tokio::select! {
                 s = rx.recv() => match s {
-                    Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s)); }
+                    Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s, me)); }
                     None => break,
                 },
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {

@@ -94,6 +94,8 @@ pub struct Stats {
     threads: Mutex<Vec<Arc<ThreadStats>>>,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// Connections handed to another worker (conn::HOT_BATCHES).
+    pub connections_moved: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -164,5 +166,6 @@ impl Stats {
         self.errors.lock().clear();
         self.connections_received.store(0, Relaxed);
         self.rejected_connections.store(0, Relaxed);
+        self.connections_moved.store(0, Relaxed);
     }
 }

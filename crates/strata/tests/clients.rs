@@ -448,3 +448,71 @@ fn worker_threads_run_sched_batch_unless_told_otherwise() {
         assert_eq!(got, vec!["worker-sched".to_string(), name.to_string()]);
     }
 }
+
+/// Connections whose pipelines all contend for one key move to one worker
+/// (`strata_connections_moved`), and a moved connection keeps what it set up: its name,
+/// its database, its protocol. No command is lost or run twice on the way.
+#[test]
+fn connections_on_one_hot_key_move_to_one_worker_with_their_state() {
+    let p = common::strata(&["--threads", "2", "--appendonly", "no", "--save", ""]);
+    let mut admin = p.client();
+    let moved = |c: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+        info_field(&info, "strata_connections_moved")
+            .and_then(|v| v.parse().ok())
+            .expect("strata_connections_moved")
+    };
+    assert_eq!(moved(&mut admin), 0);
+    const CONNS: usize = 8;
+    const BATCH: usize = 32;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let pushed: Vec<usize> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..CONNS)
+            .map(|i| {
+                let (p, stop) = (&p, &stop);
+                s.spawn(move || {
+                    let mut c = common::RespConn::new(p);
+                    let name = format!("conn-{i}");
+                    let proto = if i % 2 == 0 { "2" } else { "3" };
+                    assert_eq!(c.call(&["CLIENT", "SETNAME", &name]).unwrap().kind, b'+');
+                    assert_eq!(c.call(&["SELECT", "5"]).unwrap().kind, b'+');
+                    assert_ne!(c.call(&["HELLO", proto]).unwrap().kind, b'-');
+                    let batch = common::encode_command(&["RPUSH", "hot", "x"]).repeat(BATCH);
+                    let mut sent = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        c.send(&batch).unwrap();
+                        for _ in 0..BATCH {
+                            assert_eq!(c.read().unwrap().kind, b':');
+                        }
+                        sent += BATCH;
+                    }
+                    // After any move: the same name, database and protocol.
+                    let info = c.call(&["CLIENT", "INFO"]).unwrap();
+                    let info = String::from_utf8_lossy(&info.raw).into_owned();
+                    let fields: Vec<&str> = info.split_whitespace().collect();
+                    for want in [
+                        format!("name={name}"),
+                        "db=5".into(),
+                        format!("resp={proto}"),
+                    ] {
+                        assert!(fields.contains(&want.as_str()), "{want} not in {info}");
+                    }
+                    sent
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while moved(&mut admin) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Keep going a little after the first move, so moved connections run on.
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert!(moved(&mut admin) > 0, "no connection moved in 20 s");
+    let total: usize = pushed.iter().sum();
+    redis::cmd("SELECT").arg(5).query::<()>(&mut admin).unwrap();
+    let len: usize = admin.llen("hot").unwrap();
+    assert_eq!(len, total, "pushes acknowledged against the list's length");
+}
