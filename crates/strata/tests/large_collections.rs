@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::Rng;
 use redis::{Connection, Value};
 
 /// Both servers, and a check that a command answers the same on each.
@@ -52,16 +53,7 @@ impl Pair {
 }
 
 fn sorted(v: Value, pairs: bool) -> Vec<Vec<Vec<u8>>> {
-    let items: Vec<Vec<u8>> = match v {
-        Value::Array(items) => items
-            .into_iter()
-            .map(|i| match i {
-                Value::BulkString(b) => b,
-                other => panic!("not a bulk string: {other:?}"),
-            })
-            .collect(),
-        other => panic!("not an array: {other:?}"),
-    };
+    let items = common::bulk_strings(v);
     let mut groups: Vec<Vec<Vec<u8>>> = items
         .chunks(if pairs { 2 } else { 1 })
         .map(<[Vec<u8>]>::to_vec)
@@ -72,18 +64,6 @@ fn sorted(v: Value, pairs: bool) -> Vec<Vec<Vec<u8>>> {
 
 fn args(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|s| s.to_string()).collect()
-}
-
-/// xorshift32, so both servers get the same "random" arguments.
-struct Rng(u32);
-
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
 }
 
 /// `verb key` followed by `per` generated arguments, for `n` elements in all.

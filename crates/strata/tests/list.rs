@@ -47,16 +47,7 @@ fn bulk<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> Option<Vec<u8>
 }
 
 fn strings<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> Vec<Vec<u8>> {
-    match cmd(c, args) {
-        Value::Array(v) => v
-            .into_iter()
-            .map(|x| match x {
-                Value::BulkString(b) => b,
-                other => panic!("expected bulk strings, got {other:?}"),
-            })
-            .collect(),
-        other => panic!("expected an array, got {other:?}"),
-    }
+    common::bulk_strings(cmd(c, args))
 }
 
 fn err<A: AsRef<[u8]>>(r: &mut RespConn, args: &[A]) -> String {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{setup, RespConn};
+use common::{setup, RespConn, Rng};
 use redis::{Connection, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -75,34 +75,6 @@ fn arity(name: &str) -> String {
 
 const NOT_INT: &str = "ERR value is not an integer or out of range";
 const SYNTAX: &str = "ERR syntax error";
-
-/// A small deterministic generator for randomized model tests.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-    /// Up to `max - 1` bytes from `alphabet`.
-    fn bytes_upto(&mut self, max: u64, alphabet: &[u8]) -> Vec<u8> {
-        let n = self.below(max) as usize;
-        self.bytes(n, alphabet)
-    }
-    fn bytes(&mut self, n: usize, alphabet: &[u8]) -> Vec<u8> {
-        (0..n)
-            .map(|_| alphabet[self.below(alphabet.len() as u64) as usize])
-            .collect()
-    }
-}
 
 #[test]
 fn get_and_set_round_trip() {

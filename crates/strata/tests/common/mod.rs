@@ -527,3 +527,46 @@ pub fn proptest_cases(default: u32) -> u32 {
         .and_then(|c| c.parse().ok())
         .unwrap_or(default)
 }
+
+/// A small deterministic generator (xorshift64) for randomized tests: both servers of a
+/// differential test get the same arguments.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+    /// Up to `max - 1` bytes from `alphabet`.
+    pub fn bytes_upto(&mut self, max: u64, alphabet: &[u8]) -> Vec<u8> {
+        let n = self.below(max) as usize;
+        self.bytes(n, alphabet)
+    }
+    pub fn bytes(&mut self, n: usize, alphabet: &[u8]) -> Vec<u8> {
+        (0..n)
+            .map(|_| alphabet[self.below(alphabet.len() as u64) as usize])
+            .collect()
+    }
+}
+
+/// The elements of an array reply of bulk strings (panics on any other reply).
+pub fn bulk_strings(v: redis::Value) -> Vec<Vec<u8>> {
+    match v {
+        redis::Value::Array(v) => v
+            .into_iter()
+            .map(|x| match x {
+                redis::Value::BulkString(b) => b,
+                other => panic!("expected bulk strings, got {other:?}"),
+            })
+            .collect(),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
