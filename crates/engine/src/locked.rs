@@ -221,8 +221,7 @@ impl<'a> Locked<'a> {
 
     /// Deletes a key; true if it existed (and had not expired).
     pub fn remove(&mut self, key: &[u8]) -> bool {
-        let (h, found) = self.live(key);
-        found && self.shard(h).remove(h, key).is_some()
+        self.unlink(key).is_some()
     }
 
     /// Deletes a key and hands back its entry (UNLINK), for the caller to free once the
@@ -237,11 +236,7 @@ impl<'a> Locked<'a> {
 
     /// Removes and returns an entry (RENAME, MOVE).
     pub fn take(&mut self, key: &[u8]) -> Option<Owned> {
-        let (h, found) = self.live(key);
-        if !found {
-            return None;
-        }
-        let slot = self.shard(h).remove(h, key)?;
+        let Unlinked(slot) = self.unlink(key)?;
         let expire_at = slot.expire_at();
         Some(Owned {
             value: slot.into_value(),

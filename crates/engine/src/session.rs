@@ -139,12 +139,8 @@ impl Sticky<'_> {
     /// that serves it.
     pub fn one_shard(&self) -> Option<(usize, bool)> {
         let s = STICKY.with(Cell::get);
-        (!s.mixed && !s.seen.is_null()).then(|| {
-            (
-                s.seen as usize / std::mem::size_of::<Shard>().max(1),
-                s.waited,
-            )
-        })
+        (!s.mixed && !s.seen.is_null())
+            .then(|| (s.seen as usize / std::mem::size_of::<Shard>(), s.waited))
     }
 }
 
