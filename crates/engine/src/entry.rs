@@ -6,6 +6,7 @@
 //! `[ObjEntry: value, lru and flags, key len][expire u64, if flagged][key]`, so a small
 //! hash with a short key costs one 48-byte block besides its listpack.
 
+use crate::inline::Inline;
 use crate::value::Value;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
@@ -410,7 +411,7 @@ impl Slot {
     }
 
     pub fn view(&self) -> EntryRef<'_> {
-        EntryRef { slot: self }
+        EntryRef(Form::Block(self))
     }
 
     /// The general form of this entry, converting a packed string in place, for edits.
@@ -422,22 +423,6 @@ impl Slot {
         // SAFETY: the slot holds an ObjEntry now (converted above); `&mut self` makes the
         // access exclusive.
         unsafe { &mut *self.obj_ptr() }
-    }
-
-    /// The entry's value and expiry, copied out.
-    pub fn to_owned_value(&self) -> crate::value::Owned {
-        crate::value::Owned {
-            value: self.to_value(),
-            expire_at: self.expire_at(),
-        }
-    }
-
-    /// The value, copied out in its general form (RENAME, MOVE, COPY).
-    pub fn to_value(&self) -> Value {
-        match self.obj() {
-            Some(o) => o.value.clone(),
-            None => Value::Str(self.packed_str().to_vec()),
-        }
     }
 
     pub fn into_value(self) -> Value {
@@ -497,19 +482,38 @@ fn packed_layout(len: usize) -> Layout {
     }
 }
 
-/// A read-only view of an entry.
+/// A read-only view of an entry: a block entry, or an inline string (`crate::inline`).
 #[derive(Clone, Copy)]
-pub struct EntryRef<'a> {
-    slot: &'a Slot,
+pub struct EntryRef<'a>(Form<'a>);
+
+#[derive(Clone, Copy)]
+enum Form<'a> {
+    Block(&'a Slot),
+    Inline(&'a Inline),
 }
 
 impl<'a> EntryRef<'a> {
+    pub(crate) fn inline(s: &'a Inline) -> EntryRef<'a> {
+        EntryRef(Form::Inline(s))
+    }
+
     pub fn key(&self) -> &'a [u8] {
-        self.slot.key()
+        match self.0 {
+            Form::Block(slot) => slot.key(),
+            Form::Inline(s) => s.key(),
+        }
+    }
+
+    /// The general form, for a block entry that has one.
+    fn obj(&self) -> Option<&'a ObjEntry> {
+        match self.0 {
+            Form::Block(slot) => slot.obj(),
+            Form::Inline(_) => None,
+        }
     }
 
     pub fn kind(&self) -> Kind {
-        match self.slot.obj() {
+        match self.obj() {
             None => Kind::String,
             Some(o) => match o.value {
                 Value::Str(_) => Kind::String,
@@ -523,35 +527,64 @@ impl<'a> EntryRef<'a> {
 
     /// The string value, or None when the key holds another type.
     pub fn as_str(&self) -> Option<&'a [u8]> {
-        match self.slot.obj() {
-            None => Some(self.slot.packed_str()),
-            Some(o) => match &o.value {
-                Value::Str(s) => Some(s),
-                _ => None,
+        match self.0 {
+            Form::Inline(s) => Some(s.value()),
+            Form::Block(slot) => match slot.obj() {
+                None => Some(slot.packed_str()),
+                Some(o) => match &o.value {
+                    Value::Str(s) => Some(s),
+                    _ => None,
+                },
             },
         }
     }
 
-    /// The general-form value, or None for a packed string (use `as_str`).
+    /// The general-form value, or None for a compact string (use `as_str`).
     pub fn value(&self) -> Option<&'a Value> {
-        self.slot.obj().map(|o| &o.value)
+        self.obj().map(|o| &o.value)
     }
 
     pub fn expire_at(&self) -> Option<u64> {
-        self.slot.expire_at()
+        match self.0 {
+            Form::Block(slot) => slot.expire_at(),
+            Form::Inline(_) => None,
+        }
+    }
+
+    pub fn is_expired(&self, now: u64) -> bool {
+        matches!(self.expire_at(), Some(at) if at <= now)
     }
 
     pub fn lru(&self) -> u32 {
-        self.slot.lru()
+        match self.0 {
+            Form::Block(slot) => slot.lru(),
+            Form::Inline(s) => s.lru(),
+        }
     }
 
-    /// OBJECT ENCODING's answer, with Redis's names and thresholds for strings: a packed
+    /// The value, copied out in its general form (RENAME, MOVE, COPY, snapshots).
+    pub fn to_value(&self) -> Value {
+        match self.obj() {
+            Some(o) => o.value.clone(),
+            None => Value::Str(self.as_str().unwrap_or_default().to_vec()),
+        }
+    }
+
+    /// The entry's value and expiry, copied out.
+    pub fn to_owned_value(&self) -> crate::value::Owned {
+        crate::value::Owned {
+            value: self.to_value(),
+            expire_at: self.expire_at(),
+        }
+    }
+
+    /// OBJECT ENCODING's answer, with Redis's names and thresholds for strings: a compact
     /// string that reads as an i64 is "int", one of up to 44 bytes "embstr", an edited or
     /// longer one "raw".
     pub fn encoding(&self) -> &'static str {
-        match self.slot.obj() {
+        match self.obj() {
             None => {
-                let s = self.slot.packed_str();
+                let s = self.as_str().unwrap_or_default();
                 if s.len() <= 20 && is_canonical_i64(s) {
                     "int"
                 } else if s.len() <= 44 {
@@ -650,7 +683,7 @@ mod tests {
             assert_eq!(s.view().value(), Some(&value));
             s.set_expire(None);
             assert_eq!((s.key(), s.expire_at(), s.lru()), (key, None, LRU_BITS));
-            assert_eq!(s.to_value(), value);
+            assert_eq!(s.view().to_value(), value);
             let e = Slot::new(key, value.clone(), Some(5), 1);
             assert_eq!((e.key(), e.expire_at()), (key, Some(5)));
             assert_eq!(e.into_value(), value);

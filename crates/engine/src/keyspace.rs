@@ -39,10 +39,10 @@ pub struct ScanFilter<'p> {
 }
 
 impl ScanFilter<'_> {
-    fn accepts(&self, slot: &Slot) -> bool {
+    fn accepts(&self, e: &EntryRef<'_>) -> bool {
         self.pattern
-            .is_none_or(|p| glob::matches(p, slot.key(), false))
-            && self.kind.is_none_or(|k| slot.view().kind() == k)
+            .is_none_or(|p| glob::matches(p, e.key(), false))
+            && self.kind.is_none_or(|k| e.kind() == k)
     }
 }
 
@@ -132,7 +132,7 @@ impl Db {
     pub fn read1<R>(&self, key: &[u8], f: impl FnOnce(Option<EntryRef<'_>>) -> R) -> R {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return f(g.read(h, key).map(|s| s.view()));
+            return f(g.read(h, key, None));
         }
         let idx = self.shard_index(h);
         let guard = self.shards[idx].acquire();
@@ -211,15 +211,17 @@ impl Db {
         self.capture_chunk(idx, epoch, usize::MAX, f) != Capture::Already
     }
 
-    /// Captures the next `buckets` table buckets of shard `idx` for snapshot `epoch`, under
-    /// its lock, calling `f` with every entry as it was when the snapshot started (expired
-    /// ones included); the last chunk also gives the entries writes saved aside. The lock
-    /// is held for one chunk only, so clients wait for a chunk, not a whole shard.
+    /// Captures the next `buckets` table buckets of shard `idx` (its inline table's, then
+    /// its main table's: `ShardData::entry_at`) for snapshot `epoch`, under its lock,
+    /// calling `f` with every entry as it was when the snapshot started (expired ones
+    /// included); the last chunk also gives the entries writes saved aside. The lock is
+    /// held for one chunk only, so clients wait for a chunk, not a whole shard.
     ///
     /// Between chunks the shard stays "not captured": a write first saves the key's entry
-    /// unless its bucket was given already (`preserve`). Buckets do not move unless the
-    /// table rehashes; an insert that may rehash first saves every entry not given yet and
-    /// ends the walk (`ShardData::put`). Inside a session holding the shard it is served
+    /// unless its bucket was given already (`preserve`), so a string moving between the
+    /// two tables is a write like any other. Buckets do not move unless a table rehashes;
+    /// an insert that may rehash first saves every entry not given yet and ends the walk
+    /// (`ShardData::end_capture_walk`). Inside a session holding the shard it is served
     /// from the session.
     pub fn capture_chunk(
         &self,
@@ -232,27 +234,27 @@ impl Db {
         if g.captured >= epoch {
             return Capture::Already;
         }
-        let ShardData { table, pre, .. } = &mut *g;
-        let pre = crate::shard::PreImages::for_epoch(pre, epoch);
-        let end = pre.cursor.saturating_add(buckets).min(table.num_buckets());
-        for i in pre.cursor..end {
-            if let Some(slot) = table.get_bucket(i) {
-                if !pre.map.contains_key(slot.key()) {
-                    f(Captured::Entry(slot.view()));
+        let mut pre = g.pre.take();
+        let p = crate::shard::PreImages::for_epoch(&mut pre, epoch);
+        let end = p.cursor.saturating_add(buckets).min(g.positions());
+        for i in p.cursor..end {
+            if let Some(e) = g.entry_at(i) {
+                if !p.map.contains_key(e.key()) {
+                    f(Captured::Entry(e));
                 }
             }
         }
-        pre.cursor = pre.cursor.max(end);
-        if pre.cursor < table.num_buckets() {
+        p.cursor = p.cursor.max(end);
+        if p.cursor < g.positions() {
+            g.pre = pre;
             return Capture::More;
         }
-        for (key, old) in pre.map.iter() {
+        for (key, old) in p.map.iter() {
             if let Some(o) = old {
                 f(Captured::Value(key, o));
             }
         }
         g.captured = epoch;
-        g.pre = None;
         Capture::Done
     }
 
@@ -266,30 +268,32 @@ impl Db {
         if g.captured >= epoch {
             return;
         }
-        let ShardData { table, pre, .. } = &mut *g;
-        let pre = crate::shard::PreImages::for_epoch(pre, epoch);
-        if pre.map.contains_key(key) {
+        let mut pre = g.pre.take();
+        let p = crate::shard::PreImages::for_epoch(&mut pre, epoch);
+        if p.map.contains_key(key) {
+            g.pre = pre;
             return;
         }
         // A key a chunk gave already is marked like a new key (None: nothing to add at the
         // end, skip it in the walk): deleted and re-inserted, it may land in a bucket the
         // walk has yet to reach. (After a rehash ended the walk, every key not in `map` was
         // given by a chunk.)
-        let old = match table.find_bucket_index(h, |s| crate::shard::key_eq(s.key(), key)) {
-            Some(b) if b < pre.cursor => None,
-            Some(b) => table.get_bucket(b).map(Slot::to_owned_value),
+        let old = match g.position(h, key) {
+            Some(b) if b < p.cursor => None,
+            Some(b) => g.entry_at(b).map(|e| e.to_owned_value()),
             None => None,
         };
-        pre.map.insert(key.into(), old);
+        p.map.insert(key.into(), old);
+        g.pre = pre;
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.acquire().table.len()).sum()
+        self.shards.iter().map(|s| s.acquire().len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.acquire().table.is_empty())
+        self.shards.iter().all(|s| s.acquire().len() == 0)
     }
 
     /// Keys that carry an expiry (INFO keyspace `expires=`).
@@ -329,12 +333,11 @@ impl Db {
         let mut visited = 0usize;
         while idx < self.shards.len() {
             let g = self.shards[idx].acquire();
-            visited += g.table.len();
+            visited += g.len();
             out.extend(
-                g.table
-                    .iter()
-                    .filter(|s| !s.is_expired(now) && filter.accepts(s))
-                    .map(|s| s.key().to_vec()),
+                g.iter()
+                    .filter(|e| !e.is_expired(now) && filter.accepts(e))
+                    .map(|e| e.key().to_vec()),
             );
             idx += 1;
             // COUNT bounds the work done, as in Redis: stop once that many were visited.
@@ -383,12 +386,12 @@ impl Db {
             };
             let mut g = self.shards[idx].acquire();
             g.purge_expired(now, |k| self.expired(k));
-            let len = g.table.len();
+            let len = g.len();
             if len == 0 {
                 continue;
             }
             let pick = (xorshift(rng) % len as u64) as usize;
-            return g.table.iter().nth(pick).map(|s| s.key().to_vec());
+            return g.iter().nth(pick).map(|e| e.key().to_vec());
         }
         None
     }
@@ -483,8 +486,7 @@ impl Keyspace {
         let mut ga: Vec<_> = self.dbs[lo].shards.iter().map(|s| s.acquire()).collect();
         let mut gb: Vec<_> = self.dbs[hi].shards.iter().map(|s| s.acquire()).collect();
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
-            std::mem::swap(&mut x.table, &mut y.table);
-            std::mem::swap(&mut x.volatile, &mut y.volatile);
+            x.swap_entries(y);
         }
     }
 

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod embedded;
 mod entry;
 pub mod glob;
+mod inline;
 pub mod int;
 mod keyspace;
 mod locked;

@@ -2,10 +2,10 @@
 //! here, so lazy expiry, hit/miss counting and LRU touching happen in exactly one place.
 
 use crate::clock;
-use crate::entry::{EntryRef, Slot};
+use crate::entry::EntryRef;
 use crate::keyspace::Db;
 use crate::session::ShardGuard;
-use crate::shard::{hash, ShardData};
+use crate::shard::{hash, FoundMut, Removed, ShardData};
 use crate::value::{Owned, Value};
 use std::cell::Cell;
 
@@ -122,11 +122,7 @@ impl<'a> Locked<'a> {
             return None;
         }
         let lru = if self.touch { Some(self.lru()) } else { None };
-        let slot = self.shard(h).read(h, key)?;
-        if let Some(lru) = lru {
-            slot.touch(lru);
-        }
-        Some(slot.view())
+        self.shard(h).read(h, key, lru)
     }
 
     /// A lookup that changes no statistics and no access time (write paths, TYPE, TTL...).
@@ -135,7 +131,7 @@ impl<'a> Locked<'a> {
         if !found {
             return None;
         }
-        self.shard(h).find(h, key).map(Slot::view)
+        self.shard(h).find(h, key)
     }
 
     /// GET's lookup: the string value, a miss, or WRONGTYPE.
@@ -163,7 +159,7 @@ impl<'a> Locked<'a> {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);
         let lru = self.lru();
-        self.shard(h).put(h, Slot::new(key, value, expire_at, lru));
+        self.shard(h).put(h, key, value, expire_at, lru);
     }
 
     fn resolve_ttl(&mut self, key: &[u8], ttl: Ttl) -> Option<u64> {
@@ -182,7 +178,7 @@ impl<'a> Locked<'a> {
             return Ok(None);
         }
         let lru = self.lru();
-        let Some(slot) = self.shard(h).find_mut(h, key) else {
+        let Some(slot) = self.shard(h).block_mut(h, key) else {
             return Ok(None);
         };
         slot.touch(lru);
@@ -204,8 +200,10 @@ impl<'a> Locked<'a> {
             return Ok(None);
         }
         let lru = self.lru();
-        let Some(slot) = self.shard(h).find_mut(h, key) else {
-            return Ok(None);
+        let slot = match self.shard(h).find_mut(h, key) {
+            None => return Ok(None),
+            Some(FoundMut::Inline(_)) => return Err(WrongType),
+            Some(FoundMut::Block(slot)) => slot,
         };
         match slot.obj_if_mut() {
             None => Err(WrongType),
@@ -236,10 +234,10 @@ impl<'a> Locked<'a> {
 
     /// Removes and returns an entry (RENAME, MOVE).
     pub fn take(&mut self, key: &[u8]) -> Option<Owned> {
-        let Unlinked(slot) = self.unlink(key)?;
-        let expire_at = slot.expire_at();
+        let Unlinked(entry) = self.unlink(key)?;
+        let expire_at = entry.view().expire_at();
         Some(Owned {
-            value: slot.into_value(),
+            value: entry.into_value(),
             expire_at,
         })
     }
@@ -250,19 +248,14 @@ impl<'a> Locked<'a> {
         if !found {
             return None;
         }
-        let slot = self.shard(h).find(h, key)?;
-        Some(Owned {
-            value: slot.to_value(),
-            expire_at: slot.expire_at(),
-        })
+        Some(self.shard(h).find(h, key)?.to_owned_value())
     }
 
     /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one.
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
         let h = hash(key);
         let lru = self.lru();
-        self.shard(h)
-            .put(h, Slot::new(key, owned.value, owned.expire_at, lru));
+        self.shard(h).put(h, key, owned.value, owned.expire_at, lru);
     }
 
     /// The entry's expiry as stored, without expiring it first (WATCH needs to know that a
@@ -286,9 +279,7 @@ impl<'a> Locked<'a> {
         if !(found && shard.set_expire(h, key, expire_at)) {
             return false;
         }
-        if let Some(slot) = shard.find_mut(h, key) {
-            slot.touch(lru);
-        }
+        shard.touch(h, key, lru);
         true
     }
 }
@@ -300,16 +291,18 @@ fn not_locked() -> ! {
 }
 
 /// An entry UNLINK took out of the table; dropping it frees it.
-pub struct Unlinked(Slot);
+pub struct Unlinked(Removed);
 
 impl Unlinked {
     /// About how many allocations freeing it takes, as Redis's lazyfreeGetFreeEffort
     /// counts them: 1 for a string or a collection in a compact form, else its element
     /// count (a list's node count).
     pub fn free_effort(&self) -> usize {
-        let Some(o) = self.0.obj() else { return 1 };
+        let Some(value) = self.0.view().value() else {
+            return 1; // a compact string
+        };
         let compact = |enc: &str| matches!(enc, "listpack" | "intset");
-        match &o.value {
+        match value {
             Value::Str(_) => 1,
             Value::Hash(h) if compact(h.encoding()) => 1,
             Value::Set(s) if compact(s.encoding()) => 1,

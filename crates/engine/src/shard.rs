@@ -1,7 +1,9 @@
 //! One shard: a hash table of entries behind its own lock, plus counters kept under that
 //! lock (so hot paths touch no shared atomics).
 
-use crate::entry::Slot;
+use crate::entry::{EntryRef, Slot};
+use crate::inline::Inline;
+use crate::value::Value;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -39,7 +41,11 @@ pub(crate) fn key_eq(a: &[u8], b: &[u8]) -> bool {
 pub(crate) struct ShardData {
     /// The id of the keyspace this shard belongs to (see `Keyspace::sticky`).
     pub owner: usize,
+    /// Entries in a heap block: strings too long to be inline or with an expiry, and
+    /// every other type. A key is in `table` or in `small`, never in both.
     pub table: HashTable<Slot>,
+    /// Inline strings (`crate::inline`): short, with no expiry.
+    pub small: HashTable<Inline>,
     /// Entries that carry an expiry; the active cycle skips shards with none.
     pub volatile: usize,
     pub hits: u64,
@@ -50,9 +56,38 @@ pub(crate) struct ShardData {
     /// Entries as they were when the running snapshot started, saved by writes that came
     /// before the shard was captured (see `Db::preserve`).
     pub pre: Option<Box<PreImages>>,
-    /// Where the table's slot array ends (see `slots_hint`): set when the table is
+    /// Where each table's slot array ends (see `slots_hint`): set when the table is
     /// allocated, 0 for none. Only ever used as a prefetch address.
     pub slots_end: usize,
+    pub small_end: usize,
+}
+
+/// An entry for editing, found by `ShardData::find_mut`.
+pub(crate) enum FoundMut<'a> {
+    Block(&'a mut Slot),
+    Inline(&'a mut Inline),
+}
+
+/// An entry taken out of a shard.
+pub(crate) enum Removed {
+    Block(Slot),
+    Inline(Inline),
+}
+
+impl Removed {
+    pub fn view(&self) -> EntryRef<'_> {
+        match self {
+            Removed::Block(s) => s.view(),
+            Removed::Inline(s) => EntryRef::inline(s),
+        }
+    }
+
+    pub fn into_value(self) -> Value {
+        match self {
+            Removed::Block(s) => s.into_value(),
+            Removed::Inline(s) => Value::Str(s.value().to_vec()),
+        }
+    }
 }
 
 /// A shard's capture in progress for the snapshot of `epoch`: the table buckets below
@@ -81,29 +116,91 @@ impl PreImages {
 }
 
 impl ShardData {
-    pub fn find(&self, h: u64, key: &[u8]) -> Option<&Slot> {
-        self.slots_hint(h);
-        self.table.find(h, |s| key_eq(s.key(), key))
+    /// Entries in both tables.
+    pub fn len(&self) -> usize {
+        self.table.len() + self.small.len()
     }
 
-    pub fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
+    pub fn find(&self, h: u64, key: &[u8]) -> Option<EntryRef<'_>> {
+        self.slots_hint(h);
+        if let Some(s) = self.small.find(h, |s| key_eq(s.key(), key)) {
+            return Some(EntryRef::inline(s));
+        }
+        self.table.find(h, |s| key_eq(s.key(), key)).map(Slot::view)
+    }
+
+    pub fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<FoundMut<'_>> {
+        self.slots_hint(h);
+        if let Some(s) = self.small.find_mut(h, |s| key_eq(s.key(), key)) {
+            return Some(FoundMut::Inline(s));
+        }
+        let s = self.table.find_mut(h, |s| key_eq(s.key(), key))?;
+        Some(FoundMut::Block(s))
+    }
+
+    /// A read's probe: counts a keyspace hit or miss, and stamps the entry's access time
+    /// when `lru` is given.
+    pub fn read(&mut self, h: u64, key: &[u8], lru: Option<u32>) -> Option<EntryRef<'_>> {
+        self.slots_hint(h);
+        let ShardData {
+            small,
+            table,
+            hits,
+            misses,
+            ..
+        } = self;
+        if let Some(s) = small.find_mut(h, |s| key_eq(s.key(), key)) {
+            *hits += 1;
+            if let Some(lru) = lru {
+                s.touch(lru);
+            }
+            return Some(EntryRef::inline(s));
+        }
+        let Some(s) = table.find_mut(h, |s| key_eq(s.key(), key)) else {
+            *misses += 1;
+            return None;
+        };
+        *hits += 1;
+        if let Some(lru) = lru {
+            s.touch(lru);
+        }
+        Some(s.view())
+    }
+
+    /// Stamps an existing entry's access time.
+    pub fn touch(&mut self, h: u64, key: &[u8], lru: u32) {
+        match self.find_mut(h, key) {
+            Some(FoundMut::Inline(s)) => s.touch(lru),
+            Some(FoundMut::Block(s)) => s.touch(lru),
+            None => {}
+        }
+    }
+
+    /// The entry at `key` in its block form, for edits that need one (APPEND, an expiry):
+    /// an inline string moves to the main table first.
+    pub fn block_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
+        if let Ok(e) = self.small.find_entry(h, |s| key_eq(s.key(), key)) {
+            let (s, _) = e.remove();
+            self.insert_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
+        }
         self.slots_hint(h);
         self.table.find_mut(h, |s| key_eq(s.key(), key))
     }
 
-    /// A read's probe: `find_mut`, counting a keyspace hit or miss.
-    pub fn read(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
-        self.slots_hint(h);
-        let found = self.table.find_mut(h, |s| key_eq(s.key(), key));
-        match found {
-            Some(_) => self.hits += 1,
-            None => self.misses += 1,
+    /// Inserts or replaces a value of any type. A string goes inline when it can.
+    pub fn put(&mut self, h: u64, key: &[u8], value: Value, expire_at: Option<u64>, lru: u32) {
+        match value {
+            Value::Str(s) => self.put_str(h, key, &s, expire_at, lru),
+            value => {
+                self.remove_inline(h, key);
+                self.put_block(h, Slot::new(key, value, expire_at, lru));
+            }
         }
-        found
     }
 
-    /// Inserts or replaces; returns the previous slot. One probe either way.
-    pub fn put(&mut self, h: u64, slot: Slot) -> Option<Slot> {
+    /// Inserts or replaces a block entry; returns the previous one if it was a block. The
+    /// caller removed any inline entry of that key.
+    fn put_block(&mut self, h: u64, slot: Slot) -> Option<Slot> {
         use hashbrown::hash_table::Entry;
         self.before_insert();
         self.slots_hint(h);
@@ -122,10 +219,33 @@ impl ShardData {
         old
     }
 
-    /// `put` of a string: an existing packed string whose value has the same length and
-    /// whose expiry has the same form is overwritten in place (`Slot::overwrite_packed`).
+    /// Inserts a block entry whose key is in neither table.
+    fn insert_block(&mut self, h: u64, slot: Slot) {
+        let old = self.put_block(h, slot);
+        debug_assert!(old.is_none());
+    }
+
+    /// Stores a string: inline when it fits and has no expiry, else packed. An existing
+    /// compact string of the same shape is overwritten in place (`Inline::overwrite`,
+    /// `Slot::overwrite_packed`), so an update allocates and frees nothing.
     pub fn put_str(&mut self, h: u64, key: &[u8], value: &[u8], expire_at: Option<u64>, lru: u32) {
         use hashbrown::hash_table::Entry;
+        if expire_at.is_none() && Inline::fits(key, value) {
+            self.slots_hint(h);
+            if let Some(s) = self.small.find_mut(h, |s| key_eq(s.key(), key)) {
+                s.overwrite(value, lru);
+                return;
+            }
+            if let Ok(e) = self.table.find_entry(h, |s| key_eq(s.key(), key)) {
+                let (old, _) = e.remove();
+                self.count_volatile(false, Some(&old));
+            }
+            self.before_insert_small();
+            self.small
+                .insert_unique(h, Inline::new(key, value, lru), |s| hash(s.key()));
+            return;
+        }
+        self.remove_inline(h, key);
         self.before_insert();
         self.slots_hint(h);
         let new = || Slot::packed(key, value, expire_at, lru);
@@ -147,6 +267,11 @@ impl ShardData {
         self.count_volatile(expire_at.is_some(), old.as_ref());
     }
 
+    fn remove_inline(&mut self, h: u64, key: &[u8]) -> Option<Inline> {
+        let e = self.small.find_entry(h, |s| key_eq(s.key(), key)).ok()?;
+        Some(e.remove().0)
+    }
+
     /// Keeps `volatile` right after an entry (with an expiry or not) replaced `old`.
     fn count_volatile(&mut self, added_volatile: bool, old: Option<&Slot>) {
         if added_volatile {
@@ -157,28 +282,71 @@ impl ShardData {
         }
     }
 
-    /// Before every insert: a table with no room left is rehashed now (hashbrown reserves
-    /// before it probes, even when the key exists, so this does the same), and a rehash
-    /// moves entries across a running capture's cursor (`Db::capture_chunk`). So first
-    /// every entry the capture has not given yet is saved aside, and its walk ends there.
-    /// Rare: once per growth of the table.
+    /// The number of positions a snapshot's walk of this shard goes through: the inline
+    /// table's buckets, then the main table's (see `entry_at`).
+    pub fn positions(&self) -> usize {
+        self.small.num_buckets() + self.table.num_buckets()
+    }
+
+    /// The entry at walk position `p`, if that bucket is occupied.
+    pub fn entry_at(&self, p: usize) -> Option<EntryRef<'_>> {
+        let n = self.small.num_buckets();
+        if p < n {
+            self.small.get_bucket(p).map(EntryRef::inline)
+        } else {
+            self.table.get_bucket(p - n).map(Slot::view)
+        }
+    }
+
+    /// The walk position of `key`'s entry, if it has one.
+    pub fn position(&self, h: u64, key: &[u8]) -> Option<usize> {
+        if let Some(p) = self.small.find_bucket_index(h, |s| key_eq(s.key(), key)) {
+            return Some(p);
+        }
+        let p = self.table.find_bucket_index(h, |s| key_eq(s.key(), key))?;
+        Some(self.small.num_buckets() + p)
+    }
+
+    /// Before every insert into the main table: a table with no room left is rehashed now
+    /// (hashbrown reserves before it probes, even when the key exists, so this does the
+    /// same). Rare: once per growth of the table.
     fn before_insert(&mut self) {
         if self.table.len() < self.table.capacity() {
             return;
         }
-        if let Some(pre) = self.pre.as_deref_mut() {
-            if pre.cursor != 0 && pre.cursor != usize::MAX {
-                for i in pre.cursor..self.table.num_buckets() {
-                    if let Some(s) = self.table.get_bucket(i) {
-                        pre.map
-                            .entry(s.key().into())
-                            .or_insert_with(|| Some(s.to_owned_value()));
-                    }
-                }
-                pre.cursor = usize::MAX;
-            }
-        }
+        self.end_capture_walk();
         self.grow();
+    }
+
+    /// `before_insert` for the inline table, which hashbrown grows itself: its entries
+    /// hold their keys, so rehashing them reads nothing else.
+    fn before_insert_small(&mut self) {
+        if self.small.len() < self.small.capacity() {
+            return;
+        }
+        self.end_capture_walk();
+        self.small.reserve(1, |s| hash(s.key()));
+        self.small_end = slots_end(&self.small);
+    }
+
+    /// A rehash moves entries across a running capture's cursor (`Db::capture_chunk`), and
+    /// a growing inline table moves every position after it. So before either, every
+    /// entry the capture has not given yet is saved aside, and its walk ends there.
+    fn end_capture_walk(&mut self) {
+        let Some(mut pre) = self.pre.take() else {
+            return;
+        };
+        if pre.cursor != 0 && pre.cursor != usize::MAX {
+            for p in pre.cursor..self.positions() {
+                if let Some(e) = self.entry_at(p) {
+                    pre.map
+                        .entry(e.key().into())
+                        .or_insert_with(|| Some(e.to_owned_value()));
+                }
+            }
+            pre.cursor = usize::MAX;
+        }
+        self.pre = Some(pre);
     }
 
     /// Grows a full table to twice its size, as hashbrown would, but moving the entries
@@ -221,30 +389,22 @@ impl ShardData {
         self.slots_end = slots_end(&self.table);
     }
 
-    /// Starts loading the slots where a probe for hash `h` begins, alongside the control
-    /// bytes the probe reads first. Without it the slot load waits for the control bytes,
-    /// and the entry's block for the slot: three misses in a row per lookup of a large
-    /// table; with it, two. This leans on hashbrown's layout (slots stored downwards from
-    /// the end of the slot array, a probe starting at bucket `h & mask`); should that
+    /// Starts loading the slots where a probe for hash `h` begins in each table, alongside
+    /// the control bytes the probe reads first. Without it the slot load waits for the
+    /// control bytes (and a block entry's block for the slot): one more miss in a row per
+    /// lookup of a large table. This leans on hashbrown's layout (slots stored downwards
+    /// from the end of the slot array, a probe starting at bucket `h & mask`); should that
     /// change, the hint only misses (`the_slots_hint_points_at_the_probed_slots` checks it).
     #[inline]
     fn slots_hint(&self, h: u64) {
-        if self.slots_end == 0 {
-            return;
-        }
-        let pos = h as usize & (self.table.num_buckets() - 1);
-        // The probe's first slot, and the next few (stored below it): most entries sit
-        // within a few buckets of where their probe starts. Wrapping: a hint is never
-        // checked, and must not panic even if it were stale.
-        let size = std::mem::size_of::<Slot>();
-        let first = self.slots_end.wrapping_sub((pos + 1).wrapping_mul(size));
-        crate::entry::prefetch(std::ptr::without_provenance::<u8>(first));
-        crate::entry::prefetch(std::ptr::without_provenance::<u8>(
-            first.wrapping_sub(3 * size),
-        ));
+        hint::<Inline>(self.small_end, self.small.num_buckets(), h);
+        hint::<Slot>(self.slots_end, self.table.num_buckets(), h);
     }
 
-    pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
+    pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Removed> {
+        if let Some(s) = self.remove_inline(h, key) {
+            return Some(Removed::Inline(s));
+        }
         let slot = self
             .table
             .find_entry(h, |s| key_eq(s.key(), key))
@@ -253,12 +413,15 @@ impl ShardData {
         if slot.expire_at().is_some() {
             self.volatile -= 1;
         }
-        Some(slot)
+        Some(Removed::Block(slot))
     }
 
     /// Changes an existing entry's expiry, keeping the volatile count right.
     pub fn set_expire(&mut self, h: u64, key: &[u8], expire_at: Option<u64>) -> bool {
-        let Some(slot) = self.find_mut(h, key) else {
+        if expire_at.is_none() && self.small.find(h, |s| key_eq(s.key(), key)).is_some() {
+            return true; // inline strings have none
+        }
+        let Some(slot) = self.block_mut(h, key) else {
             return false;
         };
         let had = slot.expire_at().is_some();
@@ -272,6 +435,7 @@ impl ShardData {
     }
 
     /// Removes every expired entry, reporting each key to `on_expired`; returns how many.
+    /// (Inline strings never expire: one with an expiry is a block.)
     pub fn purge_expired(&mut self, now: u64, mut on_expired: impl FnMut(&[u8])) -> usize {
         if self.volatile == 0 {
             return 0;
@@ -291,35 +455,89 @@ impl ShardData {
         before - self.table.len()
     }
 
+    /// Every entry: the inline ones, then the block ones.
+    pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
+        (self.small.iter().map(EntryRef::inline)).chain(self.table.iter().map(Slot::view))
+    }
+
+    /// Empties the shard, returning the main table for the caller to drop (inline entries
+    /// own no memory, so theirs is freed here).
     pub fn clear(&mut self) -> HashTable<Slot> {
         self.volatile = 0;
         self.slots_end = 0;
+        self.small_end = 0;
+        self.small = HashTable::new();
         std::mem::take(&mut self.table)
     }
+
+    /// SWAPDB: exchanges the two shards' entries (and what describes them).
+    pub fn swap_entries(&mut self, other: &mut ShardData) {
+        std::mem::swap(&mut self.table, &mut other.table);
+        std::mem::swap(&mut self.small, &mut other.small);
+        std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.slots_end, &mut other.slots_end);
+        std::mem::swap(&mut self.small_end, &mut other.small_end);
+    }
+}
+
+/// Prefetches the slots of a table of `buckets` buckets ending at `end` where a probe for
+/// `h` starts, and the next few (stored below it): most entries sit within a few buckets
+/// of where their probe starts. Wrapping: a hint is never checked, and must not panic
+/// even if it were stale.
+#[inline]
+fn hint<T>(end: usize, buckets: usize, h: u64) {
+    if end == 0 {
+        return;
+    }
+    let pos = h as usize & (buckets - 1);
+    let size = std::mem::size_of::<T>();
+    let first = end.wrapping_sub((pos + 1).wrapping_mul(size));
+    crate::entry::prefetch(std::ptr::without_provenance::<u8>(first));
+    crate::entry::prefetch(std::ptr::without_provenance::<u8>(
+        first.wrapping_sub(3 * size),
+    ));
 }
 
 /// The address just past slot 0 of `table` (hashbrown stores bucket `i` at
 /// `end - (i + 1) * size`), found from any occupied bucket; 0 for a table with none.
-fn slots_end(table: &HashTable<Slot>) -> usize {
+fn slots_end<T>(table: &HashTable<T>) -> usize {
     let Some(i) = table.iter_buckets().next() else {
         return 0;
     };
     table.get_bucket(i).map_or(0, |s| {
-        std::ptr::from_ref(s).addr() + (i + 1) * std::mem::size_of::<Slot>()
+        std::ptr::from_ref(s).addr() + (i + 1) * std::mem::size_of::<T>()
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{hash, key_eq, ShardData};
+    use super::{hash, key_eq, Removed, ShardData};
     use crate::entry::Slot;
+    use crate::inline::Inline;
+    use crate::value::Value;
 
     fn key(i: u32) -> Vec<u8> {
         format!("key:{i}").into_bytes()
     }
 
-    /// The prefetch hint's view of hashbrown's layout holds: every entry lies at
-    /// `slots_end - (index + 1) * size`, and nearly all sit within a probe group of the
+    /// A value too long to be inline with `key(i)`: it goes to the main table.
+    fn long(i: u32) -> Vec<u8> {
+        format!("value-{i:015}").into_bytes()
+    }
+
+    /// Where `table` keeps the entry at bucket `at`, and how far that is from where a
+    /// probe for `h` starts.
+    fn placed<T>(table: &hashbrown::HashTable<T>, at: usize, h: u64) -> (usize, usize) {
+        let s = table.get_bucket(at).expect("occupied");
+        let n = table.num_buckets();
+        (
+            std::ptr::from_ref(s).addr(),
+            (at + n - (h as usize & (n - 1))) % n,
+        )
+    }
+
+    /// The prefetch hint's view of hashbrown's layout holds for both tables: every entry
+    /// lies at `end - (index + 1) * size`, and nearly all sit within a probe group of the
     /// bucket their hash starts at (so the hint loads the right lines).
     #[test]
     fn the_slots_hint_points_at_the_probed_slots() {
@@ -327,50 +545,57 @@ mod tests {
         const N: u32 = 20_000;
         for i in 0..N {
             d.put_str(hash(&key(i)), &key(i), b"v", None, 0);
+            d.put_str(hash(&key(N + i)), &key(N + i), &long(i), None, 0);
         }
+        assert_eq!((d.small.len(), d.table.len()), (N as usize, N as usize));
         assert_ne!(d.slots_end, 0);
-        let n = d.table.num_buckets();
-        let mut near = 0;
+        assert_ne!(d.small_end, 0);
+        let (mut near, mut near_small) = (0, 0);
         for i in 0..N {
-            let h = hash(&key(i));
-            let at = d
-                .table
-                .find_bucket_index(h, |s| s.key() == key(i))
-                .expect("entry");
-            let s = d.table.get_bucket(at).expect("occupied");
-            let addr = std::ptr::from_ref(s).addr();
-            assert_eq!(addr, d.slots_end - (at + 1) * std::mem::size_of::<Slot>());
-            let distance = (at + n - (h as usize & (n - 1))) % n;
+            let h = hash(&key(N + i));
+            let at = d.table.find_bucket_index(h, |s| s.key() == key(N + i));
+            let (addr, distance) = placed(&d.table, at.expect("entry"), h);
+            assert_eq!(
+                addr,
+                d.slots_end - (at.unwrap() + 1) * std::mem::size_of::<Slot>()
+            );
             near += (distance < 16) as u32;
+            let h = hash(&key(i));
+            let at = d.small.find_bucket_index(h, |s| s.key() == key(i));
+            let (addr, distance) = placed(&d.small, at.expect("entry"), h);
+            assert_eq!(
+                addr,
+                d.small_end - (at.unwrap() + 1) * std::mem::size_of::<Inline>()
+            );
+            near_small += (distance < 16) as u32;
         }
-        assert!(
-            near >= N / 10 * 9,
-            "{near} of {N} within a group of their probe start"
-        );
+        for n in [near, near_small] {
+            assert!(
+                n >= N / 10 * 9,
+                "{n} of {N} within a group of their probe start"
+            );
+        }
         d.clear();
-        assert_eq!(d.slots_end, 0);
+        assert_eq!((d.slots_end, d.small_end, d.len()), (0, 0, 0));
     }
 
-    /// Every entry stays findable, with its value, across the table's growths (our
+    /// Every entry stays findable, with its value, across the main table's growths (our
     /// `grow`) and across inserts into a table full of tombstones (hashbrown's
     /// in-place rehash), and the table grows like hashbrown's own.
     #[test]
     fn growing_keeps_every_entry() {
         let mut d = ShardData::default();
         let check = |d: &ShardData, live: std::ops::Range<u32>| {
-            assert_eq!(d.table.len(), live.len());
+            assert_eq!((d.table.len(), d.small.len()), (live.len(), 0));
             for i in live {
                 let s = d.find(hash(&key(i)), &key(i)).expect("entry");
-                assert_eq!(s.view().as_str(), Some(i.to_string().as_bytes()));
+                assert_eq!(s.as_str(), Some(&long(i)[..]));
             }
         };
         const N: u32 = 7000;
         for i in 0..N {
-            d.put_str(hash(&key(i)), &key(i), i.to_string().as_bytes(), None, 0);
-            d.put(
-                hash(&key(i)),
-                Slot::packed(&key(i), i.to_string().as_bytes(), None, 0),
-            );
+            d.put_str(hash(&key(i)), &key(i), &long(i), None, 0);
+            d.put(hash(&key(i)), &key(i), Value::Str(long(i)), None, 0);
         }
         check(&d, 0..N);
         let mut reference = hashbrown::HashTable::new();
@@ -387,11 +612,76 @@ mod tests {
         }
         let buckets = d.table.num_buckets();
         for i in N..200_000u32 {
-            d.put_str(hash(&key(i)), &key(i), i.to_string().as_bytes(), None, 0);
+            d.put_str(hash(&key(i)), &key(i), &long(i), None, 0);
             assert!(d.remove(hash(&key(i - LIVE)), &key(i - LIVE)).is_some());
         }
         check(&d, 200_000 - LIVE..200_000);
         assert_eq!(d.table.num_buckets(), buckets);
+    }
+
+    /// A string moves between the tables as its shape changes, and is never in both:
+    /// inline while short with no expiry; a block with an expiry, a longer value, or once
+    /// edited; inline again when overwritten short. The volatile count follows.
+    #[test]
+    fn strings_move_between_the_tables_as_their_shape_changes() {
+        let mut d = ShardData::default();
+        let (k, h) = (&b"k"[..], hash(b"k"));
+        let where_ = |d: &ShardData| {
+            let small = d.small.find(h, |s| s.key() == k).is_some();
+            let block = d.table.find(h, |s| s.key() == k).is_some();
+            assert!(!(small && block), "in both tables");
+            let e = d
+                .find(h, k)
+                .map(|e| (e.as_str().map(<[u8]>::to_vec), e.expire_at()));
+            (small, block, e, d.volatile)
+        };
+        let v = |s: &[u8]| Some(s.to_vec());
+        d.put_str(h, k, b"short", None, 1);
+        assert_eq!(where_(&d), (true, false, Some((v(b"short"), None)), 0));
+        assert!(d.set_expire(h, k, Some(50)));
+        assert_eq!(where_(&d), (false, true, Some((v(b"short"), Some(50))), 1));
+        d.put_str(h, k, b"again", None, 1);
+        assert_eq!(where_(&d), (true, false, Some((v(b"again"), None)), 0));
+        d.put_str(h, k, &[b'x'; 30], None, 1);
+        assert_eq!(where_(&d), (false, true, Some((v(&[b'x'; 30]), None)), 0));
+        d.put(h, k, Value::Str(b"s".to_vec()), None, 1);
+        assert_eq!(where_(&d), (true, false, Some((v(b"s"), None)), 0));
+        assert!(d.set_expire(h, k, None), "clearing no expiry");
+        assert_eq!(where_(&d), (true, false, Some((v(b"s"), None)), 0));
+        // An edit takes the block form, keeping the value and the access time.
+        d.touch(h, k, 77);
+        let slot = d.block_mut(h, k).expect("entry");
+        assert_eq!((slot.view().as_str(), slot.lru()), (Some(&b"s"[..]), 77));
+        assert_eq!(where_(&d), (false, true, Some((v(b"s"), None)), 0));
+        d.put_str(h, k, b"t", Some(9), 1);
+        assert_eq!(where_(&d), (false, true, Some((v(b"t"), Some(9))), 1));
+        d.put_str(h, k, b"u", None, 1);
+        assert_eq!(where_(&d), (true, false, Some((v(b"u"), None)), 0));
+        let Some(Removed::Inline(s)) = d.remove(h, k) else {
+            panic!("an inline entry")
+        };
+        assert_eq!(s.value(), b"u");
+        assert_eq!(where_(&d), (false, false, None, 0));
+        assert!(!d.set_expire(h, k, Some(1)) && !d.set_expire(h, k, None));
+    }
+
+    /// A read counts a hit or a miss in either table, and stamps the access time only
+    /// when asked to.
+    #[test]
+    fn reads_count_and_touch_in_both_tables() {
+        let mut d = ShardData::default();
+        for (k, v) in [(&b"a"[..], &b"1"[..]), (b"b", &[b'2'; 30])] {
+            d.put_str(hash(k), k, v, None, 5);
+            let e = d.read(hash(k), k, None).expect("entry");
+            assert_eq!((e.as_str(), e.lru()), (Some(v), 5));
+            let e = d.read(hash(k), k, Some(6)).expect("entry");
+            assert_eq!((e.as_str(), e.lru()), (Some(v), 6));
+        }
+        assert!(d.read(hash(b"c"), b"c", Some(1)).is_none());
+        assert_eq!(
+            (d.hits, d.misses, d.small.len(), d.table.len()),
+            (4, 1, 1, 1)
+        );
     }
 
     /// `key_eq` agrees with slice equality for every length around its word paths and a

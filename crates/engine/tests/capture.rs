@@ -1,6 +1,6 @@
 //! Snapshot capture in chunks (`Db::capture_chunk`) while writes go on between chunks:
 //! whatever the writes do (overwrite keys given already or not yet, delete and re-insert
-//! them, grow the table until it rehashes), the capture gives every key exactly once, with
+//! them, move them between the inline and the block table, grow either until it rehashes), the capture gives every key exactly once, with
 //! its value at the snapshot's start. Checked against a model of the writes.
 
 use proptest::prelude::*;
@@ -34,18 +34,24 @@ fn key(k: u16) -> Vec<u8> {
     format!("key:{k}").into_bytes()
 }
 
+/// The value `v` stands for: short (inline) when even, a block when odd, so writes move
+/// keys between a shard's two tables as well as within them.
+fn value(v: u8) -> Vec<u8> {
+    vec![v; if v.is_multiple_of(2) { 3 } else { 24 }]
+}
+
 /// A write as the server does it during a snapshot: preserve, then change.
 fn write(db: &Db, s: &Step) {
     match *s {
         Step::Set(k, v) => {
             db.preserve(&key(k), EPOCH);
-            db.lock1(&key(k)).set_str(&key(k), &[v; 3], Ttl::Clear);
+            db.lock1(&key(k)).set_str(&key(k), &value(v), Ttl::Clear);
         }
         Step::Del(k) => {
             db.preserve(&key(k), EPOCH);
             db.lock1(&key(k)).remove(&key(k));
         }
-        Step::Readd(k, v) => db.lock1(&key(k)).set_str(&key(k), &[v; 3], Ttl::Clear),
+        Step::Readd(k, v) => db.lock1(&key(k)).set_str(&key(k), &value(v), Ttl::Clear),
         Step::Chunk(_) => {}
     }
 }
@@ -75,8 +81,8 @@ fn run(initial: &[(u16, u8)], steps: &[Step]) {
     let db = ks.db(0);
     let mut at_start = BTreeMap::new();
     for &(k, v) in initial {
-        db.lock1(&key(k)).set_str(&key(k), &[v; 3], Ttl::Clear);
-        at_start.insert(key(k), vec![v; 3]);
+        db.lock1(&key(k)).set_str(&key(k), &value(v), Ttl::Clear);
+        at_start.insert(key(k), value(v));
     }
     let mut got = BTreeMap::new();
     let mut done = false;

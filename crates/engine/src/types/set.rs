@@ -317,8 +317,8 @@ impl<'a> Locked<'a> {
             Guards::One(..) => return None,
         };
         match shard.find(h, key)? {
-            s if s.is_expired(self.now()) => None,
-            s => s.obj().map(|o| &o.value),
+            e if e.is_expired(self.now()) => None,
+            e => e.value(),
         }
     }
 

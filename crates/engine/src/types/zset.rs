@@ -11,7 +11,7 @@
 mod tree;
 
 use crate::entry::EntryRef;
-use crate::locked::{Guards, Locked, WrongType};
+use crate::locked::{Locked, WrongType};
 use crate::types::Encodings;
 use crate::value::Value;
 use tree::Tree;
@@ -596,25 +596,7 @@ impl Locked<'_> {
             }
         }
         let this = &*self;
-        Ok(keys.iter().map(|k| this.zset_view(k.as_ref())).collect())
-    }
-
-    /// A shared view of a key's value, for keys already looked up through this guard.
-    fn zset_view(&self, key: &[u8]) -> Option<&Value> {
-        let h = crate::shard::hash(key);
-        let idx = self.db.shard_index(h);
-        let shard: &crate::shard::ShardData = match &self.guards {
-            Guards::One(i, g) if *i == idx => g,
-            Guards::Many(v) => {
-                let pos = v.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
-                &v[pos].1
-            }
-            Guards::One(..) => return None,
-        };
-        match shard.find(h, key)? {
-            s if s.is_expired(self.now()) => None,
-            s => s.obj().map(|o| &o.value),
-        }
+        Ok(keys.iter().map(|k| this.value_ref(k.as_ref())).collect())
     }
 
     /// A write-path lookup (no statistics) of a sorted set.
