@@ -5,13 +5,18 @@ use crate::entry::{EntryRef, Slot};
 use crate::inline::Inline;
 use crate::value::Value;
 use hashbrown::HashTable;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
 /// The keyspace's hash. Seeded per process, so clients cannot aim collisions at a shard.
+/// The key's bytes alone, without the length prefix `Hash for [u8]` adds (which costs a
+/// lookup one more multiply): a hash covers one key, never a sequence of them, and
+/// foldhash mixes the length into its seed anyway.
 pub(crate) fn hash(key: &[u8]) -> u64 {
     static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
-    STATE.get_or_init(Default::default).hash_one(key)
+    let mut h = STATE.get_or_init(Default::default).build_hasher();
+    h.write(key);
+    h.finish()
 }
 
 /// Key equality for table probes, which compare keys on every lookup: without a call to

@@ -143,6 +143,10 @@ fn proc_kb(file: &str, field: &str) -> u64 {
 /// The value copied out (every value here is the 8-byte row number).
 #[inline]
 fn read_value(v: &[u8]) -> u64 {
+    // Every value here is 8 bytes: a fixed-size copy, not a call to memcpy.
+    if let Ok(b) = <[u8; 8]>::try_from(v) {
+        return u64::from_le_bytes(b);
+    }
     let mut b = [0u8; 8];
     let n = v.len().min(8);
     b[..n].copy_from_slice(&v[..n]);
