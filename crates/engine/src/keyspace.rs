@@ -128,7 +128,10 @@ impl Db {
     /// The common case (no session or kept shard on this thread, no key with a TTL in the
     /// shard) takes the mutex directly and probes once. Measured: that short path lets the
     /// CPU overlap the cache misses of consecutive independent lookups, which the general
-    /// `Locked` path does not (1M rows: 2x; docs/benchmarks.md, issue 7).
+    /// `Locked` path does not (1M rows: 2x; docs/benchmarks.md, issue 7). Inlined, with the
+    /// hash and the probe, into the caller's loop, it overlaps further: 1.25x at 1M and 10M
+    /// rows (docs/benchmarks.md, "Short strings inline").
+    #[inline]
     pub fn read1<R>(&self, key: &[u8], f: impl FnOnce(Option<EntryRef<'_>>) -> R) -> R {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
@@ -156,6 +159,7 @@ impl Db {
     /// The short path of `read1` and `set_str1`: the lock of the shard of hash `h`, taken
     /// directly, if this thread holds no shard (no session, nothing kept) and the shard has
     /// no key with a TTL (nothing to expire); None sends the caller to the general path.
+    #[inline]
     fn short_lock(&self, h: u64) -> Option<MutexGuard<'_, ShardData>> {
         if crate::session::thread_holds_shards() {
             return None;

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 /// The key's bytes alone, without the length prefix `Hash for [u8]` adds (which costs a
 /// lookup one more multiply): a hash covers one key, never a sequence of them, and
 /// foldhash mixes the length into its seed anyway.
+#[inline]
 pub(crate) fn hash(key: &[u8]) -> u64 {
     static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
     let mut h = STATE.get_or_init(Default::default).build_hasher();
@@ -145,6 +146,7 @@ impl ShardData {
 
     /// A read's probe: counts a keyspace hit or miss, and stamps the entry's access time
     /// when `lru` is given.
+    #[inline]
     pub fn read(&mut self, h: u64, key: &[u8], lru: Option<u32>) -> Option<EntryRef<'_>> {
         self.slots_hint(h);
         let ShardData {
