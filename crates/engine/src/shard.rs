@@ -240,7 +240,8 @@ impl ShardData {
         if expire_at.is_none() && Inline::fits(key, value) {
             self.slots_hint(h);
             if let Some(s) = self.small.find_mut(h, |s| key_eq(s.key(), key)) {
-                s.overwrite(value, lru);
+                let fitted = s.overwrite(value, lru);
+                debug_assert!(fitted, "same key, and the value fits");
                 return;
             }
             if let Ok(e) = self.table.find_entry(h, |s| key_eq(s.key(), key)) {
