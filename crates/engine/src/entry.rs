@@ -4,7 +4,9 @@
 //! one bucket plus one block, instead of Redis's dictEntry + robj + two sds. Entries of
 //! other types, and strings being edited in place, use the general form: one block
 //! `[ObjEntry: value, lru and flags, key len][expire u64, if flagged][key]`, so a small
-//! hash with a short key costs one 48-byte block besides its listpack.
+//! hash with a short key costs one 48-byte block besides its listpack. The shortest strings
+//! (key and value within 19 bytes, no expiry) skip the block: they live whole in the
+//! bucket of the shard's second table (`crate::inline`), and `EntryRef` views either kind.
 
 use crate::inline::Inline;
 use crate::value::Value;
@@ -328,10 +330,6 @@ impl Slot {
             a.copy_from_slice(&at[..8]);
             u64::from_le_bytes(a)
         })
-    }
-
-    pub fn is_expired(&self, now: u64) -> bool {
-        matches!(self.expire_at(), Some(at) if at <= now)
     }
 
     pub fn lru(&self) -> u32 {

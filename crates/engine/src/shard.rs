@@ -451,7 +451,7 @@ impl ShardData {
         let before = self.table.len();
         let mut dropped_volatile = 0;
         self.table.retain(|s| {
-            let gone = s.is_expired(now);
+            let gone = s.view().is_expired(now);
             if gone {
                 on_expired(s.key());
             }
