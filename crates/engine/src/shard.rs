@@ -145,7 +145,8 @@ impl ShardData {
     }
 
     /// A read's probe: counts a keyspace hit or miss, and stamps the entry's access time
-    /// when `lru` is given.
+    /// when `lru` is given. (`find_mut` with the fields split, so that the counters can be
+    /// written while the entry found stays borrowed.)
     #[inline]
     pub fn read(&mut self, h: u64, key: &[u8], lru: Option<u32>) -> Option<EntryRef<'_>> {
         self.slots_hint(h);
