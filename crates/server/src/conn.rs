@@ -53,7 +53,7 @@ impl ConnLimits {
 pub enum Incoming {
     /// A connection just accepted.
     New(std::net::TcpStream),
-    /// A connection another worker handed over (see `HOT_BATCHES`).
+    /// A connection another worker handed over (a hot key's, see `serve_client`).
     Moved(Box<Moved>),
 }
 
@@ -63,13 +63,6 @@ pub struct Moved {
     stream: std::net::TcpStream,
     client: Client,
 }
-
-/// When this many of a connection's batches, since its last batch that touched another
-/// shard (or none), locked the same one shard after waiting for another worker to let it
-/// go, the connection moves to the worker that serves that shard's hot connections (shard
-/// number modulo the workers): the connections of a hot key then run on one worker instead
-/// of handing its lock back and forth (docs/benchmarks.md, "One hot key at -P 16").
-const HOT_BATCHES: u32 = 4;
 
 pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incoming, me: usize) {
     let stream = match incoming {
@@ -177,9 +170,6 @@ async fn serve_client(
     // Set when a batch stopped early because its replies grew large: the buffer may still
     // hold complete commands, so run them before reading more.
     let mut pending = false;
-    // The one shard this connection's batches have locked lately, and how many of them
-    // waited for it.
-    let mut hot: (usize, u32) = (usize::MAX, 0);
     loop {
         let mut n = 0;
         if !pending {
@@ -256,10 +246,10 @@ async fn serve_client(
                 }
             }
         }
-        hot = match sticky.one_shard() {
-            Some((shard, waited)) if shard == hot.0 => (shard, hot.1 + u32::from(waited)),
-            Some((shard, waited)) => (shard, u32::from(waited)),
-            None => (usize::MAX, 0),
+        // The one shard this batch locked, if it had to wait for it.
+        let hot = match sticky.one_shard() {
+            Some((shard, true)) => Some(shard),
+            _ => None,
         };
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
@@ -321,10 +311,15 @@ async fn serve_client(
         if client.close_after_reply || info.is_killed() {
             return None;
         }
-        if hot.1 >= HOT_BATCHES {
-            let workers = server.threads.max(1);
-            let to = hot.0 % workers;
-            hot = (usize::MAX, 0);
+        // A batch that locked one shard only, and had to wait for another worker to let it
+        // go, moves its connection to the worker that serves that shard's hot connections
+        // (shard number modulo the workers): a hot key's connections then run on one worker
+        // instead of handing its lock back and forth (docs/benchmarks.md, "One hot key at
+        // -P 16"). The first such batch moves it: waiting for four, as at first, kept the
+        // tail of the start, while both workers share the key ("Hot connections move at
+        // once"). Batches over spread keys touch several shards, or rarely wait: they stay.
+        if let Some(shard) = hot {
+            let to = shard % server.threads.max(1);
             if to != me && inbuf.is_empty() && !pending && movable(client) {
                 return Some(to);
             }

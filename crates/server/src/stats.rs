@@ -94,7 +94,7 @@ pub struct Stats {
     threads: Mutex<Vec<Arc<ThreadStats>>>,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
-    /// Connections handed to another worker (conn::HOT_BATCHES).
+    /// Connections handed to another worker (a hot key's, see conn::serve_client).
     pub connections_moved: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
 }
