@@ -272,23 +272,8 @@ impl Db {
         if g.captured >= epoch {
             return;
         }
-        let mut pre = g.pre.take();
-        let p = crate::shard::PreImages::for_epoch(&mut pre, epoch);
-        if p.map.contains_key(key) {
-            g.pre = pre;
-            return;
-        }
-        // A key a chunk gave already is marked like a new key (None: nothing to add at the
-        // end, skip it in the walk): deleted and re-inserted, it may land in a bucket the
-        // walk has yet to reach. (After a rehash ended the walk, every key not in `map` was
-        // given by a chunk.)
-        let old = match g.position(h, key) {
-            Some(b) if b < p.cursor => None,
-            Some(b) => g.entry_at(b).map(|e| e.to_owned_value()),
-            None => None,
-        };
-        p.map.insert(key.into(), old);
-        g.pre = pre;
+        crate::shard::PreImages::for_epoch(&mut g.pre, epoch);
+        g.preserve(h, key);
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).

@@ -185,11 +185,15 @@ impl ShardData {
     }
 
     /// The entry at `key` in its block form, for edits that need one (APPEND, an expiry):
-    /// an inline string moves to the main table first.
+    /// an inline string moves to the main table first. The move keeps a running capture
+    /// right by itself: PFCOUNT, a read-only command that writes its cache, moves a key
+    /// without the write path's `Db::preserve`.
     pub fn block_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
-        if let Ok(e) = self.small.find_entry(h, |s| key_eq(s.key(), key)) {
-            let (s, _) = e.remove();
-            self.insert_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
+        if self.small.find(h, |s| key_eq(s.key(), key)).is_some() {
+            self.preserve(h, key);
+            if let Some(s) = self.remove_inline(h, key) {
+                self.insert_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
+            }
         }
         self.slots_hint(h);
         self.table.find_mut(h, |s| key_eq(s.key(), key))
@@ -305,6 +309,27 @@ impl ShardData {
         } else {
             self.table.get_bucket(p - n).map(Slot::view)
         }
+    }
+
+    /// Saves `key`'s entry aside for the capture in progress, if there is one and the key
+    /// is not saved yet (see `Db::preserve`).
+    pub fn preserve(&mut self, h: u64, key: &[u8]) {
+        let Some(mut pre) = self.pre.take() else {
+            return;
+        };
+        if !pre.map.contains_key(key) {
+            // A key a chunk gave already is marked like a new key (None: nothing to add at
+            // the end, skip it in the walk): deleted and re-inserted, it may land in a
+            // bucket the walk has yet to reach. (After a rehash ended the walk, every key
+            // not in `map` was given by a chunk.)
+            let old = match self.position(h, key) {
+                Some(b) if b < pre.cursor => None,
+                Some(b) => self.entry_at(b).map(|e| e.to_owned_value()),
+                None => None,
+            };
+            pre.map.insert(key.into(), old);
+        }
+        self.pre = Some(pre);
     }
 
     /// The walk position of `key`'s entry, if it has one.
