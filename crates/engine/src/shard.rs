@@ -96,8 +96,8 @@ impl Removed {
     }
 }
 
-/// A shard's capture in progress for the snapshot of `epoch`: the table buckets below
-/// `cursor` have been given to the snapshot, and `map` holds what writes saved aside:
+/// A shard's capture in progress for the snapshot of `epoch`: the walk positions below
+/// `cursor` (`ShardData::entry_at`) have been given to the snapshot, and `map` holds what writes saved aside:
 /// key -> its entry at the snapshot's start (None: it did not exist).
 pub struct PreImages {
     pub epoch: u64,
@@ -192,7 +192,7 @@ impl ShardData {
         if self.small.find(h, |s| key_eq(s.key(), key)).is_some() {
             self.preserve(h, key);
             if let Some(s) = self.remove_inline(h, key) {
-                self.insert_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
+                self.put_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
             }
         }
         self.slots_hint(h);
@@ -210,9 +210,8 @@ impl ShardData {
         }
     }
 
-    /// Inserts or replaces a block entry; returns the previous one if it was a block. The
-    /// caller removed any inline entry of that key.
-    fn put_block(&mut self, h: u64, slot: Slot) -> Option<Slot> {
+    /// Inserts or replaces a block entry. The caller removed any inline entry of that key.
+    fn put_block(&mut self, h: u64, slot: Slot) {
         use hashbrown::hash_table::Entry;
         self.before_insert();
         self.slots_hint(h);
@@ -228,13 +227,6 @@ impl ShardData {
             }
         };
         self.count_volatile(volatile, old.as_ref());
-        old
-    }
-
-    /// Inserts a block entry whose key is in neither table.
-    fn insert_block(&mut self, h: u64, slot: Slot) {
-        let old = self.put_block(h, slot);
-        debug_assert!(old.is_none());
     }
 
     /// Stores a string: inline when it fits and has no expiry, else packed. An existing
