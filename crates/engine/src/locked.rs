@@ -195,8 +195,9 @@ impl<'a> Locked<'a> {
     /// when it holds a string. The caller matches the variant it wants (and answers
     /// WRONGTYPE for the others); the type modules add typed shortcuts (`hash_mut`...).
     pub fn collection_mut(&mut self, key: &[u8]) -> Result<Option<&mut Value>, WrongType> {
-        let (h, found) = self.live(key);
-        if !found {
+        let h = hash(key);
+        // As in `get_hashed`: only a shard with keys that expire needs `live`'s probe.
+        if self.shard(h).volatile != 0 && !self.live(key).1 {
             return Ok(None);
         }
         let lru = self.lru();
@@ -215,6 +216,24 @@ impl<'a> Locked<'a> {
                 }
             }
         }
+    }
+
+    /// `collection_mut`, with the value `make` builds stored first when the key is missing
+    /// (the caller must not leave it empty). One lookup when the key exists.
+    pub fn collection_mut_or_create(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+    ) -> Result<&mut Value, WrongType> {
+        if let Some(v) = self.collection_mut(key)? {
+            let v: *mut Value = v;
+            // SAFETY: `v` borrows `self` and is returned at once. Today's borrow checker
+            // would keep that borrow alive on the path below as well (rust-lang/rust#54663,
+            // which Polonius accepts), where `self` is used again only when there was no `v`.
+            return Ok(unsafe { &mut *v });
+        }
+        self.set_value(key, make(), Ttl::Clear);
+        self.collection_mut(key)?.ok_or(WrongType)
     }
 
     /// Deletes a key; true if it existed (and had not expired).

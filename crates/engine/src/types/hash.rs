@@ -16,7 +16,7 @@ pub(crate) mod table;
 
 use self::table::{get_varint, put_varint, Dense, Pair};
 use super::Encodings;
-use crate::locked::{Locked, Ttl, WrongType};
+use crate::locked::{Locked, WrongType};
 use crate::value::Value;
 
 /// Redis's LISTPACK_MAX_SAFETY_SIZE: a listpack never grows past 1 GiB.
@@ -429,11 +429,8 @@ impl Locked<'_> {
     /// The hash for editing, created empty when the key is missing (the caller must not
     /// leave it empty), or WRONGTYPE.
     pub fn hash_mut_or_create(&mut self, key: &[u8]) -> Result<&mut HashValue, WrongType> {
-        if !self.contains(key) {
-            self.set_value(key, Value::Hash(HashValue::default()), Ttl::Clear);
-        }
-        match self.collection_mut(key)? {
-            Some(Value::Hash(h)) => Ok(h),
+        match self.collection_mut_or_create(key, || Value::Hash(HashValue::default()))? {
+            Value::Hash(h) => Ok(h),
             _ => Err(WrongType),
         }
     }

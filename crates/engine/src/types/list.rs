@@ -13,7 +13,7 @@
 mod node;
 
 use crate::entry::EntryRef;
-use crate::locked::{Locked, Ttl, WrongType};
+use crate::locked::{Locked, WrongType};
 use crate::value::Value;
 use node::{decode, prev_start, Enc, Node};
 use std::collections::VecDeque;
@@ -658,11 +658,10 @@ impl Locked<'_> {
         key: &[u8],
         fill: i64,
     ) -> Result<&mut ListValue, WrongType> {
-        if self.list_mut(key)?.is_none() {
-            let l = Value::List(Box::new(ListValue::new(fill)));
-            self.set_value(key, l, Ttl::Clear);
+        match self.collection_mut_or_create(key, || Value::List(Box::new(ListValue::new(fill))))? {
+            Value::List(l) => Ok(l),
+            _ => Err(WrongType),
         }
-        self.list_mut(key)?.ok_or(WrongType)
     }
 
     /// Deletes `key` if it holds an empty list (Redis never keeps one); true if deleted.

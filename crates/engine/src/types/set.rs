@@ -15,7 +15,7 @@ use self::intset::IntSet;
 use super::hash::table::{Dense, Small};
 use super::Encodings;
 use crate::int;
-use crate::locked::{Guards, Locked, Ttl, WrongType};
+use crate::locked::{Guards, Locked, WrongType};
 use crate::shard::{hash, ShardData};
 use crate::value::Value;
 
@@ -338,12 +338,8 @@ impl<'a> Locked<'a> {
         key: &[u8],
         first: &[u8],
     ) -> Result<&mut SetValue, WrongType> {
-        if !self.contains(key) {
-            let s = SetValue::new_for(first);
-            self.set_value(key, Value::Set(s), Ttl::Clear);
-        }
-        match self.collection_mut(key)? {
-            Some(Value::Set(s)) => Ok(s),
+        match self.collection_mut_or_create(key, || Value::Set(SetValue::new_for(first)))? {
+            Value::Set(s) => Ok(s),
             _ => Err(WrongType),
         }
     }

@@ -575,7 +575,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, head: bool) -> CmdResult {
             pop_count_reply(&mut ctx.out, list, head, n) > 0
         }
     };
-    let deleted = l.remove_if_empty_list(key);
+    // Redis never keeps an empty list; asking the list saves a second lookup.
+    let deleted = list.is_empty() && l.remove(key);
     drop(l);
     if popped {
         notify_popped(ctx, key, head, deleted);
