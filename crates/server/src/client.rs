@@ -7,9 +7,9 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Poll, Waker};
 use std::time::Instant;
 use strata_resp::Protocol;
-use tokio::sync::Notify;
 
 /// CLIENT REPLY mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +150,8 @@ pub struct ClientInfo {
     /// In a blocking command (CLIENT LIST flags=b).
     pub blocked: AtomicBool,
     killed: AtomicBool,
-    kill: Notify,
+    /// The task to wake on `kill`: the connection's (its waker is the same at every await).
+    kill_waker: Mutex<Option<Waker>>,
 }
 
 impl ClientInfo {
@@ -172,25 +173,44 @@ impl ClientInfo {
             psub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
             killed: AtomicBool::new(false),
-            kill: Notify::new(),
+            kill_waker: Mutex::new(None),
         }
     }
 
     /// Asks the connection to close (CLIENT KILL, SHUTDOWN). It closes at its next wake-up.
     pub fn kill(&self) {
-        self.killed.store(true, Ordering::Release);
-        self.kill.notify_one();
+        self.killed.store(true, Ordering::SeqCst);
+        if let Some(w) = self.kill_waker.lock().as_ref() {
+            w.wake_by_ref();
+        }
     }
 
     pub fn is_killed(&self) -> bool {
-        self.killed.load(Ordering::Acquire)
+        self.killed.load(Ordering::SeqCst)
     }
 
-    /// Resolves once `kill` was called.
-    pub async fn killed(&self) {
-        while !self.is_killed() {
-            self.kill.notified().await;
-        }
+    /// Resolves once `kill` was called. Polled next to every read and write of the
+    /// connection, so it is cheap: one uncontended lock, and the waker is cloned only when
+    /// it changed (a connection's task keeps one waker, until it moves to another worker).
+    pub fn killed(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(|cx| {
+            if self.is_killed() {
+                return Poll::Ready(());
+            }
+            {
+                let mut w = self.kill_waker.lock();
+                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *w = Some(cx.waker().clone());
+                }
+            }
+            // `kill` sets the flag before it takes the lock: one that ran since the check
+            // above either finds the waker just stored or left the flag for this look.
+            if self.is_killed() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
     }
 
     pub fn touch(&self, now: Tick) {

@@ -276,7 +276,7 @@ async fn serve_client(
         if server.persist.must_wait(client.last_lsn) {
             server.persist.wait_durable(client.last_lsn).await;
         } else if !out.is_empty() {
-            crate::turn::end().await;
+            crate::turn::end(clock).await;
         }
         if !out.is_empty() {
             if !write_out(stream, &info, &out).await {

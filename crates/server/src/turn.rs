@@ -3,20 +3,20 @@
 //! beforeSleep. A client with many connections then finds several replies at once instead of
 //! being woken for each (measured in docs/benchmarks.md, "Replies at the end of the turn").
 
+use crate::tick::Tick;
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::task::{Poll, Waker};
-use std::time::{Duration, Instant};
 
 /// A loop that never runs out of work would never reach its end of turn: past this many
 /// waiting connections, or this long since the first began to wait, they write at once.
 const MAX_WAITING: usize = 64;
-const MAX_WAIT: Duration = Duration::from_micros(500);
+const MAX_WAIT_MICROS: u64 = 500;
 
 #[derive(Default)]
 struct Waiting {
     wakers: Vec<Waker>,
-    since: Option<Instant>,
+    since: Option<Tick>,
 }
 
 thread_local! {
@@ -24,8 +24,9 @@ thread_local! {
 }
 
 /// Resolves once this worker's event loop has nothing else to run (or the wait is bounded:
-/// see MAX_WAITING).
-pub async fn end() {
+/// see MAX_WAITING). `now` is a recent clock reading (the end of the caller's last command),
+/// so that waiting costs no clock read of its own.
+pub async fn end(now: Tick) {
     let mut queued = false;
     poll_fn(|cx| {
         if queued {
@@ -33,9 +34,8 @@ pub async fn end() {
             return Poll::Ready(());
         }
         WAITING.with_borrow_mut(|w| {
-            let now = Instant::now();
             let since = *w.since.get_or_insert(now);
-            if w.wakers.len() >= MAX_WAITING || now.duration_since(since) >= MAX_WAIT {
+            if w.wakers.len() >= MAX_WAITING || now.micros_since(since) >= MAX_WAIT_MICROS {
                 wake_all(w);
                 return Poll::Ready(());
             }
@@ -80,7 +80,7 @@ mod tests {
             let (a, b) = (l.clone(), l.clone());
             let first = tokio::task::spawn_local(async move {
                 a.borrow_mut().push("first computed");
-                super::end().await;
+                super::end(crate::tick::Tick::now()).await;
                 a.borrow_mut().push("first wrote");
             });
             let second = tokio::task::spawn_local(async move {
@@ -113,7 +113,7 @@ mod tests {
                 .map(|_| {
                     let d = d.clone();
                     tokio::task::spawn_local(async move {
-                        super::end().await;
+                        super::end(crate::tick::Tick::now()).await;
                         *d.borrow_mut() += 1;
                     })
                 })
