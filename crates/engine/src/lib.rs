@@ -23,6 +23,6 @@ pub use embedded::Table;
 pub use entry::{EntryRef, Kind};
 pub use keyspace::{Capture, Captured, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT};
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
-pub use session::{Session, ShardId};
+pub use session::{OneShard, Session, ShardId};
 pub use types::{Encodings, HashValue, ListValue, SetValue, ZSetValue};
 pub use value::{Owned, Value};

@@ -81,9 +81,13 @@ struct StickyState {
     cooldown: u8,
     /// The shard this scope's commands locked, while they all locked that one (null: none
     /// yet); `mixed` once they locked another. `waited`: a lock was held by another thread.
+    /// `shared`: a shard was last locked (in a scope) by another thread.
     seen: *const Shard,
     mixed: bool,
     waited: bool,
+    shared: bool,
+    /// This thread's number in `ShardData::last_scope`, 0 until its first scope.
+    thread: u32,
 }
 
 thread_local! {
@@ -99,6 +103,8 @@ thread_local! {
             seen: std::ptr::null(),
             mixed: false,
             waited: false,
+            shared: false,
+            thread: 0,
         })
     };
 }
@@ -131,18 +137,34 @@ pub struct Sticky<'k> {
     _ks: std::marker::PhantomData<(&'k Keyspace, *const ())>,
 }
 
+/// What [`Sticky::one_shard`] tells of the one shard a scope's commands locked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OneShard {
+    /// The shard, as a number stable for the life of the keyspace (consecutive shards get
+    /// consecutive numbers).
+    pub index: usize,
+    /// A lock had to wait for another thread to let it go.
+    pub waited: bool,
+    /// Another thread's scope had locked it last: its data was in another core's cache.
+    pub shared: bool,
+}
+
 impl Sticky<'_> {
-    /// When every shard lock this scope's commands took was of one shard: that shard, as a
-    /// number stable for the life of the keyspace (consecutive shards get consecutive
-    /// numbers), and whether one of them had to wait for another thread to let it go. A
-    /// server moves a connection whose batches keep contending for one shard to the thread
-    /// that serves it.
-    pub fn one_shard(&self) -> Option<(usize, bool)> {
+    /// When every shard lock this scope's commands took was of one shard: that shard and
+    /// how it was shared. A server moves a connection whose batches keep sharing one shard
+    /// with another thread to the thread that serves it.
+    pub fn one_shard(&self) -> Option<OneShard> {
         let s = STICKY.with(Cell::get);
-        (!s.mixed && !s.seen.is_null())
-            .then(|| (s.seen as usize / std::mem::size_of::<Shard>(), s.waited))
+        (!s.mixed && !s.seen.is_null()).then(|| OneShard {
+            index: s.seen as usize / std::mem::size_of::<Shard>(),
+            waited: s.waited,
+            shared: s.shared,
+        })
     }
 }
+
+/// Numbers the threads that open sticky scopes, from 1.
+static NEXT_THREAD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
 
 impl Drop for Sticky<'_> {
     fn drop(&mut self) {
@@ -165,6 +187,10 @@ impl Keyspace {
             s.seen = std::ptr::null();
             s.mixed = false;
             s.waited = false;
+            s.shared = false;
+            if s.thread == 0 {
+                s.thread = NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             c.set(s);
         });
         Sticky {
@@ -286,19 +312,20 @@ impl Shard {
                     // Never wait while keeping another shard.
                     Keyspace::release_sticky();
                 }
-                let (g, waited) = match self.0.try_lock() {
+                let (mut g, waited) = match self.0.try_lock() {
                     Some(g) => (g, false),
                     None => (self.0.lock(), true),
                 };
-                self.seen_in_scope(waited);
+                self.seen_in_scope(&mut g, waited);
                 ShardGuard::Own(ManuallyDrop::new(g))
             }
         }
     }
 
-    /// Notes in the open sticky scope (if any) that its commands locked this shard.
+    /// Notes in the open sticky scope (if any) that its commands locked this shard (`data`,
+    /// locked), and marks the shard as this thread's.
     #[inline]
-    fn seen_in_scope(&self, waited: bool) {
+    fn seen_in_scope(&self, data: &mut ShardData, waited: bool) {
         STICKY.with(|c| {
             let mut s = c.get();
             if s.owner == 0 {
@@ -310,6 +337,10 @@ impl Shard {
                 s.mixed = true;
             }
             s.waited |= waited;
+            if data.last_scope != s.thread {
+                s.shared |= data.last_scope != 0;
+                data.last_scope = s.thread;
+            }
             c.set(s);
         });
     }
@@ -318,10 +349,11 @@ impl Shard {
     fn try_acquire(&self) -> Option<ShardGuard<'_>> {
         match self.held_by_thread() {
             Ok(g) => Some(g),
-            Err(_) => self
-                .0
-                .try_lock()
-                .map(|g| ShardGuard::Own(ManuallyDrop::new(g))),
+            Err(_) => {
+                let mut g = self.0.try_lock()?;
+                self.seen_in_scope(&mut g, false);
+                Some(ShardGuard::Own(ManuallyDrop::new(g)))
+            }
         }
     }
 
@@ -783,6 +815,39 @@ mod sticky_tests {
             ks.db(0).lock1(&a).get_str(&a).unwrap();
         }
         assert!(free(&ks, &a));
+    }
+
+    /// `one_shard` names the one shard a scope locked, says when another thread's scope
+    /// locked it last, and has no answer for a scope that locked two.
+    #[test]
+    fn one_shard_says_when_another_thread_locked_it_last() {
+        let ks = Keyspace::new(1, 4);
+        let (a, b) = two_keys(&ks);
+        let batch = |keys: &[&[u8]]| {
+            let s = ks.sticky();
+            for k in keys {
+                ks.db(0).lock1(k).get_str(k).unwrap();
+            }
+            s.one_shard()
+        };
+        let first = batch(&[&a]).expect("one shard");
+        let number = |s: &Shard| s as *const Shard as usize / std::mem::size_of::<Shard>();
+        assert_eq!(first.index, number(ks.shard_at(ks.shard_of(0, &a))));
+        assert!(!first.shared && !first.waited, "nobody had it before");
+        assert!(!batch(&[&a, &a]).unwrap().shared, "still this thread's");
+        std::thread::scope(|t| {
+            let other = t.spawn(|| batch(&[&a]).unwrap().shared);
+            assert!(
+                other.join().unwrap(),
+                "the other thread finds it this one's"
+            );
+        });
+        assert!(
+            batch(&[&a]).unwrap().shared,
+            "and this one finds it the other's"
+        );
+        assert!(!batch(&[&a]).unwrap().shared);
+        assert_eq!(batch(&[&a, &b]), None);
     }
 
     /// Commands that keep changing shards (random keys) soon stop keeping any, for a while.

@@ -59,6 +59,9 @@ pub(crate) struct ShardData {
     pub expired: u64,
     /// The last snapshot epoch this shard was captured at (see `Db::capture_shard`).
     pub captured: u64,
+    /// The thread whose sticky scope locked this shard last (0: none yet; see
+    /// `Sticky::one_shard`).
+    pub last_scope: u32,
     /// Entries as they were when the running snapshot started, saved by writes that came
     /// before the shard was captured (see `Db::preserve`).
     pub pre: Option<Box<PreImages>>,

@@ -170,6 +170,7 @@ async fn serve_client(
     // Set when a batch stopped early because its replies grew large: the buffer may still
     // hold complete commands, so run them before reading more.
     let mut pending = false;
+    let mut streak = Streak::default();
     loop {
         let mut n = 0;
         if !pending {
@@ -246,11 +247,7 @@ async fn serve_client(
                 }
             }
         }
-        // The one shard this batch locked, if it had to wait for it.
-        let hot = match sticky.one_shard() {
-            Some((shard, true)) => Some(shard),
-            _ => None,
-        };
+        let hot = streak.hot(sticky.one_shard());
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
@@ -311,19 +308,52 @@ async fn serve_client(
         if client.close_after_reply || info.is_killed() {
             return None;
         }
-        // A batch that locked one shard only, and had to wait for another worker to let it
-        // go, moves its connection to the worker that serves that shard's hot connections
-        // (shard number modulo the workers): a hot key's connections then run on one worker
-        // instead of handing its lock back and forth (docs/benchmarks.md, "One hot key at
-        // -P 16"). The first such batch moves it: waiting for four, as at first, kept the
-        // tail of the start, while both workers share the key ("Hot connections move at
-        // once"). Batches over spread keys touch several shards, or rarely wait: they stay.
+        // A hot shard's connection moves to the worker that serves that shard's hot
+        // connections (shard number modulo the workers): a hot key's connections then run on
+        // one worker instead of handing its lock and its data back and forth (see `Streak`).
         if let Some(shard) = hot {
             let to = shard % server.threads.max(1);
             if to != me && inbuf.is_empty() && !pending && movable(client) {
                 return Some(to);
             }
         }
+    }
+}
+
+/// A connection's run of batches that each locked one and the same shard.
+#[derive(Default)]
+struct Streak {
+    shard: usize,
+    batches: u32,
+}
+
+/// Batches in a row on one shard, the last finding it another worker's, that make the
+/// shard hot. That many in a row almost never happen over spread keys, nor over skewed ones
+/// where the hottest key has a tenth of the requests (YCSB's zipfian: with 4, a third of
+/// the connections of a YCSB-A run moved, and moved again).
+const HOT_STREAK: u32 = 8;
+
+impl Streak {
+    /// Counts a batch that locked `one` shard (None: several, or none) and says whether the
+    /// connection should move to that shard's worker. It should when the batch waited for
+    /// the shard (docs/benchmarks.md, "One hot key at -P 16": the first such batch, "Hot
+    /// connections move at once"), or when the shard was another worker's last and the
+    /// connection's batches have stayed on it: at -P 1 the lock is rarely busy, but the
+    /// shard's data still crossed cores with each request ("Hot keys at -P 1").
+    fn hot(&mut self, one: Option<strata_engine::OneShard>) -> Option<usize> {
+        let Some(one) = one else {
+            self.batches = 0;
+            return None;
+        };
+        if self.batches > 0 && self.shard == one.index {
+            self.batches = self.batches.saturating_add(1);
+        } else {
+            *self = Streak {
+                shard: one.index,
+                batches: 1,
+            };
+        }
+        (one.waited || (one.shared && self.batches >= HOT_STREAK)).then_some(one.index)
     }
 }
 

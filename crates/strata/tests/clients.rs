@@ -493,6 +493,34 @@ fn connections_on_spread_keys_stay_on_their_worker() {
     assert_eq!(sum, CONNS * BATCHES * BATCH);
 }
 
+/// Connections that take turns on one key, one command at a time, never wait for its lock,
+/// yet its data crosses cores with each turn: the connections on the other worker move to
+/// the key's worker, once each, and stay there.
+#[test]
+fn connections_taking_turns_on_one_key_move_once_to_its_worker() {
+    let p = common::strata(&["--threads", "2", "--appendonly", "no", "--save", ""]);
+    let mut admin = p.client();
+    // Accepted in turn by the two workers: both serve some of them.
+    let mut conns: Vec<redis::Connection> = (0..4).map(|_| p.client()).collect();
+    let mut turns = |n: usize| {
+        for _ in 0..n {
+            for c in conns.iter_mut() {
+                let _: i64 = c.incr("turns", 1).unwrap();
+            }
+        }
+    };
+    turns(50);
+    let moved = connections_moved(&mut admin);
+    assert!(
+        (1..=2).contains(&moved),
+        "{moved} moves: the other worker's two connections move, once each"
+    );
+    turns(200);
+    assert_eq!(connections_moved(&mut admin), moved, "and stay");
+    let total: u64 = admin.get("turns").unwrap();
+    assert_eq!(total, 4 * 250);
+}
+
 /// Connections whose pipelines all contend for one key move to one worker
 /// (`strata_connections_moved`), and a moved connection keeps what it set up: its name,
 /// its database, its protocol. No command is lost or run twice on the way.
