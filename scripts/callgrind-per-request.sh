@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# User-space instructions per request of one server thread, under callgrind: for each
+# redis-benchmark test, a run of SMALL and one of LARGE requests on a fresh server, and
+# (LARGE - SMALL) / the difference in requests, so start-up, connection set-up and the
+# server's once-a-second work cancel out. Deterministic, unlike timings on this machine.
+#
+# usage: scripts/callgrind-per-request.sh SERVER TEST...
+#   SERVER: a strata binary (run with --threads 1; counted: its worker thread) or `redis`
+#           (redis-server; counted: its event loop, aeMain)
+#   e.g. scripts/callgrind-per-request.sh target/release/strata lpush sadd hset
+#        scripts/callgrind-per-request.sh redis lpush sadd hset
+# Prints "<test> <instructions per request>". Each test takes about a minute.
+# Environment: PORT=7490  SMALL=10000  LARGE=60000  CLIENTS=50  PIPELINE=1
+set -euo pipefail
+
+[ $# -ge 2 ] || {
+    sed -n '2,12p' "$0" >&2
+    exit 2
+}
+server=$1
+shift
+PORT=${PORT:-7490}
+SMALL=${SMALL:-10000}
+LARGE=${LARGE:-60000}
+CLIENTS=${CLIENTS:-50}
+PIPELINE=${PIPELINE:-1}
+work=$(mktemp -d)
+trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+# Instructions of the counted function (inclusive) in one run of N requests of TEST.
+count() {
+    local test=$1 n=$2 out="$work/callgrind.out" pattern
+    if [ "$server" = redis ]; then
+        pattern=':aeMain '
+        valgrind --tool=callgrind --callgrind-out-file="$out" \
+            redis-server --port "$PORT" --save '' --appendonly no >/dev/null 2>&1 &
+    else
+        pattern='strata_server::server::worker \['
+        rm -rf "$work/data"
+        valgrind --tool=callgrind --callgrind-out-file="$out" \
+            "$server" serve --port "$PORT" --appendonly no --save '' --threads 1 \
+            --dir "$work/data" >/dev/null 2>&1 &
+    fi
+    local pid=$!
+    for _ in $(seq 300); do
+        redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    redis-benchmark -p "$PORT" -t "$test" -n "$n" -c "$CLIENTS" -P "$PIPELINE" -q >/dev/null 2>&1
+    redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
+    wait "$pid" || true
+    callgrind_annotate --inclusive=yes --threshold=99 "$out" 2>/dev/null |
+        grep -E "$pattern" | head -1 | awk '{gsub(",", "", $1); print $1}'
+}
+
+for test in "$@"; do
+    small=$(count "$test" "$SMALL")
+    large=$(count "$test" "$LARGE")
+    echo "$test $(((large - small) / (LARGE - SMALL)))"
+done
