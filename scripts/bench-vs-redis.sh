@@ -154,7 +154,7 @@ stop_pair() {
 
 RAW="${OUT%.md}.csv"
 mkdir -p "$(dirname "$OUT")" "$(dirname "$RAW")"
-echo "suite,test,round,server,requests,rps,p99_ms,cpu_ticks,clk_tck,rss_kb,error" >"$RAW"
+echo "suite,test,round,server,requests,rps,p99_ms,cpu_ticks,clk_tck,rss_kb,error,client_cpu_s,client_wall_s" >"$RAW"
 
 # run_one SUITE TEST ROUND NAME PORT PID REQUESTS ARGS... : one redis-benchmark run, one row.
 run_one() {
@@ -164,24 +164,31 @@ run_one() {
     # The script test is a command line, not a -t test (the suite loaded the script).
     [ "$test" = evalsha ] && what=(evalsha "$EVAL_SHA" 1 "key:__rand_int__")
     before=$(cpu_ticks "$pid")
-    redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" "$@" --csv "${what[@]}" \
-        >"$WORK/out.csv" 2>"$WORK/err.txt" || rc=$?
+    # The client's own CPU and wall seconds: when its CPU is near its wall time, the client
+    # was the bottleneck and the throughput ratio says little about the servers.
+    local TIMEFORMAT='%3R %3U %3S' wall client
+    { time redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" "$@" --csv "${what[@]}" \
+        >"$WORK/out.csv" 2>"$WORK/err.txt"; } 2>"$WORK/time.txt" || rc=$?
     after=$(cpu_ticks "$pid")
+    read -r wall client < <(awk '{ print $1, $2 + $3 }' "$WORK/time.txt")
     if ! kill -0 "$pid" 2>/dev/null; then
         log "$name died during $suite/$test"
         exit 1
     fi
-    # The line of this test: "SET","68027.21","0.491",...,"p99","max"
-    csv=$(awk -F, 'NR > 1 { gsub(/"/, ""); print $2 "," $7; exit }' "$WORK/out.csv")
+    # The line of this test: "SET","68027.21","0.491",...,"p99","max". It is the last line:
+    # for an LRANGE test redis-benchmark first fills the list with as many LPUSHes, and
+    # prints their line before the LRANGE line. (The server's and the client's CPU figures
+    # include those LPUSHes; no figure of one process can leave them out.)
+    csv=$(awk -F, 'NR > 1 { gsub(/"/, ""); line = $2 "," $7 } END { print line }' "$WORK/out.csv")
     if [ "$rc" != 0 ] || [ -z "$csv" ]; then
         err=$(head -c 200 "$WORK/err.txt" | tr '\n,' '  ')
         [ -z "$err" ] && err="redis-benchmark exit $rc"
         csv=","
         log "  $suite/$test round $round $name: ERROR $err"
     else
-        log "  $suite/$test round $round $name: ${csv%,*} req/s, p99 ${csv#*,} ms, $((after - before)) ticks"
+        log "  $suite/$test round $round $name: ${csv%,*} req/s, p99 ${csv#*,} ms, $((after - before)) ticks, client ${client}s of ${wall}s"
     fi
-    echo "$suite,$test,$round,$name,$n,$csv,$((after - before)),$CLK_TCK,,$err" >>"$RAW"
+    echo "$suite,$test,$round,$name,$n,$csv,$((after - before)),$CLK_TCK,,$err,$client,$wall" >>"$RAW"
 }
 
 # run_suite SUITE TESTS REQUESTS ARGS...
@@ -339,11 +346,13 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
     echo "measured in the same session, interleaved (A B B A ...), $ROUNDS round(s); redis-benchmark on the same machine."
     echo "Made by: \`ROUNDS=$ROUNDS${N:+ N=$N} scripts/bench-vs-redis.sh ${SUITES[*]}\`."
     echo "Throughput is each side's best round, p99 each side's lowest; CPU is the server process's least"
-    echo "utime+stime (all threads) per million requests over one redis-benchmark run."
+    echo "utime+stime (all threads) per million requests over one redis-benchmark run. Client CPU is"
+    echo "redis-benchmark's own least utime+stime per request; client busy is its CPU over its wall time in"
+    echo "each side's best round: near 1.00, the client was the bottleneck, not the server."
     echo
     if awk -F, 'NR > 1 && $1 != "mem" && $1 !~ /^types/ { found = 1 } END { exit !found }' "$RAW"; then
-        echo "| suite | test | Redis req/s | Strata req/s | Strata/Redis | Redis p99 ms | Strata p99 ms | Redis CPU s/1M req | Strata CPU s/1M req | CPU Strata/Redis |"
-        echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        echo "| suite | test | Redis req/s | Strata req/s | Strata/Redis | Redis p99 ms | Strata p99 ms | Redis CPU s/1M req | Strata CPU s/1M req | CPU Strata/Redis | client CPU µs/req, Redis / Strata | client busy, Redis / Strata |"
+        echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         awk -F, '
             NR == 1 || $1 == "mem" || $1 ~ /^types/ { next }
             {
@@ -351,12 +360,14 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
                 if (!(key in seen)) { seen[key] = 1; order[++n] = key; suite[key] = $1; test[key] = $2 }
                 s = $4
                 if ($11 != "") { err[key, s] = 1; next }
-                if ($6 + 0 > best[key, s] + 0) best[key, s] = $6
+                if ($6 + 0 > best[key, s] + 0) { best[key, s] = $6; busy[key, s] = $13 > 0 ? $12 / $13 : "" }
+                if ($12 != "" && (!((key, s) in mincl) || $12 / $5 < mincl[key, s])) mincl[key, s] = $12 / $5
                 if (!((key, s) in p99) || $7 + 0 < p99[key, s] + 0) p99[key, s] = $7
                 cpu = ($8 / $9) / $5 * 1000000
                 if (!((key, s) in mincpu) || cpu < mincpu[key, s]) mincpu[key, s] = cpu
             }
             function cell(v, fmt) { return v == "" ? "error" : sprintf(fmt, v) }
+            function opt(v, fmt) { return v == "" || v == 0 ? "-" : sprintf(fmt, v) }
             function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
             END {
                 for (i = 1; i <= n; i++) {
@@ -367,9 +378,11 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
                     sp = ((k, "strata") in p99) ? p99[k, "strata"] : ""
                     rc = ((k, "redis") in mincpu) ? mincpu[k, "redis"] : ""
                     sc = ((k, "strata") in mincpu) ? mincpu[k, "strata"] : ""
-                    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", suite[k], toupper(test[k]),
+                    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", suite[k], toupper(test[k]),
                         cell(rb, "%.0f"), cell(sb, "%.0f"), ratio(sb, rb), cell(rp, "%.3f"), cell(sp, "%.3f"),
-                        cell(rc, "%.2f"), cell(sc, "%.2f"), ratio(sc, rc)
+                        cell(rc, "%.2f"), cell(sc, "%.2f"), ratio(sc, rc),
+                        opt(mincl[k, "redis"] * 1000000, "%.1f"), opt(mincl[k, "strata"] * 1000000, "%.1f"),
+                        opt(busy[k, "redis"], "%.2f"), opt(busy[k, "strata"], "%.2f")
                 }
             }' "$RAW"
         coarse=$(awk -F, 'NR > 1 && $1 != "mem" && $1 !~ /^types/ && $11 == "" && $8 < 100 { n++ } END { print n + 0 }' "$RAW")

@@ -9,12 +9,13 @@
 #           (redis-server; counted: its event loop, aeMain)
 #   e.g. scripts/callgrind-per-request.sh target/release/strata lpush sadd hset
 #        scripts/callgrind-per-request.sh redis lpush sadd hset
-# Prints "<test> <instructions per request>". Each test takes about a minute.
+# Prints "<test> <instructions per request>". Each test takes about a minute. An LRANGE
+# test's figure includes the LPUSH that redis-benchmark runs first for each LRANGE.
 # Environment: PORT=7490  SMALL=10000  LARGE=60000  CLIENTS=50  PIPELINE=1
 set -euo pipefail
 
 [ $# -ge 2 ] || {
-    sed -n '2,12p' "$0" >&2
+    sed -n '2,13p' "$0" >&2
     exit 2
 }
 server=$1
