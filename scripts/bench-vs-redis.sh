@@ -170,7 +170,7 @@ run_one() {
     { time redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" "$@" --csv "${what[@]}" \
         >"$WORK/out.csv" 2>"$WORK/err.txt"; } 2>"$WORK/time.txt" || rc=$?
     after=$(cpu_ticks "$pid")
-    read -r wall client < <(awk '{ print $1, $2 + $3 }' "$WORK/time.txt")
+    read -r wall client < <(awk '{ print $1, $2 + $3 }' "$WORK/time.txt") || true
     if ! kill -0 "$pid" 2>/dev/null; then
         log "$name died during $suite/$test"
         exit 1
