@@ -94,20 +94,15 @@ impl Client {
         }
     }
 
-    /// Subscriptions (channels + patterns).
-    pub fn sub_count(&self) -> usize {
-        self.subs.as_ref().map_or(0, |s| s.count())
-    }
-
     /// Re-derives the pub/sub flags after a subscription or protocol change.
     pub fn update_pubsub(&mut self) {
-        let (c, p) = self
-            .subs
-            .as_ref()
-            .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()));
+        let (c, p, sh) = self.subs.as_ref().map_or((0, 0, 0), |s| {
+            (s.channels.len(), s.patterns.len(), s.shard.len())
+        });
         self.info.sub.store(c, Ordering::Relaxed);
         self.info.psub.store(p, Ordering::Relaxed);
-        self.pubsub_mode = c + p > 0 && self.proto == Protocol::Resp2;
+        self.info.ssub.store(sh, Ordering::Relaxed);
+        self.pubsub_mode = c + p + sh > 0 && self.proto == Protocol::Resp2;
     }
 
     pub fn set_db(&mut self, db: usize) {
@@ -147,6 +142,8 @@ pub struct ClientInfo {
     /// Channel and pattern subscriptions (CLIENT LIST sub= psub=, flags=P).
     pub sub: AtomicUsize,
     pub psub: AtomicUsize,
+    /// Shard channel subscriptions (CLIENT LIST ssub=).
+    pub ssub: AtomicUsize,
     /// In a blocking command (CLIENT LIST flags=b).
     pub blocked: AtomicBool,
     killed: AtomicBool,
@@ -171,6 +168,7 @@ impl ClientInfo {
             no_touch: AtomicBool::new(false),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill_waker: Mutex::new(None),

@@ -1,6 +1,7 @@
 //! INFO: Redis 7.0's sections and field names, so tools that parse INFO (redis-cli --stat,
 //! monitoring exporters, client libraries) read Strata unchanged.
 
+use crate::pubsub::Space;
 use crate::server::Server;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -369,8 +370,17 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "evicted_keys", 0);
     field(s, "keyspace_hits", hits);
     field(s, "keyspace_misses", misses);
-    field(s, "pubsub_channels", server.pubsub.channel_count());
+    field(
+        s,
+        "pubsub_channels",
+        server.pubsub.channel_count(Space::Global),
+    );
     field(s, "pubsub_patterns", server.pubsub.pattern_count());
+    field(
+        s,
+        "pubsubshard_channels",
+        server.pubsub.channel_count(Space::Shard),
+    );
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
     field(s, "total_error_replies", errors);

@@ -1,5 +1,5 @@
-//! Pub/sub: the server-wide registry of channel and pattern subscriptions, and each
-//! subscriber's mailbox.
+//! Pub/sub: the server-wide registry of channel, pattern and shard channel subscriptions,
+//! and each subscriber's mailbox.
 //!
 //! A publisher on any worker thread encodes a message straight into every receiving
 //! client's [`Mailbox`] (in that client's protocol) and wakes its connection task, which
@@ -251,17 +251,42 @@ pub fn encode(buf: &mut Vec<u8>, proto: Protocol, parts: &[&[u8]]) {
     }
 }
 
+/// The two channel namespaces: SUBSCRIBE/PUBLISH channels, and SSUBSCRIBE/SPUBLISH shard
+/// channels. A name in one is unrelated to the same name in the other, as in Redis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    Global,
+    Shard,
+}
+
 /// A client's own subscriptions (kept on its `Client`, created at its first SUBSCRIBE).
 pub struct Subscriptions {
     pub mailbox: Arc<Mailbox>,
     /// In subscription order (UNSUBSCRIBE without arguments answers in this order).
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
+    pub shard: Vec<Bytes>,
 }
 
 impl Subscriptions {
+    /// Channels and patterns: what SUBSCRIBE and PSUBSCRIBE replies count (shard
+    /// channels are counted apart, as in Redis 7.0).
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
+    }
+
+    pub fn names(&self, space: Space) -> &Vec<Bytes> {
+        match space {
+            Space::Global => &self.channels,
+            Space::Shard => &self.shard,
+        }
+    }
+
+    fn names_mut(&mut self, space: Space) -> &mut Vec<Bytes> {
+        match space {
+            Space::Global => &mut self.channels,
+            Space::Shard => &mut self.shard,
+        }
     }
 }
 
@@ -273,15 +298,88 @@ pub struct Publisher<'a> {
     pub proto: Protocol,
 }
 
+impl Publisher<'_> {
+    /// Hands one message to a subscriber: the publisher's own goes before its reply.
+    fn send(&mut self, to: &Mailbox, parts: &[&[u8]], limit: BufferLimit) {
+        if to.info.id == self.id {
+            encode(self.self_push, self.proto, parts);
+        } else {
+            to.deliver(parts, limit);
+        }
+    }
+}
+
+/// Channel name -> subscribers, for one namespace.
+#[derive(Default)]
+struct Channels {
+    map: RwLock<HashMap<Bytes, Vec<Arc<Mailbox>>, foldhash::fast::RandomState>>,
+    /// Channels with at least one subscriber.
+    active: AtomicUsize,
+}
+
+impl Channels {
+    fn add(&self, channel: &Bytes, mailbox: &Arc<Mailbox>) {
+        let mut map = self.map.write();
+        let list = map.entry(channel.clone()).or_default();
+        if list.is_empty() {
+            self.active.fetch_add(1, Ordering::Relaxed);
+        }
+        list.push(mailbox.clone());
+    }
+
+    fn remove(&self, channel: &[u8], mailbox: &Arc<Mailbox>) {
+        let mut map = self.map.write();
+        if let Some(list) = map.get_mut(channel) {
+            list.retain(|m| !Arc::ptr_eq(m, mailbox));
+            if list.is_empty() {
+                map.remove(channel);
+                self.active.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Sends `kind channel message` to the channel's subscribers; returns how many.
+    fn publish(
+        &self,
+        kind: &[u8],
+        channel: &[u8],
+        message: &[u8],
+        me: &mut Publisher<'_>,
+        limit: BufferLimit,
+    ) -> usize {
+        let map = self.map.read();
+        let Some(list) = map.get(channel) else {
+            return 0;
+        };
+        for m in list {
+            me.send(m, &[kind, channel, message], limit);
+        }
+        list.len()
+    }
+
+    fn matching(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.map
+            .read()
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| strata_engine::glob::matches(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    fn numsub(&self, channel: &[u8]) -> usize {
+        self.map.read().get(channel).map_or(0, Vec::len)
+    }
+}
+
 /// The server-wide subscription registry.
 pub struct Hub {
-    channels: RwLock<HashMap<Bytes, Vec<Arc<Mailbox>>, foldhash::fast::RandomState>>,
+    channels: Channels,
+    shard: Channels,
     /// Pattern -> subscribers, in the order patterns were first subscribed.
     patterns: RwLock<Vec<(Bytes, Vec<Arc<Mailbox>>)>>,
-    /// Subscriptions of all clients (channels and patterns): zero means nobody listens.
+    /// Subscriptions of all clients (of every kind): zero means nobody listens.
     total: AtomicUsize,
     npatterns: AtomicUsize,
-    nchannels: AtomicUsize,
     hard: AtomicU64,
     soft: AtomicU64,
     soft_secs: AtomicU64,
@@ -290,11 +388,11 @@ pub struct Hub {
 impl Default for Hub {
     fn default() -> Self {
         Hub {
-            channels: RwLock::new(HashMap::default()),
+            channels: Channels::default(),
+            shard: Channels::default(),
             patterns: RwLock::new(Vec::new()),
             total: AtomicUsize::new(0),
             npatterns: AtomicUsize::new(0),
-            nchannels: AtomicUsize::new(0),
             hard: AtomicU64::new(32 << 20),
             soft: AtomicU64::new(8 << 20),
             soft_secs: AtomicU64::new(60),
@@ -317,14 +415,22 @@ impl Hub {
         }
     }
 
+    fn space(&self, space: Space) -> &Channels {
+        match space {
+            Space::Global => &self.channels,
+            Space::Shard => &self.shard,
+        }
+    }
+
     /// True when some client is subscribed to something (keyspace events skip work if not).
     pub fn anyone(&self) -> bool {
         self.total.load(Ordering::Relaxed) > 0
     }
 
-    /// Channels with at least one subscriber (INFO pubsub_channels).
-    pub fn channel_count(&self) -> usize {
-        self.nchannels.load(Ordering::Relaxed)
+    /// Channels of `space` with at least one subscriber (INFO pubsub_channels and
+    /// pubsubshard_channels).
+    pub fn channel_count(&self, space: Space) -> usize {
+        self.space(space).active.load(Ordering::Relaxed)
     }
 
     /// Distinct patterns subscribed (INFO pubsub_patterns, PUBSUB NUMPAT).
@@ -333,34 +439,24 @@ impl Hub {
     }
 
     /// Adds a channel subscription; false if the client already had it.
-    pub fn subscribe(&self, subs: &mut Subscriptions, channel: &Bytes) -> bool {
-        if subs.channels.contains(channel) {
+    pub fn subscribe(&self, space: Space, subs: &mut Subscriptions, channel: &Bytes) -> bool {
+        let names = subs.names_mut(space);
+        if names.contains(channel) {
             return false;
         }
-        subs.channels.push(channel.clone());
-        let mut map = self.channels.write();
-        let list = map.entry(channel.clone()).or_default();
-        if list.is_empty() {
-            self.nchannels.fetch_add(1, Ordering::Relaxed);
-        }
-        list.push(subs.mailbox.clone());
+        names.push(channel.clone());
+        self.space(space).add(channel, &subs.mailbox);
         self.total.fetch_add(1, Ordering::Relaxed);
         true
     }
 
-    pub fn unsubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> bool {
-        let Some(pos) = subs.channels.iter().position(|c| c == channel) else {
+    pub fn unsubscribe(&self, space: Space, subs: &mut Subscriptions, channel: &[u8]) -> bool {
+        let names = subs.names_mut(space);
+        let Some(pos) = names.iter().position(|c| c == channel) else {
             return false;
         };
-        subs.channels.remove(pos);
-        let mut map = self.channels.write();
-        if let Some(list) = map.get_mut(channel) {
-            list.retain(|m| !Arc::ptr_eq(m, &subs.mailbox));
-            if list.is_empty() {
-                map.remove(channel);
-                self.nchannels.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
+        names.remove(pos);
+        self.space(space).remove(channel, &subs.mailbox);
         self.total.fetch_sub(1, Ordering::Relaxed);
         true
     }
@@ -401,9 +497,11 @@ impl Hub {
 
     /// Drops every subscription of a client (disconnect, RESET).
     pub fn remove_all(&self, subs: &mut Subscriptions) {
-        for c in std::mem::take(&mut subs.channels) {
-            subs.channels.push(c.clone());
-            self.unsubscribe(subs, &c);
+        for space in [Space::Global, Space::Shard] {
+            for c in std::mem::take(subs.names_mut(space)) {
+                subs.names_mut(space).push(c.clone());
+                self.unsubscribe(space, subs, &c);
+            }
         }
         for p in std::mem::take(&mut subs.patterns) {
             subs.patterns.push(p.clone());
@@ -418,20 +516,9 @@ impl Hub {
             return 0;
         }
         let limit = self.limit();
-        let mut n = 0;
-        {
-            let map = self.channels.read();
-            if let Some(list) = map.get(channel) {
-                for m in list {
-                    if m.info.id == me.id {
-                        encode(me.self_push, me.proto, &[b"message", channel, message]);
-                    } else {
-                        m.deliver(&[b"message", channel, message], limit);
-                    }
-                    n += 1;
-                }
-            }
-        }
+        let mut n = self
+            .channels
+            .publish(b"message", channel, message, me, limit);
         if self.npatterns.load(Ordering::Relaxed) > 0 {
             let pats = self.patterns.read();
             for (pat, list) in pats.iter() {
@@ -439,12 +526,7 @@ impl Hub {
                     continue;
                 }
                 for m in list {
-                    let parts: [&[u8]; 4] = [b"pmessage", pat, channel, message];
-                    if m.info.id == me.id {
-                        encode(me.self_push, me.proto, &parts);
-                    } else {
-                        m.deliver(&parts, limit);
-                    }
+                    me.send(m, &[b"pmessage", pat, channel, message], limit);
                     n += 1;
                 }
             }
@@ -452,19 +534,23 @@ impl Hub {
         n
     }
 
-    /// Active channels matching `pattern` (PUBSUB CHANNELS).
-    pub fn channels_matching(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
-        self.channels
-            .read()
-            .keys()
-            .filter(|c| pattern.is_none_or(|p| strata_engine::glob::matches(p, c, false)))
-            .cloned()
-            .collect()
+    /// SPUBLISH: to the shard channel's subscribers only (patterns do not see it).
+    pub fn spublish(&self, channel: &[u8], message: &[u8], me: &mut Publisher<'_>) -> usize {
+        if !self.anyone() {
+            return 0;
+        }
+        self.shard
+            .publish(b"smessage", channel, message, me, self.limit())
     }
 
-    /// Subscribers of one channel, patterns excluded (PUBSUB NUMSUB).
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        self.channels.read().get(channel).map_or(0, Vec::len)
+    /// Active channels of `space` matching `pattern` (PUBSUB CHANNELS, SHARDCHANNELS).
+    pub fn channels_matching(&self, space: Space, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.space(space).matching(pattern)
+    }
+
+    /// Subscribers of one channel, patterns excluded (PUBSUB NUMSUB, SHARDNUMSUB).
+    pub fn numsub(&self, space: Space, channel: &[u8]) -> usize {
+        self.space(space).numsub(channel)
     }
 }
 

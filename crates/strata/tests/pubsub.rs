@@ -70,14 +70,45 @@ fn subscribed_modes_match_redis() {
         &["punsubscribe"],
         &["unsubscribe"],
     ];
+    // Shard channels (Redis 7): a namespace of their own, counted apart from the others.
+    let shard2: &[&[&str]] = &[
+        &["ssubscribe", "q", "r"],
+        &["subscribe", "q"],
+        &["ssubscribe", "q2"],
+        &["sunsubscribe", "zz"],
+        &["get", "x"],
+        &["unsubscribe"],
+        &["get", "x"],
+        &["spublish", "q", "m"],
+        &["sunsubscribe", "q2", "r"],
+        &["sunsubscribe"],
+        &["sunsubscribe"],
+        &["ping"],
+        &["get", "x"],
+    ];
+    let shard3: &[&[&str]] = &[
+        &["hello", "3"],
+        &["ssubscribe", "z"],
+        &["spublish", "z", "self"],
+        &["publish", "z", "global"],
+        &["psubscribe", "*"],
+        &["spublish", "z", "again"],
+        &["pubsub", "shardnumsub", "z", "y"],
+        &["pubsub", "shardchannels"],
+        &["pubsub", "numsub", "z"],
+        &["sunsubscribe"],
+        &["spublish", "z", "gone"],
+    ];
     let resets: &[&[&str]] = &[
         &["subscribe", "a"],
+        &["ssubscribe", "b"],
         &["reset"],
         &["get", "x"],
         &["pubsub", "numsub", "a", "b"],
         &["pubsub", "channels", "*", "x"],
+        &["pubsub", "shardnumsub", "b"],
     ];
-    for cmds in [resp2, resp3, resets] {
+    for cmds in [resp2, resp3, shard2, shard3, resets] {
         let w = Duration::from_millis(200);
         let (a, b) = (exchange(&s, cmds, w), exchange(&r, cmds, w));
         // HELLO's reply names versions and ids: compare from the first push on.

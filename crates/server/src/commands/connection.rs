@@ -371,11 +371,12 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         .map(String::as_str)
         .unwrap_or("NULL");
     let mut flags = String::new();
-    let (sub, psub) = (
+    let (sub, psub, ssub) = (
         c.sub.load(Ordering::Relaxed),
         c.psub.load(Ordering::Relaxed),
+        c.ssub.load(Ordering::Relaxed),
     );
-    if sub + psub > 0 {
+    if sub + psub + ssub > 0 {
         flags.push('P');
     }
     if c.blocked.load(Ordering::Relaxed) {
@@ -391,7 +392,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -402,6 +403,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         c.db.load(Ordering::Relaxed),
         sub,
         psub,
+        ssub,
         c.qbuf.load(Ordering::Relaxed),
         cmd,
         c.resp.load(Ordering::Relaxed)
@@ -552,7 +554,11 @@ enum ClientClass {
 
 impl ClientClass {
     fn of(c: &ClientInfo) -> ClientClass {
-        if c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) > 0 {
+        if c.sub.load(Ordering::Relaxed)
+            + c.psub.load(Ordering::Relaxed)
+            + c.ssub.load(Ordering::Relaxed)
+            > 0
+        {
             ClientClass::PubSub
         } else {
             ClientClass::Normal

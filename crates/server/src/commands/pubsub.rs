@@ -1,8 +1,12 @@
-//! Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB.
-//! The registry and delivery live in crate::pubsub.
+//! Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and
+//! Redis 7's shard channels, SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (on one server, a namespace
+//! of their own). The registry and delivery live in crate::pubsub.
+//!
+//! The shard commands declare no key arguments, unlike Redis's: here a channel name must
+//! not take part in planning the command's key locks.
 
 use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
-use crate::pubsub::{Mailbox, Publisher, Subscriptions};
+use crate::pubsub::{Mailbox, Publisher, Space, Subscriptions};
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -17,6 +21,14 @@ const fn ps(
     Command {
         complexity,
         ..Command::new(name, arity, flags, "pubsub", summary, "2.0.0", handler)
+    }
+}
+
+/// A shard-channel command: Redis 7.0.
+const fn shard(command: Command) -> Command {
+    Command {
+        since: "7.0.0",
+        ..command
     }
 }
 
@@ -61,6 +73,30 @@ pub const COMMANDS: &[Command] = &[
         "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
         publish,
     ),
+    shard(ps(
+        "ssubscribe",
+        -2,
+        PUBSUB | NOSCRIPT | LOADING | STALE,
+        "Listen for messages published to the given shard channels",
+        "O(N) where N is the number of shard channels to subscribe to.",
+        ssubscribe,
+    )),
+    shard(ps(
+        "sunsubscribe",
+        -1,
+        PUBSUB | NOSCRIPT | LOADING | STALE,
+        "Stop listening for messages posted to the given shard channels",
+        "O(N) where N is the number of clients already subscribed to a shard channel.",
+        sunsubscribe,
+    )),
+    shard(ps(
+        "spublish",
+        3,
+        PUBSUB | LOADING | STALE | FAST,
+        "Post a message to a shard channel",
+        "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+        spublish,
+    )),
     Command {
         subcommands: PUBSUB_SUBS,
         ..Command::new(
@@ -156,6 +192,7 @@ fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
             mailbox: Arc::new(Mailbox::new(info, proto)),
             channels: Vec::new(),
             patterns: Vec::new(),
+            shard: Vec::new(),
         })
     })
 }
@@ -180,94 +217,134 @@ fn confirm(ctx: &mut Ctx<'_>, kind: &[u8], name: Option<&[u8]>, count: usize) {
     ctx.out.int(count as i64);
 }
 
-fn subscribe(ctx: &mut Ctx<'_>) -> CmdResult {
-    drain_mail(ctx);
-    let server = ctx.server;
-    let hub = &server.pubsub;
-    for i in 1..ctx.argv.len() {
-        let ch = ctx.argv[i].clone();
-        let s = subs(ctx);
-        hub.subscribe(s, &ch);
-        let n = s.count();
-        confirm(ctx, b"subscribe", Some(&ch), n);
+/// What a (un)subscribe command works on.
+#[derive(Clone, Copy)]
+enum Kind {
+    Channel(Space),
+    Pattern,
+}
+
+impl Kind {
+    /// The confirmations' names: (subscribe, unsubscribe).
+    fn verbs(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Kind::Channel(Space::Global) => (b"subscribe", b"unsubscribe"),
+            Kind::Channel(Space::Shard) => (b"ssubscribe", b"sunsubscribe"),
+            Kind::Pattern => (b"psubscribe", b"punsubscribe"),
+        }
     }
-    ctx.client.update_pubsub();
-    Ok(())
+
+    /// The count a confirmation carries: shard channels are counted apart (Redis 7.0).
+    fn counted(self, s: &Subscriptions) -> usize {
+        match self {
+            Kind::Channel(Space::Shard) => s.shard.len(),
+            _ => s.count(),
+        }
+    }
+
+    fn names(self, s: &Subscriptions) -> &Vec<Bytes> {
+        match self {
+            Kind::Channel(space) => s.names(space),
+            Kind::Pattern => &s.patterns,
+        }
+    }
+}
+
+fn subscribe(ctx: &mut Ctx<'_>) -> CmdResult {
+    subscribe_any(ctx, Kind::Channel(Space::Global))
+}
+
+fn ssubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
+    subscribe_any(ctx, Kind::Channel(Space::Shard))
 }
 
 fn psubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
+    subscribe_any(ctx, Kind::Pattern)
+}
+
+fn subscribe_any(ctx: &mut Ctx<'_>, kind: Kind) -> CmdResult {
     drain_mail(ctx);
     let server = ctx.server;
     let hub = &server.pubsub;
     for i in 1..ctx.argv.len() {
-        let pat = ctx.argv[i].clone();
+        let name = ctx.argv[i].clone();
         let s = subs(ctx);
-        hub.psubscribe(s, &pat);
-        let n = s.count();
-        confirm(ctx, b"psubscribe", Some(&pat), n);
+        match kind {
+            Kind::Channel(space) => hub.subscribe(space, s, &name),
+            Kind::Pattern => hub.psubscribe(s, &name),
+        };
+        let n = kind.counted(s);
+        confirm(ctx, kind.verbs().0, Some(&name), n);
     }
     ctx.client.update_pubsub();
     Ok(())
 }
 
 fn unsubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
-    unsubscribe_any(ctx, false)
+    unsubscribe_any(ctx, Kind::Channel(Space::Global))
+}
+
+fn sunsubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
+    unsubscribe_any(ctx, Kind::Channel(Space::Shard))
 }
 
 fn punsubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
-    unsubscribe_any(ctx, true)
+    unsubscribe_any(ctx, Kind::Pattern)
 }
 
-fn unsubscribe_any(ctx: &mut Ctx<'_>, patterns: bool) -> CmdResult {
+fn unsubscribe_any(ctx: &mut Ctx<'_>, kind: Kind) -> CmdResult {
     drain_mail(ctx);
     let server = ctx.server;
     let hub = &server.pubsub;
-    let kind: &[u8] = if patterns {
-        b"punsubscribe"
-    } else {
-        b"unsubscribe"
-    };
+    let verb = kind.verbs().1;
     let names: Vec<Bytes> = if ctx.argv.len() > 1 {
         ctx.argv[1..].to_vec()
     } else {
-        match &ctx.client.subs {
-            Some(s) if patterns => s.patterns.clone(),
-            Some(s) => s.channels.clone(),
-            None => Vec::new(),
-        }
+        ctx.client
+            .subs
+            .as_ref()
+            .map_or_else(Vec::new, |s| kind.names(s).clone())
     };
     if names.is_empty() {
-        let n = ctx.client.sub_count();
-        confirm(ctx, kind, None, n);
+        let n = ctx.client.subs.as_ref().map_or(0, |s| kind.counted(s));
+        confirm(ctx, verb, None, n);
     }
     for name in names {
         let n = match ctx.client.subs.as_mut() {
             Some(s) => {
-                if patterns {
-                    hub.punsubscribe(s, &name);
-                } else {
-                    hub.unsubscribe(s, &name);
-                }
-                s.count()
+                match kind {
+                    Kind::Channel(space) => hub.unsubscribe(space, s, &name),
+                    Kind::Pattern => hub.punsubscribe(s, &name),
+                };
+                kind.counted(s)
             }
             None => 0,
         };
-        confirm(ctx, kind, Some(&name), n);
+        confirm(ctx, verb, Some(&name), n);
     }
     ctx.client.update_pubsub();
     Ok(())
 }
 
 fn publish(ctx: &mut Ctx<'_>) -> CmdResult {
+    publish_in(ctx, Space::Global)
+}
+
+fn spublish(ctx: &mut Ctx<'_>) -> CmdResult {
+    publish_in(ctx, Space::Shard)
+}
+
+fn publish_in(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
     let mut me = Publisher {
         id: ctx.client.id,
         self_push: &mut ctx.client.self_push,
         proto: ctx.out.proto,
     };
-    let n = ctx
-        .server
-        .pubsub
-        .publish(&ctx.argv[1], &ctx.argv[2], &mut me);
+    let hub = &ctx.server.pubsub;
+    let n = match space {
+        Space::Global => hub.publish(&ctx.argv[1], &ctx.argv[2], &mut me),
+        Space::Shard => hub.spublish(&ctx.argv[1], &ctx.argv[2], &mut me),
+    };
     if !ctx.client.self_push.is_empty() {
         ctx.client.attention = true;
     }
@@ -284,11 +361,19 @@ fn wrong_args(ctx: &Ctx<'_>) -> CmdError {
 }
 
 fn pubsub_channels(ctx: &mut Ctx<'_>) -> CmdResult {
+    list_channels(ctx, Space::Global)
+}
+
+fn pubsub_shardchannels(ctx: &mut Ctx<'_>) -> CmdResult {
+    list_channels(ctx, Space::Shard)
+}
+
+fn list_channels(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
     if ctx.argv.len() > 3 {
         return Err(wrong_args(ctx));
     }
     let pattern = ctx.argv.get(2).map(|p| &p[..]);
-    let list = ctx.server.pubsub.channels_matching(pattern);
+    let list = ctx.server.pubsub.channels_matching(space, pattern);
     ctx.out.array(list.len());
     for c in &list {
         ctx.out.bulk(c);
@@ -297,9 +382,17 @@ fn pubsub_channels(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn pubsub_numsub(ctx: &mut Ctx<'_>) -> CmdResult {
+    count_subscribers(ctx, Space::Global)
+}
+
+fn pubsub_shardnumsub(ctx: &mut Ctx<'_>) -> CmdResult {
+    count_subscribers(ctx, Space::Shard)
+}
+
+fn count_subscribers(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
     ctx.out.array((ctx.argv.len() - 2) * 2);
     for i in 2..ctx.argv.len() {
-        let n = ctx.server.pubsub.numsub(&ctx.argv[i]);
+        let n = ctx.server.pubsub.numsub(space, &ctx.argv[i]);
         ctx.out.bulk(&ctx.argv[i]);
         ctx.out.int(n as i64);
     }
@@ -308,24 +401,6 @@ fn pubsub_numsub(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn pubsub_numpat(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.out.int(ctx.server.pubsub.pattern_count() as i64);
-    Ok(())
-}
-
-/// Without cluster mode and SSUBSCRIBE there are no shard channels.
-fn pubsub_shardchannels(ctx: &mut Ctx<'_>) -> CmdResult {
-    if ctx.argv.len() > 3 {
-        return Err(wrong_args(ctx));
-    }
-    ctx.out.array(0);
-    Ok(())
-}
-
-fn pubsub_shardnumsub(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.out.array((ctx.argv.len() - 2) * 2);
-    for i in 2..ctx.argv.len() {
-        ctx.out.bulk(&ctx.argv[i]);
-        ctx.out.int(0);
-    }
     Ok(())
 }
 
