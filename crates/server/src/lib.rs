@@ -19,6 +19,7 @@ pub mod pubsub;
 pub mod sched;
 pub mod scripting;
 pub mod server;
+pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
 #[cfg(target_os = "linux")]

@@ -294,7 +294,7 @@ impl ScriptHost<'_> {
         } else {
             Protocol::Resp2
         };
-        crate::table::run(
+        let took = crate::table::run(
             server,
             self.client,
             self.stats,
@@ -303,6 +303,10 @@ impl ScriptHost<'_> {
             out,
             &mut self.clock,
         );
+        if let Some(took) = took.filter(|_| !self.client.replaying) {
+            let name = &server.table.fullnames[id];
+            server.slowlog.observe(took, name, argv, None);
+        }
         if cmd.has(flags::WRITE) {
             self.wrote = true;
             if let Some(r) = &self.running {

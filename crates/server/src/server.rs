@@ -38,6 +38,7 @@ pub struct Server {
     pub clock: Clock,
     /// Channel and pattern subscriptions of every client.
     pub pubsub: crate::pubsub::Hub,
+    pub slowlog: crate::slowlog::SlowLog,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Blocking,
     /// `notify-keyspace-events` as flags (crate::notify), 0 when nothing can be published.
@@ -127,6 +128,8 @@ impl Server {
         {
             self.pubsub.set_limit(l[2]);
         }
+        let slower_than = c.get("slowlog-log-slower-than").parse().unwrap_or(10_000);
+        self.slowlog.configure(slower_than, n("slowlog-max-len"));
     }
 
     /// This server as an Arc (None only while it is being dropped).
@@ -226,6 +229,7 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         active_expire: AtomicBool::new(true),
         clock: Clock::new(),
         pubsub: Default::default(),
+        slowlog: Default::default(),
         blocking: Default::default(),
         notify_flags: AtomicU32::new(0),
         watches: Default::default(),

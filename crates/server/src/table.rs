@@ -201,7 +201,11 @@ pub fn execute(
         }
     };
     if let Some(id) = id {
-        run(server, client, stats, id, argv, out, clock);
+        let took = run(server, client, stats, id, argv, out, clock);
+        if let Some(took) = took.filter(|_| !client.replaying) {
+            let name = &server.table.fullnames[id];
+            server.slowlog.observe(took, name, argv, Some(&client.info));
+        }
     }
     // CLIENT REPLY OFF/SKIP: drop the reply. SKIP applies to the one command after it.
     let suppress = match mode_before {
@@ -230,7 +234,7 @@ pub(crate) fn run(
     argv: &[Bytes],
     out: &mut Vec<u8>,
     clock: &mut Tick,
-) {
+) -> Option<u64> {
     let cmd = server.table.commands[id];
     // Only the command the frame was parsed for may use it, not any it runs in turn.
     let frame = client.frame.take();
@@ -243,12 +247,12 @@ pub(crate) fn run(
             out,
             CmdError::Static("NOAUTH Authentication required."),
         );
-        return;
+        return None;
     }
     if client.pubsub_mode && !allowed_in_pubsub(&server.table.fullnames[id]) {
         let e = CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id]));
         reject(server, client, stats, id, out, e);
-        return;
+        return None;
     }
     if client.multi.is_some() && !transactions::runs_in_multi(&server.table.fullnames[id]) {
         if cmd.has(flags::NO_MULTI) {
@@ -257,7 +261,7 @@ pub(crate) fn run(
         } else {
             transactions::queue(client, id, argv, out);
         }
-        return;
+        return None;
     }
     // A script past busy-reply-threshold: others may only kill it or shut down.
     if server
@@ -269,7 +273,7 @@ pub(crate) fn run(
     {
         let e = server.scripts.busy_error();
         reject(server, client, stats, id, out, e);
-        return;
+        return None;
     }
     // A shard kept from the previous command (sticky shards, docs/scaling.md) carries over
     // only between data commands: anything else may wait for something that a thread
@@ -288,7 +292,7 @@ pub(crate) fn run(
     if write && server.persist.journal_on() && !client.replaying {
         if let Some(e) = server.persist.write_error() {
             reject(server, client, stats, id, out, CmdError::Custom(e));
-            return;
+            return None;
         }
     }
     // Inside an EXEC or a script the caller already holds the shards (client.group is set).
@@ -347,11 +351,13 @@ pub(crate) fn run(
     }
     drop(session);
     *clock = Tick::now();
-    stats.called(id, clock.micros_since(started));
+    let took = clock.micros_since(started);
+    stats.called(id, took);
     if let Err(e) = result {
         stats.failed(id);
         write_error(server, client, out, &e);
     }
+    Some(took)
 }
 
 /// Refuses a command before it runs (auth, pub/sub context, not allowed in MULTI); inside

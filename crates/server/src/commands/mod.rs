@@ -21,6 +21,7 @@ pub(crate) mod random;
 pub(crate) mod scan;
 pub mod scripting;
 pub mod set;
+pub mod slowlog;
 pub mod sort;
 pub mod strings;
 pub mod transactions;
@@ -45,7 +46,18 @@ pub const FAMILIES: &[&[Command]] = &[
     scripting::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,
+    slowlog::COMMANDS,
 ];
+
+/// Redis's answer to a container's subcommand given more arguments than it takes, e.g.
+/// "ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP."
+pub fn wrong_subcommand_args(ctx: &Ctx<'_>) -> CmdError {
+    CmdError::Custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(ctx.arg(1)),
+        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
+    ))
+}
 
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before
 /// handlers run, so this only answers when a container is called in a way it can't resolve.

@@ -5,7 +5,7 @@
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::command::{flags::*, CmdResult, Command, Ctx};
 use crate::pubsub::{Mailbox, Publisher, Space, Subscriptions};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -352,14 +352,6 @@ fn publish_in(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
     Ok(())
 }
 
-/// Redis answers extra arguments to CHANNELS/NUMPAT-style subcommands with this.
-fn wrong_args(ctx: &Ctx<'_>) -> CmdError {
-    CmdError::Custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-        String::from_utf8_lossy(ctx.arg(1))
-    ))
-}
-
 fn pubsub_channels(ctx: &mut Ctx<'_>) -> CmdResult {
     list_channels(ctx, Space::Global)
 }
@@ -370,7 +362,7 @@ fn pubsub_shardchannels(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn list_channels(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
     if ctx.argv.len() > 3 {
-        return Err(wrong_args(ctx));
+        return Err(super::wrong_subcommand_args(ctx));
     }
     let pattern = ctx.argv.get(2).map(|p| &p[..]);
     let list = ctx.server.pubsub.channels_matching(space, pattern);

@@ -205,7 +205,11 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     Reply::new(out, client.proto).array(multi.queued.len());
     let mut clock = crate::tick::Tick::now();
     for (id, argv) in &multi.queued {
-        crate::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
+        let took = crate::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
+        if let Some(took) = took.filter(|_| !client.replaying) {
+            let name = &server.table.fullnames[*id];
+            server.slowlog.observe(took, name, argv, Some(&client.info));
+        }
         // Inside a transaction a blocking command does not block: it times out at once.
         if let Some(req) = client.block.take() {
             (req.on_timeout)(&mut Reply::new(out, client.proto));

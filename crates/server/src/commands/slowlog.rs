@@ -1,0 +1,123 @@
+//! SLOWLOG GET|LEN|RESET|HELP. The log itself lives in crate::slowlog.
+
+use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+
+pub const COMMANDS: &[Command] = &[Command {
+    subcommands: SLOWLOG_SUBS,
+    ..Command::new(
+        "slowlog",
+        -2,
+        0,
+        "server",
+        "A container for slow log commands",
+        "2.2.12",
+        super::container,
+    )
+}];
+
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    handler: crate::command::Handler,
+) -> Command {
+    Command::new(
+        name,
+        arity,
+        ADMIN | LOADING | STALE,
+        "server",
+        summary,
+        "2.2.12",
+        handler,
+    )
+}
+
+const SLOWLOG_SUBS: &[Command] = &[
+    sub("get", -2, "Get the slow log's entries", slowlog_get),
+    sub("len", 2, "Get the slow log's length", slowlog_len),
+    sub(
+        "reset",
+        2,
+        "Clear all entries from the slow log",
+        slowlog_reset,
+    ),
+    Command {
+        flags: LOADING | STALE,
+        ..sub(
+            "help",
+            2,
+            "Show helpful text about the different subcommands",
+            slowlog_help,
+        )
+    },
+];
+
+fn slowlog_get(ctx: &mut Ctx<'_>) -> CmdResult {
+    if ctx.argv.len() > 3 {
+        return Err(super::wrong_subcommand_args(ctx));
+    }
+    let count = match ctx.argv.get(2) {
+        None => Some(10),
+        Some(a) => match std::str::from_utf8(a)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+        {
+            Some(-1) => None,
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => {
+                return Err(CmdError::Static(
+                    "ERR count should be greater than or equal to -1",
+                ))
+            }
+        },
+    };
+    let entries = ctx.server.slowlog.newest(count);
+    ctx.out.array(entries.len());
+    for e in &entries {
+        ctx.out.array(6);
+        ctx.out.int(e.id as i64);
+        ctx.out.int(e.time as i64);
+        ctx.out.int(e.micros as i64);
+        ctx.out.array(e.argv.len());
+        for a in &e.argv {
+            ctx.out.bulk(a);
+        }
+        ctx.out.bulk(e.addr.as_bytes());
+        ctx.out.bulk(&e.name);
+    }
+    Ok(())
+}
+
+fn slowlog_len(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.out.int(ctx.server.slowlog.entries() as i64);
+    Ok(())
+}
+
+fn slowlog_reset(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.server.slowlog.reset();
+    ctx.out.simple("OK");
+    Ok(())
+}
+
+/// Redis's own SLOWLOG HELP text.
+fn slowlog_help(ctx: &mut Ctx<'_>) -> CmdResult {
+    const LINES: &[&str] = &[
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    ctx.out.array(LINES.len());
+    for l in LINES {
+        ctx.out.simple(l);
+    }
+    Ok(())
+}
