@@ -67,6 +67,15 @@ pub fn container(ctx: &mut Ctx<'_>) -> CmdResult {
     ))
 }
 
+/// A HELP reply: one simple string per line.
+pub fn help_text<S: AsRef<str>>(ctx: &mut Ctx<'_>, lines: &[S]) -> CmdResult {
+    ctx.out.array(lines.len());
+    for l in lines {
+        ctx.out.simple(l.as_ref());
+    }
+    Ok(())
+}
+
 /// A container's HELP: one line per subcommand, from the declarations themselves.
 pub fn help(ctx: &mut Ctx<'_>, container: &str, subs: &[Command]) -> CmdResult {
     let mut lines = vec![format!(
@@ -76,11 +85,7 @@ pub fn help(ctx: &mut Ctx<'_>, container: &str, subs: &[Command]) -> CmdResult {
         lines.push(s.name.to_ascii_uppercase());
         lines.push(format!("    {}", s.summary));
     }
-    ctx.out.array(lines.len());
-    for l in &lines {
-        ctx.out.simple(l);
-    }
-    Ok(())
+    help_text(ctx, &lines)
 }
 
 /// HDEL, SREM, ZREM: removes the members named from argv[2..] from the collection at

@@ -414,9 +414,5 @@ fn pubsub_help(ctx: &mut Ctx<'_>) -> CmdResult {
         "HELP",
         "    Prints this help.",
     ];
-    ctx.out.array(LINES.len());
-    for l in LINES {
-        ctx.out.simple(l);
-    }
-    Ok(())
+    super::help_text(ctx, LINES)
 }

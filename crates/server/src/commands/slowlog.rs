@@ -115,9 +115,5 @@ fn slowlog_help(ctx: &mut Ctx<'_>) -> CmdResult {
         "HELP",
         "    Prints this help.",
     ];
-    ctx.out.array(LINES.len());
-    for l in LINES {
-        ctx.out.simple(l);
-    }
-    Ok(())
+    super::help_text(ctx, LINES)
 }
