@@ -498,13 +498,11 @@ impl Hub {
     /// Drops every subscription of a client (disconnect, RESET).
     pub fn remove_all(&self, subs: &mut Subscriptions) {
         for space in [Space::Global, Space::Shard] {
-            for c in std::mem::take(subs.names_mut(space)) {
-                subs.names_mut(space).push(c.clone());
+            for c in subs.names(space).clone() {
                 self.unsubscribe(space, subs, &c);
             }
         }
-        for p in std::mem::take(&mut subs.patterns) {
-            subs.patterns.push(p.clone());
+        for p in subs.patterns.clone() {
             self.punsubscribe(subs, &p);
         }
     }

@@ -303,10 +303,7 @@ impl ScriptHost<'_> {
             out,
             &mut self.clock,
         );
-        if let Some(took) = took.filter(|_| !self.client.replaying) {
-            let name = &server.table.fullnames[id];
-            server.slowlog.observe(took, name, argv, None);
-        }
+        crate::table::log_slow(server, self.client, id, argv, took, true);
         if cmd.has(flags::WRITE) {
             self.wrote = true;
             if let Some(r) = &self.running {

@@ -202,10 +202,7 @@ pub fn execute(
     };
     if let Some(id) = id {
         let took = run(server, client, stats, id, argv, out, clock);
-        if let Some(took) = took.filter(|_| !client.replaying) {
-            let name = &server.table.fullnames[id];
-            server.slowlog.observe(took, name, argv, Some(&client.info));
-        }
+        log_slow(server, client, id, argv, took, false);
     }
     // CLIENT REPLY OFF/SKIP: drop the reply. SKIP applies to the one command after it.
     let suppress = match mode_before {
@@ -220,6 +217,25 @@ pub fn execute(
     };
     if suppress {
         out.truncate(start_len);
+    }
+}
+
+/// Hands the time `run` measured for command `id` to the slow log (None: it did not run).
+/// `by_script`: a script's redis.call, which Redis logs as its Lua client's, not the
+/// caller's. Nothing is logged while the journal replays.
+pub(crate) fn log_slow(
+    server: &Server,
+    client: &Client,
+    id: usize,
+    argv: &[Bytes],
+    took: Option<u64>,
+    by_script: bool,
+) {
+    if let Some(took) = took.filter(|_| !client.replaying) {
+        let who = (!by_script).then_some(&*client.info);
+        server
+            .slowlog
+            .observe(took, &server.table.fullnames[id], argv, who);
     }
 }
 

@@ -206,10 +206,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut clock = crate::tick::Tick::now();
     for (id, argv) in &multi.queued {
         let took = crate::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
-        if let Some(took) = took.filter(|_| !client.replaying) {
-            let name = &server.table.fullnames[*id];
-            server.slowlog.observe(took, name, argv, Some(&client.info));
-        }
+        crate::table::log_slow(server, client, *id, argv, took, false);
         // Inside a transaction a blocking command does not block: it times out at once.
         if let Some(req) = client.block.take() {
             (req.on_timeout)(&mut Reply::new(out, client.proto));
