@@ -281,14 +281,14 @@ pub const PARAMS: &[Param] = &[
     ),
     p(
         "notify-keyspace-events",
-        Kind::Custom(crate::notify::normalize),
+        Kind::Custom(crate::services::notify::normalize),
         "",
         true,
         "keyspace notification classes (Redis's flag letters K E g $ l s h z x e t m d n A)",
     ),
     p(
         "client-output-buffer-limit",
-        Kind::Custom(crate::pubsub::normalize_buffer_limits),
+        Kind::Custom(crate::services::pubsub::normalize_buffer_limits),
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
         true,
         "output buffer limits per client class: <class> <hard> <soft> <soft seconds>",

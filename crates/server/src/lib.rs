@@ -1,34 +1,22 @@
-//! strata-server: the Redis-protocol server. See ../../shared/DESIGN.md, "The way a request
-//! travels": socket bytes -> strata_resp::Parser -> table::execute (the command table) ->
-//! commands::<family> -> strata_engine -> reply bytes, one write per batch.
+//! strata-server: the Redis-protocol server, in four parts (docs/architecture.md):
+//!
+//! - `net/`: listeners, connections, worker threads; it knows commands only through
+//!   `exec::execute`.
+//! - `exec/`: one command's life, stage by stage: resolve, admit, plan and lock, run the
+//!   handler, record its effect, reply.
+//! - `commands/`: one file per command family, each declaring its commands next to their
+//!   handlers.
+//! - `services/`: pub/sub, blocking, WATCH, notifications, slowlog, scripts, durability:
+//!   each owns its state behind its own type.
 
-pub mod blocking;
-pub mod client;
-pub mod command;
 pub mod commands;
 pub mod config;
-mod conn;
-pub mod effects;
-pub mod hll;
-pub mod info;
-pub mod lazyfree;
-pub mod longdouble;
-pub mod notify;
-pub mod persist;
-pub mod pubsub;
-pub mod sched;
-pub mod scripting;
+pub mod exec;
+pub mod net;
+pub mod num;
 pub mod server;
-pub mod slowlog;
-pub mod snapshot;
-pub mod stats;
-#[cfg(target_os = "linux")]
-mod stranded;
-pub mod strtod;
-pub mod table;
+pub mod services;
 pub mod tick;
-mod turn;
-pub mod watch;
 
 pub use config::Config;
 pub use server::{run, serve, start, Server};

@@ -1,11 +1,11 @@
 //! The server: shared state, start-up, worker threads and the background cycle.
 
-use crate::client::Registry;
 use crate::commands;
 use crate::config::Config;
-use crate::conn;
-use crate::stats::{Stats, ThreadStats};
-use crate::table::Table;
+use crate::exec::client::Registry;
+use crate::exec::table::Table;
+use crate::net::conn;
+use crate::services::stats::{Stats, ThreadStats};
 use crate::tick::Tick;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -37,18 +37,18 @@ pub struct Server {
     pub active_expire: AtomicBool,
     pub clock: Clock,
     /// Channel and pattern subscriptions of every client.
-    pub pubsub: crate::pubsub::Hub,
-    pub slowlog: crate::slowlog::SlowLog,
+    pub pubsub: crate::services::pubsub::Hub,
+    pub slowlog: crate::services::slowlog::SlowLog,
     /// Clients blocked on keys.
-    pub blocking: crate::blocking::Blocking,
-    /// `notify-keyspace-events` as flags (crate::notify), 0 when nothing can be published.
+    pub blocking: crate::services::blocking::Blocking,
+    /// `notify-keyspace-events` as flags (crate::services::notify), 0 when nothing can be published.
     pub notify_flags: AtomicU32,
     /// Keys clients WATCH.
-    pub watches: crate::watch::Watches,
+    pub watches: crate::services::watch::Watches,
     /// The journal and snapshots.
-    pub persist: crate::persist::Persist,
+    pub persist: crate::services::persist::Persist,
     /// Script bodies, function libraries and running scripts.
-    pub scripts: crate::scripting::Scripts,
+    pub scripts: crate::services::scripting::Scripts,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
     /// Each worker thread's queue of connections: new ones, and ones moved to it.
@@ -111,9 +111,10 @@ impl Server {
             .store(n("zset-max-listpack-value"), Ordering::Relaxed);
         let list: i64 = c.get("list-max-listpack-size").parse().unwrap_or(-2);
         e.list_max_listpack_size.store(list, Ordering::Relaxed);
-        let flags = crate::notify::parse_flags(&c.get("notify-keyspace-events")).unwrap_or(0);
+        let flags =
+            crate::services::notify::parse_flags(&c.get("notify-keyspace-events")).unwrap_or(0);
         self.notify_flags
-            .store(crate::notify::effective(flags), Ordering::Relaxed);
+            .store(crate::services::notify::effective(flags), Ordering::Relaxed);
         self.scripts
             .busy_threshold_ms
             .store(c.get_u64("busy-reply-threshold"), Ordering::Relaxed);
@@ -122,9 +123,12 @@ impl Server {
             .help_after_ms
             .store(c.get_u64("snapshot-help-after-ms"), Ordering::Relaxed);
         if let Some(j) = self.persist.journal() {
-            j.set_fsync(crate::persist::fsync_policy(&c.get("appendfsync")));
+            j.set_fsync(crate::services::persist::fsync_policy(
+                &c.get("appendfsync"),
+            ));
         }
-        if let Ok(l) = crate::pubsub::parse_buffer_limits(&c.get("client-output-buffer-limit"), "")
+        if let Ok(l) =
+            crate::services::pubsub::parse_buffer_limits(&c.get("client-output-buffer-limit"), "")
         {
             self.pubsub.set_limit(l[2]);
         }
@@ -249,11 +253,11 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
             s.watches.touch(db, key);
             s.persist.log_expired(db, key);
             let flags = s.notify_flags.load(Ordering::Relaxed);
-            if flags & crate::notify::EXPIRED != 0 {
-                crate::notify::emit(&s, flags, "expired", key, db, None);
+            if flags & crate::services::notify::EXPIRED != 0 {
+                crate::services::notify::emit(&s, flags, "expired", key, db, None);
             }
         }));
-    crate::persist::open(&server).map_err(std::io::Error::other)?;
+    crate::services::persist::open(&server).map_err(std::io::Error::other)?;
     Ok((server, listeners))
 }
 
@@ -353,7 +357,7 @@ fn worker(
     me: usize,
 ) {
     if server.config.get("worker-sched") == "batch" {
-        if let Err(e) = crate::sched::set_current(crate::sched::Policy::Batch) {
+        if let Err(e) = crate::net::sched::set_current(crate::net::sched::Policy::Batch) {
             tracing::warn!("worker thread stays SCHED_OTHER: SCHED_BATCH refused: {e}");
         }
     }
@@ -371,10 +375,10 @@ fn worker(
             if let Some(j) = leader.persist.journal() {
                 j.flush_pending();
             }
-            crate::snapshot::help(&leader);
-            crate::turn::ended();
+            crate::services::snapshot::help(&leader);
+            crate::net::turn::ended();
             #[cfg(target_os = "linux")]
-            crate::stranded::end_of_turn(workers);
+            crate::net::stranded::end_of_turn(workers);
         })
         .build()
     {
@@ -424,7 +428,7 @@ fn cron(server: &Arc<Server>) {
             server.ops_per_sec.store(rate as u64, Ordering::Relaxed);
             last = (Instant::now(), total);
             close_idle_clients(server);
-            crate::snapshot::cron(server);
+            crate::services::snapshot::cron(server);
         }
         std::thread::sleep(period);
     }
@@ -463,7 +467,7 @@ fn watch_signals(server: Arc<Server>) {
             _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
             _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
         }
-        if let Err(e) = crate::snapshot::on_shutdown(&server, false) {
+        if let Err(e) = crate::services::snapshot::on_shutdown(&server, false) {
             tracing::warn!("shutdown snapshot failed: {e}");
         }
         server.stop();

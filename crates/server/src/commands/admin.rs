@@ -1,7 +1,7 @@
 //! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME LASTSAVE SHUTDOWN DEBUG INFO.
 
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::info;
+use crate::commands::info;
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ const fn admin(
     flags: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(name, arity, flags, "server", summary, since, handler)
 }
@@ -149,7 +149,7 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
 /// Frees flushed tables on a background thread when asked to (ASYNC), else right here.
 fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
     if in_background {
-        crate::lazyfree::free_later(garbage);
+        crate::services::lazyfree::free_later(garbage);
     }
 }
 
@@ -226,7 +226,7 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
     let has = |w: &[u8]| words.iter().any(|x| x == w);
     if !has(b"nosave") {
         if let Some(server) = ctx.server.arc() {
-            if let Err(e) = crate::snapshot::on_shutdown(&server, has(b"save")) {
+            if let Err(e) = crate::services::snapshot::on_shutdown(&server, has(b"save")) {
                 tracing::warn!("shutdown snapshot failed: {e}");
                 if !has(b"force") {
                     return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));

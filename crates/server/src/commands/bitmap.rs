@@ -2,8 +2,8 @@
 //! BITFIELD_RO. Semantics, argument checks and error texts follow Redis 7.0's bitops.c.
 
 use super::strings::{is_opt, max_string_len};
-use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::notify;
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::services::notify;
 use strata_engine::{Locked, Ttl, Value};
 
 const KEY1: Keys = Keys::Range {

@@ -3,7 +3,7 @@
 //!
 //! Each handler first tries to serve at once, exactly as the non-blocking command does
 //! (same reply, same keyspace events); when every key is missing it asks to block with
-//! `ctx.block_on` (see crate::blocking), and is re-run as the waiter when a write signals
+//! `ctx.block_on` (see crate::services::blocking), and is re-run as the waiter when a write signals
 //! one of its keys. A re-run treats a key holding another type as not ready (Redis 7.0
 //! leaves such a client blocked: a ZADD on a key a BLPOP waits for does not serve it); a
 //! BLMOVE served while its destination holds another type answers WRONGTYPE, as Redis
@@ -13,8 +13,8 @@
 
 use super::list::{self, parse_mpop, pop_count_reply, Where};
 use super::zset::{self, parse_zmpop, zpop_reply};
-use crate::blocking::parse_timeout;
-use crate::command::{flags, parse_i64, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, parse_i64, CmdResult, Command, Ctx, Keys};
+use crate::services::blocking::parse_timeout;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use strata_resp::Reply;
@@ -45,7 +45,7 @@ const fn bcmd(
     summary: &'static str,
     since: &'static str,
     complexity: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command {
         keys,
@@ -82,7 +82,7 @@ fn timed_out(out: &mut Reply<'_>) {
     out.null_array();
 }
 
-/// True when the command runs as a waiter being served (crate::blocking::serve_ready, or
+/// True when the command runs as a waiter being served (crate::services::blocking::serve_ready, or
 /// the waiter's own check right after registering): the client is still registered as
 /// blocked while its command re-runs, and never while it runs a command itself.
 fn rerun(ctx: &Ctx<'_>) -> bool {

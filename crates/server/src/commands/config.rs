@@ -1,7 +1,7 @@
 //! CONFIG GET/SET/RESETSTAT/REWRITE/HELP.
 
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
 use crate::config::param;
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
 
 const fn cfg(
     name: &'static str,
@@ -9,7 +9,7 @@ const fn cfg(
     flags: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(name, arity, flags, "server", summary, since, handler)
 }

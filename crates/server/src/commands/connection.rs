@@ -1,7 +1,7 @@
 //! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
 
-use crate::client::{Client, ClientInfo, ReplyMode};
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::exec::client::{Client, ClientInfo, ReplyMode};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
 use crate::server::Server;
 use std::sync::atomic::Ordering;
 use strata_resp::Protocol;
@@ -12,7 +12,7 @@ const fn conn(
     flags: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(name, arity, flags, "connection", summary, since, handler)
 }
@@ -271,7 +271,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
     out.bulk(b"server");
     out.bulk(b"redis");
     out.bulk(b"version");
-    out.bulk(crate::info::REDIS_VERSION.as_bytes());
+    out.bulk(crate::commands::info::REDIS_VERSION.as_bytes());
     out.bulk(b"proto");
     out.int(if ctx.client.proto == Protocol::Resp3 {
         3
@@ -440,7 +440,7 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
             b"id" if j + 1 < ctx.argv.len() => {
                 let mut list = Vec::new();
                 for a in &ctx.argv[j + 1..] {
-                    match crate::command::parse_i64(a) {
+                    match crate::exec::command::parse_i64(a) {
                         Some(id) if id > 0 => list.push(id as u64),
                         _ => return Err(CmdError::err("Invalid client ID")),
                     }
@@ -486,7 +486,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         let val = ctx.arg(j + 1);
         match ctx.lower(j).as_slice() {
-            b"id" => match crate::command::parse_i64(val) {
+            b"id" => match crate::exec::command::parse_i64(val) {
                 Some(n) if n > 0 => id = Some(n as u64),
                 _ => return Err(CmdError::err("client-id should be greater than 0")),
             },
@@ -517,7 +517,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
                 _ => return Err(CmdError::SYNTAX),
             },
             b"maxage" => {
-                maxage = Some(crate::command::parse_i64(val).ok_or(CmdError::NOT_INTEGER)?)
+                maxage = Some(crate::exec::command::parse_i64(val).ok_or(CmdError::NOT_INTEGER)?)
             }
             _ => return Err(CmdError::SYNTAX),
         }

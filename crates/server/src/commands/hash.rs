@@ -12,9 +12,9 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::longdouble;
-use crate::notify;
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::num::longdouble;
+use crate::services::notify;
 use strata_engine::HashValue;
 use strata_resp::Protocol;
 

@@ -1,13 +1,13 @@
 //! The HyperLogLog commands: PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST, as Redis 7.0's
 //! hyperloglog.c. The value is a plain string in Redis's exact representation (see
-//! `crate::hll`), so GET, DUMP and the cached cardinality are byte-identical to Redis's.
+//! `crate::commands::hll`), so GET, DUMP and the cached cardinality are byte-identical to Redis's.
 //!
 //! Lookups mirror Redis's: PFADD and PFDEBUG use write lookups (no hit/miss statistics),
 //! PFCOUNT and PFMERGE read lookups. PFCOUNT of one key refreshes the cached cardinality in
 //! the stored value, as Redis does (the value changes; the key's TTL does not).
 
-use crate::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::hll;
+use crate::commands::hll;
+use crate::exec::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
 use strata_engine::{Locked, Ttl};
 
 const NOT_HLL: CmdError =
@@ -150,7 +150,7 @@ fn pfadd(ctx: &mut Ctx<'_>) -> CmdResult {
     };
     drop(l);
     if updated {
-        ctx.notify(crate::notify::STRING, "pfadd", key);
+        ctx.notify(crate::services::notify::STRING, "pfadd", key);
     }
     ctx.out.int(i64::from(updated));
     Ok(())
@@ -228,7 +228,7 @@ fn pfmerge(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     drop(l);
     // Redis announces a merge as a PFADD.
-    ctx.notify(crate::notify::STRING, "pfadd", dest);
+    ctx.notify(crate::services::notify::STRING, "pfadd", dest);
     ctx.out.ok();
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! COMMAND and its subcommands: what clients and redis-cli learn about the command table.
 //! Everything here is read from the declarations in the other families.
 
-use crate::command::{flags, flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, flags::*, CmdError, CmdResult, Command, Ctx, Keys};
 use bytes::Bytes;
 
 const fn intro(
@@ -9,7 +9,7 @@ const fn intro(
     arity: i32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(
         name,

@@ -10,8 +10,8 @@
 //! - `lookupKeyWrite` (no statistics): `contains` / `peek` / `take` / `remove`.
 
 use super::scan;
-use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::notify;
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::{clock, Kind, Locked, ScanFilter};
 
@@ -383,10 +383,10 @@ fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
     let large: Vec<_> = gone
         .into_iter()
         .flatten()
-        .filter(|u| u.free_effort() > crate::lazyfree::LAZYFREE_THRESHOLD)
+        .filter(|u| u.free_effort() > crate::services::lazyfree::LAZYFREE_THRESHOLD)
         .collect();
     if !large.is_empty() {
-        crate::lazyfree::free_later(large);
+        crate::services::lazyfree::free_later(large);
     }
     ctx.out.int(removed as i64);
     Ok(())
@@ -854,13 +854,17 @@ fn expire_generic(ctx: &mut Ctx<'_>, relative: bool, seconds: bool) -> CmdResult
     let event = if when <= now_i64(&l) {
         // A time already past deletes the key (as Redis, which propagates a DEL).
         l.remove(key);
-        ctx.rewrite1(crate::effects::cmd(&[b"DEL", key]));
+        ctx.rewrite1(crate::exec::effects::cmd(&[b"DEL", key]));
         "del"
     } else {
         // when > now >= 0, so the conversion cannot fail.
         l.set_expire(key, u64::try_from(when).ok());
         let at = when.to_string();
-        ctx.rewrite1(crate::effects::cmd(&[b"PEXPIREAT", key, at.as_bytes()]));
+        ctx.rewrite1(crate::exec::effects::cmd(&[
+            b"PEXPIREAT",
+            key,
+            at.as_bytes(),
+        ]));
         "expire"
     };
     drop(l);

@@ -13,8 +13,8 @@
 //! after the write with the lock released; every push also signals the key as ready for
 //! blocked clients.
 
-use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::notify;
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::services::notify;
 use bytes::Bytes;
 use std::ops::Range;
 use strata_engine::{ListValue, Locked, WrongType};

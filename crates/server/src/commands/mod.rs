@@ -1,8 +1,8 @@
 //! Command families, one file each. Each file declares its commands in a `COMMANDS` table
 //! next to their handlers; `FAMILIES` lists every table.
 
-use crate::command::{CmdError, CmdResult, Command, Ctx};
-use crate::notify;
+use crate::exec::command::{CmdError, CmdResult, Command, Ctx};
+use crate::services::notify;
 use strata_engine::{Locked, WrongType};
 
 pub mod admin;
@@ -11,7 +11,9 @@ pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod hash;
+pub mod hll;
 pub mod hyperloglog;
+pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod list;

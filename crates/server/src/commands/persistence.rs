@@ -1,7 +1,7 @@
-//! SAVE BGSAVE BGREWRITEAOF LASTSAVE: snapshots on demand (see crate::snapshot).
+//! SAVE BGSAVE BGREWRITEAOF LASTSAVE: snapshots on demand (see crate::services::snapshot).
 
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
-use crate::snapshot;
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::services::snapshot;
 use std::sync::atomic::Ordering;
 
 /// Declares a command of this family (doc group "server").
@@ -11,7 +11,7 @@ const fn cmd(
     flags: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(name, arity, flags, "server", summary, since, handler)
 }

@@ -1,12 +1,12 @@
 //! Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and
 //! Redis 7's shard channels, SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (on one server, a namespace
-//! of their own). The registry and delivery live in crate::pubsub.
+//! of their own). The registry and delivery live in crate::services::pubsub.
 //!
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::command::{flags::*, CmdResult, Command, Ctx};
-use crate::pubsub::{Mailbox, Publisher, Space, Subscriptions};
+use crate::exec::command::{flags::*, CmdResult, Command, Ctx};
+use crate::services::pubsub::{Mailbox, Publisher, Space, Subscriptions};
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ const fn ps(
     flags: u32,
     summary: &'static str,
     complexity: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command {
         complexity,

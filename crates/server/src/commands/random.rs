@@ -1,7 +1,7 @@
 //! Randomness for the commands that pick random members (HRANDFIELD, SRANDMEMBER, SPOP,
 //! ZRANDMEMBER): a small generator, distinct sampling, and the count argument's rules.
 
-use crate::command::{CmdError, Ctx};
+use crate::exec::command::{CmdError, Ctx};
 
 /// A small fast PRNG (xorshift64*), seeded per command from the server's random source.
 pub(crate) struct Rng(u64);

@@ -1,9 +1,9 @@
 //! EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT LOAD|EXISTS|FLUSH|KILL, FUNCTION
 //! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
-//! crate::scripting.
+//! crate::services::scripting.
 
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::scripting::{self, Library, Target};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::services::scripting::{self, Library, Target};
 use bytes::Bytes;
 use strata_scripting::ScriptFlags;
 
@@ -14,7 +14,7 @@ const fn cmd(
     flags: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(name, arity, flags, "scripting", summary, since, handler)
 }
@@ -23,7 +23,7 @@ const fn cmd(
 fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
     let n = argv
         .get(2)
-        .and_then(|a| crate::command::parse_i64(a))
+        .and_then(|a| crate::exec::command::parse_i64(a))
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
     (3..3 + n).take_while(|i| *i < argv.len()).collect()
@@ -235,7 +235,7 @@ fn split_args<'a>(
     ctx: &Ctx<'a>,
     bad_numkeys: fn() -> CmdError,
 ) -> Result<(&'a [Bytes], &'a [Bytes]), CmdError> {
-    let n = crate::command::parse_i64(ctx.arg(2)).ok_or_else(bad_numkeys)?;
+    let n = crate::exec::command::parse_i64(ctx.arg(2)).ok_or_else(bad_numkeys)?;
     let rest = ctx.argv.len() as i64 - 3;
     if n > rest {
         return Err(CmdError::err(

@@ -14,8 +14,8 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::notify;
+use crate::exec::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::{Kind, SetValue, Ttl, Value};
 
@@ -253,7 +253,7 @@ pub const COMMANDS: &[Command] = &[
 fn numkeys_at_1(argv: &[Bytes]) -> Vec<usize> {
     let n = argv
         .get(1)
-        .and_then(|a| crate::command::parse_i64(a))
+        .and_then(|a| crate::exec::command::parse_i64(a))
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
     if n == 0 || n > argv.len().saturating_sub(2) {
@@ -394,7 +394,7 @@ fn spop(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     // The journal gets which member went, not "pop one at random".
     match &popped {
-        Some(m) => ctx.rewrite1(crate::effects::cmd(&[b"SREM", key, m])),
+        Some(m) => ctx.rewrite1(crate::exec::effects::cmd(&[b"SREM", key, m])),
         None => ctx.no_effect(),
     }
     ctx.notify(notify::SET, "spop", key);
@@ -410,7 +410,8 @@ fn spop(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
     // Redis's getPositiveLongFromObjectOrReply: one message for any failure.
-    let Some(count) = crate::command::parse_i64(ctx.arg(2)).and_then(|n| usize::try_from(n).ok())
+    let Some(count) =
+        crate::exec::command::parse_i64(ctx.arg(2)).and_then(|n| usize::try_from(n).ok())
     else {
         return Err(CmdError::err("value is out of range, must be positive"));
     };
@@ -435,7 +436,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         let all = union_of(std::iter::once(&*s), enc);
         l.remove(key);
         drop(l);
-        ctx.rewrite1(crate::effects::cmd(&[b"DEL", key]));
+        ctx.rewrite1(crate::exec::effects::cmd(&[b"DEL", key]));
         ctx.notify(notify::SET, "spop", key);
         ctx.notify(notify::GENERIC, "del", key);
         ctx.out.set(all.len());
@@ -447,7 +448,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.out.set(count);
     let remaining = size - count;
     // The journal gets the members that went: SREM key m1 m2 ...
-    let mut srem = crate::effects::cmd(&[b"SREM", key]);
+    let mut srem = crate::exec::effects::cmd(&[b"SREM", key]);
     if remaining * SPOP_MOVE_STRATEGY_MUL > count {
         // CASE 2: pop `count` random members one by one.
         for _ in 0..count {
@@ -567,7 +568,7 @@ fn sinterstore(ctx: &mut Ctx<'_>) -> CmdResult {
 /// SINTERCARD numkeys key [key ...] [LIMIT limit]
 fn sintercard(ctx: &mut Ctx<'_>) -> CmdResult {
     // Redis's getRangeLongFromObjectOrReply with a message: the message for any failure.
-    let numkeys = match crate::command::parse_i64(ctx.arg(1)) {
+    let numkeys = match crate::exec::command::parse_i64(ctx.arg(1)) {
         Some(n) if n >= 1 => n,
         _ => return Err(CmdError::err("numkeys should be greater than 0")),
     };
@@ -586,7 +587,7 @@ fn sintercard(ctx: &mut Ctx<'_>) -> CmdResult {
         let more = argc - 1 - j;
         if ctx.lower(j) == b"limit" && more > 0 {
             j += 1;
-            limit = crate::command::parse_i64(ctx.arg(j))
+            limit = crate::exec::command::parse_i64(ctx.arg(j))
                 .and_then(|n| usize::try_from(n).ok())
                 .ok_or_else(|| CmdError::err("LIMIT can't be negative"))?;
         } else {

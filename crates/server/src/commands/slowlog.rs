@@ -1,6 +1,6 @@
-//! SLOWLOG GET|LEN|RESET|HELP. The log itself lives in crate::slowlog.
+//! SLOWLOG GET|LEN|RESET|HELP. The log itself lives in crate::services::slowlog.
 
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
 
 pub const COMMANDS: &[Command] = &[Command {
     subcommands: SLOWLOG_SUBS,
@@ -19,7 +19,7 @@ const fn sub(
     name: &'static str,
     arity: i32,
     summary: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(
         name,

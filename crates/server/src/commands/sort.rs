@@ -28,7 +28,7 @@
 //! (`BY nosort`) is its storage order: ascending for an intset, unspecified for a
 //! hashtable (as in Redis, where it differs too). Weights are read with strtod's rules.
 
-use crate::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::atomic::AtomicUsize;
@@ -120,7 +120,7 @@ fn parse<'a>(argv: &'a [Bytes], readonly: bool) -> Result<Opts<'a>, CmdError> {
         dontsort: false,
         gets: Vec::new(),
     };
-    let int = |b: &[u8]| crate::command::parse_i64(b).ok_or(CmdError::NOT_INTEGER);
+    let int = |b: &[u8]| crate::exec::command::parse_i64(b).ok_or(CmdError::NOT_INTEGER);
     let mut j = 2;
     while j < argv.len() {
         let left = argv.len() - j - 1;
@@ -411,7 +411,7 @@ fn weight(s: &[u8]) -> Option<f64> {
         .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
         .map_or(&s[s.len()..], |i| &s[i..]);
     // SORT refuses any ERANGE, and glibc sets it for subnormal results too.
-    let (v, erange) = crate::strtod::strtod_all(t)?;
+    let (v, erange) = crate::num::strtod::strtod_all(t)?;
     (!(erange || v.is_subnormal() || v.is_nan())).then_some(v)
 }
 
@@ -553,9 +553,9 @@ fn finish(ctx: &mut Ctx<'_>, l: &mut Locked<'_>, o: &Opts<'_>, ld: Loaded) -> Cm
             if outputlen > 0 {
                 l.set_value(dest, Value::List(Box::new(list)), Ttl::Clear);
                 ctx.signal_key_ready(dest);
-                ctx.notify(crate::notify::LIST, "sortstore", dest);
+                ctx.notify(crate::services::notify::LIST, "sortstore", dest);
             } else if l.remove(dest) {
-                ctx.notify(crate::notify::GENERIC, "del", dest);
+                ctx.notify(crate::services::notify::GENERIC, "del", dest);
             }
             ctx.out.int(outputlen as i64);
         }

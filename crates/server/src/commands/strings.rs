@@ -6,9 +6,9 @@
 //! Lookups mirror Redis's flavours: `lookupKeyRead` (counts a hit or miss, touches the
 //! access time) is `Locked::get`; `lookupKeyWrite` (no statistics) is `peek`/`contains`.
 
-use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::longdouble;
-use crate::notify;
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::num::longdouble;
+use crate::services::notify;
 use bytes::Bytes;
 use std::cell::Cell;
 use strata_engine::{Locked, Ttl};
@@ -652,21 +652,25 @@ fn getex(ctx: &mut Ctx<'_>) -> CmdResult {
         Some(at) if f & (EXAT | PXAT) != 0 && at <= now => {
             l.remove(key);
             drop(l);
-            ctx.rewrite1(crate::effects::cmd(&[b"DEL", key]));
+            ctx.rewrite1(crate::exec::effects::cmd(&[b"DEL", key]));
             ctx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
             l.set_expire(key, Some(at));
             drop(l);
             let at = at.to_string();
-            ctx.rewrite1(crate::effects::cmd(&[b"PEXPIREAT", key, at.as_bytes()]));
+            ctx.rewrite1(crate::exec::effects::cmd(&[
+                b"PEXPIREAT",
+                key,
+                at.as_bytes(),
+            ]));
             ctx.notify(notify::GENERIC, "expire", key);
         }
         None if f & PERSIST != 0 => {
             let had = l.expire_at(key).flatten().is_some();
             l.set_expire(key, None);
             drop(l);
-            ctx.rewrite1(crate::effects::cmd(&[b"PERSIST", key]));
+            ctx.rewrite1(crate::exec::effects::cmd(&[b"PERSIST", key]));
             if had {
                 ctx.notify(notify::GENERIC, "persist", key);
             }

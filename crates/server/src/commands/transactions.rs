@@ -5,9 +5,9 @@
 //! journal block and unlocks: no other client sees a state between two of its commands, and
 //! transactions on disjoint keys run in parallel on different threads.
 
-use crate::client::Client;
-use crate::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::effects::LockPlan;
+use crate::exec::client::Client;
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::effects::LockPlan;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use strata_resp::Reply;
@@ -28,7 +28,7 @@ const fn cmd(
     flags: u32,
     summary: &'static str,
     since: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command::new(name, arity, flags, "transactions", summary, since, handler)
 }
@@ -167,7 +167,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     for (id, argv) in &multi.queued {
         let name = server.table.fullnames[*id].as_str();
         if name == "select" {
-            if let Some(n) = crate::command::parse_i64(&argv[1]) {
+            if let Some(n) = crate::exec::command::parse_i64(&argv[1]) {
                 if (0..server.keyspace.db_count() as i64).contains(&n) {
                     db = n as usize;
                 }
@@ -190,8 +190,8 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         .collect();
     plan.merge(LockPlan::Shards(watched));
     let nested = strata_engine::Keyspace::in_session();
-    let session =
-        (!nested).then(|| crate::snapshot::open_write(server, ctx.stats, ctx.client, plan));
+    let session = (!nested)
+        .then(|| crate::services::snapshot::open_write(server, ctx.stats, ctx.client, plan));
     let fails = ctx.client.watch.dirty.load(Ordering::Relaxed) || watched_key_expired(ctx);
     server.watches.unwatch(&mut ctx.client.watch);
     if fails {
@@ -200,13 +200,13 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     }
     let client = &mut *ctx.client;
-    let outer = crate::persist::Persist::begin_group(client, client.db);
+    let outer = crate::services::persist::Persist::begin_group(client, client.db);
     let out: &mut Vec<u8> = ctx.out.buf;
     Reply::new(out, client.proto).array(multi.queued.len());
     let mut clock = crate::tick::Tick::now();
     for (id, argv) in &multi.queued {
-        let took = crate::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
-        crate::table::log_slow(server, client, *id, argv, took, false);
+        let took = crate::exec::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
+        crate::exec::table::log_slow(server, client, *id, argv, took, false);
         // Inside a transaction a blocking command does not block: it times out at once.
         if let Some(req) = client.block.take() {
             (req.on_timeout)(&mut Reply::new(out, client.proto));

@@ -13,8 +13,8 @@
 mod range;
 
 use super::random::Rng;
-use crate::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::notify;
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::{Locked, Ttl, Value, ZSetValue};
 use strata_resp::{format_g17, Protocol, Reply};
@@ -63,7 +63,7 @@ const fn zcmd(
     summary: &'static str,
     since: &'static str,
     complexity: &'static str,
-    handler: crate::command::Handler,
+    handler: crate::exec::command::Handler,
 ) -> Command {
     Command {
         keys,

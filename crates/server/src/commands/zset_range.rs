@@ -4,13 +4,13 @@
 //! t_zset.c (zrangeGenericCommand and friends).
 
 use super::{reply_pairs, zset_of};
-use crate::command::{CmdError, CmdResult, Ctx};
+use crate::exec::command::{CmdError, CmdResult, Ctx};
 use strata_engine::{Ttl, Value, ZSetValue};
 
 const NOT_FLOAT_RANGE: CmdError = CmdError::Static("ERR min or max is not a float");
 const NOT_LEX_RANGE: CmdError = CmdError::Static("ERR min or max not valid string range item");
 
-use crate::strtod::strtod_all;
+use crate::num::strtod::strtod_all;
 
 /// Redis's getDoubleFromObject: the whole argument one number, no leading space, no
 /// overflow or underflow to zero, not NaN.
@@ -392,9 +392,9 @@ pub(super) fn zrange_generic(
             drop(l);
             if count > 0 {
                 ctx.signal_key_ready(dst);
-                ctx.notify(crate::notify::ZSET, "zrangestore", dst);
+                ctx.notify(crate::services::notify::ZSET, "zrangestore", dst);
             } else if removed {
-                ctx.notify(crate::notify::GENERIC, "del", dst);
+                ctx.notify(crate::services::notify::GENERIC, "del", dst);
             }
             ctx.out.int(count as i64);
         }
@@ -483,9 +483,9 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, what: RemRange) -> CmdResult {
             RemRange::Range(Spec::Score(_)) => "zremrangebyscore",
             RemRange::Range(_) => "zremrangebylex",
         };
-        ctx.notify(crate::notify::ZSET, event, key);
+        ctx.notify(crate::services::notify::ZSET, event, key);
         if deleted {
-            ctx.notify(crate::notify::GENERIC, "del", key);
+            ctx.notify(crate::services::notify::GENERIC, "del", key);
         }
     }
     ctx.out.int(removed as i64);

@@ -19,10 +19,10 @@
 //! with an epoch below E was applied before its shards were captured, so the snapshot holds
 //! it; recovery loads the snapshot, then replays the journal from the marker skipping those.
 
-use crate::client::Client;
-use crate::effects::LockPlan;
+use crate::exec::client::Client;
+use crate::exec::effects::LockPlan;
 use crate::server::Server;
-use crate::stats::ThreadStats;
+use crate::services::stats::ThreadStats;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -322,9 +322,12 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
             // not hold; the registry stays locked until the marker is in the journal.
             let libs = server.scripts.libraries.read();
             let mut marker = MARKER.to_vec();
-            crate::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"FLUSH"]);
+            crate::exec::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"FLUSH"]);
             for l in libs.values() {
-                crate::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"LOAD", &l.code]);
+                crate::exec::effects::encode(
+                    &mut marker,
+                    &[b"FUNCTION".as_slice(), b"LOAD", &l.code],
+                );
             }
             let (_, (pos, older)) = j.append_with_pos(0, epoch, &marker, |_, pos| {
                 let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
@@ -384,7 +387,7 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
                 // (milliseconds at every client's p99; GET -P 1 under back-to-back
                 // snapshots of 10M keys: p99 0.8–1.3 ms, niced 3.5–3.8 ms). Starved, it
                 // is helped by the workers (`help`).
-                let _ = crate::sched::set_current(crate::sched::Policy::Idle);
+                let _ = crate::net::sched::set_current(crate::net::sched::Policy::Idle);
                 let _ = run();
             })
             .map_err(|e| e.to_string())?;
@@ -421,7 +424,9 @@ fn write(
         .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
     snap.next_shard.store(0, Ordering::SeqCst);
     #[cfg(target_os = "linux")]
-    let mut stranded = background.then(crate::stranded::Stranded::find).flatten();
+    let mut stranded = background
+        .then(crate::net::stranded::Stranded::find)
+        .flatten();
     while walk_step(server, epoch) {
         snap.progress_ms
             .store(strata_engine::clock::now_ms(), Ordering::Relaxed);

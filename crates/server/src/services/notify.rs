@@ -26,8 +26,8 @@
 //!   and hyperloglog.c, emitted from
 //!   commands/{list,zset,zset_range,hash,set,sort,hyperloglog,blocking}.rs.
 
-use crate::pubsub::Publisher;
 use crate::server::Server;
+use crate::services::pubsub::Publisher;
 
 pub const KEYSPACE: u32 = 1 << 0;
 pub const KEYEVENT: u32 = 1 << 1;

@@ -6,10 +6,10 @@
 //! replies wait until the journal is durable up to that connection's last write; the
 //! journal's one flusher thread covers every write appended meanwhile with one fsync.
 
-use crate::client::{Client, ClientInfo};
-use crate::effects::{Effect, Group};
+use crate::exec::client::{Client, ClientInfo};
+use crate::exec::effects::{Effect, Group};
 use crate::server::Server;
-use crate::stats::ThreadStats;
+use crate::services::stats::ThreadStats;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ pub struct Persist {
     pub epoch: AtomicU64,
     /// What recovery did at start (INFO, logs).
     pub loaded: Mutex<LoadReport>,
-    pub snapshots: crate::snapshot::Snapshots,
+    pub snapshots: crate::services::snapshot::Snapshots,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -66,7 +66,7 @@ impl Persist {
     }
 
     /// Changes since the last successful snapshot began (Redis's `server.dirty`).
-    pub fn dirty(&self, stats: &crate::stats::Stats) -> u64 {
+    pub fn dirty(&self, stats: &crate::services::stats::Stats) -> u64 {
         stats
             .changes()
             .saturating_sub(self.saved_changes.load(Ordering::Relaxed))
@@ -90,10 +90,11 @@ impl Persist {
             return;
         }
         // Encoded straight into this thread's journal lane. The epoch is the one seen
-        // when the write locked its shards (see crate::snapshot).
+        // when the write locked its shards (see crate::services::snapshot).
         // The request is its own record when it was canonical: copied, not encoded again.
-        let frame = frame
-            .filter(|f| matches!(effect, Effect::Argv) && crate::effects::is_frame_of(f, argv));
+        let frame = frame.filter(|f| {
+            matches!(effect, Effect::Argv) && crate::exec::effects::is_frame_of(f, argv)
+        });
         let write = |buf: &mut Vec<u8>| match frame {
             Some(f) => buf.extend_from_slice(f),
             None => effect.encode(buf, argv),
@@ -136,7 +137,7 @@ impl Persist {
         if group.is_empty() || client.replaying {
             return;
         }
-        // The epoch seen when the write locked its shards (see crate::snapshot).
+        // The epoch seen when the write locked its shards (see crate::services::snapshot).
         client.last_lsn = j.append(group.db as u32, client.write_epoch, &group.buf);
     }
 
@@ -249,7 +250,7 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         Err(e) => tracing::warn!("cannot remove unfinished snapshot files: {e}"),
     }
     if !server.config.get_bool("appendonly") {
-        crate::snapshot::load(server)?;
+        crate::services::snapshot::load(server)?;
         tracing::warn!(
             "appendonly no: data lives in memory only and is lost when the server stops"
         );
@@ -260,7 +261,7 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         dir.display(),
         server.config.get("appendfsync")
     );
-    let loaded = crate::snapshot::load(server)?;
+    let loaded = crate::services::snapshot::load(server)?;
     let (min_epoch, from) = match loaded {
         Some((epoch, from)) => (epoch, Some(from)),
         None => (0, None),
@@ -316,7 +317,14 @@ fn replay(
         loop {
             match parser.parse(&mut buf) {
                 Ok(Some(argv)) => {
-                    crate::table::execute(server, &mut client, &stats, &argv, &mut out, &mut clock);
+                    crate::exec::table::execute(
+                        server,
+                        &mut client,
+                        &stats,
+                        &argv,
+                        &mut out,
+                        &mut clock,
+                    );
                     out.clear();
                     report.commands += 1;
                 }

@@ -1,12 +1,12 @@
 //! The command table built from every family's declarations, and dispatch: lookup, arity,
 //! authentication, execution, CLIENT REPLY suppression and per-command statistics.
 
-use crate::client::{Client, ReplyMode};
-use crate::command::{flags, CmdError, Command, Ctx};
 use crate::commands::transactions;
-use crate::effects::{Effect, LockPlan};
+use crate::exec::client::{Client, ReplyMode};
+use crate::exec::command::{flags, CmdError, Command, Ctx};
+use crate::exec::effects::{Effect, LockPlan};
 use crate::server::Server;
-use crate::stats::ThreadStats;
+use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -323,7 +323,7 @@ pub(crate) fn run(
         } else {
             plan.take()
         };
-        p.map(|p| crate::snapshot::open_write(server, stats, client, p))
+        p.map(|p| crate::services::snapshot::open_write(server, stats, client, p))
     } else {
         None
     };
@@ -331,7 +331,7 @@ pub(crate) fn run(
     if let Some(p) = plan.as_ref().filter(|_| snapshotting) {
         let mut keys: Vec<&[u8]> = Vec::new();
         cmd.for_each_key_position(argv, |i| keys.extend(argv.get(i).map(|k| k.as_ref())));
-        crate::snapshot::before_write(server, client.write_epoch, db, p, &keys);
+        crate::services::snapshot::before_write(server, client.write_epoch, db, p, &keys);
     }
     let (result, effect) = {
         let mut ctx = Ctx {

@@ -4,7 +4,7 @@
 //! execution, not its I/O. The hot path pays one atomic load and a compare; building an
 //! entry and taking the lock happen only for a command that qualifies.
 
-use crate::client::ClientInfo;
+use crate::exec::client::ClientInfo;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::VecDeque;

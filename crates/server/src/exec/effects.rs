@@ -6,7 +6,7 @@
 //! chance (EXPIRE, SET EX, SPOP...) rewrites its record with `Ctx::rewrite` into the
 //! deterministic commands that reproduce it.
 
-use crate::command::{Command, Ctx};
+use crate::exec::command::{Command, Ctx};
 use crate::server::Server;
 use bytes::Bytes;
 use strata_engine::ShardId;

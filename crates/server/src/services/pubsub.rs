@@ -13,7 +13,7 @@
 //! hard limit, or staying over the soft limit for longer than `secs`, closes the client and
 //! drops its queue, so a subscriber that stops reading costs at most about the hard limit.
 
-use crate::client::ClientInfo;
+use crate::exec::client::ClientInfo;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;

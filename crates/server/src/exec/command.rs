@@ -3,7 +3,7 @@
 //! handler. Dispatch, arity checks, COMMAND INFO/DOCS/GETKEYS and key extraction all read
 //! these declarations; nothing repeats them.
 
-use crate::client::Client;
+use crate::exec::client::Client;
 use crate::server::Server;
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -231,9 +231,9 @@ pub struct Ctx<'a> {
     /// The time this command runs at, in Unix milliseconds (read once per command).
     pub now_ms: u64,
     /// What this command leaves in the journal (its argv unless it rewrites it).
-    pub effect: crate::effects::Effect,
+    pub effect: crate::exec::effects::Effect,
     /// The worker thread's statistics (EXEC runs its queued commands through dispatch).
-    pub stats: &'a crate::stats::ThreadStats,
+    pub stats: &'a crate::services::stats::ThreadStats,
 }
 
 impl<'a> Ctx<'a> {
@@ -257,7 +257,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Publishes a keyspace event for `key` in the selected database, if events of
-    /// `class` (crate::notify::STRING, GENERIC...) are enabled: one relaxed load when off.
+    /// `class` (crate::services::notify::STRING, GENERIC...) are enabled: one relaxed load when off.
     #[inline]
     pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
         let flags = self
@@ -298,12 +298,12 @@ impl<'a> Ctx<'a> {
     #[cold]
     #[inline(never)]
     fn notify_slow(&mut self, flags: u32, event: &str, key: &[u8], db: usize) {
-        let mut me = crate::pubsub::Publisher {
+        let mut me = crate::services::pubsub::Publisher {
             id: self.client.id,
             self_push: &mut self.client.self_push,
             proto: self.out.proto,
         };
-        crate::notify::emit(self.server, flags, event, key, db, Some(&mut me));
+        crate::services::notify::emit(self.server, flags, event, key, db, Some(&mut me));
         if !self.client.self_push.is_empty() {
             self.client.attention = true;
         }
@@ -347,7 +347,7 @@ impl<'a> Ctx<'a> {
             on_timeout(&mut self.out);
             return;
         }
-        self.client.block = Some(Box::new(crate::blocking::BlockRequest {
+        self.client.block = Some(Box::new(crate::services::blocking::BlockRequest {
             keys,
             deadline_ms,
             on_timeout,

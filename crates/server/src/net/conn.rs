@@ -1,12 +1,12 @@
 //! One connection: read what the client sent, run every complete command in it, answer
 //! the whole batch with one write.
 
-use crate::blocking;
-use crate::client::{Client, ClientInfo};
 use crate::config::Config;
+use crate::exec::client::{Client, ClientInfo};
+use crate::exec::table;
 use crate::server::Server;
-use crate::stats::ThreadStats;
-use crate::table;
+use crate::services::blocking;
+use crate::services::stats::ThreadStats;
 use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -269,11 +269,11 @@ async fn serve_client(
         stats.add_net(n, out.len());
         // appendfsync always: nothing is acknowledged before the fsync that covers it. That
         // fsync runs as the loop goes idle, so these replies are at the end of a turn already;
-        // the others wait for it (crate::turn).
+        // the others wait for it (crate::net::turn).
         if server.persist.must_wait(client.last_lsn) {
             server.persist.wait_durable(client.last_lsn).await;
         } else if !out.is_empty() {
-            crate::turn::end(clock).await;
+            crate::net::turn::end(clock).await;
         }
         if !out.is_empty() {
             if !write_out(stream, &info, &out).await {

@@ -9,11 +9,11 @@
 //! key's shard to the session on the spot (see `Keyspace::extend_session`); the cost is
 //! documented in docs/compatibility.md.
 
-use crate::client::Client;
-use crate::command::{flags, CmdError};
-use crate::effects::LockPlan;
+use crate::exec::client::Client;
+use crate::exec::command::{flags, CmdError};
+use crate::exec::effects::LockPlan;
 use crate::server::Server;
-use crate::stats::ThreadStats;
+use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
@@ -182,9 +182,11 @@ pub fn run(
         }
         None
     } else {
-        Some(crate::snapshot::open_write(server, stats, client, plan))
+        Some(crate::services::snapshot::open_write(
+            server, stats, client, plan,
+        ))
     };
-    let outer = crate::persist::Persist::begin_group(client, db);
+    let outer = crate::services::persist::Persist::begin_group(client, db);
     let proto = client.proto;
     let client_resp = if proto == Protocol::Resp3 { 3 } else { 2 };
     let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
@@ -294,7 +296,7 @@ impl ScriptHost<'_> {
         } else {
             Protocol::Resp2
         };
-        let took = crate::table::run(
+        let took = crate::exec::table::run(
             server,
             self.client,
             self.stats,
@@ -303,7 +305,7 @@ impl ScriptHost<'_> {
             out,
             &mut self.clock,
         );
-        crate::table::log_slow(server, self.client, id, argv, took, true);
+        crate::exec::table::log_slow(server, self.client, id, argv, took, true);
         if cmd.has(flags::WRITE) {
             self.wrote = true;
             if let Some(r) = &self.running {

@@ -1,8 +1,8 @@
 //! INFO: Redis 7.0's sections and field names, so tools that parse INFO (redis-cli --stat,
 //! monitoring exporters, client libraries) read Strata unchanged.
 
-use crate::pubsub::Space;
 use crate::server::Server;
+use crate::services::pubsub::Space;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 

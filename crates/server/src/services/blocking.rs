@@ -19,10 +19,10 @@
 //! A waiter ends exactly once (served, timed out, CLIENT UNBLOCK, or its client closed):
 //! whoever moves its state from `Blocked` removes it from the registry, so nothing leaks.
 
-use crate::client::{Client, ClientInfo};
+use crate::exec::client::{Client, ClientInfo};
+use crate::exec::table;
 use crate::server::Server;
-use crate::stats::ThreadStats;
-use crate::table;
+use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
@@ -43,10 +43,10 @@ pub struct BlockRequest {
 
 /// Parses a blocking command's timeout in seconds, as Redis 7's getTimeoutFromObjectOrReply
 /// (long double seconds, truncated to ms), into a deadline in Unix ms (0 = forever).
-pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, crate::command::CmdError> {
-    use crate::command::CmdError;
-    use crate::longdouble::Ld;
-    let v = crate::longdouble::parse(arg).ok_or(CmdError::Static(
+pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, crate::exec::command::CmdError> {
+    use crate::exec::command::CmdError;
+    use crate::num::longdouble::Ld;
+    let v = crate::num::longdouble::parse(arg).ok_or(CmdError::Static(
         "ERR timeout is not a float or out of range",
     ))?;
     // (long long)(ftval * 1000.0) with x86's conversion: out of range gives LLONG_MIN.

@@ -39,21 +39,21 @@ pub struct Client {
     /// command, so clients using neither pub/sub nor blocking pay one branch.
     pub attention: bool,
     /// Pub/sub state, from the first (P)SUBSCRIBE on.
-    pub subs: Option<Box<crate::pubsub::Subscriptions>>,
+    pub subs: Option<Box<crate::services::pubsub::Subscriptions>>,
     /// Push messages for this client produced by its own command (PUBLISH to itself, its
     /// keyspace events), placed before that command's reply.
     pub self_push: Vec<u8>,
     /// Keys a write made ready for blocked clients: (db, key).
     pub ready_keys: Vec<(usize, Bytes)>,
     /// A blocking command asked to wait.
-    pub block: Option<Box<crate::blocking::BlockRequest>>,
+    pub block: Option<Box<crate::services::blocking::BlockRequest>>,
     /// Commands queued since MULTI.
     pub multi: Option<Box<crate::commands::transactions::Multi>>,
     /// Keys this client WATCHes.
-    pub watch: crate::watch::ClientWatch,
+    pub watch: crate::services::watch::ClientWatch,
     /// Set while an EXEC or a script runs: the writes' effects gather here and reach the
     /// journal as one block when it ends.
-    pub group: Option<crate::effects::Group>,
+    pub group: Option<crate::exec::effects::Group>,
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
