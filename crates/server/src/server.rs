@@ -47,6 +47,8 @@ pub struct Server {
     pub watches: crate::services::watch::Watches,
     /// The journal and snapshots.
     pub persist: crate::services::persist::Persist,
+    /// Where the effects of writes go (the journal; a replication backlog).
+    pub sinks: crate::exec::sink::Sinks,
     /// Script bodies, function libraries and running scripts.
     pub scripts: crate::services::scripting::Scripts,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
@@ -238,6 +240,7 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         notify_flags: AtomicU32::new(0),
         watches: Default::default(),
         persist: Default::default(),
+        sinks: Default::default(),
         me: Default::default(),
         scripts: Default::default(),
         workers: Default::default(),
@@ -251,10 +254,11 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
             let Some(s) = weak.upgrade() else { return };
             s.watches.touch(db, key);
-            s.persist.log_expired(db, key);
+            let epoch = s.persist.epoch.load(Ordering::Relaxed);
+            s.sinks.record_expired(db, epoch, key);
             let flags = s.notify_flags.load(Ordering::Relaxed);
             if flags & crate::services::notify::EXPIRED != 0 {
-                crate::services::notify::emit(&s, flags, "expired", key, db, None);
+                crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
             }
         }));
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;

@@ -1,131 +1,135 @@
 //! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME LASTSAVE SHUTDOWN DEBUG INFO.
 
 use crate::commands::info;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const fn admin(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(name, arity, flags, "server", summary, since, handler)
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "server",
+    ..Command::DEFAULT
+};
 
 pub const COMMANDS: &[Command] = &[
-    admin(
-        "dbsize",
-        1,
-        READONLY | FAST,
-        "Returns the number of keys in the database.",
-        "1.0.0",
-        dbsize,
-    ),
-    admin(
-        "flushdb",
-        -1,
-        WRITE,
-        "Removes all keys from the current database.",
-        "1.0.0",
-        flushdb,
-    ),
-    admin(
-        "flushall",
-        -1,
-        WRITE,
-        "Removes all keys from all databases.",
-        "1.0.0",
-        flushall,
-    ),
-    admin(
-        "swapdb",
-        3,
-        WRITE | FAST,
-        "Swaps two Redis databases.",
-        "4.0.0",
-        swapdb,
-    ),
-    admin(
-        "time",
-        1,
-        LOADING | STALE | FAST,
-        "Returns the server time.",
-        "2.6.0",
-        time,
-    ),
-    admin(
-        "shutdown",
-        -1,
-        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
-        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
-        "1.0.0",
-        shutdown,
-    ),
-    admin(
-        "info",
-        -1,
-        LOADING | STALE,
-        "Returns information and statistics about the server.",
-        "1.0.0",
-        info_cmd,
-    ),
     Command {
+        name: "dbsize",
+        arity: 1,
+        flags: READONLY | FAST | ALL_SHARDS,
+        summary: "Returns the number of keys in the database.",
+        since: "1.0.0",
+        handler: dbsize,
+        ..FAMILY
+    },
+    Command {
+        name: "flushdb",
+        arity: -1,
+        flags: WRITE | ALL_SHARDS,
+        summary: "Removes all keys from the current database.",
+        since: "1.0.0",
+        handler: flushdb,
+        ..FAMILY
+    },
+    Command {
+        name: "flushall",
+        arity: -1,
+        flags: WRITE | ALL_SHARDS,
+        summary: "Removes all keys from all databases.",
+        since: "1.0.0",
+        handler: flushall,
+        ..FAMILY
+    },
+    Command {
+        name: "swapdb",
+        arity: 3,
+        flags: WRITE | FAST | ALL_SHARDS,
+        summary: "Swaps two Redis databases.",
+        since: "4.0.0",
+        handler: swapdb,
+        ..FAMILY
+    },
+    Command {
+        name: "time",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        summary: "Returns the server time.",
+        since: "2.6.0",
+        handler: time,
+        ..FAMILY
+    },
+    Command {
+        name: "shutdown",
+        arity: -1,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
+        summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        since: "1.0.0",
+        handler: shutdown,
+        ..FAMILY
+    },
+    Command {
+        name: "info",
+        arity: -1,
+        flags: LOADING | STALE,
+        summary: "Returns information and statistics about the server.",
+        since: "1.0.0",
+        handler: info_cmd,
+        ..FAMILY
+    },
+    Command {
+        name: "debug",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "A container for debugging commands.",
+        since: "1.0.0",
+        handler: super::container,
         subcommands: DEBUG,
-        ..admin(
-            "debug",
-            -2,
-            ADMIN | NOSCRIPT | LOADING | STALE,
-            "A container for debugging commands.",
-            "1.0.0",
-            super::container,
-        )
+        ..FAMILY
     },
 ];
 
 const DEBUG: &[Command] = &[
-    admin(
-        "sleep",
-        3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Blocks the worker thread for the given number of seconds (a float).",
-        "1.0.0",
-        debug_sleep,
-    ),
     Command {
+        name: "sleep",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Blocks the worker thread for the given number of seconds (a float).",
+        since: "1.0.0",
+        handler: debug_sleep,
+        ..FAMILY
+    },
+    Command {
+        name: "object",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
         keys: Keys::Range {
             first: 2,
             last: 2,
             step: 1,
         },
-        ..admin(
-            "object",
-            3,
-            ADMIN | NOSCRIPT | LOADING | STALE,
-            "Shows low-level information about a key.",
-            "1.0.0",
-            debug_object,
-        )
+        summary: "Shows low-level information about a key.",
+        since: "1.0.0",
+        handler: debug_object,
+        ..FAMILY
     },
-    admin(
-        "set-active-expire",
-        3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Turns the active expiry cycle on (1) or off (0).",
-        "1.0.0",
-        debug_set_active_expire,
-    ),
-    admin(
-        "help",
-        2,
-        LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
-        "1.0.0",
-        debug_help,
-    ),
+    Command {
+        name: "set-active-expire",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Turns the active expiry cycle on (1) or off (0).",
+        since: "1.0.0",
+        handler: debug_set_active_expire,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "1.0.0",
+        handler: debug_help,
+        ..FAMILY
+    },
 ];
 
 fn dbsize(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -136,7 +140,7 @@ fn dbsize(ctx: &mut Ctx<'_>) -> CmdResult {
 /// FLUSHDB/FLUSHALL's optional ASYNC|SYNC; the default follows lazyfree-lazy-user-flush.
 fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
     match ctx.argv.len() {
-        1 => Ok(ctx.server.config.get_bool("lazyfree-lazy-user-flush")),
+        1 => Ok(ctx.config().get_bool("lazyfree-lazy-user-flush")),
         2 => match ctx.lower(1).as_slice() {
             b"async" => Ok(true),
             b"sync" => Ok(false),
@@ -163,9 +167,9 @@ fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    let all: Vec<usize> = (0..ctx.server.keyspace.db_count()).collect();
+    let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
     touch_watched(ctx, &all);
-    dispose(ctx.server.keyspace.flush_all(), lazy);
+    dispose(ctx.keyspace().flush_all(), lazy);
     ctx.out.ok();
     Ok(())
 }
@@ -173,8 +177,8 @@ fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
 /// Before FLUSHDB, FLUSHALL or SWAPDB changes databases `dbs`: fails the EXEC of every
 /// client watching a key of those databases that exists in one of them (as Redis does).
 fn touch_watched(ctx: &Ctx<'_>, dbs: &[usize]) {
-    let w = &ctx.server.watches;
-    let exists = |db: usize, k: &[u8]| ctx.server.keyspace.db(db).lock1(k).contains(k);
+    let w = &ctx.watches();
+    let exists = |db: usize, k: &[u8]| ctx.keyspace().db(db).lock1(k).contains(k);
     let hit: Vec<_> = dbs
         .iter()
         .flat_map(|d| w.keys_in(Some(*d)))
@@ -190,12 +194,12 @@ fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let b = ctx
         .int_arg(2)
         .map_err(|_| CmdError::err("invalid second DB index"))?;
-    let n = ctx.server.keyspace.db_count() as i64;
+    let n = ctx.keyspace().db_count() as i64;
     if !(0..n).contains(&a) || !(0..n).contains(&b) {
         return Err(CmdError::DB_RANGE);
     }
     touch_watched(ctx, &[a as usize, b as usize]);
-    ctx.server.keyspace.swap(a as usize, b as usize);
+    ctx.keyspace().swap(a as usize, b as usize);
     // Clients blocked in either database may find their keys there now.
     ctx.signal_db_ready(a as usize);
     ctx.signal_db_ready(b as usize);
@@ -225,7 +229,7 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
     let words: Vec<Vec<u8>> = (1..ctx.argv.len()).map(|i| ctx.lower(i)).collect();
     let has = |w: &[u8]| words.iter().any(|x| x == w);
     if !has(b"nosave") {
-        if let Some(server) = ctx.server.arc() {
+        if let Some(server) = ctx.server().arc() {
             if let Err(e) = crate::services::snapshot::on_shutdown(&server, has(b"save")) {
                 tracing::warn!("shutdown snapshot failed: {e}");
                 if !has(b"force") {
@@ -235,7 +239,7 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     // Like Redis, the caller gets no reply.
-    ctx.server.stop();
+    ctx.server().stop();
     ctx.client.close_after_reply = true;
     Ok(())
 }
@@ -245,7 +249,7 @@ fn info_cmd(ctx: &mut Ctx<'_>) -> CmdResult {
         .iter()
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
-    let text = info::render(ctx.server, &sections);
+    let text = info::render(ctx.server(), &sections);
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
 }
@@ -287,7 +291,7 @@ fn debug_object(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn debug_set_active_expire(ctx: &mut Ctx<'_>) -> CmdResult {
     let on = ctx.int_arg(2)? != 0;
-    ctx.server.active_expire.store(on, Ordering::Relaxed);
+    ctx.server().active_expire.store(on, Ordering::Relaxed);
     ctx.out.ok();
     Ok(())
 }

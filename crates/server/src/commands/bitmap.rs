@@ -2,7 +2,8 @@
 //! BITFIELD_RO. Semantics, argument checks and error texts follow Redis 7.0's bitops.c.
 
 use super::strings::{is_opt, max_string_len};
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use strata_engine::{Locked, Ttl, Value};
 
@@ -14,91 +15,91 @@ const KEY1: Keys = Keys::Range {
 
 pub const COMMANDS: &[Command] = &[
     Command {
-        name: "setbit",
-        arity: 4,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: KEY1,
-        group: "bitmap",
-        summary: "Sets or clears the bit at offset in the string value stored at key",
-        since: "2.2.0",
-        handler: setbit,
-        ..Command::DEFAULT
-    },
+    name: "setbit",
+    arity: 4,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: KEY1,
+    group: "bitmap",
+    summary: "Sets or clears the bit at offset in the string value stored at key",
+    since: "2.2.0",
+    handler: setbit,
+    ..Command::DEFAULT
+},
     Command {
-        name: "getbit",
-        arity: 3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "bitmap",
-        summary: "Returns the bit value at offset in the string value stored at key",
-        since: "2.2.0",
-        handler: getbit,
-        ..Command::DEFAULT
-    },
+    name: "getbit",
+    arity: 3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "bitmap",
+    summary: "Returns the bit value at offset in the string value stored at key",
+    since: "2.2.0",
+    handler: getbit,
+    ..Command::DEFAULT
+},
     Command {
-        name: "bitcount",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "bitmap",
-        summary: "Count set bits in a string",
-        since: "2.6.0",
-        complexity: "O(N)",
-        handler: bitcount,
-        ..Command::DEFAULT
-    },
+    name: "bitcount",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "bitmap",
+    summary: "Count set bits in a string",
+    since: "2.6.0",
+    complexity: "O(N)",
+    handler: bitcount,
+    ..Command::DEFAULT
+},
     Command {
-        name: "bitpos",
-        arity: -3,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "bitmap",
-        summary: "Find first bit set or clear in a string",
-        since: "2.8.7",
-        complexity: "O(N)",
-        handler: bitpos,
-        ..Command::DEFAULT
-    },
+    name: "bitpos",
+    arity: -3,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "bitmap",
+    summary: "Find first bit set or clear in a string",
+    since: "2.8.7",
+    complexity: "O(N)",
+    handler: bitpos,
+    ..Command::DEFAULT
+},
     Command {
-        name: "bitop",
-        arity: -4,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: Keys::Range {
+    name: "bitop",
+    arity: -4,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: Keys::Range {
             first: 2,
             last: -1,
             step: 1,
         },
-        group: "bitmap",
-        summary: "Perform bitwise operations between strings",
-        since: "2.6.0",
-        complexity: "O(N)",
-        handler: bitop,
-        ..Command::DEFAULT
-    },
+    group: "bitmap",
+    summary: "Perform bitwise operations between strings",
+    since: "2.6.0",
+    complexity: "O(N)",
+    handler: bitop,
+    ..Command::DEFAULT
+},
     Command {
-        name: "bitfield",
-        arity: -2,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: KEY1,
-        group: "bitmap",
-        summary: "Perform arbitrary bitfield integer operations on strings",
-        since: "3.2.0",
-        complexity: "O(1) for each subcommand specified",
-        handler: bitfield,
-        ..Command::DEFAULT
-    },
+    name: "bitfield",
+    arity: -2,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: KEY1,
+    group: "bitmap",
+    summary: "Perform arbitrary bitfield integer operations on strings",
+    since: "3.2.0",
+    complexity: "O(1) for each subcommand specified",
+    handler: bitfield,
+    ..Command::DEFAULT
+},
     Command {
-        name: "bitfield_ro",
-        arity: -2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "bitmap",
-        summary: "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
-        since: "6.0.0",
-        complexity: "O(1) for each subcommand specified",
-        handler: bitfield_ro,
-        ..Command::DEFAULT
-    },
+    name: "bitfield_ro",
+    arity: -2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "bitmap",
+    summary: "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
+    since: "6.0.0",
+    complexity: "O(1) for each subcommand specified",
+    handler: bitfield_ro,
+    ..Command::DEFAULT
+},
 ];
 
 const BAD_OFFSET: CmdError = CmdError::Static("ERR bit offset is not an integer or out of range");

@@ -13,7 +13,8 @@
 
 use super::list::{self, parse_mpop, pop_count_reply, Where};
 use super::zset::{self, parse_zmpop, zpop_reply};
-use crate::exec::command::{flags, parse_i64, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, parse_i64, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use crate::services::blocking::parse_timeout;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -35,34 +36,103 @@ const W: u32 = flags::WRITE;
 const B: u32 = flags::BLOCKING;
 const NS: u32 = flags::NOSCRIPT;
 
-#[allow(clippy::too_many_arguments)]
-const fn bcmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: Keys,
-    group: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    complexity: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command {
-        keys,
-        complexity,
-        ..Command::new(name, arity, flags, group, summary, since, handler)
-    }
-}
-
 pub const COMMANDS: &[Command] = &[
-    bcmd("blpop", -3, W | NS | B, KEYS_BUT_LAST, "list", "Remove and get the first element in a list, or block until one is available", "2.0.0", "O(N) where N is the number of provided keys.", blpop),
-    bcmd("brpop", -3, W | NS | B, KEYS_BUT_LAST, "list", "Remove and get the last element in a list, or block until one is available", "2.0.0", "O(N) where N is the number of provided keys.", brpop),
-    bcmd("blmove", 6, W | flags::DENYOOM | NS | B, KEYS_1_2, "list", "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", "O(1)", blmove),
-    bcmd("brpoplpush", 4, W | flags::DENYOOM | NS | B, KEYS_1_2, "list", "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", "O(1)", brpoplpush),
-    bcmd("blmpop", -5, W | B | flags::MOVABLEKEYS, Keys::Custom(mpop_keys), "list", "Pop elements from a list, or block until one is available", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", blmpop),
-    bcmd("bzpopmin", -3, W | NS | B | flags::FAST, KEYS_BUT_LAST, "sorted-set", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", bzpopmin),
-    bcmd("bzpopmax", -3, W | NS | B | flags::FAST, KEYS_BUT_LAST, "sorted-set", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", bzpopmax),
-    bcmd("bzmpop", -5, W | B | flags::MOVABLEKEYS, Keys::Custom(mpop_keys), "sorted-set", "Remove and return members with scores in a sorted set or block until one is available", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", bzmpop),
+    Command {
+    name: "blpop",
+    arity: -3,
+    flags: W | NS | B,
+    keys: KEYS_BUT_LAST,
+    group: "list",
+    summary: "Remove and get the first element in a list, or block until one is available",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of provided keys.",
+    handler: blpop,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "brpop",
+    arity: -3,
+    flags: W | NS | B,
+    keys: KEYS_BUT_LAST,
+    group: "list",
+    summary: "Remove and get the last element in a list, or block until one is available",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of provided keys.",
+    handler: brpop,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "blmove",
+    arity: 6,
+    flags: W | flags::DENYOOM | NS | B,
+    keys: KEYS_1_2,
+    group: "list",
+    summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
+    since: "6.2.0",
+    complexity: "O(1)",
+    handler: blmove,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "brpoplpush",
+    arity: 4,
+    flags: W | flags::DENYOOM | NS | B,
+    keys: KEYS_1_2,
+    group: "list",
+    summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
+    since: "2.2.0",
+    complexity: "O(1)",
+    handler: brpoplpush,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "blmpop",
+    arity: -5,
+    flags: W | B | flags::MOVABLEKEYS,
+    keys: Keys::Custom(mpop_keys),
+    group: "list",
+    summary: "Pop elements from a list, or block until one is available",
+    since: "7.0.0",
+    complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+    handler: blmpop,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "bzpopmin",
+    arity: -3,
+    flags: W | NS | B | flags::FAST,
+    keys: KEYS_BUT_LAST,
+    group: "sorted-set",
+    summary: "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
+    since: "5.0.0",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    handler: bzpopmin,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "bzpopmax",
+    arity: -3,
+    flags: W | NS | B | flags::FAST,
+    keys: KEYS_BUT_LAST,
+    group: "sorted-set",
+    summary: "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
+    since: "5.0.0",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    handler: bzpopmax,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "bzmpop",
+    arity: -5,
+    flags: W | B | flags::MOVABLEKEYS,
+    keys: Keys::Custom(mpop_keys),
+    group: "sorted-set",
+    summary: "Remove and return members with scores in a sorted set or block until one is available",
+    since: "7.0.0",
+    complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    handler: bzmpop,
+    ..Command::DEFAULT
+},
 ];
 
 /// BLMPOP/BZMPOP key positions: `numkeys` keys after `timeout numkeys` (none when numkeys
@@ -168,7 +238,7 @@ fn brpoplpush(ctx: &mut Ctx<'_>) -> CmdResult {
 fn blmove_generic(ctx: &mut Ctx<'_>, from: Where, to: Where, deadline: u64) -> CmdResult {
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
     let rerun = rerun(ctx);
-    let fill = ctx.server.keyspace.encodings.list_size();
+    let fill = ctx.keyspace().encodings.list_size();
     let mut l = ctx.lock(&[src, dst]);
     let ready = match l.list_mut(src) {
         Ok(s) => s.is_some_and(|s| !s.is_empty()),

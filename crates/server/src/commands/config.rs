@@ -1,72 +1,72 @@
 //! CONFIG GET/SET/RESETSTAT/REWRITE/HELP.
 
 use crate::config::param;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
+use crate::exec::ctx::Ctx;
 
-const fn cfg(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(name, arity, flags, "server", summary, since, handler)
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "server",
+    ..Command::DEFAULT
+};
 
 pub const COMMANDS: &[Command] = &[Command {
+    name: "config",
+    arity: -2,
+    flags: 0,
+    summary: "A container for server configuration commands.",
+    since: "2.0.0",
+    handler: super::container,
     subcommands: CONFIG,
-    ..cfg(
-        "config",
-        -2,
-        0,
-        "A container for server configuration commands.",
-        "2.0.0",
-        super::container,
-    )
+    ..FAMILY
 }];
 
 const CONFIG: &[Command] = &[
-    cfg(
-        "get",
-        -3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns the effective values of configuration parameters.",
-        "2.0.0",
-        config_get,
-    ),
-    cfg(
-        "set",
-        -4,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Sets configuration parameters in-flight.",
-        "2.0.0",
-        config_set,
-    ),
-    cfg(
-        "resetstat",
-        2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Resets the server's statistics.",
-        "2.0.0",
-        config_resetstat,
-    ),
-    cfg(
-        "rewrite",
-        2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Persists the effective configuration to file.",
-        "2.8.0",
-        config_rewrite,
-    ),
-    cfg(
-        "help",
-        2,
-        LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
-        "5.0.0",
-        config_help,
-    ),
+    Command {
+        name: "get",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns the effective values of configuration parameters.",
+        since: "2.0.0",
+        handler: config_get,
+        ..FAMILY
+    },
+    Command {
+        name: "set",
+        arity: -4,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Sets configuration parameters in-flight.",
+        since: "2.0.0",
+        handler: config_set,
+        ..FAMILY
+    },
+    Command {
+        name: "resetstat",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resets the server's statistics.",
+        since: "2.0.0",
+        handler: config_resetstat,
+        ..FAMILY
+    },
+    Command {
+        name: "rewrite",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Persists the effective configuration to file.",
+        since: "2.8.0",
+        handler: config_rewrite,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "5.0.0",
+        handler: config_help,
+        ..FAMILY
+    },
 ];
 
 fn config_get(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -74,7 +74,7 @@ fn config_get(ctx: &mut Ctx<'_>) -> CmdResult {
     for pattern in &ctx.argv[2..] {
         // A plain name is echoed as the client spelled it, as Redis does.
         let exact = !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
-        for (k, v) in ctx.server.config.matching(pattern) {
+        for (k, v) in ctx.config().matching(pattern) {
             if !pairs.iter().any(|(n, _, _)| *n == k) {
                 let shown = if exact {
                     String::from_utf8_lossy(pattern).into_owned()
@@ -123,12 +123,12 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
         checked.push((p.name, value));
     }
     for (name, value) in checked {
-        ctx.server
+        ctx.server()
             .config
             .set(name, &value, true)
             .map_err(CmdError::err)?;
     }
-    ctx.server.apply_config();
+    ctx.server().apply_config();
     ctx.out.ok();
     Ok(())
 }
@@ -141,20 +141,20 @@ fn unknown_option(name: &[u8]) -> CmdError {
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.server.stats.reset();
-    for i in 0..ctx.server.keyspace.db_count() {
-        ctx.server.keyspace.db(i).reset_stats();
+    ctx.server().stats.reset();
+    for i in 0..ctx.keyspace().db_count() {
+        ctx.keyspace().db(i).reset_stats();
     }
     ctx.out.ok();
     Ok(())
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_>) -> CmdResult {
-    let Some(path) = ctx.server.config.file.clone() else {
+    let Some(path) = ctx.config().file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
     let mut text = String::from("# Written by Strata's CONFIG REWRITE\n");
-    for (k, v) in ctx.server.config.matching(b"*") {
+    for (k, v) in ctx.config().matching(b"*") {
         text.push_str(&format!(
             "{k} \"{}\"\n",
             v.replace('\\', "\\\\").replace('"', "\\\"")

@@ -1,174 +1,195 @@
 //! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
 
 use crate::exec::client::{Client, ClientInfo, ReplyMode};
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
+use crate::exec::ctx::Ctx;
 use crate::server::Server;
 use std::sync::atomic::Ordering;
 use strata_resp::Protocol;
 
-const fn conn(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(name, arity, flags, "connection", summary, since, handler)
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "connection",
+    ..Command::DEFAULT
+};
 
 pub const COMMANDS: &[Command] = &[
-    conn(
-        "ping",
-        -1,
-        FAST,
-        "Returns the server's liveliness response.",
-        "1.0.0",
-        ping,
-    ),
-    conn("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
-    conn(
-        "hello",
-        -1,
-        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
-        "Handshakes with the Redis server.",
-        "6.0.0",
-        hello,
-    ),
-    conn(
-        "auth",
-        -2,
-        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
-        "Authenticates the connection.",
-        "1.0.0",
-        auth,
-    ),
-    conn(
-        "select",
-        2,
-        FAST | LOADING | STALE,
-        "Changes the selected database.",
-        "1.0.0",
-        select,
-    ),
-    conn(
-        "quit",
-        -1,
-        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
-        "Closes the connection.",
-        "1.0.0",
-        quit,
-    ),
-    conn(
-        "reset",
-        1,
-        NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
-        "Resets the connection.",
-        "6.2.0",
-        reset,
-    ),
     Command {
+        name: "ping",
+        arity: -1,
+        flags: FAST | SUBSCRIBED,
+        summary: "Returns the server's liveliness response.",
+        since: "1.0.0",
+        handler: ping,
+        ..FAMILY
+    },
+    Command {
+        name: "echo",
+        arity: 2,
+        flags: FAST,
+        summary: "Returns the given string.",
+        since: "1.0.0",
+        handler: echo,
+        ..FAMILY
+    },
+    Command {
+        name: "hello",
+        arity: -1,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        summary: "Handshakes with the Redis server.",
+        since: "6.0.0",
+        handler: hello,
+        ..FAMILY
+    },
+    Command {
+        name: "auth",
+        arity: -2,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        summary: "Authenticates the connection.",
+        since: "1.0.0",
+        handler: auth,
+        ..FAMILY
+    },
+    Command {
+        name: "select",
+        arity: 2,
+        flags: FAST | LOADING | STALE,
+        summary: "Changes the selected database.",
+        since: "1.0.0",
+        handler: select,
+        ..FAMILY
+    },
+    Command {
+        name: "quit",
+        arity: -1,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY | SUBSCRIBED | NOT_QUEUED,
+        summary: "Closes the connection.",
+        since: "1.0.0",
+        handler: quit,
+        ..FAMILY
+    },
+    Command {
+        name: "reset",
+        arity: 1,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED,
+        summary: "Resets the connection.",
+        since: "6.2.0",
+        handler: reset,
+        ..FAMILY
+    },
+    Command {
+        name: "client",
+        arity: -2,
+        flags: 0,
+        summary: "A container for client connection commands.",
+        since: "2.4.0",
+        handler: super::container,
         subcommands: CLIENT,
-        ..conn(
-            "client",
-            -2,
-            0,
-            "A container for client connection commands.",
-            "2.4.0",
-            super::container,
-        )
+        ..FAMILY
     },
 ];
 
 const CLIENT: &[Command] = &[
-    conn(
-        "id",
-        2,
-        FAST | NOSCRIPT | LOADING | STALE,
-        "Returns the unique client ID of the connection.",
-        "5.0.0",
-        client_id,
-    ),
-    conn(
-        "setname",
-        3,
-        FAST | NOSCRIPT | LOADING | STALE,
-        "Sets the connection name.",
-        "2.6.9",
-        client_setname,
-    ),
-    conn(
-        "getname",
-        2,
-        FAST | NOSCRIPT | LOADING | STALE,
-        "Returns the name of the connection.",
-        "2.6.9",
-        client_getname,
-    ),
-    conn(
-        "list",
-        -2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Lists open connections.",
-        "2.4.0",
-        client_list,
-    ),
-    conn(
-        "info",
-        2,
-        NOSCRIPT | LOADING | STALE,
-        "Returns information about the connection.",
-        "6.2.0",
-        client_info,
-    ),
-    conn(
-        "kill",
-        -3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Terminates open connections.",
-        "2.4.0",
-        client_kill,
-    ),
-    conn(
-        "no-evict",
-        3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Sets the client eviction mode of the connection.",
-        "7.0.0",
-        client_no_evict,
-    ),
-    conn(
-        "no-touch",
-        3,
-        FAST | NOSCRIPT | LOADING | STALE,
-        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
-        "7.2.0",
-        client_no_touch,
-    ),
-    conn(
-        "reply",
-        3,
-        NOSCRIPT | LOADING | STALE,
-        "Instructs the server whether to reply to commands.",
-        "3.2.0",
-        client_reply,
-    ),
-    conn(
-        "unblock",
-        -3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Unblocks a client blocked by a blocking command from a different connection.",
-        "5.0.0",
-        client_unblock,
-    ),
-    conn(
-        "help",
-        2,
-        LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
-        "5.0.0",
-        client_help,
-    ),
+    Command {
+        name: "id",
+        arity: 2,
+        flags: FAST | NOSCRIPT | LOADING | STALE,
+        summary: "Returns the unique client ID of the connection.",
+        since: "5.0.0",
+        handler: client_id,
+        ..FAMILY
+    },
+    Command {
+        name: "setname",
+        arity: 3,
+        flags: FAST | NOSCRIPT | LOADING | STALE,
+        summary: "Sets the connection name.",
+        since: "2.6.9",
+        handler: client_setname,
+        ..FAMILY
+    },
+    Command {
+        name: "getname",
+        arity: 2,
+        flags: FAST | NOSCRIPT | LOADING | STALE,
+        summary: "Returns the name of the connection.",
+        since: "2.6.9",
+        handler: client_getname,
+        ..FAMILY
+    },
+    Command {
+        name: "list",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Lists open connections.",
+        since: "2.4.0",
+        handler: client_list,
+        ..FAMILY
+    },
+    Command {
+        name: "info",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns information about the connection.",
+        since: "6.2.0",
+        handler: client_info,
+        ..FAMILY
+    },
+    Command {
+        name: "kill",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Terminates open connections.",
+        since: "2.4.0",
+        handler: client_kill,
+        ..FAMILY
+    },
+    Command {
+        name: "no-evict",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Sets the client eviction mode of the connection.",
+        since: "7.0.0",
+        handler: client_no_evict,
+        ..FAMILY
+    },
+    Command {
+        name: "no-touch",
+        arity: 3,
+        flags: FAST | NOSCRIPT | LOADING | STALE,
+        summary:
+            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+        since: "7.2.0",
+        handler: client_no_touch,
+        ..FAMILY
+    },
+    Command {
+        name: "reply",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Instructs the server whether to reply to commands.",
+        since: "3.2.0",
+        handler: client_reply,
+        ..FAMILY
+    },
+    Command {
+        name: "unblock",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Unblocks a client blocked by a blocking command from a different connection.",
+        since: "5.0.0",
+        handler: client_unblock,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "5.0.0",
+        handler: client_help,
+        ..FAMILY
+    },
 ];
 
 fn ping(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -215,10 +236,10 @@ fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
         3 => (Some(ctx.arg(1)), ctx.arg(2)),
         _ => return Err(CmdError::SYNTAX),
     };
-    if user.is_none() && ctx.server.config.get("requirepass").is_empty() {
+    if user.is_none() && ctx.config().get("requirepass").is_empty() {
         return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
     }
-    check_password(ctx.server, user, pass)?;
+    check_password(ctx.server(), user, pass)?;
     ctx.client.authenticated = true;
     ctx.out.ok();
     Ok(())
@@ -242,7 +263,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
         let more = ctx.argv.len() - 1 - j;
         let opt = ctx.lower(j);
         if opt == b"auth" && more >= 2 {
-            check_password(ctx.server, Some(ctx.arg(j + 1)), ctx.arg(j + 2))?;
+            check_password(ctx.server(), Some(ctx.arg(j + 1)), ctx.arg(j + 2))?;
             ctx.client.authenticated = true;
             j += 3;
         } else if opt == b"setname" && more >= 1 {
@@ -291,7 +312,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn select(ctx: &mut Ctx<'_>) -> CmdResult {
     let db = ctx.int_arg(1)?;
-    if db < 0 || db as usize >= ctx.server.keyspace.db_count() {
+    if db < 0 || db as usize >= ctx.keyspace().db_count() {
         return Err(CmdError::DB_RANGE);
     }
     ctx.client.set_db(db as usize);
@@ -307,9 +328,10 @@ fn quit(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
     if let Some(mut subs) = ctx.client.subs.take() {
-        ctx.server.pubsub.remove_all(&mut subs);
+        ctx.pubsub().remove_all(&mut subs);
     }
-    super::transactions::forget(ctx.server, ctx.client);
+    super::transactions::forget(ctx.watches(), ctx.client);
+    let open = ctx.config().get("requirepass").is_empty();
     let c = &mut *ctx.client;
     c.set_db(0);
     c.set_proto(Protocol::Resp2);
@@ -319,7 +341,7 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
     c.info.no_evict.store(false, Ordering::Relaxed);
     c.info.no_touch.store(false, Ordering::Relaxed);
     *c.info.name.lock() = None;
-    c.authenticated = ctx.server.config.get("requirepass").is_empty();
+    c.authenticated = open;
     ctx.out.proto = Protocol::Resp2;
     ctx.out.simple("RESET");
     Ok(())
@@ -411,7 +433,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
 }
 
 fn client_info(ctx: &mut Ctx<'_>) -> CmdResult {
-    let line = client_line(ctx.server, &ctx.client.info) + "\n";
+    let line = client_line(ctx.server(), &ctx.client.info) + "\n";
     ctx.out.verbatim("txt", line.as_bytes());
     Ok(())
 }
@@ -452,11 +474,11 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     let mut text = String::new();
-    for c in ctx.server.clients.snapshot() {
+    for c in ctx.server().clients.snapshot() {
         if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
             && class.is_none_or(|k| k == ClientClass::of(&c))
         {
-            text.push_str(&client_line(ctx.server, &c));
+            text.push_str(&client_line(ctx.server(), &c));
             text.push('\n');
         }
     }
@@ -465,7 +487,7 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
-    let all = ctx.server.clients.snapshot();
+    let all = ctx.server().clients.snapshot();
     // The old form: CLIENT KILL addr:port.
     if ctx.argv.len() == 3 {
         let addr = ctx.arg(2);
@@ -634,7 +656,7 @@ fn client_unblock(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     let id = ctx.int_arg(2)?;
-    let done = id > 0 && ctx.server.blocking.unblock(id as u64, error);
+    let done = id > 0 && ctx.server().blocking.unblock(id as u64, error);
     ctx.out.int(done as i64);
     Ok(())
 }

@@ -12,7 +12,8 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use crate::num::longdouble;
 use crate::services::notify;
 use strata_engine::HashValue;
@@ -28,197 +29,197 @@ const SCAN_COMPLEXITY: &str = "O(1) for every call. O(N) for a complete iteratio
 
 pub const COMMANDS: &[Command] = &[
     Command {
-        name: "hset",
-        arity: -4,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Set the string value of a hash field",
-        since: "2.0.0",
-        complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
-        handler: hset,
-        ..Command::DEFAULT
-    },
+    name: "hset",
+    arity: -4,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Set the string value of a hash field",
+    since: "2.0.0",
+    complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+    handler: hset,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hsetnx",
-        arity: 4,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Set the value of a hash field, only if the field does not exist",
-        since: "2.0.0",
-        complexity: "O(1)",
-        handler: hsetnx,
-        ..Command::DEFAULT
-    },
+    name: "hsetnx",
+    arity: 4,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Set the value of a hash field, only if the field does not exist",
+    since: "2.0.0",
+    complexity: "O(1)",
+    handler: hsetnx,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hget",
-        arity: 3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get the value of a hash field",
-        since: "2.0.0",
-        complexity: "O(1)",
-        handler: hget,
-        ..Command::DEFAULT
-    },
+    name: "hget",
+    arity: 3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get the value of a hash field",
+    since: "2.0.0",
+    complexity: "O(1)",
+    handler: hget,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hmset",
-        arity: -4,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Set multiple hash fields to multiple values",
-        since: "2.0.0",
-        complexity: "O(N) where N is the number of fields being set.",
-        handler: hset,
-        ..Command::DEFAULT
-    },
+    name: "hmset",
+    arity: -4,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Set multiple hash fields to multiple values",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of fields being set.",
+    handler: hset,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hmget",
-        arity: -3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get the values of all the given hash fields",
-        since: "2.0.0",
-        complexity: "O(N) where N is the number of fields being requested.",
-        handler: hmget,
-        ..Command::DEFAULT
-    },
+    name: "hmget",
+    arity: -3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get the values of all the given hash fields",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of fields being requested.",
+    handler: hmget,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hgetall",
-        arity: 2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get all the fields and values in a hash",
-        since: "2.0.0",
-        complexity: "O(N) where N is the size of the hash.",
-        handler: hgetall,
-        ..Command::DEFAULT
-    },
+    name: "hgetall",
+    arity: 2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get all the fields and values in a hash",
+    since: "2.0.0",
+    complexity: "O(N) where N is the size of the hash.",
+    handler: hgetall,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hdel",
-        arity: -3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Delete one or more hash fields",
-        since: "2.0.0",
-        complexity: "O(N) where N is the number of fields to be removed.",
-        handler: hdel,
-        ..Command::DEFAULT
-    },
+    name: "hdel",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Delete one or more hash fields",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of fields to be removed.",
+    handler: hdel,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hlen",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get the number of fields in a hash",
-        since: "2.0.0",
-        complexity: "O(1)",
-        handler: hlen,
-        ..Command::DEFAULT
-    },
+    name: "hlen",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get the number of fields in a hash",
+    since: "2.0.0",
+    complexity: "O(1)",
+    handler: hlen,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hexists",
-        arity: 3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Determine if a hash field exists",
-        since: "2.0.0",
-        complexity: "O(1)",
-        handler: hexists,
-        ..Command::DEFAULT
-    },
+    name: "hexists",
+    arity: 3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Determine if a hash field exists",
+    since: "2.0.0",
+    complexity: "O(1)",
+    handler: hexists,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hkeys",
-        arity: 2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get all the fields in a hash",
-        since: "2.0.0",
-        complexity: "O(N) where N is the size of the hash.",
-        handler: hkeys,
-        ..Command::DEFAULT
-    },
+    name: "hkeys",
+    arity: 2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get all the fields in a hash",
+    since: "2.0.0",
+    complexity: "O(N) where N is the size of the hash.",
+    handler: hkeys,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hvals",
-        arity: 2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get all the values in a hash",
-        since: "2.0.0",
-        complexity: "O(N) where N is the size of the hash.",
-        handler: hvals,
-        ..Command::DEFAULT
-    },
+    name: "hvals",
+    arity: 2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get all the values in a hash",
+    since: "2.0.0",
+    complexity: "O(N) where N is the size of the hash.",
+    handler: hvals,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hincrby",
-        arity: 4,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Increment the integer value of a hash field by the given number",
-        since: "2.0.0",
-        complexity: "O(1)",
-        handler: hincrby,
-        ..Command::DEFAULT
-    },
+    name: "hincrby",
+    arity: 4,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Increment the integer value of a hash field by the given number",
+    since: "2.0.0",
+    complexity: "O(1)",
+    handler: hincrby,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hincrbyfloat",
-        arity: 4,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Increment the float value of a hash field by the given amount",
-        since: "2.6.0",
-        complexity: "O(1)",
-        handler: hincrbyfloat,
-        ..Command::DEFAULT
-    },
+    name: "hincrbyfloat",
+    arity: 4,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Increment the float value of a hash field by the given amount",
+    since: "2.6.0",
+    complexity: "O(1)",
+    handler: hincrbyfloat,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hstrlen",
-        arity: 3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get the length of the value of a hash field",
-        since: "3.2.0",
-        complexity: "O(1)",
-        handler: hstrlen,
-        ..Command::DEFAULT
-    },
+    name: "hstrlen",
+    arity: 3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get the length of the value of a hash field",
+    since: "3.2.0",
+    complexity: "O(1)",
+    handler: hstrlen,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hrandfield",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "hash",
-        summary: "Get one or multiple random fields from a hash",
-        since: "6.2.0",
-        complexity: "O(N) where N is the number of fields returned",
-        handler: hrandfield,
-        ..Command::DEFAULT
-    },
+    name: "hrandfield",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "hash",
+    summary: "Get one or multiple random fields from a hash",
+    since: "6.2.0",
+    complexity: "O(N) where N is the number of fields returned",
+    handler: hrandfield,
+    ..Command::DEFAULT
+},
     Command {
-        name: "hscan",
-        arity: -3,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "hash",
-        summary: "Incrementally iterate hash fields and associated values",
-        since: "2.8.0",
-        complexity: SCAN_COMPLEXITY,
-        handler: hscan,
-        ..Command::DEFAULT
-    },
+    name: "hscan",
+    arity: -3,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "hash",
+    summary: "Incrementally iterate hash fields and associated values",
+    since: "2.8.0",
+    complexity: SCAN_COMPLEXITY,
+    handler: hscan,
+    ..Command::DEFAULT
+},
 ];
 
 fn resp3(ctx: &Ctx<'_>) -> bool {
@@ -235,7 +236,7 @@ fn hset(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::arity(&String::from_utf8_lossy(&name)));
     }
     let key = ctx.arg(1);
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let pairs = &ctx.argv[2..];
     let mut l = ctx.lock1(key);
     let h = l.hash_mut_or_create(key)?;
@@ -256,7 +257,7 @@ fn hset(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn hsetnx(ctx: &mut Ctx<'_>) -> CmdResult {
     let (key, field, value) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
     let h = l.hash_mut_or_create(key)?;
     let added = if h.contains(field) {
@@ -288,7 +289,7 @@ fn hdel(ctx: &mut Ctx<'_>) -> CmdResult {
 fn hincrby(ctx: &mut Ctx<'_>) -> CmdResult {
     let incr = ctx.int_arg(3)?;
     let (key, field) = (ctx.arg(1), ctx.arg(2));
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
     let h = l.hash_mut_or_create(key)?;
     let new = h.update(field, enc, |old| {
@@ -314,7 +315,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
     let (key, field) = (ctx.arg(1), ctx.arg(2));
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
     let h = l.hash_mut_or_create(key)?;
     let old = match h.get(field) {

@@ -7,7 +7,8 @@
 //! the stored value, as Redis does (the value changes; the key's TTL does not).
 
 use crate::commands::hll;
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use strata_engine::{Locked, Ttl};
 
 const NOT_HLL: CmdError =
@@ -22,84 +23,84 @@ impl From<hll::Corrupt> for CmdError {
 
 pub const COMMANDS: &[Command] = &[
     Command {
-        name: "pfadd",
-        arity: -2,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: Keys::Range {
+    name: "pfadd",
+    arity: -2,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: Keys::Range {
             first: 1,
             last: 1,
             step: 1,
         },
-        group: "hyperloglog",
-        summary: "Adds the specified elements to the specified HyperLogLog.",
-        since: "2.8.9",
-        complexity: "O(1) to add every element.",
-        handler: pfadd,
-        ..Command::DEFAULT
-    },
+    group: "hyperloglog",
+    summary: "Adds the specified elements to the specified HyperLogLog.",
+    since: "2.8.9",
+    complexity: "O(1) to add every element.",
+    handler: pfadd,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pfcount",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: Keys::Range {
+    name: "pfcount",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: Keys::Range {
             first: 1,
             last: -1,
             step: 1,
         },
-        group: "hyperloglog",
-        summary: "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
-        since: "2.8.9",
-        complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
-        handler: pfcount,
-        ..Command::DEFAULT
-    },
+    group: "hyperloglog",
+    summary: "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
+    since: "2.8.9",
+    complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
+    handler: pfcount,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pfmerge",
-        arity: -2,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: Keys::Range {
+    name: "pfmerge",
+    arity: -2,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: Keys::Range {
             first: 1,
             last: -1,
             step: 1,
         },
-        group: "hyperloglog",
-        summary: "Merge N different HyperLogLogs into a single one.",
-        since: "2.8.9",
-        complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
-        handler: pfmerge,
-        ..Command::DEFAULT
-    },
+    group: "hyperloglog",
+    summary: "Merge N different HyperLogLogs into a single one.",
+    since: "2.8.9",
+    complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+    handler: pfmerge,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pfdebug",
-        arity: 3,
-        flags: flags::WRITE | flags::DENYOOM | flags::ADMIN,
-        keys: Keys::Range {
+    name: "pfdebug",
+    arity: 3,
+    flags: flags::WRITE | flags::DENYOOM | flags::ADMIN,
+    keys: Keys::Range {
             first: 2,
             last: 2,
             step: 1,
         },
-        group: "hyperloglog",
-        summary: "Internal commands for debugging HyperLogLog values",
-        since: "2.8.9",
-        complexity: "N/A",
-        handler: pfdebug,
-        ..Command::DEFAULT
-    },
+    group: "hyperloglog",
+    summary: "Internal commands for debugging HyperLogLog values",
+    since: "2.8.9",
+    complexity: "N/A",
+    handler: pfdebug,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pfselftest",
-        arity: 1,
-        flags: flags::ADMIN,
-        group: "hyperloglog",
-        summary: "An internal command for testing HyperLogLog values",
-        since: "2.8.9",
-        complexity: "N/A",
-        handler: pfselftest,
-        ..Command::DEFAULT
-    },
+    name: "pfselftest",
+    arity: 1,
+    flags: flags::ADMIN,
+    group: "hyperloglog",
+    summary: "An internal command for testing HyperLogLog values",
+    since: "2.8.9",
+    complexity: "N/A",
+    handler: pfselftest,
+    ..Command::DEFAULT
+},
 ];
 
 fn sparse_max_bytes(ctx: &Ctx<'_>) -> u64 {
-    ctx.server.config.get_u64("hll-sparse-max-bytes")
+    ctx.config().get_u64("hll-sparse-max-bytes")
 }
 
 /// The stored HLL for editing: None when missing; Redis's errors for other types and for

@@ -1,106 +1,101 @@
 //! COMMAND and its subcommands: what clients and redis-cli learn about the command table.
 //! Everything here is read from the declarations in the other families.
 
-use crate::exec::command::{flags, flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 
-const fn intro(
-    name: &'static str,
-    arity: i32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(
-        name,
-        arity,
-        LOADING | STALE,
-        "server",
-        summary,
-        since,
-        handler,
-    )
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    flags: LOADING | STALE,
+    group: "server",
+    ..Command::DEFAULT
+};
 
 pub const COMMANDS: &[Command] = &[Command {
+    name: "command",
+    arity: -1,
+    summary: "Returns detailed information about all commands.",
+    since: "2.8.13",
+    handler: command_all,
     subcommands: SUBCOMMANDS,
-    ..intro(
-        "command",
-        -1,
-        "Returns detailed information about all commands.",
-        "2.8.13",
-        command_all,
-    )
+    ..FAMILY
 }];
 
 const SUBCOMMANDS: &[Command] = &[
-    intro(
-        "count",
-        2,
-        "Returns a count of commands.",
-        "2.8.13",
-        command_count,
-    ),
-    intro(
-        "info",
-        -2,
-        "Returns information about one, multiple or all commands.",
-        "2.8.13",
-        command_info,
-    ),
-    intro(
-        "docs",
-        -2,
-        "Returns documentary information about one, multiple or all commands.",
-        "7.0.0",
-        command_docs,
-    ),
-    intro(
-        "list",
-        -2,
-        "Returns a list of command names.",
-        "7.0.0",
-        command_list,
-    ),
-    intro(
-        "getkeys",
-        -4,
-        "Extracts the key names from an arbitrary command.",
-        "2.8.13",
-        command_getkeys,
-    ),
-    intro(
-        "help",
-        2,
-        "Returns helpful text about the different subcommands.",
-        "5.0.0",
-        command_help,
-    ),
+    Command {
+        name: "count",
+        arity: 2,
+        summary: "Returns a count of commands.",
+        since: "2.8.13",
+        handler: command_count,
+        ..FAMILY
+    },
+    Command {
+        name: "info",
+        arity: -2,
+        summary: "Returns information about one, multiple or all commands.",
+        since: "2.8.13",
+        handler: command_info,
+        ..FAMILY
+    },
+    Command {
+        name: "docs",
+        arity: -2,
+        summary: "Returns documentary information about one, multiple or all commands.",
+        since: "7.0.0",
+        handler: command_docs,
+        ..FAMILY
+    },
+    Command {
+        name: "list",
+        arity: -2,
+        summary: "Returns a list of command names.",
+        since: "7.0.0",
+        handler: command_list,
+        ..FAMILY
+    },
+    Command {
+        name: "getkeys",
+        arity: -4,
+        summary: "Extracts the key names from an arbitrary command.",
+        since: "2.8.13",
+        handler: command_getkeys,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "5.0.0",
+        handler: command_help,
+        ..FAMILY
+    },
 ];
 
 /// Bare COMMAND (no subcommand) lists every command's info. Dispatch sends a bare
 /// container call here because COMMAND alone is valid, unlike CONFIG or CLIENT.
 fn command_all(ctx: &mut Ctx<'_>) -> CmdResult {
-    let ids: Vec<usize> = ctx.server.table.top_level().collect();
+    let ids: Vec<usize> = ctx.commands().top_level().collect();
     ctx.out.array(ids.len());
     for id in ids {
         write_info(
             ctx,
-            ctx.server.table.commands[id],
-            &ctx.server.table.fullnames[id].clone(),
+            ctx.commands().commands[id],
+            &ctx.commands().fullnames[id].clone(),
         );
     }
     Ok(())
 }
 
 fn command_count(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.out.int(ctx.server.table.top_level().count() as i64);
+    ctx.out.int(ctx.commands().top_level().count() as i64);
     Ok(())
 }
 
 fn lookup<'a>(ctx: &Ctx<'a>, name: &[u8]) -> Option<(&'a Command, String)> {
     let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-    let table = &ctx.server.table;
+    let table = &ctx.commands();
     table
         .lookup(&name)
         .map(|id| (table.commands[id], table.fullnames[id].clone()))
@@ -200,7 +195,7 @@ fn write_key_specs(out: &mut strata_resp::Reply<'_>, cmd: &Command) {
 }
 
 fn command_docs(ctx: &mut Ctx<'_>) -> CmdResult {
-    let table = &ctx.server.table;
+    let table = &ctx.commands();
     let found: Vec<(&Command, String)> = if ctx.argv.len() == 2 {
         table
             .top_level()
@@ -244,7 +239,7 @@ fn write_doc(out: &mut strata_resp::Reply<'_>, cmd: &Command, fullname: &str) {
 }
 
 fn command_list(ctx: &mut Ctx<'_>) -> CmdResult {
-    let table = &ctx.server.table;
+    let table = &ctx.commands();
     let filter: Option<(Vec<u8>, Bytes)> = match ctx.argv.len() {
         2 => None,
         5 if ctx.lower(2) == b"filterby" => Some((ctx.lower(3), ctx.argv[4].clone())),
@@ -278,7 +273,7 @@ fn command_list(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn command_getkeys(ctx: &mut Ctx<'_>) -> CmdResult {
     let argv = &ctx.argv[2..];
-    let table = &ctx.server.table;
+    let table = &ctx.commands();
     let id = match table.resolve(argv) {
         Ok(id) => id,
         Err(e) if e.text().starts_with("ERR wrong number") => {

@@ -10,7 +10,8 @@
 //! - `lookupKeyWrite` (no statistics): `contains` / `peek` / `take` / `remove`.
 
 use super::scan;
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::{clock, Kind, Locked, ScanFilter};
@@ -38,244 +39,244 @@ const KEY2: Keys = Keys::Range {
 
 pub const COMMANDS: &[Command] = &[
     Command {
-        name: "del",
-        arity: -2,
-        flags: flags::WRITE,
-        keys: ALL_KEYS,
-        summary: "Delete a key",
-        since: "1.0.0",
-        complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
-        handler: del,
-        ..Command::DEFAULT
-    },
+    name: "del",
+    arity: -2,
+    flags: flags::WRITE,
+    keys: ALL_KEYS,
+    summary: "Delete a key",
+    since: "1.0.0",
+    complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+    handler: del,
+    ..Command::DEFAULT
+},
     Command {
-        name: "unlink",
-        arity: -2,
-        flags: flags::WRITE | flags::FAST,
-        keys: ALL_KEYS,
-        summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
-        since: "4.0.0",
-        complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
-        handler: unlink,
-        ..Command::DEFAULT
-    },
+    name: "unlink",
+    arity: -2,
+    flags: flags::WRITE | flags::FAST,
+    keys: ALL_KEYS,
+    summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
+    since: "4.0.0",
+    complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+    handler: unlink,
+    ..Command::DEFAULT
+},
     Command {
-        name: "exists",
-        arity: -2,
-        flags: flags::READONLY | flags::FAST,
-        keys: ALL_KEYS,
-        summary: "Determine if a key exists",
-        since: "1.0.0",
-        complexity: "O(N) where N is the number of keys to check.",
-        handler: exists,
-        ..Command::DEFAULT
-    },
+    name: "exists",
+    arity: -2,
+    flags: flags::READONLY | flags::FAST,
+    keys: ALL_KEYS,
+    summary: "Determine if a key exists",
+    since: "1.0.0",
+    complexity: "O(N) where N is the number of keys to check.",
+    handler: exists,
+    ..Command::DEFAULT
+},
     Command {
-        name: "type",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        summary: "Determine the type stored at key",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: type_,
-        ..Command::DEFAULT
-    },
+    name: "type",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    summary: "Determine the type stored at key",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: type_,
+    ..Command::DEFAULT
+},
     Command {
-        name: "rename",
-        arity: 3,
-        flags: flags::WRITE,
-        keys: KEYS_1_2,
-        summary: "Rename a key",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: rename,
-        ..Command::DEFAULT
-    },
+    name: "rename",
+    arity: 3,
+    flags: flags::WRITE,
+    keys: KEYS_1_2,
+    summary: "Rename a key",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: rename,
+    ..Command::DEFAULT
+},
     Command {
-        name: "renamenx",
-        arity: 3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEYS_1_2,
-        summary: "Rename a key, only if the new key does not exist",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: renamenx,
-        ..Command::DEFAULT
-    },
+    name: "renamenx",
+    arity: 3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEYS_1_2,
+    summary: "Rename a key, only if the new key does not exist",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: renamenx,
+    ..Command::DEFAULT
+},
     Command {
-        name: "copy",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: KEYS_1_2,
-        summary: "Copy a key",
-        since: "6.2.0",
-        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
-        handler: copy,
-        ..Command::DEFAULT
-    },
+    name: "copy",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM | flags::ALL_SHARDS,
+    keys: KEYS_1_2,
+    summary: "Copy a key",
+    since: "6.2.0",
+    complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+    handler: copy,
+    ..Command::DEFAULT
+},
     Command {
-        name: "move",
-        arity: 3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        summary: "Move a key to another database",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: move_,
-        ..Command::DEFAULT
-    },
+    name: "move",
+    arity: 3,
+    flags: flags::WRITE | flags::FAST | flags::ALL_SHARDS,
+    keys: KEY1,
+    summary: "Move a key to another database",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: move_,
+    ..Command::DEFAULT
+},
     Command {
-        name: "keys",
-        arity: 2,
-        flags: flags::READONLY,
-        summary: "Find all keys matching the given pattern",
-        since: "1.0.0",
-        complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
-        handler: keys,
-        ..Command::DEFAULT
-    },
+    name: "keys",
+    arity: 2,
+    flags: flags::READONLY | flags::ALL_SHARDS,
+    summary: "Find all keys matching the given pattern",
+    since: "1.0.0",
+    complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+    handler: keys,
+    ..Command::DEFAULT
+},
     Command {
-        name: "scan",
-        arity: -2,
-        flags: flags::READONLY,
-        summary: "Incrementally iterate the keys space",
-        since: "2.8.0",
-        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
-        handler: scan,
-        ..Command::DEFAULT
-    },
+    name: "scan",
+    arity: -2,
+    flags: flags::READONLY | flags::ALL_SHARDS,
+    summary: "Incrementally iterate the keys space",
+    since: "2.8.0",
+    complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+    handler: scan,
+    ..Command::DEFAULT
+},
     Command {
-        name: "randomkey",
-        arity: 1,
-        flags: flags::READONLY,
-        summary: "Return a random key from the keyspace",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: randomkey,
-        ..Command::DEFAULT
-    },
+    name: "randomkey",
+    arity: 1,
+    flags: flags::READONLY | flags::ALL_SHARDS,
+    summary: "Return a random key from the keyspace",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: randomkey,
+    ..Command::DEFAULT
+},
     Command {
-        name: "touch",
-        arity: -2,
-        flags: flags::READONLY | flags::FAST,
-        keys: ALL_KEYS,
-        summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
-        since: "3.2.1",
-        complexity: "O(N) where N is the number of keys that will be touched.",
-        handler: touch,
-        ..Command::DEFAULT
-    },
+    name: "touch",
+    arity: -2,
+    flags: flags::READONLY | flags::FAST,
+    keys: ALL_KEYS,
+    summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+    since: "3.2.1",
+    complexity: "O(N) where N is the number of keys that will be touched.",
+    handler: touch,
+    ..Command::DEFAULT
+},
     Command {
-        name: "object",
-        arity: -2,
-        flags: 0,
-        summary: "A container for object introspection commands",
-        since: "2.2.3",
-        complexity: "Depends on subcommand.",
-        handler: super::container,
-        subcommands: OBJECT_SUBCOMMANDS,
-        ..Command::DEFAULT
-    },
+    name: "object",
+    arity: -2,
+    flags: 0,
+    summary: "A container for object introspection commands",
+    since: "2.2.3",
+    complexity: "Depends on subcommand.",
+    handler: super::container,
+    subcommands: OBJECT_SUBCOMMANDS,
+    ..Command::DEFAULT
+},
     Command {
-        name: "expire",
-        arity: -3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        summary: "Set a key's time to live in seconds",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: expire,
-        ..Command::DEFAULT
-    },
+    name: "expire",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    summary: "Set a key's time to live in seconds",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: expire,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pexpire",
-        arity: -3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        summary: "Set a key's time to live in milliseconds",
-        since: "2.6.0",
-        complexity: "O(1)",
-        handler: pexpire,
-        ..Command::DEFAULT
-    },
+    name: "pexpire",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    summary: "Set a key's time to live in milliseconds",
+    since: "2.6.0",
+    complexity: "O(1)",
+    handler: pexpire,
+    ..Command::DEFAULT
+},
     Command {
-        name: "expireat",
-        arity: -3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        summary: "Set the expiration for a key as a UNIX timestamp",
-        since: "1.2.0",
-        complexity: "O(1)",
-        handler: expireat,
-        ..Command::DEFAULT
-    },
+    name: "expireat",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    summary: "Set the expiration for a key as a UNIX timestamp",
+    since: "1.2.0",
+    complexity: "O(1)",
+    handler: expireat,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pexpireat",
-        arity: -3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
-        since: "2.6.0",
-        complexity: "O(1)",
-        handler: pexpireat,
-        ..Command::DEFAULT
-    },
+    name: "pexpireat",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
+    since: "2.6.0",
+    complexity: "O(1)",
+    handler: pexpireat,
+    ..Command::DEFAULT
+},
     Command {
-        name: "expiretime",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        summary: "Get the expiration Unix timestamp for a key",
-        since: "7.0.0",
-        complexity: "O(1)",
-        handler: expiretime,
-        ..Command::DEFAULT
-    },
+    name: "expiretime",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    summary: "Get the expiration Unix timestamp for a key",
+    since: "7.0.0",
+    complexity: "O(1)",
+    handler: expiretime,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pexpiretime",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        summary: "Get the expiration Unix timestamp for a key in milliseconds",
-        since: "7.0.0",
-        complexity: "O(1)",
-        handler: pexpiretime,
-        ..Command::DEFAULT
-    },
+    name: "pexpiretime",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    summary: "Get the expiration Unix timestamp for a key in milliseconds",
+    since: "7.0.0",
+    complexity: "O(1)",
+    handler: pexpiretime,
+    ..Command::DEFAULT
+},
     Command {
-        name: "ttl",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        summary: "Get the time to live for a key in seconds",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: ttl,
-        ..Command::DEFAULT
-    },
+    name: "ttl",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    summary: "Get the time to live for a key in seconds",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: ttl,
+    ..Command::DEFAULT
+},
     Command {
-        name: "pttl",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        summary: "Get the time to live for a key in milliseconds",
-        since: "2.6.0",
-        complexity: "O(1)",
-        handler: pttl,
-        ..Command::DEFAULT
-    },
+    name: "pttl",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    summary: "Get the time to live for a key in milliseconds",
+    since: "2.6.0",
+    complexity: "O(1)",
+    handler: pttl,
+    ..Command::DEFAULT
+},
     Command {
-        name: "persist",
-        arity: 2,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        summary: "Remove the expiration from a key",
-        since: "2.2.0",
-        complexity: "O(1)",
-        handler: persist,
-        ..Command::DEFAULT
-    },
+    name: "persist",
+    arity: 2,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    summary: "Remove the expiration from a key",
+    since: "2.2.0",
+    complexity: "O(1)",
+    handler: persist,
+    ..Command::DEFAULT
+},
 ];
 
 const OBJECT_SUBCOMMANDS: &[Command] = &[
@@ -493,7 +494,7 @@ fn db_index_arg(ctx: &Ctx<'_>, i: usize) -> Result<usize, CmdError> {
         )));
     }
     match usize::try_from(n) {
-        Ok(db) if db < ctx.server.keyspace.db_count() => Ok(db),
+        Ok(db) if db < ctx.keyspace().db_count() => Ok(db),
         _ => Err(CmdError::DB_RANGE),
     }
 }
@@ -526,7 +527,7 @@ fn copy(ctx: &mut Ctx<'_>) -> CmdResult {
         let mut l = ctx.lock(&[key, newkey]);
         copy_between(&mut l, key, None, newkey, replace)
     } else {
-        let (ls, ld) = ctx.server.keyspace.lock_pair(src_db, key, dst_db, newkey);
+        let (ls, ld) = ctx.keyspace().lock_pair(src_db, key, dst_db, newkey);
         let (mut ls, mut ld) = (ls.no_touch(no_touch), ld.no_touch(no_touch));
         copy_between(&mut ls, key, Some(&mut ld), newkey, replace)
     };
@@ -572,7 +573,7 @@ fn move_(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(SAME_OBJECT);
     }
     let key = ctx.arg(1);
-    let (mut ls, mut ld) = ctx.server.keyspace.lock_pair(src_db, key, dst_db, key);
+    let (mut ls, mut ld) = ctx.keyspace().lock_pair(src_db, key, dst_db, key);
     let moved = if !ls.contains(key) || ld.contains(key) {
         false
     } else if let Some(owned) = ls.take(key) {
@@ -630,7 +631,7 @@ fn scan(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn randomkey(ctx: &mut Ctx<'_>) -> CmdResult {
-    let seed = ctx.server.keyspace.random();
+    let seed = ctx.keyspace().random();
     match ctx.db().random_key(seed) {
         Some(k) => ctx.out.bulk(&k),
         None => ctx.out.null(),
@@ -675,7 +676,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 const LFU_INIT_VAL: u64 = 5;
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
-    ctx.server.config.get("maxmemory-policy").ends_with("-lfu")
+    ctx.config().get("maxmemory-policy").ends_with("-lfu")
 }
 
 /// What an OBJECT subcommand needs of an entry, read under the lock.
@@ -721,8 +722,8 @@ fn object_refcount(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
     };
-    let policy = ctx.server.config.get("maxmemory-policy");
-    let no_shared = ctx.server.config.get_u64("maxmemory") != 0
+    let policy = ctx.config().get("maxmemory-policy");
+    let no_shared = ctx.config().get_u64("maxmemory") != 0
         && (policy.ends_with("-lru") || policy.ends_with("-lfu"));
     ctx.out.int(if info.small_int && !no_shared {
         SHARED_REFCOUNT
@@ -754,7 +755,7 @@ fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     if !lfu_policy(ctx) {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let decay = ctx.server.config.get_u64("lfu-decay-time");
+    let decay = ctx.config().get_u64("lfu-decay-time");
     let idle_min = clock::idle_ms(info.lru, ctx.now_ms) / 60_000;
     let periods = idle_min.checked_div(decay).unwrap_or(0);
     ctx.out.int(LFU_INIT_VAL.saturating_sub(periods) as i64);

@@ -1,7 +1,8 @@
 //! Command families, one file each. Each file declares its commands in a `COMMANDS` table
 //! next to their handlers; `FAMILIES` lists every table.
 
-use crate::exec::command::{CmdError, CmdResult, Command, Ctx};
+use crate::exec::command::{CmdError, CmdResult, Command};
+use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use strata_engine::{Locked, WrongType};
 

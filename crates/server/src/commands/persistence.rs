@@ -1,58 +1,57 @@
 //! SAVE BGSAVE BGREWRITEAOF LASTSAVE: snapshots on demand (see crate::services::snapshot).
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
+use crate::exec::ctx::Ctx;
 use crate::services::snapshot;
 use std::sync::atomic::Ordering;
 
-/// Declares a command of this family (doc group "server").
-const fn cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(name, arity, flags, "server", summary, since, handler)
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "server",
+    ..Command::DEFAULT
+};
 
 pub static COMMANDS: &[Command] = &[
-    cmd(
-        "save",
-        1,
-        ADMIN | NOSCRIPT | NO_MULTI,
-        "Synchronously saves the database(s) to disk.",
-        "1.0.0",
-        save,
-    ),
-    cmd(
-        "bgsave",
-        -1,
-        ADMIN | NOSCRIPT,
-        "Asynchronously saves the database(s) to disk.",
-        "1.0.0",
-        bgsave,
-    ),
-    cmd(
-        "bgrewriteaof",
-        1,
-        ADMIN | NOSCRIPT,
-        "Asynchronously rewrites the append-only file to disk.",
-        "1.0.0",
-        bgrewriteaof,
-    ),
-    cmd(
-        "lastsave",
-        1,
-        LOADING | STALE | FAST,
-        "Returns the Unix timestamp of the last successful save to disk.",
-        "1.0.0",
-        lastsave,
-    ),
+    Command {
+        name: "save",
+        arity: 1,
+        flags: ADMIN | NOSCRIPT | NO_MULTI,
+        summary: "Synchronously saves the database(s) to disk.",
+        since: "1.0.0",
+        handler: save,
+        ..FAMILY
+    },
+    Command {
+        name: "bgsave",
+        arity: -1,
+        flags: ADMIN | NOSCRIPT,
+        summary: "Asynchronously saves the database(s) to disk.",
+        since: "1.0.0",
+        handler: bgsave,
+        ..FAMILY
+    },
+    Command {
+        name: "bgrewriteaof",
+        arity: 1,
+        flags: ADMIN | NOSCRIPT,
+        summary: "Asynchronously rewrites the append-only file to disk.",
+        since: "1.0.0",
+        handler: bgrewriteaof,
+        ..FAMILY
+    },
+    Command {
+        name: "lastsave",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        summary: "Returns the Unix timestamp of the last successful save to disk.",
+        since: "1.0.0",
+        handler: lastsave,
+        ..FAMILY
+    },
 ];
 
 fn run(ctx: &Ctx<'_>, background: bool, rewrite: bool) -> Result<(), String> {
-    let server = ctx.server.arc().ok_or("ERR server is shutting down")?;
+    let server = ctx.server().arc().ok_or("ERR server is shutting down")?;
     snapshot::start(&server, background, rewrite)
 }
 
@@ -68,7 +67,7 @@ fn bgsave(ctx: &mut Ctx<'_>) -> CmdResult {
         2 if ctx.arg(1).eq_ignore_ascii_case(b"schedule") => true,
         _ => return Err(CmdError::SYNTAX),
     };
-    let snaps = &ctx.server.persist.snapshots;
+    let snaps = &ctx.server().persist.snapshots;
     if snaps.in_progress() {
         if schedule {
             snaps.scheduled.store(true, Ordering::Relaxed);
@@ -83,7 +82,7 @@ fn bgsave(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn bgrewriteaof(ctx: &mut Ctx<'_>) -> CmdResult {
-    let snaps = &ctx.server.persist.snapshots;
+    let snaps = &ctx.server().persist.snapshots;
     if snaps.rewriting.load(Ordering::Relaxed) {
         return Err(CmdError::err(
             "Background append only file rewriting already in progress",
@@ -103,6 +102,6 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn lastsave(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.out
-        .int(ctx.server.last_save.load(Ordering::Relaxed) as i64);
+        .int(ctx.server().last_save.load(Ordering::Relaxed) as i64);
     Ok(())
 }

@@ -5,182 +5,174 @@
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::exec::command::{flags::*, CmdResult, Command, Ctx};
-use crate::services::pubsub::{Mailbox, Publisher, Space, Subscriptions};
+use crate::exec::command::{flags::*, CmdResult, Command};
+use crate::exec::ctx::Ctx;
+use crate::services::pubsub::{Mailbox, Space, Subscriptions};
 use bytes::Bytes;
 use std::sync::Arc;
 
-const fn ps(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    complexity: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command {
-        complexity,
-        ..Command::new(name, arity, flags, "pubsub", summary, "2.0.0", handler)
-    }
-}
-
-/// A shard-channel command: Redis 7.0.
-const fn shard(command: Command) -> Command {
-    Command {
-        since: "7.0.0",
-        ..command
-    }
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "pubsub",
+    since: "2.0.0",
+    ..Command::DEFAULT
+};
 
 pub const COMMANDS: &[Command] = &[
-    ps(
-        "subscribe",
-        -2,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        "Listen for messages published to the given channels",
-        "O(N) where N is the number of channels to subscribe to.",
-        subscribe,
-    ),
-    ps(
-        "unsubscribe",
-        -1,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        "Stop listening for messages posted to the given channels",
-        "O(N) where N is the number of clients already subscribed to a channel.",
-        unsubscribe,
-    ),
-    ps(
-        "psubscribe",
-        -2,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        "Listen for messages published to channels matching the given patterns",
-        "O(N) where N is the number of patterns the client is already subscribed to.",
-        psubscribe,
-    ),
-    ps(
-        "punsubscribe",
-        -1,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        "Stop listening for messages posted to channels matching the given patterns",
-        "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
-        punsubscribe,
-    ),
-    ps(
-        "publish",
-        3,
-        PUBSUB | LOADING | STALE | FAST,
-        "Post a message to a channel",
-        "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
-        publish,
-    ),
-    shard(ps(
-        "ssubscribe",
-        -2,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        "Listen for messages published to the given shard channels",
-        "O(N) where N is the number of shard channels to subscribe to.",
-        ssubscribe,
-    )),
-    shard(ps(
-        "sunsubscribe",
-        -1,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        "Stop listening for messages posted to the given shard channels",
-        "O(N) where N is the number of clients already subscribed to a shard channel.",
-        sunsubscribe,
-    )),
-    shard(ps(
-        "spublish",
-        3,
-        PUBSUB | LOADING | STALE | FAST,
-        "Post a message to a shard channel",
-        "O(N) where N is the number of clients subscribed to the receiving shard channel.",
-        spublish,
-    )),
     Command {
-        subcommands: PUBSUB_SUBS,
-        ..Command::new(
-            "pubsub",
-            -2,
-            0,
-            "pubsub",
-            "A container for Pub/Sub commands",
-            "2.8.0",
-            super::container,
-        )
-    },
+    name: "subscribe",
+    arity: -2,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    summary: "Listen for messages published to the given channels",
+    complexity: "O(N) where N is the number of channels to subscribe to.",
+    handler: subscribe,
+    ..FAMILY
+},
+    Command {
+    name: "unsubscribe",
+    arity: -1,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    summary: "Stop listening for messages posted to the given channels",
+    complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+    handler: unsubscribe,
+    ..FAMILY
+},
+    Command {
+    name: "psubscribe",
+    arity: -2,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    summary: "Listen for messages published to channels matching the given patterns",
+    complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+    handler: psubscribe,
+    ..FAMILY
+},
+    Command {
+    name: "punsubscribe",
+    arity: -1,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    summary: "Stop listening for messages posted to channels matching the given patterns",
+    complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+    handler: punsubscribe,
+    ..FAMILY
+},
+    Command {
+    name: "publish",
+    arity: 3,
+    flags: PUBSUB | LOADING | STALE | FAST,
+    summary: "Post a message to a channel",
+    complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+    handler: publish,
+    ..FAMILY
+},
+    Command {
+    name: "ssubscribe",
+    arity: -2,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    summary: "Listen for messages published to the given shard channels",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of shard channels to subscribe to.",
+    handler: ssubscribe,
+    ..FAMILY
+},
+    Command {
+    name: "sunsubscribe",
+    arity: -1,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    summary: "Stop listening for messages posted to the given shard channels",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+    handler: sunsubscribe,
+    ..FAMILY
+},
+    Command {
+    name: "spublish",
+    arity: 3,
+    flags: PUBSUB | LOADING | STALE | FAST,
+    summary: "Post a message to a shard channel",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+    handler: spublish,
+    ..FAMILY
+},
+    Command {
+    name: "pubsub",
+    arity: -2,
+    flags: 0,
+    group: "pubsub",
+    summary: "A container for Pub/Sub commands",
+    since: "2.8.0",
+    handler: super::container,
+    subcommands: PUBSUB_SUBS,
+    ..Command::DEFAULT
+},
 ];
 
 const PUBSUB_SUBS: &[Command] = &[
     Command {
-        complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
-        ..Command::new(
-            "channels",
-            -2,
-            PUBSUB | LOADING | STALE,
-            "pubsub",
-            "List active channels",
-            "2.8.0",
-            pubsub_channels,
-        )
-    },
+    name: "channels",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    group: "pubsub",
+    summary: "List active channels",
+    since: "2.8.0",
+    complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+    handler: pubsub_channels,
+    ..Command::DEFAULT
+},
     Command {
-        complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-        ..Command::new(
-            "numsub",
-            -2,
-            PUBSUB | LOADING | STALE,
-            "pubsub",
-            "Get the count of subscribers for channels",
-            "2.8.0",
-            pubsub_numsub,
-        )
-    },
-    Command::new(
-        "numpat",
-        2,
-        PUBSUB | LOADING | STALE,
-        "pubsub",
-        "Get the count of unique patterns pattern subscriptions",
-        "2.8.0",
-        pubsub_numpat,
-    ),
+    name: "numsub",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    group: "pubsub",
+    summary: "Get the count of subscribers for channels",
+    since: "2.8.0",
+    complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+    handler: pubsub_numsub,
+    ..Command::DEFAULT
+},
     Command {
-        complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
-        ..Command::new(
-            "shardchannels",
-            -2,
-            PUBSUB | LOADING | STALE,
-            "pubsub",
-            "List active shard channels",
-            "7.0.0",
-            pubsub_shardchannels,
-        )
-    },
+    name: "numpat",
+    arity: 2,
+    flags: PUBSUB | LOADING | STALE,
+    group: "pubsub",
+    summary: "Get the count of unique patterns pattern subscriptions",
+    since: "2.8.0",
+    handler: pubsub_numpat,
+    ..Command::DEFAULT
+},
     Command {
-        complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-        ..Command::new(
-            "shardnumsub",
-            -2,
-            PUBSUB | LOADING | STALE,
-            "pubsub",
-            "Get the count of subscribers for shard channels",
-            "7.0.0",
-            pubsub_shardnumsub,
-        )
-    },
+    name: "shardchannels",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    group: "pubsub",
+    summary: "List active shard channels",
+    since: "7.0.0",
+    complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+    handler: pubsub_shardchannels,
+    ..Command::DEFAULT
+},
     Command {
-        complexity: "O(1)",
-        ..Command::new(
-            "help",
-            2,
-            LOADING | STALE,
-            "pubsub",
-            "Show helpful text about the different subcommands",
-            "6.2.0",
-            pubsub_help,
-        )
-    },
+    name: "shardnumsub",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    group: "pubsub",
+    summary: "Get the count of subscribers for shard channels",
+    since: "7.0.0",
+    complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+    handler: pubsub_shardnumsub,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "help",
+    arity: 2,
+    flags: LOADING | STALE,
+    group: "pubsub",
+    summary: "Show helpful text about the different subcommands",
+    since: "6.2.0",
+    complexity: "O(1)",
+    handler: pubsub_help,
+    ..Command::DEFAULT
+},
 ];
 
 /// The client's subscriptions, created (with its mailbox) on first use.
@@ -264,7 +256,7 @@ fn psubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn subscribe_any(ctx: &mut Ctx<'_>, kind: Kind) -> CmdResult {
     drain_mail(ctx);
-    let server = ctx.server;
+    let server = ctx.server();
     let hub = &server.pubsub;
     for i in 1..ctx.argv.len() {
         let name = ctx.argv[i].clone();
@@ -294,7 +286,7 @@ fn punsubscribe(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn unsubscribe_any(ctx: &mut Ctx<'_>, kind: Kind) -> CmdResult {
     drain_mail(ctx);
-    let server = ctx.server;
+    let server = ctx.server();
     let hub = &server.pubsub;
     let verb = kind.verbs().1;
     let names: Vec<Bytes> = if ctx.argv.len() > 1 {
@@ -335,19 +327,13 @@ fn spublish(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn publish_in(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
-    let mut me = Publisher {
-        id: ctx.client.id,
-        self_push: &mut ctx.client.self_push,
-        proto: ctx.out.proto,
-    };
-    let hub = &ctx.server.pubsub;
+    let hub = ctx.pubsub();
+    let (channel, message) = (ctx.arg(1), ctx.arg(2));
+    let mut me = ctx.publisher();
     let n = match space {
-        Space::Global => hub.publish(&ctx.argv[1], &ctx.argv[2], &mut me),
-        Space::Shard => hub.spublish(&ctx.argv[1], &ctx.argv[2], &mut me),
+        Space::Global => hub.publish(channel, message, &mut me),
+        Space::Shard => hub.spublish(channel, message, &mut me),
     };
-    if !ctx.client.self_push.is_empty() {
-        ctx.client.attention = true;
-    }
     ctx.out.int(n as i64);
     Ok(())
 }
@@ -365,7 +351,7 @@ fn list_channels(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
         return Err(super::wrong_subcommand_args(ctx));
     }
     let pattern = ctx.argv.get(2).map(|p| &p[..]);
-    let list = ctx.server.pubsub.channels_matching(space, pattern);
+    let list = ctx.pubsub().channels_matching(space, pattern);
     ctx.out.array(list.len());
     for c in &list {
         ctx.out.bulk(c);
@@ -384,7 +370,7 @@ fn pubsub_shardnumsub(ctx: &mut Ctx<'_>) -> CmdResult {
 fn count_subscribers(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
     ctx.out.array((ctx.argv.len() - 2) * 2);
     for i in 2..ctx.argv.len() {
-        let n = ctx.server.pubsub.numsub(space, &ctx.argv[i]);
+        let n = ctx.pubsub().numsub(space, &ctx.argv[i]);
         ctx.out.bulk(&ctx.argv[i]);
         ctx.out.int(n as i64);
     }
@@ -392,7 +378,7 @@ fn count_subscribers(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
 }
 
 fn pubsub_numpat(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.out.int(ctx.server.pubsub.pattern_count() as i64);
+    ctx.out.int(ctx.pubsub().pattern_count() as i64);
     Ok(())
 }
 

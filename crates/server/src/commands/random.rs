@@ -1,14 +1,15 @@
 //! Randomness for the commands that pick random members (HRANDFIELD, SRANDMEMBER, SPOP,
 //! ZRANDMEMBER): a small generator, distinct sampling, and the count argument's rules.
 
-use crate::exec::command::{CmdError, Ctx};
+use crate::exec::command::CmdError;
+use crate::exec::ctx::Ctx;
 
 /// A small fast PRNG (xorshift64*), seeded per command from the server's random source.
 pub(crate) struct Rng(u64);
 
 impl Rng {
     pub fn new(ctx: &Ctx<'_>) -> Rng {
-        Rng(ctx.server.keyspace.random() | 1)
+        Rng(ctx.keyspace().random() | 1)
     }
 
     pub fn next_u64(&mut self) -> u64 {

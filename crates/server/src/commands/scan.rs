@@ -1,7 +1,8 @@
 //! What SCAN, HSCAN, SSCAN and ZSCAN share: the cursor's parsing, the options, the MATCH
 //! filter and the empty reply.
 
-use crate::exec::command::{CmdError, Ctx};
+use crate::exec::command::CmdError;
+use crate::exec::ctx::Ctx;
 
 /// Redis's parseScanCursorOrReply: strtoul in base 10 over the C string (up to the first
 /// NUL), refusing leading white space, trailing garbage and overflow. As with strtoul, an

@@ -2,22 +2,18 @@
 //! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
 //! crate::services::scripting.
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
+use crate::exec::script::{self, Script};
 use crate::services::scripting::{self, Library, Target};
 use bytes::Bytes;
 use strata_scripting::ScriptFlags;
 
-/// Declares a command of this family (doc group "scripting").
-const fn cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(name, arity, flags, "scripting", summary, since, handler)
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "scripting",
+    ..Command::DEFAULT
+};
 
 /// EVAL-style key positions: argv[2] is numkeys, the keys follow it.
 fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
@@ -29,205 +25,222 @@ fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
     (3..3 + n).take_while(|i| *i < argv.len()).collect()
 }
 
-const fn with_keys(c: Command) -> Command {
-    Command {
-        keys: Keys::Custom(numkeys_keys),
-        ..c
-    }
-}
-
 const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLEKEYS;
 const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLEKEYS;
 
 pub static COMMANDS: &[Command] = &[
-    with_keys(cmd(
-        "eval",
-        -3,
-        EVAL_FLAGS,
-        "Executes a server-side Lua script.",
-        "2.6.0",
-        eval,
-    )),
-    with_keys(cmd(
-        "evalsha",
-        -3,
-        EVAL_FLAGS,
-        "Executes a server-side Lua script by SHA1 digest.",
-        "2.6.0",
-        evalsha,
-    )),
-    with_keys(cmd(
-        "eval_ro",
-        -3,
-        RO_FLAGS,
-        "Executes a read-only server-side Lua script.",
-        "7.0.0",
-        eval_ro,
-    )),
-    with_keys(cmd(
-        "evalsha_ro",
-        -3,
-        RO_FLAGS,
-        "Executes a read-only server-side Lua script by SHA1 digest.",
-        "7.0.0",
-        evalsha_ro,
-    )),
-    with_keys(cmd(
-        "fcall",
-        -3,
-        EVAL_FLAGS,
-        "Invokes a function.",
-        "7.0.0",
-        fcall,
-    )),
-    with_keys(cmd(
-        "fcall_ro",
-        -3,
-        RO_FLAGS,
-        "Invokes a read-only function.",
-        "7.0.0",
-        fcall_ro,
-    )),
     Command {
-        subcommands: SCRIPT,
-        ..cmd(
-            "script",
-            -2,
-            0,
-            "A container for Lua scripts management commands.",
-            "2.6.0",
-            super::container,
-        )
+        name: "eval",
+        arity: -3,
+        flags: EVAL_FLAGS,
+        keys: Keys::Custom(numkeys_keys),
+        summary: "Executes a server-side Lua script.",
+        since: "2.6.0",
+        handler: eval,
+        ..FAMILY
     },
     Command {
+        name: "evalsha",
+        arity: -3,
+        flags: EVAL_FLAGS,
+        keys: Keys::Custom(numkeys_keys),
+        summary: "Executes a server-side Lua script by SHA1 digest.",
+        since: "2.6.0",
+        handler: evalsha,
+        ..FAMILY
+    },
+    Command {
+        name: "eval_ro",
+        arity: -3,
+        flags: RO_FLAGS,
+        keys: Keys::Custom(numkeys_keys),
+        summary: "Executes a read-only server-side Lua script.",
+        since: "7.0.0",
+        handler: eval_ro,
+        ..FAMILY
+    },
+    Command {
+        name: "evalsha_ro",
+        arity: -3,
+        flags: RO_FLAGS,
+        keys: Keys::Custom(numkeys_keys),
+        summary: "Executes a read-only server-side Lua script by SHA1 digest.",
+        since: "7.0.0",
+        handler: evalsha_ro,
+        ..FAMILY
+    },
+    Command {
+        name: "fcall",
+        arity: -3,
+        flags: EVAL_FLAGS,
+        keys: Keys::Custom(numkeys_keys),
+        summary: "Invokes a function.",
+        since: "7.0.0",
+        handler: fcall,
+        ..FAMILY
+    },
+    Command {
+        name: "fcall_ro",
+        arity: -3,
+        flags: RO_FLAGS,
+        keys: Keys::Custom(numkeys_keys),
+        summary: "Invokes a read-only function.",
+        since: "7.0.0",
+        handler: fcall_ro,
+        ..FAMILY
+    },
+    Command {
+        name: "script",
+        arity: -2,
+        flags: 0,
+        summary: "A container for Lua scripts management commands.",
+        since: "2.6.0",
+        handler: super::container,
+        subcommands: SCRIPT,
+        ..FAMILY
+    },
+    Command {
+        name: "function",
+        arity: -2,
+        flags: 0,
+        summary: "A container for function commands.",
+        since: "7.0.0",
+        handler: super::container,
         subcommands: FUNCTION,
-        ..cmd(
-            "function",
-            -2,
-            0,
-            "A container for function commands.",
-            "7.0.0",
-            super::container,
-        )
+        ..FAMILY
     },
 ];
 
 const SCRIPT: &[Command] = &[
-    cmd(
-        "load",
-        3,
-        NOSCRIPT | STALE,
-        "Loads a server-side Lua script to the script cache.",
-        "2.6.0",
-        script_load,
-    ),
-    cmd(
-        "exists",
-        -3,
-        NOSCRIPT | STALE,
-        "Determines whether server-side Lua scripts exist in the script cache.",
-        "2.6.0",
-        script_exists,
-    ),
-    cmd(
-        "flush",
-        -2,
-        NOSCRIPT,
-        "Removes all server-side Lua scripts from the script cache.",
-        "2.6.0",
-        script_flush,
-    ),
-    cmd(
-        "kill",
-        2,
-        NOSCRIPT | ALLOW_BUSY,
-        "Terminates a server-side Lua script during execution.",
-        "2.6.0",
-        script_kill,
-    ),
-    cmd(
-        "help",
-        2,
-        LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
-        "5.0.0",
-        script_help,
-    ),
+    Command {
+        name: "load",
+        arity: 3,
+        flags: NOSCRIPT | STALE,
+        summary: "Loads a server-side Lua script to the script cache.",
+        since: "2.6.0",
+        handler: script_load,
+        ..FAMILY
+    },
+    Command {
+        name: "exists",
+        arity: -3,
+        flags: NOSCRIPT | STALE,
+        summary: "Determines whether server-side Lua scripts exist in the script cache.",
+        since: "2.6.0",
+        handler: script_exists,
+        ..FAMILY
+    },
+    Command {
+        name: "flush",
+        arity: -2,
+        flags: NOSCRIPT,
+        summary: "Removes all server-side Lua scripts from the script cache.",
+        since: "2.6.0",
+        handler: script_flush,
+        ..FAMILY
+    },
+    Command {
+        name: "kill",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Terminates a server-side Lua script during execution.",
+        since: "2.6.0",
+        handler: script_kill,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "5.0.0",
+        handler: script_help,
+        ..FAMILY
+    },
 ];
 
 const FUNCTION: &[Command] = &[
-    cmd(
-        "load",
-        -3,
-        WRITE | DENYOOM | NOSCRIPT,
-        "Creates a library.",
-        "7.0.0",
-        function_load,
-    ),
-    cmd(
-        "delete",
-        3,
-        WRITE | NOSCRIPT,
-        "Deletes a library and its functions.",
-        "7.0.0",
-        function_delete,
-    ),
-    cmd(
-        "flush",
-        -2,
-        WRITE | NOSCRIPT,
-        "Deletes all libraries and functions.",
-        "7.0.0",
-        function_flush,
-    ),
-    cmd(
-        "list",
-        -2,
-        NOSCRIPT,
-        "Returns information about all libraries.",
-        "7.0.0",
-        function_list,
-    ),
-    cmd(
-        "dump",
-        2,
-        NOSCRIPT,
-        "Dumps all libraries into a serialized binary payload.",
-        "7.0.0",
-        function_dump,
-    ),
-    cmd(
-        "restore",
-        -3,
-        WRITE | DENYOOM | NOSCRIPT,
-        "Restores all libraries from a payload.",
-        "7.0.0",
-        function_restore,
-    ),
-    cmd(
-        "stats",
-        2,
-        NOSCRIPT | ALLOW_BUSY,
-        "Returns information about a function during execution.",
-        "7.0.0",
-        function_stats,
-    ),
-    cmd(
-        "kill",
-        2,
-        NOSCRIPT | ALLOW_BUSY,
-        "Terminates a function during execution.",
-        "7.0.0",
-        function_kill,
-    ),
-    cmd(
-        "help",
-        2,
-        LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
-        "7.0.0",
-        function_help,
-    ),
+    Command {
+        name: "load",
+        arity: -3,
+        flags: WRITE | DENYOOM | NOSCRIPT,
+        summary: "Creates a library.",
+        since: "7.0.0",
+        handler: function_load,
+        ..FAMILY
+    },
+    Command {
+        name: "delete",
+        arity: 3,
+        flags: WRITE | NOSCRIPT,
+        summary: "Deletes a library and its functions.",
+        since: "7.0.0",
+        handler: function_delete,
+        ..FAMILY
+    },
+    Command {
+        name: "flush",
+        arity: -2,
+        flags: WRITE | NOSCRIPT,
+        summary: "Deletes all libraries and functions.",
+        since: "7.0.0",
+        handler: function_flush,
+        ..FAMILY
+    },
+    Command {
+        name: "list",
+        arity: -2,
+        flags: NOSCRIPT,
+        summary: "Returns information about all libraries.",
+        since: "7.0.0",
+        handler: function_list,
+        ..FAMILY
+    },
+    Command {
+        name: "dump",
+        arity: 2,
+        flags: NOSCRIPT,
+        summary: "Dumps all libraries into a serialized binary payload.",
+        since: "7.0.0",
+        handler: function_dump,
+        ..FAMILY
+    },
+    Command {
+        name: "restore",
+        arity: -3,
+        flags: WRITE | DENYOOM | NOSCRIPT,
+        summary: "Restores all libraries from a payload.",
+        since: "7.0.0",
+        handler: function_restore,
+        ..FAMILY
+    },
+    Command {
+        name: "stats",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Returns information about a function during execution.",
+        since: "7.0.0",
+        handler: function_stats,
+        ..FAMILY
+    },
+    Command {
+        name: "kill",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Terminates a function during execution.",
+        since: "7.0.0",
+        handler: function_kill,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "7.0.0",
+        handler: function_help,
+        ..FAMILY
+    },
 ];
 
 /// numkeys, keys and args of EVAL/FCALL; `bad_numkeys` is the error for a non-integer.
@@ -266,16 +279,15 @@ fn run_script(
     let (keys, args) = split_args(ctx, || CmdError::NOT_INTEGER)?;
     check_flags(ctx, &flags, ro)?;
     let read_only = ro || (!flags.eval_compat_mode && flags.no_writes);
-    let reply = scripting::run(
-        ctx.server,
-        ctx.client,
-        ctx.stats,
-        Target::Eval(sha, body),
-        sha,
-        ctx.argv,
-        keys,
-        args,
-        read_only,
+    let reply = script::run(
+        ctx,
+        Script {
+            target: Target::Eval(sha, body),
+            name: sha,
+            keys,
+            args,
+            read_only,
+        },
     );
     ctx.out.raw(&reply);
     ctx.no_effect();
@@ -287,7 +299,7 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
     if flags.eval_compat_mode || flags.no_writes {
         return Ok(());
     }
-    if ctx.server.persist.write_error().is_some() {
+    if ctx.server().sinks.write_error().is_some() {
         return Err(CmdError::Static("MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts."));
     }
     if ro {
@@ -302,7 +314,7 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
 fn by_body(ctx: &Ctx<'_>) -> (String, Bytes) {
     let body = ctx.argv[1].clone();
     let sha = strata_scripting::sha1hex(&body);
-    ctx.server.scripts.remember(sha.clone(), body.clone());
+    ctx.scripts().remember(sha.clone(), body.clone());
     (sha, body)
 }
 
@@ -325,10 +337,10 @@ fn by_sha(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
         |_| String::from_utf8_lossy(arg).to_ascii_lowercase(),
         str::to_ascii_lowercase,
     );
-    if let Some(flags) = scripting::with_lua(ctx.server, |lua| lua.script_flags_of(&sha)) {
+    if let Some(flags) = scripting::with_lua(ctx.scripts(), |lua| lua.script_flags_of(&sha)) {
         return run_script(ctx, &sha, None, flags, ro);
     }
-    let body = ctx.server.scripts.body(&sha).ok_or(CmdError::Static(
+    let body = ctx.scripts().body(&sha).ok_or(CmdError::Static(
         "NOSCRIPT No matching script. Please use EVAL.",
     ))?;
     eval_body(ctx, sha, body, ro)
@@ -345,23 +357,22 @@ fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
     let name = String::from_utf8_lossy(ctx.arg(1));
     // This thread's Lua state mirrors the registry's libraries (with_lua catches up).
-    let flags = scripting::with_lua(ctx.server, |lua| lua.function_flags(&name));
+    let flags = scripting::with_lua(ctx.scripts(), |lua| lua.function_flags(&name));
     let Some(flags) = flags else {
         return Err(CmdError::err("Function not found"));
     };
     let (keys, args) = split_args(ctx, || CmdError::err("Bad number of keys provided"))?;
     check_flags(ctx, &flags, ro)?;
     let read_only = ro || flags.no_writes;
-    let reply = scripting::run(
-        ctx.server,
-        ctx.client,
-        ctx.stats,
-        Target::Function(&name),
-        &name,
-        ctx.argv,
-        keys,
-        args,
-        read_only,
+    let reply = script::run(
+        ctx,
+        Script {
+            target: Target::Function(&name),
+            name: &name,
+            keys,
+            args,
+            read_only,
+        },
     );
     ctx.out.raw(&reply);
     ctx.no_effect();
@@ -381,9 +392,9 @@ fn fcall_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn script_load(ctx: &mut Ctx<'_>) -> CmdResult {
     let body = ctx.argv[2].clone();
-    match scripting::with_lua(ctx.server, |lua| lua.load_script(&body)) {
+    match scripting::with_lua(ctx.scripts(), |lua| lua.load_script(&body)) {
         Ok(sha) => {
-            ctx.server.scripts.remember(sha.clone(), body);
+            ctx.scripts().remember(sha.clone(), body);
             ctx.out.bulk(sha.as_bytes());
         }
         Err(reply) => ctx.out.raw(&reply),
@@ -396,7 +407,7 @@ fn script_exists(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.out.array(n);
     for i in 2..ctx.argv.len() {
         let sha = String::from_utf8_lossy(ctx.arg(i)).to_ascii_lowercase();
-        let has = ctx.server.scripts.has(&sha);
+        let has = ctx.scripts().has(&sha);
         ctx.out.int(has as i64);
     }
     Ok(())
@@ -417,13 +428,13 @@ fn flush_mode(ctx: &Ctx<'_>, err: &'static str) -> CmdResult {
 
 fn script_flush(ctx: &mut Ctx<'_>) -> CmdResult {
     flush_mode(ctx, "SCRIPT FLUSH only support SYNC|ASYNC option")?;
-    ctx.server.scripts.flush();
+    ctx.scripts().flush();
     ctx.out.ok();
     Ok(())
 }
 
 fn script_kill(ctx: &mut Ctx<'_>) -> CmdResult {
-    scripting::kill(ctx.server, true)?;
+    scripting::kill(ctx.scripts(), true)?;
     ctx.out.ok();
     Ok(())
 }
@@ -442,7 +453,7 @@ fn function_help(ctx: &mut Ctx<'_>) -> CmdResult {
 /// Validates `code` in this thread's state and adds it to the registry (REPLACE swaps a
 /// library of the same name). Every thread reloads the libraries on its next call.
 fn load_library(ctx: &Ctx<'_>, code: Bytes, replace: bool) -> Result<String, CmdError> {
-    let scripts = &ctx.server.scripts;
+    let scripts = &ctx.scripts();
     let mut libs = scripts.libraries.write();
     // A fresh state holding every other library checks name clashes exactly as Redis.
     let mut lua = strata_scripting::Lua::new();
@@ -501,18 +512,18 @@ fn function_load(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn function_delete(ctx: &mut Ctx<'_>) -> CmdResult {
     let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
-    if ctx.server.scripts.libraries.write().remove(&name).is_none() {
+    if ctx.scripts().libraries.write().remove(&name).is_none() {
         return Err(CmdError::err("Library not found"));
     }
-    ctx.server.scripts.functions_changed();
+    ctx.scripts().functions_changed();
     ctx.out.ok();
     Ok(())
 }
 
 fn function_flush(ctx: &mut Ctx<'_>) -> CmdResult {
     flush_mode(ctx, "FUNCTION FLUSH only supports SYNC|ASYNC option")?;
-    ctx.server.scripts.libraries.write().clear();
-    ctx.server.scripts.functions_changed();
+    ctx.scripts().libraries.write().clear();
+    ctx.scripts().functions_changed();
     ctx.out.ok();
     Ok(())
 }
@@ -538,7 +549,7 @@ fn function_list(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         i += 1;
     }
-    let libs = ctx.server.scripts.libraries.read();
+    let libs = ctx.scripts().libraries.read();
     let chosen: Vec<&Library> = libs
         .values()
         .filter(|l| {
@@ -597,8 +608,7 @@ fn flag_names(f: &ScriptFlags) -> Vec<&'static str> {
 
 fn function_stats(ctx: &mut Ctx<'_>) -> CmdResult {
     let running: Option<(String, Vec<Bytes>, u64)> = ctx
-        .server
-        .scripts
+        .scripts()
         .running
         .lock()
         .iter()
@@ -611,7 +621,7 @@ fn function_stats(ctx: &mut Ctx<'_>) -> CmdResult {
             )
         });
     let (libs, funcs) = {
-        let l = ctx.server.scripts.libraries.read();
+        let l = ctx.scripts().libraries.read();
         (
             l.len(),
             l.values().map(|l| l.info.functions.len()).sum::<usize>(),
@@ -647,7 +657,7 @@ fn function_stats(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn function_kill(ctx: &mut Ctx<'_>) -> CmdResult {
-    scripting::kill(ctx.server, false)?;
+    scripting::kill(ctx.scripts(), false)?;
     ctx.out.ok();
     Ok(())
 }
@@ -655,7 +665,7 @@ fn function_kill(ctx: &mut Ctx<'_>) -> CmdResult {
 /// FUNCTION DUMP: every library's code, in Strata's own payload format (a magic, then
 /// length-prefixed codes, then a CRC32). Not interchangeable with Redis's RDB payload.
 fn function_dump(ctx: &mut Ctx<'_>) -> CmdResult {
-    let libs = ctx.server.scripts.libraries.read();
+    let libs = ctx.scripts().libraries.read();
     let mut buf = DUMP_MAGIC.to_vec();
     for l in libs.values() {
         buf.extend_from_slice(&(l.code.len() as u32).to_le_bytes());
@@ -715,7 +725,7 @@ fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let codes = parse_dump(ctx.arg(2))
         .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
-    let scripts = &ctx.server.scripts;
+    let scripts = &ctx.scripts();
     let before: Vec<(String, Library)> = std::mem::take(&mut *scripts.libraries.write())
         .into_iter()
         .collect();

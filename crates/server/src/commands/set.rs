@@ -14,7 +14,8 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::{Kind, SetValue, Ttl, Value};
@@ -40,213 +41,213 @@ const ALL_KEYS: Keys = Keys::Range {
 
 pub const COMMANDS: &[Command] = &[
     Command {
-        name: "sadd",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-        keys: KEY1,
-        group: "set",
-        summary: "Add one or more members to a set",
-        since: "1.0.0",
-        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
-        handler: sadd,
-        ..Command::DEFAULT
-    },
+    name: "sadd",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Add one or more members to a set",
+    since: "1.0.0",
+    complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+    handler: sadd,
+    ..Command::DEFAULT
+},
     Command {
-        name: "srem",
-        arity: -3,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        group: "set",
-        summary: "Remove one or more members from a set",
-        since: "1.0.0",
-        complexity: "O(N) where N is the number of members to be removed.",
-        handler: srem,
-        ..Command::DEFAULT
-    },
+    name: "srem",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Remove one or more members from a set",
+    since: "1.0.0",
+    complexity: "O(N) where N is the number of members to be removed.",
+    handler: srem,
+    ..Command::DEFAULT
+},
     Command {
-        name: "smembers",
-        arity: 2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "set",
-        summary: "Get all the members in a set",
-        since: "1.0.0",
-        complexity: "O(N) where N is the set cardinality.",
-        handler: smembers,
-        ..Command::DEFAULT
-    },
+    name: "smembers",
+    arity: 2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "set",
+    summary: "Get all the members in a set",
+    since: "1.0.0",
+    complexity: "O(N) where N is the set cardinality.",
+    handler: smembers,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sismember",
-        arity: 3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "set",
-        summary: "Determine if a given value is a member of a set",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: sismember,
-        ..Command::DEFAULT
-    },
+    name: "sismember",
+    arity: 3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Determine if a given value is a member of a set",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: sismember,
+    ..Command::DEFAULT
+},
     Command {
-        name: "smismember",
-        arity: -3,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "set",
-        summary: "Returns the membership associated with the given elements for a set",
-        since: "6.2.0",
-        complexity: "O(N) where N is the number of elements being checked for membership",
-        handler: smismember,
-        ..Command::DEFAULT
-    },
+    name: "smismember",
+    arity: -3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Returns the membership associated with the given elements for a set",
+    since: "6.2.0",
+    complexity: "O(N) where N is the number of elements being checked for membership",
+    handler: smismember,
+    ..Command::DEFAULT
+},
     Command {
-        name: "scard",
-        arity: 2,
-        flags: flags::READONLY | flags::FAST,
-        keys: KEY1,
-        group: "set",
-        summary: "Get the number of members in a set",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: scard,
-        ..Command::DEFAULT
-    },
+    name: "scard",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Get the number of members in a set",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: scard,
+    ..Command::DEFAULT
+},
     Command {
-        name: "spop",
-        arity: -2,
-        flags: flags::WRITE | flags::FAST,
-        keys: KEY1,
-        group: "set",
-        summary: "Remove and return one or multiple random members from a set",
-        since: "1.0.0",
-        complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
-        handler: spop,
-        ..Command::DEFAULT
-    },
+    name: "spop",
+    arity: -2,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Remove and return one or multiple random members from a set",
+    since: "1.0.0",
+    complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+    handler: spop,
+    ..Command::DEFAULT
+},
     Command {
-        name: "srandmember",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "set",
-        summary: "Get one or multiple random members from a set",
-        since: "1.0.0",
-        complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
-        handler: srandmember,
-        ..Command::DEFAULT
-    },
+    name: "srandmember",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "set",
+    summary: "Get one or multiple random members from a set",
+    since: "1.0.0",
+    complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+    handler: srandmember,
+    ..Command::DEFAULT
+},
     Command {
-        name: "smove",
-        arity: 4,
-        flags: flags::WRITE | flags::FAST,
-        keys: Keys::Range {
+    name: "smove",
+    arity: 4,
+    flags: flags::WRITE | flags::FAST,
+    keys: Keys::Range {
             first: 1,
             last: 2,
             step: 1,
         },
-        group: "set",
-        summary: "Move a member from one set to another",
-        since: "1.0.0",
-        complexity: "O(1)",
-        handler: smove,
-        ..Command::DEFAULT
-    },
+    group: "set",
+    summary: "Move a member from one set to another",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: smove,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sinter",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: ALL_KEYS,
-        group: "set",
-        summary: "Intersect multiple sets",
-        since: "1.0.0",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        handler: sinter,
-        ..Command::DEFAULT
-    },
+    name: "sinter",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Intersect multiple sets",
+    since: "1.0.0",
+    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    handler: sinter,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sintercard",
-        arity: -3,
-        flags: flags::READONLY | flags::MOVABLEKEYS,
-        keys: Keys::Custom(numkeys_at_1),
-        group: "set",
-        summary: "Intersect multiple sets and return the cardinality of the result",
-        since: "7.0.0",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        handler: sintercard,
-        ..Command::DEFAULT
-    },
+    name: "sintercard",
+    arity: -3,
+    flags: flags::READONLY | flags::MOVABLEKEYS,
+    keys: Keys::Custom(numkeys_at_1),
+    group: "set",
+    summary: "Intersect multiple sets and return the cardinality of the result",
+    since: "7.0.0",
+    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    handler: sintercard,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sunion",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: ALL_KEYS,
-        group: "set",
-        summary: "Add multiple sets",
-        since: "1.0.0",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        handler: sunion,
-        ..Command::DEFAULT
-    },
+    name: "sunion",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Add multiple sets",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sunion,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sdiff",
-        arity: -2,
-        flags: flags::READONLY,
-        keys: ALL_KEYS,
-        group: "set",
-        summary: "Subtract multiple sets",
-        since: "1.0.0",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        handler: sdiff,
-        ..Command::DEFAULT
-    },
+    name: "sdiff",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Subtract multiple sets",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sdiff,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sinterstore",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: ALL_KEYS,
-        group: "set",
-        summary: "Intersect multiple sets and store the resulting set in a key",
-        since: "1.0.0",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        handler: sinterstore,
-        ..Command::DEFAULT
-    },
+    name: "sinterstore",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Intersect multiple sets and store the resulting set in a key",
+    since: "1.0.0",
+    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    handler: sinterstore,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sunionstore",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: ALL_KEYS,
-        group: "set",
-        summary: "Add multiple sets and store the resulting set in a key",
-        since: "1.0.0",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        handler: sunionstore,
-        ..Command::DEFAULT
-    },
+    name: "sunionstore",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Add multiple sets and store the resulting set in a key",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sunionstore,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sdiffstore",
-        arity: -3,
-        flags: flags::WRITE | flags::DENYOOM,
-        keys: ALL_KEYS,
-        group: "set",
-        summary: "Subtract multiple sets and store the resulting set in a key",
-        since: "1.0.0",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        handler: sdiffstore,
-        ..Command::DEFAULT
-    },
+    name: "sdiffstore",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Subtract multiple sets and store the resulting set in a key",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sdiffstore,
+    ..Command::DEFAULT
+},
     Command {
-        name: "sscan",
-        arity: -3,
-        flags: flags::READONLY,
-        keys: KEY1,
-        group: "set",
-        summary: "Incrementally iterate Set elements",
-        since: "2.8.0",
-        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
-        handler: sscan,
-        ..Command::DEFAULT
-    },
+    name: "sscan",
+    arity: -3,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "set",
+    summary: "Incrementally iterate Set elements",
+    since: "2.8.0",
+    complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    handler: sscan,
+    ..Command::DEFAULT
+},
 ];
 
 /// SINTERCARD's keys: `numkeys` at argv[1], the keys after it (none when malformed).
@@ -268,7 +269,7 @@ fn numkeys_at_1(argv: &[Bytes]) -> Vec<usize> {
 fn sadd(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let members = &ctx.argv[2..];
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
     let s = l.set_mut_or_create(key, &members[0])?;
     let added = members.iter().filter(|m| s.add(m, enc)).count();
@@ -294,7 +295,7 @@ fn srem(ctx: &mut Ctx<'_>) -> CmdResult {
 /// SMOVE source destination member
 fn smove(ctx: &mut Ctx<'_>) -> CmdResult {
     let (src, dst, member) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock(&[src, dst]);
     let kind = |l: &mut strata_engine::Locked<'_>, k: &[u8]| l.peek(k).map(|e| e.kind());
     let Some(src_kind) = kind(&mut l, src) else {
@@ -416,7 +417,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::err("value is out of range, must be positive"));
     };
     let key = ctx.arg(1);
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut rng = Rng::new(ctx);
     let mut l = ctx.lock1(key);
     let Some(s) = l.set_mut(key)? else {
@@ -608,7 +609,7 @@ fn sinter_generic(
     card: Option<usize>,
 ) -> CmdResult {
     let keys = &ctx.argv[from..to];
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut lock_keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
     lock_keys.extend(dst);
     let mut l = ctx.lock(&lock_keys);
@@ -743,7 +744,7 @@ fn union_of<'s>(
 /// Redis's sunionDiffGenericCommand over the keys `argv[from..]`.
 fn sunion_diff(ctx: &mut Ctx<'_>, from: usize, dst: Option<&[u8]>, op: Op) -> CmdResult {
     let keys = &ctx.argv[from..];
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut lock_keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
     lock_keys.extend(dst);
     let mut l = ctx.lock(&lock_keys);

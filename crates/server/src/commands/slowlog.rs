@@ -1,54 +1,57 @@
 //! SLOWLOG GET|LEN|RESET|HELP. The log itself lives in crate::services::slowlog.
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
+use crate::exec::ctx::Ctx;
 
 pub const COMMANDS: &[Command] = &[Command {
+    name: "slowlog",
+    arity: -2,
+    flags: 0,
+    group: "server",
+    summary: "A container for slow log commands",
+    since: "2.2.12",
+    handler: super::container,
     subcommands: SLOWLOG_SUBS,
-    ..Command::new(
-        "slowlog",
-        -2,
-        0,
-        "server",
-        "A container for slow log commands",
-        "2.2.12",
-        super::container,
-    )
+    ..Command::DEFAULT
 }];
 
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    summary: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(
-        name,
-        arity,
-        ADMIN | LOADING | STALE,
-        "server",
-        summary,
-        "2.2.12",
-        handler,
-    )
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    flags: ADMIN | LOADING | STALE,
+    group: "server",
+    since: "2.2.12",
+    ..Command::DEFAULT
+};
 
 const SLOWLOG_SUBS: &[Command] = &[
-    sub("get", -2, "Get the slow log's entries", slowlog_get),
-    sub("len", 2, "Get the slow log's length", slowlog_len),
-    sub(
-        "reset",
-        2,
-        "Clear all entries from the slow log",
-        slowlog_reset,
-    ),
     Command {
+        name: "get",
+        arity: -2,
+        summary: "Get the slow log's entries",
+        handler: slowlog_get,
+        ..FAMILY
+    },
+    Command {
+        name: "len",
+        arity: 2,
+        summary: "Get the slow log's length",
+        handler: slowlog_len,
+        ..FAMILY
+    },
+    Command {
+        name: "reset",
+        arity: 2,
+        summary: "Clear all entries from the slow log",
+        handler: slowlog_reset,
+        ..FAMILY
+    },
+    Command {
+        name: "help",
+        arity: 2,
         flags: LOADING | STALE,
-        ..sub(
-            "help",
-            2,
-            "Show helpful text about the different subcommands",
-            slowlog_help,
-        )
+        summary: "Show helpful text about the different subcommands",
+        handler: slowlog_help,
+        ..FAMILY
     },
 ];
 
@@ -71,7 +74,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>) -> CmdResult {
             }
         },
     };
-    let entries = ctx.server.slowlog.newest(count);
+    let entries = ctx.slowlog().newest(count);
     ctx.out.array(entries.len());
     for e in &entries {
         ctx.out.array(6);
@@ -89,12 +92,12 @@ fn slowlog_get(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn slowlog_len(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.out.int(ctx.server.slowlog.entries() as i64);
+    ctx.out.int(ctx.slowlog().entries() as i64);
     Ok(())
 }
 
 fn slowlog_reset(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.server.slowlog.reset();
+    ctx.slowlog().reset();
     ctx.out.simple("OK");
     Ok(())
 }

@@ -28,7 +28,8 @@
 //! (`BY nosort`) is its storage order: ascending for an intset, unspecified for a
 //! hashtable (as in Redis, where it differs too). Weights are read with strtod's rules.
 
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::atomic::AtomicUsize;
@@ -40,7 +41,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "sort",
         arity: -2,
-        flags: flags::WRITE | flags::DENYOOM | flags::MOVABLEKEYS,
+        flags: flags::WRITE | flags::DENYOOM | flags::MOVABLEKEYS | flags::ALL_SHARDS,
         keys: Keys::Custom(sort_keys),
         group: "generic",
         summary: "Sort the elements in a list, set or sorted set",
@@ -52,7 +53,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "sort_ro",
         arity: -2,
-        flags: flags::READONLY | flags::MOVABLEKEYS,
+        flags: flags::READONLY | flags::MOVABLEKEYS | flags::ALL_SHARDS,
         keys: Keys::Custom(sort_ro_keys),
         group: "generic",
         summary: "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
@@ -539,7 +540,7 @@ fn finish(ctx: &mut Ctx<'_>, l: &mut Locked<'_>, o: &Opts<'_>, ld: Loaded) -> Cm
             }
         }
         Some(dest) => {
-            let fill = ctx.server.keyspace.encodings.list_size();
+            let fill = ctx.keyspace().encodings.list_size();
             let mut list = ListValue::new(fill);
             for it in range {
                 if o.gets.is_empty() {

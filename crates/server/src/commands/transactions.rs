@@ -6,8 +6,13 @@
 //! transactions on disjoint keys run in parallel on different threads.
 
 use crate::exec::client::Client;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Ctx, Keys};
-use crate::exec::effects::LockPlan;
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
+use crate::exec::effects::Group;
+use crate::exec::plan::LockPlan;
+use crate::exec::{execute, Call, Nest, Origin};
+use crate::services::snapshot::open_write;
+use crate::services::watch::Watches;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use strata_resp::Reply;
@@ -21,76 +26,65 @@ pub struct Multi {
     pub aborted: bool,
 }
 
-/// Declares a command of this family (doc group "transactions").
-const fn cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command::new(name, arity, flags, "transactions", summary, since, handler)
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "transactions",
+    ..Command::DEFAULT
+};
 
 pub static COMMANDS: &[Command] = &[
-    cmd(
-        "multi",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        "Starts a transaction.",
-        "1.2.0",
-        multi,
-    ),
-    cmd(
-        "exec",
-        1,
-        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
-        "Executes all commands in a transaction.",
-        "1.2.0",
-        exec,
-    ),
-    cmd(
-        "discard",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        "Discards a transaction.",
-        "2.0.0",
-        discard,
-    ),
     Command {
+        name: "multi",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED,
+        summary: "Starts a transaction.",
+        since: "1.2.0",
+        handler: multi,
+        ..FAMILY
+    },
+    Command {
+        name: "exec",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | NOT_QUEUED,
+        summary: "Executes all commands in a transaction.",
+        since: "1.2.0",
+        handler: exec,
+        ..FAMILY
+    },
+    Command {
+        name: "discard",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED,
+        summary: "Discards a transaction.",
+        since: "2.0.0",
+        handler: discard,
+        ..FAMILY
+    },
+    Command {
+        name: "watch",
+        arity: -2,
+        flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED,
         keys: Keys::Range {
             first: 1,
             last: -1,
             step: 1,
         },
+        summary: "Monitors changes to keys to determine the execution of a transaction.",
+        since: "2.2.0",
         complexity: "O(1) for every key.",
-        ..cmd(
-            "watch",
-            -2,
-            NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-            "Monitors changes to keys to determine the execution of a transaction.",
-            "2.2.0",
-            watch,
-        )
+        handler: watch,
+        ..FAMILY
     },
-    cmd(
-        "unwatch",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        "Forgets about watched keys of a transaction.",
-        "2.2.0",
-        unwatch,
-    ),
+    Command {
+        name: "unwatch",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        summary: "Forgets about watched keys of a transaction.",
+        since: "2.2.0",
+        handler: unwatch,
+        ..FAMILY
+    },
 ];
-
-/// Commands that run at once inside MULTI instead of being queued.
-pub fn runs_in_multi(fullname: &str) -> bool {
-    matches!(
-        fullname,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
-}
 
 /// Queues a command inside MULTI.
 pub fn queue(client: &mut Client, id: usize, argv: &[Bytes], out: &mut Vec<u8>) {
@@ -113,15 +107,15 @@ fn discard(ctx: &mut Ctx<'_>) -> CmdResult {
     if ctx.client.multi.take().is_none() {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
-    ctx.server.watches.unwatch(&mut ctx.client.watch);
+    ctx.watches().unwatch(&mut ctx.client.watch);
     ctx.out.ok();
     Ok(())
 }
 
 /// Forgets a client's transaction and watches (RESET, disconnect).
-pub fn forget(server: &crate::server::Server, client: &mut Client) {
+pub fn forget(watches: &Watches, client: &mut Client) {
     client.multi = None;
-    server.watches.unwatch(&mut client.watch);
+    watches.unwatch(&mut client.watch);
 }
 
 fn watch(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -136,7 +130,7 @@ fn watch(ctx: &mut Ctx<'_>) -> CmdResult {
             let mut l = ctx.db().lock1_at(ctx.now_ms, key);
             matches!(l.peek_raw_expire(key), Some(Some(at)) if at <= ctx.now_ms)
         };
-        ctx.server
+        ctx.server()
             .watches
             .watch(&mut ctx.client.watch, db, key.clone(), expired);
     }
@@ -145,7 +139,7 @@ fn watch(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn unwatch(ctx: &mut Ctx<'_>) -> CmdResult {
-    ctx.server.watches.unwatch(&mut ctx.client.watch);
+    ctx.watches().unwatch(&mut ctx.client.watch);
     ctx.out.ok();
     Ok(())
 }
@@ -154,7 +148,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(multi) = ctx.client.multi.take() else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
-    let server = ctx.server;
+    let server = ctx.server();
     if multi.aborted {
         server.watches.unwatch(&mut ctx.client.watch);
         return Err(CmdError::Static(
@@ -165,21 +159,15 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut plan = LockPlan::Shards(Vec::new());
     let mut db = ctx.client.db;
     for (id, argv) in &multi.queued {
-        let name = server.table.fullnames[*id].as_str();
-        if name == "select" {
+        let cmd = server.table.commands[*id];
+        if cmd.name == "select" {
             if let Some(n) = crate::exec::command::parse_i64(&argv[1]) {
                 if (0..server.keyspace.db_count() as i64).contains(&n) {
                     db = n as usize;
                 }
             }
         }
-        plan.merge(LockPlan::of(
-            server,
-            db,
-            server.table.commands[*id],
-            name,
-            argv,
-        ));
+        plan.merge(LockPlan::of(server, db, cmd, argv));
     }
     let watched: Vec<_> = ctx
         .client
@@ -189,9 +177,9 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         .map(|(d, k, _)| server.keyspace.shard_of(*d, k))
         .collect();
     plan.merge(LockPlan::Shards(watched));
+    let mut worker = ctx.worker();
     let nested = strata_engine::Keyspace::in_session();
-    let session = (!nested)
-        .then(|| crate::services::snapshot::open_write(server, ctx.stats, ctx.client, plan));
+    let hold = (!nested).then(|| open_write(server, worker.stats, plan));
     let fails = ctx.client.watch.dirty.load(Ordering::Relaxed) || watched_key_expired(ctx);
     server.watches.unwatch(&mut ctx.client.watch);
     if fails {
@@ -199,21 +187,40 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.no_effect();
         return Ok(());
     }
-    let client = &mut *ctx.client;
-    let outer = crate::services::persist::Persist::begin_group(client, client.db);
-    let out: &mut Vec<u8> = ctx.out.buf;
-    Reply::new(out, client.proto).array(multi.queued.len());
-    let mut clock = crate::tick::Tick::now();
-    for (id, argv) in &multi.queued {
-        let took = crate::exec::table::run(server, client, ctx.stats, *id, argv, out, &mut clock);
-        crate::exec::table::log_slow(server, client, *id, argv, took, false);
-        // Inside a transaction a blocking command does not block: it times out at once.
-        if let Some(req) = client.block.take() {
-            (req.on_timeout)(&mut Reply::new(out, client.proto));
+    let parts = ctx.parts();
+    let epoch = match (&hold, &parts.nest) {
+        (Some(h), _) => h.epoch,
+        (None, Some(outer)) => outer.epoch,
+        (None, None) => 0,
+    };
+    let mut nest = Nest {
+        group: Group::new(parts.client.db),
+        epoch,
+        script: None,
+    };
+    Reply::new(parts.out, parts.client.proto).array(multi.queued.len());
+    for (_, argv) in &multi.queued {
+        let origin = Origin::Nested(&mut nest);
+        execute(
+            &mut worker,
+            parts.client,
+            Call::new(argv),
+            origin,
+            parts.out,
+            parts.after,
+        );
+    }
+    // The transaction's effects: one block, recorded while its shards are still held.
+    match parts.nest {
+        Some(outer) => outer.group.append(nest.group),
+        None => {
+            let lsn = server.sinks.record_group(&nest.group, epoch);
+            if lsn != 0 {
+                parts.client.last_lsn = lsn;
+            }
         }
     }
-    server.persist.end_group(client, outer);
-    drop(session);
+    drop(hold);
     ctx.no_effect();
     Ok(())
 }
@@ -223,7 +230,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
 fn watched_key_expired(ctx: &Ctx<'_>) -> bool {
     ctx.client.watch.keys.iter().any(|(db, key, was_expired)| {
         !was_expired && {
-            let mut l = ctx.server.keyspace.db(*db).lock1_at(ctx.now_ms, key);
+            let mut l = ctx.keyspace().db(*db).lock1_at(ctx.now_ms, key);
             matches!(l.peek_raw_expire(key), Some(Some(at)) if at <= ctx.now_ms)
         }
     })

@@ -13,7 +13,8 @@
 mod range;
 
 use super::random::Rng;
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Ctx, Keys};
+use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::{Locked, Ttl, Value, ZSetValue};
@@ -53,24 +54,11 @@ fn keys_after_count(argv: &[Bytes], at: usize) -> Vec<usize> {
     (at + 1..at + 1 + n).collect()
 }
 
-/// A sorted-set declaration: `Command::new` plus key positions and complexity.
-#[allow(clippy::too_many_arguments)]
-const fn zcmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: Keys,
-    summary: &'static str,
-    since: &'static str,
-    complexity: &'static str,
-    handler: crate::exec::command::Handler,
-) -> Command {
-    Command {
-        keys,
-        complexity,
-        ..Command::new(name, arity, flags, "sorted-set", summary, since, handler)
-    }
-}
+/// Defaults shared by this family's declarations.
+const FAMILY: Command = Command {
+    group: "sorted-set",
+    ..Command::DEFAULT
+};
 
 const W: u32 = flags::WRITE;
 const R: u32 = flags::READONLY;
@@ -82,38 +70,358 @@ const RANGE_CPLX: &str = "O(log(N)+M) with N being the number of elements in the
 const REM_CPLX: &str = "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.";
 
 pub const COMMANDS: &[Command] = &[
-    zcmd("zadd", -4, W | D | F, KEY1, "Add one or more members to a sorted set, or update its score if it already exists", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", zadd),
-    zcmd("zincrby", 4, W | D | F, KEY1, "Increment the score of a member in a sorted set", "1.2.0", "O(log(N)) where N is the number of elements in the sorted set.", zincrby),
-    zcmd("zrem", -3, W | F, KEY1, "Remove one or more members from a sorted set", "1.2.0", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.", zrem),
-    zcmd("zscore", 3, R | F, KEY1, "Get the score associated with the given member in a sorted set", "1.2.0", "O(1)", zscore),
-    zcmd("zmscore", -3, R | F, KEY1, "Get the score associated with the given members in a sorted set", "6.2.0", "O(N) where N is the number of members being requested.", zmscore),
-    zcmd("zcard", 2, R | F, KEY1, "Get the number of members in a sorted set", "1.2.0", "O(1)", zcard),
-    zcmd("zcount", 4, R | F, KEY1, "Count the members in a sorted set with scores within the given values", "2.0.0", "O(log(N)) with N being the number of elements in the sorted set.", range::zcount),
-    zcmd("zlexcount", 4, R | F, KEY1, "Count the number of members in a sorted set between a given lexicographical range", "2.8.9", "O(log(N)) with N being the number of elements in the sorted set.", range::zlexcount),
-    zcmd("zrange", -4, R, KEY1, "Return a range of members in a sorted set", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", range::zrange),
-    zcmd("zrangestore", -5, W | D, KEYS_1_2, "Store a range of members from sorted set into another key", "6.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.", range::zrangestore),
-    zcmd("zrangebyscore", -4, R, KEY1, "Return a range of members in a sorted set, by score", "1.0.5", RANGE_CPLX, range::zrangebyscore),
-    zcmd("zrevrangebyscore", -4, R, KEY1, "Return a range of members in a sorted set, by score, with scores ordered from high to low", "2.2.0", RANGE_CPLX, range::zrevrangebyscore),
-    zcmd("zrangebylex", -4, R, KEY1, "Return a range of members in a sorted set, by lexicographical range", "2.8.9", RANGE_CPLX, range::zrangebylex),
-    zcmd("zrevrangebylex", -4, R, KEY1, "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", "2.8.9", RANGE_CPLX, range::zrevrangebylex),
-    zcmd("zrevrange", -4, R, KEY1, "Return a range of members in a sorted set, by index, with scores ordered from high to low", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", range::zrevrange),
-    zcmd("zrank", 3, R | F, KEY1, "Determine the index of a member in a sorted set", "2.0.0", "O(log(N))", zrank),
-    zcmd("zrevrank", 3, R | F, KEY1, "Determine the index of a member in a sorted set, with scores ordered from high to low", "2.0.0", "O(log(N))", zrevrank),
-    zcmd("zremrangebyrank", 4, W, KEY1, "Remove all members in a sorted set within the given indexes", "2.0.0", REM_CPLX, range::zremrangebyrank),
-    zcmd("zremrangebyscore", 4, W, KEY1, "Remove all members in a sorted set within the given scores", "1.2.0", REM_CPLX, range::zremrangebyscore),
-    zcmd("zremrangebylex", 4, W, KEY1, "Remove all members in a sorted set between the given lexicographical range", "2.8.9", REM_CPLX, range::zremrangebylex),
-    zcmd("zpopmin", -2, W | F, KEY1, "Remove and return members with the lowest scores in a sorted set", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", zpopmin),
-    zcmd("zpopmax", -2, W | F, KEY1, "Remove and return members with the highest scores in a sorted set", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", zpopmax),
-    zcmd("zrandmember", -2, R, KEY1, "Get one or multiple random elements from a sorted set", "6.2.0", "O(N) where N is the number of elements returned", zrandmember),
-    zcmd("zunion", -3, R | M, Keys::Custom(numkeys_keys), "Add multiple sorted sets", "6.2.0", "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", zunion),
-    zcmd("zinter", -3, R | M, Keys::Custom(numkeys_keys), "Intersect multiple sorted sets", "6.2.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", zinter),
-    zcmd("zdiff", -3, R | M, Keys::Custom(numkeys_keys), "Subtract multiple sorted sets", "6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.", zdiff),
-    zcmd("zunionstore", -4, W | D | M, Keys::Custom(store_keys), "Add multiple sorted sets and store the resulting sorted set in a new key", "2.0.0", "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", zunionstore),
-    zcmd("zinterstore", -4, W | D | M, Keys::Custom(store_keys), "Intersect multiple sorted sets and store the resulting sorted set in a new key", "2.0.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", zinterstore),
-    zcmd("zdiffstore", -4, W | D | M, Keys::Custom(store_keys), "Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.", zdiffstore),
-    zcmd("zintercard", -3, R | M, Keys::Custom(numkeys_keys), "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.", zintercard),
-    zcmd("zmpop", -4, W | M, Keys::Custom(numkeys_keys), "Remove and return members with scores in a sorted set", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", zmpop),
-    zcmd("zscan", -3, R, KEY1, "Incrementally iterate sorted sets elements and associated scores", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", zscan),
+    Command {
+    name: "zadd",
+    arity: -4,
+    flags: W | D | F,
+    keys: KEY1,
+    summary: "Add one or more members to a sorted set, or update its score if it already exists",
+    since: "1.2.0",
+    complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+    handler: zadd,
+    ..FAMILY
+},
+    Command {
+    name: "zincrby",
+    arity: 4,
+    flags: W | D | F,
+    keys: KEY1,
+    summary: "Increment the score of a member in a sorted set",
+    since: "1.2.0",
+    complexity: "O(log(N)) where N is the number of elements in the sorted set.",
+    handler: zincrby,
+    ..FAMILY
+},
+    Command {
+    name: "zrem",
+    arity: -3,
+    flags: W | F,
+    keys: KEY1,
+    summary: "Remove one or more members from a sorted set",
+    since: "1.2.0",
+    complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
+    handler: zrem,
+    ..FAMILY
+},
+    Command {
+    name: "zscore",
+    arity: 3,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Get the score associated with the given member in a sorted set",
+    since: "1.2.0",
+    complexity: "O(1)",
+    handler: zscore,
+    ..FAMILY
+},
+    Command {
+    name: "zmscore",
+    arity: -3,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Get the score associated with the given members in a sorted set",
+    since: "6.2.0",
+    complexity: "O(N) where N is the number of members being requested.",
+    handler: zmscore,
+    ..FAMILY
+},
+    Command {
+    name: "zcard",
+    arity: 2,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Get the number of members in a sorted set",
+    since: "1.2.0",
+    complexity: "O(1)",
+    handler: zcard,
+    ..FAMILY
+},
+    Command {
+    name: "zcount",
+    arity: 4,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Count the members in a sorted set with scores within the given values",
+    since: "2.0.0",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    handler: range::zcount,
+    ..FAMILY
+},
+    Command {
+    name: "zlexcount",
+    arity: 4,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Count the number of members in a sorted set between a given lexicographical range",
+    since: "2.8.9",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    handler: range::zlexcount,
+    ..FAMILY
+},
+    Command {
+    name: "zrange",
+    arity: -4,
+    flags: R,
+    keys: KEY1,
+    summary: "Return a range of members in a sorted set",
+    since: "1.2.0",
+    complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+    handler: range::zrange,
+    ..FAMILY
+},
+    Command {
+    name: "zrangestore",
+    arity: -5,
+    flags: W | D,
+    keys: KEYS_1_2,
+    summary: "Store a range of members from sorted set into another key",
+    since: "6.2.0",
+    complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
+    handler: range::zrangestore,
+    ..FAMILY
+},
+    Command {
+    name: "zrangebyscore",
+    arity: -4,
+    flags: R,
+    keys: KEY1,
+    summary: "Return a range of members in a sorted set, by score",
+    since: "1.0.5",
+    complexity: RANGE_CPLX,
+    handler: range::zrangebyscore,
+    ..FAMILY
+},
+    Command {
+    name: "zrevrangebyscore",
+    arity: -4,
+    flags: R,
+    keys: KEY1,
+    summary: "Return a range of members in a sorted set, by score, with scores ordered from high to low",
+    since: "2.2.0",
+    complexity: RANGE_CPLX,
+    handler: range::zrevrangebyscore,
+    ..FAMILY
+},
+    Command {
+    name: "zrangebylex",
+    arity: -4,
+    flags: R,
+    keys: KEY1,
+    summary: "Return a range of members in a sorted set, by lexicographical range",
+    since: "2.8.9",
+    complexity: RANGE_CPLX,
+    handler: range::zrangebylex,
+    ..FAMILY
+},
+    Command {
+    name: "zrevrangebylex",
+    arity: -4,
+    flags: R,
+    keys: KEY1,
+    summary: "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
+    since: "2.8.9",
+    complexity: RANGE_CPLX,
+    handler: range::zrevrangebylex,
+    ..FAMILY
+},
+    Command {
+    name: "zrevrange",
+    arity: -4,
+    flags: R,
+    keys: KEY1,
+    summary: "Return a range of members in a sorted set, by index, with scores ordered from high to low",
+    since: "1.2.0",
+    complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+    handler: range::zrevrange,
+    ..FAMILY
+},
+    Command {
+    name: "zrank",
+    arity: 3,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Determine the index of a member in a sorted set",
+    since: "2.0.0",
+    complexity: "O(log(N))",
+    handler: zrank,
+    ..FAMILY
+},
+    Command {
+    name: "zrevrank",
+    arity: 3,
+    flags: R | F,
+    keys: KEY1,
+    summary: "Determine the index of a member in a sorted set, with scores ordered from high to low",
+    since: "2.0.0",
+    complexity: "O(log(N))",
+    handler: zrevrank,
+    ..FAMILY
+},
+    Command {
+    name: "zremrangebyrank",
+    arity: 4,
+    flags: W,
+    keys: KEY1,
+    summary: "Remove all members in a sorted set within the given indexes",
+    since: "2.0.0",
+    complexity: REM_CPLX,
+    handler: range::zremrangebyrank,
+    ..FAMILY
+},
+    Command {
+    name: "zremrangebyscore",
+    arity: 4,
+    flags: W,
+    keys: KEY1,
+    summary: "Remove all members in a sorted set within the given scores",
+    since: "1.2.0",
+    complexity: REM_CPLX,
+    handler: range::zremrangebyscore,
+    ..FAMILY
+},
+    Command {
+    name: "zremrangebylex",
+    arity: 4,
+    flags: W,
+    keys: KEY1,
+    summary: "Remove all members in a sorted set between the given lexicographical range",
+    since: "2.8.9",
+    complexity: REM_CPLX,
+    handler: range::zremrangebylex,
+    ..FAMILY
+},
+    Command {
+    name: "zpopmin",
+    arity: -2,
+    flags: W | F,
+    keys: KEY1,
+    summary: "Remove and return members with the lowest scores in a sorted set",
+    since: "5.0.0",
+    complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    handler: zpopmin,
+    ..FAMILY
+},
+    Command {
+    name: "zpopmax",
+    arity: -2,
+    flags: W | F,
+    keys: KEY1,
+    summary: "Remove and return members with the highest scores in a sorted set",
+    since: "5.0.0",
+    complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    handler: zpopmax,
+    ..FAMILY
+},
+    Command {
+    name: "zrandmember",
+    arity: -2,
+    flags: R,
+    keys: KEY1,
+    summary: "Get one or multiple random elements from a sorted set",
+    since: "6.2.0",
+    complexity: "O(N) where N is the number of elements returned",
+    handler: zrandmember,
+    ..FAMILY
+},
+    Command {
+    name: "zunion",
+    arity: -3,
+    flags: R | M,
+    keys: Keys::Custom(numkeys_keys),
+    summary: "Add multiple sorted sets",
+    since: "6.2.0",
+    complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+    handler: zunion,
+    ..FAMILY
+},
+    Command {
+    name: "zinter",
+    arity: -3,
+    flags: R | M,
+    keys: Keys::Custom(numkeys_keys),
+    summary: "Intersect multiple sorted sets",
+    since: "6.2.0",
+    complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+    handler: zinter,
+    ..FAMILY
+},
+    Command {
+    name: "zdiff",
+    arity: -3,
+    flags: R | M,
+    keys: Keys::Custom(numkeys_keys),
+    summary: "Subtract multiple sorted sets",
+    since: "6.2.0",
+    complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+    handler: zdiff,
+    ..FAMILY
+},
+    Command {
+    name: "zunionstore",
+    arity: -4,
+    flags: W | D | M,
+    keys: Keys::Custom(store_keys),
+    summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
+    since: "2.0.0",
+    complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+    handler: zunionstore,
+    ..FAMILY
+},
+    Command {
+    name: "zinterstore",
+    arity: -4,
+    flags: W | D | M,
+    keys: Keys::Custom(store_keys),
+    summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
+    since: "2.0.0",
+    complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+    handler: zinterstore,
+    ..FAMILY
+},
+    Command {
+    name: "zdiffstore",
+    arity: -4,
+    flags: W | D | M,
+    keys: Keys::Custom(store_keys),
+    summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
+    since: "6.2.0",
+    complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+    handler: zdiffstore,
+    ..FAMILY
+},
+    Command {
+    name: "zintercard",
+    arity: -3,
+    flags: R | M,
+    keys: Keys::Custom(numkeys_keys),
+    summary: "Intersect multiple sorted sets and return the cardinality of the result",
+    since: "7.0.0",
+    complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
+    handler: zintercard,
+    ..FAMILY
+},
+    Command {
+    name: "zmpop",
+    arity: -4,
+    flags: W | M,
+    keys: Keys::Custom(numkeys_keys),
+    summary: "Remove and return members with scores in a sorted set",
+    since: "7.0.0",
+    complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    handler: zmpop,
+    ..FAMILY
+},
+    Command {
+    name: "zscan",
+    arity: -3,
+    flags: R,
+    keys: KEY1,
+    summary: "Incrementally iterate sorted sets elements and associated scores",
+    since: "2.8.0",
+    complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    handler: zscan,
+    ..FAMILY
+},
 ];
 
 // ---------------------------------------------------------------------------------------
@@ -243,7 +551,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, mut fl: u8) -> CmdResult {
         scores.push(parse_score(ctx.arg(idx + 2 * j)).ok_or(CmdError::NOT_FLOAT)?);
     }
     let key = ctx.arg(1);
-    let enc = &ctx.server.keyspace.encodings;
+    let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
     let mut created = None;
     let z = match l.zset_mut(key)? {
@@ -893,7 +1201,7 @@ fn set_op_generic(
     }
     match dst_key {
         Some(d) => {
-            let z = ZSetValue::from_members(result, &ctx.server.keyspace.encodings);
+            let z = ZSetValue::from_members(result, &ctx.keyspace().encodings);
             let n = z.len();
             // The one place the STORE forms write.
             let removed = if n > 0 {

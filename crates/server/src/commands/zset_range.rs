@@ -4,7 +4,8 @@
 //! t_zset.c (zrangeGenericCommand and friends).
 
 use super::{reply_pairs, zset_of};
-use crate::exec::command::{CmdError, CmdResult, Ctx};
+use crate::exec::command::{CmdError, CmdResult};
+use crate::exec::ctx::Ctx;
 use strata_engine::{Ttl, Value, ZSetValue};
 
 const NOT_FLOAT_RANGE: CmdError = CmdError::Static("ERR min or max is not a float");
@@ -383,7 +384,7 @@ pub(super) fn zrange_generic(
             let owned: Vec<(Vec<u8>, f64)> = items.iter().map(|(m, s)| (m.to_vec(), *s)).collect();
             // The one place ZRANGESTORE writes.
             let removed = if count > 0 {
-                let v = ZSetValue::from_members(owned, &ctx.server.keyspace.encodings);
+                let v = ZSetValue::from_members(owned, &ctx.keyspace().encodings);
                 l.set_value(dst, Value::ZSet(Box::new(v)), Ttl::Clear);
                 false
             } else {

@@ -34,36 +34,15 @@ pub struct Client {
     pub info: Arc<ClientInfo>,
     /// RESP2 with subscriptions: only (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT, RESET run.
     pub pubsub_mode: bool,
-    /// Set when the connection has work after the current command (pushes for this
-    /// client, keys made ready for blocked clients, a block request); checked once per
-    /// command, so clients using neither pub/sub nor blocking pay one branch.
-    pub attention: bool,
     /// Pub/sub state, from the first (P)SUBSCRIBE on.
     pub subs: Option<Box<crate::services::pubsub::Subscriptions>>,
-    /// Push messages for this client produced by its own command (PUBLISH to itself, its
-    /// keyspace events), placed before that command's reply.
-    pub self_push: Vec<u8>,
-    /// Keys a write made ready for blocked clients: (db, key).
-    pub ready_keys: Vec<(usize, Bytes)>,
-    /// A blocking command asked to wait.
-    pub block: Option<Box<crate::services::blocking::BlockRequest>>,
     /// Commands queued since MULTI.
     pub multi: Option<Box<crate::commands::transactions::Multi>>,
     /// Keys this client WATCHes.
     pub watch: crate::services::watch::ClientWatch,
-    /// Set while an EXEC or a script runs: the writes' effects gather here and reach the
-    /// journal as one block when it ends.
-    pub group: Option<crate::exec::effects::Group>,
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
-    /// The request about to run as the client sent it, when that was canonical RESP
-    /// (`Parser::take_frame`): its journal record, if it is logged as its own argv.
-    pub frame: Option<bytes::Bytes>,
-    /// Replaying the journal at start-up: nothing expires and nothing is logged again.
-    pub replaying: bool,
-    /// The snapshot epoch this client's write saw when it locked its shards.
-    pub write_epoch: u64,
 }
 
 impl Client {
@@ -79,18 +58,10 @@ impl Client {
             close_after_reply: false,
             info,
             pubsub_mode: false,
-            attention: false,
             subs: None,
-            self_push: Vec::new(),
-            ready_keys: Vec::new(),
-            block: None,
             multi: None,
             watch: Default::default(),
-            group: None,
             last_lsn: 0,
-            frame: None,
-            replaying: false,
-            write_epoch: 0,
         }
     }
 

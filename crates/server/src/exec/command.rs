@@ -3,12 +3,10 @@
 //! handler. Dispatch, arity checks, COMMAND INFO/DOCS/GETKEYS and key extraction all read
 //! these declarations; nothing repeats them.
 
-use crate::exec::client::Client;
-use crate::server::Server;
+use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use std::borrow::Cow;
-use strata_engine::{Db, Locked, WrongType};
-use strata_resp::Reply;
+use strata_engine::WrongType;
 
 /// Command flags, named as COMMAND INFO names them.
 pub mod flags {
@@ -29,6 +27,18 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 14;
     pub const MOVABLEKEYS: u32 = 1 << 15;
     pub const ALLOW_BUSY: u32 = 1 << 16;
+
+    // Strata's own flags, which COMMAND INFO does not show: what the request path needs to
+    // know of a command, so that no list of command names lives outside the declarations.
+    /// Runs while a RESP2 client is subscribed (PING, the (un)subscribe commands, QUIT,
+    /// RESET).
+    pub const SUBSCRIBED: u32 = 1 << 24;
+    /// Runs at once inside MULTI instead of being queued (EXEC, DISCARD, MULTI, WATCH,
+    /// QUIT, RESET).
+    pub const NOT_QUEUED: u32 = 1 << 25;
+    /// Reaches keys it does not name, or keys of other databases (FLUSHALL, KEYS, MOVE,
+    /// SORT ... BY...): a write of it holds every shard.
+    pub const ALL_SHARDS: u32 = 1 << 26;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -103,28 +113,6 @@ impl Command {
         handler: no_handler,
         subcommands: &[],
     };
-
-    /// A command with the fields most declarations set; the rest take `DEFAULT`'s values.
-    pub const fn new(
-        name: &'static str,
-        arity: i32,
-        flags: u32,
-        group: &'static str,
-        summary: &'static str,
-        since: &'static str,
-        handler: Handler,
-    ) -> Command {
-        Command {
-            name,
-            arity,
-            flags,
-            group,
-            summary,
-            since,
-            handler,
-            ..Command::DEFAULT
-        }
-    }
 
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
@@ -219,162 +207,6 @@ fn no_handler(ctx: &mut Ctx<'_>) -> CmdResult {
         "ERR unknown command '{}'",
         String::from_utf8_lossy(&ctx.argv[0])
     )))
-}
-
-/// Everything a handler may use: the server, its client, the arguments, the reply.
-pub struct Ctx<'a> {
-    pub server: &'a Server,
-    pub client: &'a mut Client,
-    /// The whole argv; argv[0] is the command name (argv[1] the subcommand for containers).
-    pub argv: &'a [Bytes],
-    pub out: Reply<'a>,
-    /// The time this command runs at, in Unix milliseconds (read once per command).
-    pub now_ms: u64,
-    /// What this command leaves in the journal (its argv unless it rewrites it).
-    pub effect: crate::exec::effects::Effect,
-    /// The worker thread's statistics (EXEC runs its queued commands through dispatch).
-    pub stats: &'a crate::services::stats::ThreadStats,
-}
-
-impl<'a> Ctx<'a> {
-    /// The client's selected database.
-    pub fn db(&self) -> &'a Db {
-        self.server.keyspace.db(self.client.db)
-    }
-
-    /// Locks the shards of `keys` in the selected database, honouring CLIENT NO-TOUCH.
-    pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'a> {
-        self.db()
-            .lock_at(self.now_ms, keys)
-            .no_touch(self.client.no_touch)
-    }
-
-    /// Locks one key's shard in the selected database.
-    pub fn lock1(&self, key: &[u8]) -> Locked<'a> {
-        self.db()
-            .lock1_at(self.now_ms, key)
-            .no_touch(self.client.no_touch)
-    }
-
-    /// Publishes a keyspace event for `key` in the selected database, if events of
-    /// `class` (crate::services::notify::STRING, GENERIC...) are enabled: one relaxed load when off.
-    #[inline]
-    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
-        let flags = self
-            .server
-            .notify_flags
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if flags & class != 0 {
-            self.notify_slow(flags, event, key, self.client.db);
-        }
-        self.server.watches.touch(self.client.db, key);
-    }
-
-    /// True when `notify` for `class` does anything: events of that class are published,
-    /// or some client WATCHes keys (callers use it to skip gathering what `notify` needs).
-    #[inline]
-    pub fn notifying(&self, class: u32) -> bool {
-        self.server
-            .notify_flags
-            .load(std::sync::atomic::Ordering::Relaxed)
-            & class
-            != 0
-            || self.server.watches.active()
-    }
-
-    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB).
-    #[inline]
-    pub fn notify_db(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
-        let flags = self
-            .server
-            .notify_flags
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if flags & class != 0 {
-            self.notify_slow(flags, event, key, db);
-        }
-        self.server.watches.touch(db, key);
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn notify_slow(&mut self, flags: u32, event: &str, key: &[u8], db: usize) {
-        let mut me = crate::services::pubsub::Publisher {
-            id: self.client.id,
-            self_push: &mut self.client.self_push,
-            proto: self.out.proto,
-        };
-        crate::services::notify::emit(self.server, flags, event, key, db, Some(&mut me));
-        if !self.client.self_push.is_empty() {
-            self.client.attention = true;
-        }
-    }
-
-    /// Tells blocked clients waiting on `key` (selected database) that it may now serve
-    /// them (LPUSH, ZADD, LMOVE's destination...). Call it after the write, under the
-    /// lock. One relaxed load when no client is blocked.
-    #[inline]
-    pub fn signal_key_ready(&mut self, key: &[u8]) {
-        self.signal_key_ready_db(key, self.client.db);
-    }
-
-    /// `signal_key_ready` for a key of another database (MOVE, COPY ... DB).
-    #[inline]
-    pub fn signal_key_ready_db(&mut self, key: &[u8], db: usize) {
-        if self.server.blocking.count() != 0 {
-            self.client
-                .ready_keys
-                .push((db, Bytes::copy_from_slice(key)));
-            self.client.attention = true;
-        }
-    }
-
-    /// Signals every key clients wait on in database `db` (SWAPDB changed its contents).
-    pub fn signal_db_ready(&mut self, db: usize) {
-        if self.server.blocking.count() != 0 {
-            for key in self.server.blocking.keys_in_db(db) {
-                self.client.ready_keys.push((db, key));
-                self.client.attention = true;
-            }
-        }
-    }
-
-    /// Asks to block on `keys` until `deadline_ms` (Unix ms, 0 = forever; see
-    /// `blocking::parse_timeout`). The handler then returns Ok(()) without a reply; the
-    /// command is re-run when a key is signalled, and `on_timeout` writes the reply if the
-    /// deadline passes first.
-    pub fn block_on(&mut self, keys: Vec<Bytes>, deadline_ms: u64, on_timeout: fn(&mut Reply<'_>)) {
-        if !self.may_block() {
-            on_timeout(&mut self.out);
-            return;
-        }
-        self.client.block = Some(Box::new(crate::services::blocking::BlockRequest {
-            keys,
-            deadline_ms,
-            on_timeout,
-        }));
-        self.client.attention = true;
-    }
-
-    /// False inside EXEC or a script, where a blocking command that cannot be served at
-    /// once answers as if it had timed out.
-    pub fn may_block(&self) -> bool {
-        self.client.group.is_none()
-    }
-
-    /// Argument `i` (0 is the command name).
-    pub fn arg(&self, i: usize) -> &'a [u8] {
-        &self.argv[i]
-    }
-
-    /// Argument `i` as an i64, or Redis's "value is not an integer" error.
-    pub fn int_arg(&self, i: usize) -> Result<i64, CmdError> {
-        parse_i64(&self.argv[i]).ok_or(CmdError::NOT_INTEGER)
-    }
-
-    /// Argument `i` lower-cased as ASCII, for matching options (EX, NX, ...).
-    pub fn lower(&self, i: usize) -> Vec<u8> {
-        self.argv[i].to_ascii_lowercase()
-    }
 }
 
 /// Parses like Redis's string2ll: optional '-', digits, no '+', no leading zeros or spaces.

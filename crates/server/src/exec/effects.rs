@@ -1,15 +1,11 @@
-//! What a write command leaves in the journal, and which shards a command must hold while it
-//! runs so that its journal record lands in the same order as its change in memory.
+//! What a write command leaves for the effect sinks (the journal): its record, as RESP.
 //!
-//! The journal records effects, not requests (DESIGN.md, "Durability"): by default a write
+//! The journal records effects, not requests (docs/persistence.md): by default a write
 //! is logged as its own argv, and a command whose outcome depends on the clock or on
-//! chance (EXPIRE, SET EX, SPOP...) rewrites its record with `Ctx::rewrite` into the
+//! chance (EXPIRE, SET EX, SPOP...) rewrites its record with `Ctx::rewrite1` into the
 //! deterministic commands that reproduce it.
 
-use crate::exec::command::{Command, Ctx};
-use crate::server::Server;
 use bytes::Bytes;
-use strata_engine::ShardId;
 
 /// A write command's journal record.
 #[derive(Debug, Default)]
@@ -39,18 +35,6 @@ impl Effect {
             Effect::Skip => true,
             Effect::Commands(cmds) => cmds.is_empty(),
         }
-    }
-}
-
-impl Ctx<'_> {
-    /// Logs `argv` instead of this command's argv.
-    pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
-        self.effect = Effect::Commands(vec![argv]);
-    }
-
-    /// Logs nothing for this command (it changed nothing).
-    pub fn no_effect(&mut self) {
-        self.effect = Effect::Skip;
     }
 }
 
@@ -171,116 +155,6 @@ impl Group {
     }
 }
 
-/// The shards a command must hold for its whole run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockPlan {
-    /// One shard: most writes name one key (no list to allocate).
-    One(ShardId),
-    /// These shards (possibly none).
-    Shards(Vec<ShardId>),
-    /// Every shard of every database: commands that touch keys they do not name (FLUSHALL,
-    /// KEYS, SORT ... BY, MOVE to another database...).
-    World,
-}
-
-/// Commands without key arguments that still read or write the keyspace, and commands
-/// whose keys reach beyond their declared positions (another database, patterns).
-fn touches_unnamed_keys(name: &str) -> bool {
-    matches!(
-        name,
-        "flushall"
-            | "flushdb"
-            | "swapdb"
-            | "keys"
-            | "scan"
-            | "randomkey"
-            | "dbsize"
-            | "move"
-            | "copy"
-            | "sort"
-            | "sort_ro"
-            | "debug"
-    )
-}
-
-/// The shard of each key `cmd` names in `argv`.
-fn for_each_shard(
-    server: &Server,
-    db: usize,
-    cmd: &Command,
-    argv: &[Bytes],
-    mut f: impl FnMut(ShardId),
-) {
-    cmd.for_each_key_position(argv, |i| {
-        if let Some(k) = argv.get(i) {
-            f(server.keyspace.shard_of(db, k));
-        }
-    });
-}
-
-impl LockPlan {
-    /// What `cmd` (named `name`) with `argv` run in database `db` must hold.
-    pub fn of(server: &Server, db: usize, cmd: &Command, name: &str, argv: &[Bytes]) -> LockPlan {
-        if touches_unnamed_keys(name) {
-            return LockPlan::World;
-        }
-        let (mut first, mut more) = (None, Vec::new());
-        for_each_shard(server, db, cmd, argv, |id| match first {
-            None => first = Some(id),
-            Some(_) => more.push(id),
-        });
-        match first {
-            Some(id) if more.is_empty() => LockPlan::One(id),
-            Some(id) => {
-                more.push(id); // the session sorts them
-                LockPlan::Shards(more)
-            }
-            None => LockPlan::Shards(more),
-        }
-    }
-
-    /// The shards named, or None for the whole keyspace.
-    pub fn shard_ids(self) -> Option<Vec<ShardId>> {
-        match self {
-            LockPlan::One(id) => Some(vec![id]),
-            LockPlan::Shards(ids) => Some(ids),
-            LockPlan::World => None,
-        }
-    }
-
-    /// Whether this thread's session already holds all that [`LockPlan::of`] would name:
-    /// a script's call on a key it declared, checked without building the plan.
-    pub fn held(server: &Server, db: usize, cmd: &Command, name: &str, argv: &[Bytes]) -> bool {
-        if touches_unnamed_keys(name) {
-            return false;
-        }
-        let mut held = true;
-        for_each_shard(server, db, cmd, argv, |id| {
-            held = held && strata_engine::Keyspace::session_holds(&[id]);
-        });
-        held
-    }
-
-    /// Adds `other`'s shards to this plan.
-    pub fn merge(&mut self, other: LockPlan) {
-        // Either side World makes the merge World.
-        let mine = std::mem::replace(self, LockPlan::World);
-        if let (Some(mut a), Some(b)) = (mine.shard_ids(), other.shard_ids()) {
-            a.extend(b);
-            *self = LockPlan::Shards(a);
-        }
-    }
-
-    /// Locks what the plan names.
-    pub fn open<'k>(self, server: &'k Server) -> strata_engine::Session<'k> {
-        match self {
-            LockPlan::World => server.keyspace.session_all(),
-            LockPlan::One(id) => server.keyspace.session1(id),
-            LockPlan::Shards(ids) => server.keyspace.session(ids),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,19 +188,6 @@ mod tests {
             let copies: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
             assert!(!is_frame_of(&frame, &copies));
         }
-    }
-
-    #[test]
-    fn merged_plans_hold_both_sides_and_world_wins() {
-        let mut p = LockPlan::One((0, 3));
-        p.merge(LockPlan::One((0, 1)));
-        assert_eq!(p, LockPlan::Shards(vec![(0, 3), (0, 1)]));
-        p.merge(LockPlan::Shards(vec![(1, 2)]));
-        assert_eq!(p.clone().shard_ids(), Some(vec![(0, 3), (0, 1), (1, 2)]));
-        p.merge(LockPlan::World);
-        assert_eq!(p, LockPlan::World);
-        p.merge(LockPlan::One((0, 0)));
-        assert_eq!(p, LockPlan::World);
     }
 
     /// What `encode` writes is what the journal's replay parses back: the same argv, for

@@ -1,7 +1,314 @@
-//! One command's life: the command table, admission, lock planning, the handler's context,
-//! and the effects a write leaves.
+//! One command's life, in one place. Every command enters through [`execute`]: a client's
+//! request, a command EXEC runs, a script's `redis.call`, a blocked client's command served
+//! later, and a journal record replayed at start. It goes through these stages:
+//!
+//! 1. resolve: the name (and subcommand) to a declaration in the command table; arity.
+//! 2. admit (`admit.rs`): may this client run it now? Auth, ACL, the subscribed context,
+//!    MULTI queueing, a busy script, journal errors, script rules.
+//! 3. plan and lock (`plan.rs`): a write holds the shards of its keys until its effect is
+//!    recorded, so every consumer of effects sees writes to a key in the order memory did.
+//! 4. run: the handler, with a narrow context (`ctx.rs`).
+//! 5. record (`sink.rs`): the write's effect goes to the effect sinks (the journal), or
+//!    into the group of the EXEC or script it runs inside.
+//! 6. reply: errors, statistics, the slow log, CLIENT REPLY.
 
+pub mod admit;
+pub mod blocked;
 pub mod client;
 pub mod command;
+pub mod ctx;
 pub mod effects;
+pub mod plan;
+pub mod replay;
+pub mod script;
+pub mod sink;
 pub mod table;
+
+use crate::exec::client::{Client, ReplyMode};
+use crate::exec::command::{flags, CmdError, Command};
+use crate::exec::ctx::Ctx;
+use crate::exec::effects::{Effect, Group};
+use crate::server::Server;
+use crate::services::blocking::BlockRequest;
+use crate::services::stats::ThreadStats;
+use crate::tick::Tick;
+use bytes::Bytes;
+use strata_resp::Reply;
+
+/// A worker thread's means to run commands: the server, the thread's statistics, and the
+/// clock of the batch (advanced as each command ends, so a command costs one clock read).
+pub struct Worker<'a> {
+    pub server: &'a Server,
+    pub stats: &'a ThreadStats,
+    pub clock: Tick,
+}
+
+/// Where a command comes from. It decides which admission rules apply, whether the caller
+/// holds the shards already, and where the effect goes.
+pub enum Origin<'n> {
+    /// A client's request (or a blocked client's, re-run when a key it waits on is ready).
+    Client,
+    /// A journal record replayed at start-up: nothing expires, nothing is recorded again.
+    Replay,
+    /// A command of an EXEC or a script: the caller holds the shards, and the effects
+    /// gather in its group to become one block.
+    Nested(&'n mut Nest),
+}
+
+/// The state of a running EXEC or script that its commands share.
+pub struct Nest {
+    /// The effects of the commands run so far.
+    pub group: Group,
+    /// The snapshot epoch the EXEC or script saw when it locked its shards.
+    pub epoch: u64,
+    /// Set for a script's `redis.call`: the rules scripts run under.
+    pub script: Option<ScriptRules>,
+}
+
+/// What a script may call.
+#[derive(Clone, Copy)]
+pub struct ScriptRules {
+    /// A read-only script (EVAL_RO, FCALL_RO, `no-writes`): no write commands.
+    pub read_only: bool,
+}
+
+/// What a command leaves for its connection to do after it: its own push messages, to be
+/// placed before its reply; keys it made ready for blocked clients; its request to block.
+#[derive(Default)]
+pub struct After {
+    pub self_push: Vec<u8>,
+    pub ready_keys: Vec<(usize, Bytes)>,
+    pub block: Option<Box<BlockRequest>>,
+}
+
+impl After {
+    /// True when there is nothing to do (checked after every command).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.self_push.is_empty() && self.ready_keys.is_empty() && self.block.is_none()
+    }
+}
+
+/// What became of a command.
+pub enum Outcome {
+    /// It ran (its reply, an error included, is written).
+    Ran(&'static Command),
+    /// Queued inside MULTI.
+    Queued,
+    /// Not run. The error is written already, except for a script's call, whose host
+    /// turns it into a Lua error.
+    Refused(CmdError),
+}
+
+/// One request: its arguments and, when it arrived as canonical RESP, the frame it was
+/// parsed from (then it is its own journal record).
+pub struct Call<'a> {
+    pub argv: &'a [Bytes],
+    pub frame: Option<Bytes>,
+}
+
+impl<'a> Call<'a> {
+    pub fn new(argv: &'a [Bytes]) -> Call<'a> {
+        Call { argv, frame: None }
+    }
+}
+
+/// Runs one command and writes its reply (or error) into `out`.
+pub fn execute(
+    w: &mut Worker<'_>,
+    client: &mut Client,
+    call: Call<'_>,
+    mut origin: Origin<'_>,
+    out: &mut Vec<u8>,
+    after: &mut After,
+) -> Outcome {
+    let mode_before = client.reply;
+    let start_len = out.len();
+    let outcome = match w.server.table.resolve(call.argv) {
+        Ok(id) => run(w, client, id, call, &mut origin, out, after),
+        Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
+    };
+    if matches!(origin, Origin::Client) && suppress_reply(client, mode_before) {
+        out.truncate(start_len);
+    }
+    outcome
+}
+
+/// CLIENT REPLY OFF/SKIP: whether to drop this command's reply. SKIP applies to the one
+/// command after it.
+fn suppress_reply(client: &mut Client, mode_before: ReplyMode) -> bool {
+    match mode_before {
+        ReplyMode::On => false,
+        ReplyMode::Skip => {
+            if client.reply == ReplyMode::Skip {
+                client.reply = ReplyMode::On;
+            }
+            true
+        }
+        ReplyMode::Off => client.reply != ReplyMode::On,
+    }
+}
+
+/// An unknown command or subcommand, or a wrong argument count.
+#[cold]
+fn refuse_unresolved(
+    server: &Server,
+    client: &mut Client,
+    argv: &[Bytes],
+    origin: &Origin<'_>,
+    out: &mut Vec<u8>,
+    e: CmdError,
+) -> Outcome {
+    if let Origin::Nested(Nest {
+        script: Some(_), ..
+    }) = origin
+    {
+        return Outcome::Refused(admit::script_resolve_error(&e));
+    }
+    let e = admit::abort_transaction(server, client, &argv[0], e);
+    write_error(server, client, out, &e);
+    Outcome::Refused(e)
+}
+
+/// Runs resolved command `id` through admission, locking, the handler and recording.
+fn run(
+    w: &mut Worker<'_>,
+    client: &mut Client,
+    id: usize,
+    call: Call<'_>,
+    origin: &mut Origin<'_>,
+    out: &mut Vec<u8>,
+    after: &mut After,
+) -> Outcome {
+    let server = w.server;
+    let cmd = server.table.commands[id];
+    match admit::admit(server, client, id, call.argv, origin) {
+        admit::Admit::Run => {}
+        admit::Admit::Queue => {
+            crate::commands::transactions::queue(client, id, call.argv, out);
+            return Outcome::Queued;
+        }
+        admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
+    }
+    client
+        .info
+        .last_cmd
+        .store(id, std::sync::atomic::Ordering::Relaxed);
+    let started = w.clock;
+    let db = client.db;
+    let write = cmd.has(flags::WRITE);
+    let replaying = matches!(origin, Origin::Replay);
+    let hold = match plan::hold(w, db, id, call.argv, origin) {
+        Ok(h) => h,
+        Err(e) => return refuse(w, client, id, origin, out, e),
+    };
+    let proto = client.proto;
+    let (result, effect) = {
+        let nest = match origin {
+            Origin::Nested(n) => Some(&mut **n),
+            _ => None,
+        };
+        // Nothing expires while the journal replays: its records already say which keys
+        // expired (as DELs), and when.
+        let now_ms = if replaying {
+            1
+        } else {
+            server.clock.unix_ms(started)
+        };
+        let out = Reply::new(out, proto);
+        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, after, nest);
+        let r = (cmd.handler)(&mut ctx);
+        (r, ctx.into_effect())
+    };
+    if write && result.is_ok() && after.block.is_none() {
+        if !matches!(effect, Effect::Skip) && !replaying {
+            w.stats.changed();
+        }
+        record(server, client, db, &call, effect, origin, &hold);
+    }
+    drop(hold);
+    w.clock = Tick::now();
+    let took = w.clock.micros_since(started);
+    w.stats.called(id, took);
+    if !replaying {
+        let by_script = matches!(
+            origin,
+            Origin::Nested(Nest {
+                script: Some(_),
+                ..
+            })
+        );
+        let who = (!by_script).then_some(&*client.info);
+        server
+            .slowlog
+            .observe(took, &server.table.fullnames[id], call.argv, who);
+    }
+    if let Err(e) = result {
+        w.stats.failed(id);
+        write_error(server, client, out, &e);
+    }
+    Outcome::Ran(cmd)
+}
+
+/// A command refused before it ran. A script's refused call raises a Lua error instead
+/// (its host writes it); anything else is answered with the error, and inside MULTI it
+/// dooms the transaction.
+fn refuse(
+    w: &Worker<'_>,
+    client: &mut Client,
+    id: usize,
+    origin: &Origin<'_>,
+    out: &mut Vec<u8>,
+    e: CmdError,
+) -> Outcome {
+    if let Origin::Nested(Nest {
+        script: Some(_), ..
+    }) = origin
+    {
+        return Outcome::Refused(e);
+    }
+    w.stats.rejected(id);
+    let name = w.server.table.fullnames[id].as_bytes();
+    let e = admit::abort_transaction(w.server, client, name, e);
+    write_error(w.server, client, out, &e);
+    Outcome::Refused(e)
+}
+
+/// Stage 5: a write's effect goes into the group of the EXEC or script it runs in, or, for
+/// a write that holds its own shards, to the sinks, while it still holds them.
+fn record(
+    server: &Server,
+    client: &mut Client,
+    db: usize,
+    call: &Call<'_>,
+    effect: Effect,
+    origin: &mut Origin<'_>,
+    hold: &plan::Hold<'_>,
+) {
+    match origin {
+        // With no sink (fixed at start) a group's records would go nowhere.
+        Origin::Nested(n) if server.sinks.any() => n.group.add(db, call.argv, effect),
+        Origin::Nested(_) | Origin::Replay => {}
+        Origin::Client => {
+            if let Some(epoch) = hold.epoch() {
+                let lsn = server.sinks.record_command(
+                    db,
+                    epoch,
+                    call.argv,
+                    call.frame.as_deref(),
+                    &effect,
+                );
+                if lsn != 0 {
+                    client.last_lsn = lsn;
+                }
+            }
+        }
+    }
+}
+
+/// Writes an error reply and counts it (INFO errorstats).
+pub(crate) fn write_error(server: &Server, client: &Client, out: &mut Vec<u8>, e: &CmdError) {
+    let text = e.text();
+    server.stats.count_error(&text);
+    Reply::new(out, client.proto).error(&text);
+}

@@ -3,10 +3,11 @@
 
 use crate::config::Config;
 use crate::exec::client::{Client, ClientInfo};
-use crate::exec::table;
+use crate::exec::{self, blocked, After, Call, Origin, Worker};
 use crate::server::Server;
-use crate::services::blocking;
+use crate::services::blocking::{self, BlockRequest};
 use crate::services::stats::ThreadStats;
+use crate::tick::Tick;
 use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -136,7 +137,7 @@ fn finish_client(server: &Server, mut client: Client) {
     if let Some(mut subs) = client.subs.take() {
         server.pubsub.remove_all(&mut subs);
     }
-    crate::commands::transactions::forget(server, &mut client);
+    crate::commands::transactions::forget(&server.watches, &mut client);
     server.clients.remove(client.info.id);
 }
 
@@ -171,6 +172,7 @@ async fn serve_client(
     // hold complete commands, so run them before reading more.
     let mut pending = false;
     let mut streak = Streak::default();
+    let mut after = After::default();
     loop {
         let mut n = 0;
         if !pending {
@@ -203,8 +205,12 @@ async fn serve_client(
                 }
             }
         }
-        let mut clock = crate::tick::Tick::now();
-        info.touch(clock);
+        let mut wk = Worker {
+            server,
+            stats,
+            clock: Tick::now(),
+        };
+        info.touch(wk.clock);
         pending = false;
         let mut blocked = None;
         // The commands parsed from this read run with sticky shards: a pipeline on one
@@ -217,14 +223,16 @@ async fn serve_client(
             match parser.parse(&mut inbuf) {
                 Ok(Some(argv)) => {
                     let start = out.len();
-                    client.frame = parser.take_frame();
-                    table::execute(server, client, stats, &argv, &mut out, &mut clock);
-                    client.frame = None; // left there by a command that did not run
-                    if client.attention {
-                        if let Some(req) = after_command(server, client, stats, &mut out, start) {
+                    let call = Call {
+                        argv: &argv,
+                        frame: parser.take_frame(),
+                    };
+                    exec::execute(&mut wk, client, call, Origin::Client, &mut out, &mut after);
+                    if !after.is_empty() {
+                        if let Some(req) = after_command(&mut wk, &mut after, &mut out, start) {
                             // Blocked: answer what came before, then wait; the commands
                             // after it stay in the buffer until it is served.
-                            blocked = Some(blocking::begin(server, stats, client, &argv, *req));
+                            blocked = Some(blocked::begin(&mut wk, client, &argv, *req));
                             break;
                         }
                     }
@@ -256,7 +264,7 @@ async fn serve_client(
                 info.addr
             );
             if let Some(w) = blocked {
-                blocking::abandon(server, &w);
+                server.blocking.abandon(&w);
             }
             return None;
         }
@@ -273,12 +281,12 @@ async fn serve_client(
         if server.persist.must_wait(client.last_lsn) {
             server.persist.wait_durable(client.last_lsn).await;
         } else if !out.is_empty() {
-            crate::net::turn::end(clock).await;
+            crate::net::turn::end(wk.clock).await;
         }
         if !out.is_empty() {
             if !write_out(stream, &info, &out).await {
                 if let Some(w) = blocked {
-                    blocking::abandon(server, &w);
+                    server.blocking.abandon(&w);
                 }
                 return None;
             }
@@ -358,39 +366,31 @@ impl Streak {
 }
 
 /// True when nothing ties the client to this worker: no subscriptions (their mailbox
-/// wakes this task), no transaction or block in progress, nothing queued for it.
+/// wakes this task), no transaction in progress.
 fn movable(c: &Client) -> bool {
-    c.subs.is_none()
-        && c.multi.is_none()
-        && c.block.is_none()
-        && c.group.is_none()
-        && c.ready_keys.is_empty()
-        && c.self_push.is_empty()
-        && !c.attention
+    c.subs.is_none() && c.multi.is_none()
 }
 
-/// The slow path after a command that set `client.attention`: place the client's own push
-/// messages before the reply, serve clients blocked on keys the command made ready, and
-/// return a block request if the command asked to block.
+/// The slow path after a command that left something in `after`: place the client's own
+/// push messages before its reply, serve clients blocked on keys the command made ready,
+/// and return a block request if the command asked to block.
 #[cold]
 #[inline(never)]
 fn after_command(
-    server: &Server,
-    client: &mut Client,
-    stats: &ThreadStats,
+    wk: &mut Worker<'_>,
+    after: &mut After,
     out: &mut Vec<u8>,
     start: usize,
-) -> Option<Box<blocking::BlockRequest>> {
-    client.attention = false;
-    if !client.self_push.is_empty() {
-        let push = std::mem::take(&mut client.self_push);
+) -> Option<Box<BlockRequest>> {
+    if !after.self_push.is_empty() {
+        let push = std::mem::take(&mut after.self_push);
         out.splice(start..start, push);
     }
-    if !client.ready_keys.is_empty() {
-        let keys = std::mem::take(&mut client.ready_keys);
-        blocking::serve_ready(server, stats, keys);
+    if !after.ready_keys.is_empty() {
+        let keys = std::mem::take(&mut after.ready_keys);
+        blocked::serve_ready(wk, keys);
     }
-    client.block.take()
+    after.block.take()
 }
 
 /// Writes `buf` completely, giving up if the client is killed meanwhile (a client that
@@ -433,11 +433,11 @@ async fn wait_blocked(
     w: &Arc<blocking::Waiter>,
 ) -> Option<Vec<u8>> {
     let info = &client.info;
-    let deadline = w.deadline(server);
+    let deadline = w.deadline(server.clock.unix_ms(Tick::now()));
     let mailbox = client.subs.as_ref().map(|s| s.mailbox.clone());
     let mut mail_out = Vec::new();
     loop {
-        if let Some(o) = w.outcome(server) {
+        if let Some(o) = w.outcome(&server.stats) {
             return match o {
                 blocking::Outcome::Reply(r) => Some(r),
                 blocking::Outcome::Closed => None,
@@ -461,11 +461,11 @@ async fn wait_blocked(
         tokio::select! {
             biased;
             _ = info.killed() => {
-                blocking::abandon(server, w);
+                server.blocking.abandon(w);
                 return None;
             }
             _ = w.woken() => {}
-            _ = sleep => blocking::time_out(server, w),
+            _ = sleep => server.blocking.time_out(w),
             _ = mail => {
                 if let Some(m) = &mailbox {
                     let n = m.take(&mut mail_out);
@@ -474,7 +474,7 @@ async fn wait_blocked(
                     m.written(n);
                     mail_out.clear();
                     if !ok {
-                        blocking::abandon(server, w);
+                        server.blocking.abandon(w);
                         return None;
                     }
                 }
@@ -485,7 +485,7 @@ async fn wait_blocked(
                     info.qbuf.store(inbuf.len(), Ordering::Relaxed);
                 }
                 _ => {
-                    blocking::abandon(server, w);
+                    server.blocking.abandon(w);
                     return None;
                 }
             },

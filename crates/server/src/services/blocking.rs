@@ -20,10 +20,7 @@
 //! whoever moves its state from `Blocked` removes it from the registry, so nothing leaks.
 
 use crate::exec::client::{Client, ClientInfo};
-use crate::exec::table;
-use crate::server::Server;
-use crate::services::stats::ThreadStats;
-use crate::tick::Tick;
+use crate::services::stats::Stats;
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
@@ -79,7 +76,7 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, crate::exec::comman
 }
 
 #[derive(Debug)]
-enum State {
+pub(crate) enum State {
     Blocked,
     /// The reply of the re-run command, ready to write.
     Served(Vec<u8>),
@@ -93,11 +90,11 @@ enum State {
 /// One blocked client.
 pub struct Waiter {
     pub info: Arc<ClientInfo>,
-    db: usize,
-    proto: Protocol,
-    no_touch: bool,
-    argv: Vec<Bytes>,
-    keys: Vec<Bytes>,
+    pub(crate) db: usize,
+    pub(crate) proto: Protocol,
+    pub(crate) no_touch: bool,
+    pub(crate) argv: Vec<Bytes>,
+    pub(crate) keys: Vec<Bytes>,
     pub deadline_ms: u64,
     on_timeout: fn(&mut Reply<'_>),
     state: Mutex<State>,
@@ -129,7 +126,7 @@ impl Blocking {
         self.count.load(Ordering::Relaxed)
     }
 
-    fn register(&self, w: &Arc<Waiter>) {
+    pub fn register(&self, w: &Arc<Waiter>) {
         let mut inner = self.inner.lock();
         for k in &w.keys {
             let q = inner.keys.entry((w.db, k.clone())).or_default();
@@ -143,7 +140,7 @@ impl Blocking {
         w.info.blocked.store(true, Ordering::Relaxed);
     }
 
-    fn unregister(&self, w: &Arc<Waiter>) {
+    pub(crate) fn unregister(&self, w: &Arc<Waiter>) {
         let mut inner = self.inner.lock();
         if inner
             .by_client
@@ -212,103 +209,34 @@ impl Blocking {
     }
 }
 
-/// Serves the waiters of `ready` keys, in the order they were signalled (and then of keys
-/// their commands make ready in turn, as Redis's handleClientsBlockedOnKeys).
-pub fn serve_ready(server: &Server, stats: &ThreadStats, mut ready: Vec<(usize, Bytes)>) {
-    let reg = &server.blocking;
-    let mut next = 0;
-    while next < ready.len() {
-        let (db, key) = ready[next].clone();
-        next += 1;
-        if reg.count() == 0 {
-            return;
-        }
-        let queue: Vec<Arc<Waiter>> = match reg.inner.lock().keys.get(&(db, key.clone())) {
-            Some(q) => q.iter().cloned().collect(),
-            None => continue,
-        };
-        for w in queue {
-            let mut st = w.state();
-            if !matches!(*st, State::Blocked) {
-                continue;
-            }
-            // Re-run the waiter's command as the waiter, on this thread.
-            let mut c = Client::new(w.info.clone(), true);
-            c.db = w.db;
-            c.proto = w.proto;
-            c.no_touch = w.no_touch;
-            let mut out = Vec::new();
-            let mut clock = Tick::now();
-            table::execute(server, &mut c, stats, &w.argv, &mut out, &mut clock);
-            if c.block.is_some() {
-                drop(st);
-                // Nothing this waiter can take. When the key is gone, later waiters would
-                // find nothing either; when it holds a value this waiter does not take (a
-                // zset under a key BLPOP and BZPOPMIN clients both wait on, a BLMOVE whose
-                // destination has another type), a later waiter may still be served.
-                let now = server.clock.unix_ms(Tick::now());
-                if !server.keyspace.db(db).lock1_at(now, &key).contains(&key) {
-                    break;
-                }
-                continue;
-            }
-            if !c.self_push.is_empty() {
-                c.self_push.extend_from_slice(&out);
-                out = std::mem::take(&mut c.self_push);
-            }
-            *st = State::Served(out);
-            drop(st);
-            reg.unregister(&w);
-            w.wake.notify_one();
-            ready.append(&mut c.ready_keys);
+impl Waiter {
+    /// A waiter for `client`'s command `argv`, blocked as `req` asks.
+    pub fn new(client: &Client, argv: &[Bytes], req: BlockRequest) -> Waiter {
+        Waiter {
+            info: client.info.clone(),
+            db: client.db,
+            proto: client.proto,
+            no_touch: client.no_touch,
+            argv: argv.to_vec(),
+            keys: req.keys,
+            deadline_ms: req.deadline_ms,
+            on_timeout: req.on_timeout,
+            state: Mutex::new(State::Blocked),
+            wake: Notify::new(),
         }
     }
-}
 
-/// Registers the client as blocked on `req` and returns its waiter; the connection then
-/// waits on [`Waiter::woken`], its deadline, its socket and its kill signal, and asks
-/// [`Waiter::outcome`] after each wake-up.
-pub fn begin(
-    server: &Server,
-    stats: &ThreadStats,
-    client: &Client,
-    argv: &[Bytes],
-    req: BlockRequest,
-) -> Arc<Waiter> {
-    let w = Arc::new(Waiter {
-        info: client.info.clone(),
-        db: client.db,
-        proto: client.proto,
-        no_touch: client.no_touch,
-        argv: argv.to_vec(),
-        keys: req.keys,
-        deadline_ms: req.deadline_ms,
-        on_timeout: req.on_timeout,
-        state: Mutex::new(State::Blocked),
-        wake: Notify::new(),
-    });
-    server.blocking.register(&w);
-    serve_ready(
-        server,
-        stats,
-        w.keys.iter().map(|k| (w.db, k.clone())).collect(),
-    );
-    w
-}
-
-impl Waiter {
     /// The waiter's state. Whoever holds it may run the waiter's command, which locks
     /// shards, so this thread must keep no shard locked while it waits for it (see
     /// `Keyspace::sticky`): two threads could otherwise each wait for the other.
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         strata_engine::Keyspace::release_sticky();
         self.state.lock()
     }
 
-    /// The deadline on tokio's clock, None for `timeout 0`.
-    pub fn deadline(&self, server: &Server) -> Option<tokio::time::Instant> {
+    /// The deadline on tokio's clock (`now_ms` is the Unix time now), None for `timeout 0`.
+    pub fn deadline(&self, now_ms: u64) -> Option<tokio::time::Instant> {
         (self.deadline_ms > 0).then(|| {
-            let now_ms = server.clock.unix_ms(Tick::now());
             tokio::time::Instant::now()
                 + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms))
         })
@@ -319,8 +247,9 @@ impl Waiter {
         self.wake.notified().await
     }
 
-    /// How the wait ended, or None while still blocked.
-    pub fn outcome(&self, server: &Server) -> Option<Outcome> {
+    /// How the wait ended, or None while still blocked. An UNBLOCKED error is counted in
+    /// `stats`.
+    pub fn outcome(&self, stats: &Stats) -> Option<Outcome> {
         let mut st = self.state();
         match std::mem::replace(&mut *st, State::Gone) {
             State::Blocked => {
@@ -337,7 +266,7 @@ impl Waiter {
                 let mut out = Vec::new();
                 Reply::new(&mut out, self.proto)
                     .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                server.stats.count_error("UNBLOCKED");
+                stats.count_error("UNBLOCKED");
                 Some(Outcome::Reply(out))
             }
             State::Gone => Some(Outcome::Closed),
@@ -345,12 +274,30 @@ impl Waiter {
     }
 }
 
-/// The deadline passed.
-pub fn time_out(server: &Server, w: &Arc<Waiter>) {
-    server.blocking.finish(w, State::TimedOut);
-}
+impl Blocking {
+    /// A waiter whose command ran with reply `out`: it leaves the registry and its
+    /// connection wakes to write the reply. `st` is its state, held since it was re-run.
+    pub(crate) fn served(&self, w: &Arc<Waiter>, mut st: MutexGuard<'_, State>, out: Vec<u8>) {
+        *st = State::Served(out);
+        drop(st);
+        self.unregister(w);
+        w.wake.notify_one();
+    }
 
-/// The client went away while blocked: forget it.
-pub fn abandon(server: &Server, w: &Arc<Waiter>) {
-    server.blocking.finish(w, State::Gone);
+    /// The deadline passed.
+    pub fn time_out(&self, w: &Arc<Waiter>) {
+        self.finish(w, State::TimedOut);
+    }
+
+    /// The client went away while blocked: forget it.
+    pub fn abandon(&self, w: &Arc<Waiter>) {
+        self.finish(w, State::Gone);
+    }
+
+    /// The waiters of key `key` in database `db`, in arrival order.
+    pub(crate) fn waiters(&self, db: usize, key: &Bytes) -> Option<Vec<Arc<Waiter>>> {
+        let inner = self.inner.lock();
+        let q = inner.keys.get(&(db, key.clone()))?;
+        Some(q.iter().cloned().collect())
+    }
 }

@@ -26,7 +26,7 @@
 //!   and hyperloglog.c, emitted from
 //!   commands/{list,zset,zset_range,hash,set,sort,hyperloglog,blocking}.rs.
 
-use crate::server::Server;
+use crate::services::pubsub::Hub;
 use crate::services::pubsub::Publisher;
 
 pub const KEYSPACE: u32 = 1 << 0;
@@ -126,18 +126,18 @@ pub fn effective(f: u32) -> u32 {
 /// caused it (None from the expiry cycle).
 #[cold]
 pub fn emit(
-    server: &Server,
+    hub: &Hub,
     flags: u32,
     event: &str,
     key: &[u8],
     db: usize,
     me: Option<&mut Publisher<'_>>,
 ) {
-    if !server.pubsub.anyone() {
+    if !hub.anyone() {
         return;
     }
     match me {
-        Some(me) => publish(server, flags, event, key, db, me),
+        Some(me) => publish(hub, flags, event, key, db, me),
         None => {
             let mut nobody = Vec::new();
             let mut me = Publisher {
@@ -145,27 +145,20 @@ pub fn emit(
                 self_push: &mut nobody,
                 proto: strata_resp::Protocol::Resp2,
             };
-            publish(server, flags, event, key, db, &mut me)
+            publish(hub, flags, event, key, db, &mut me)
         }
     }
 }
 
-fn publish(
-    server: &Server,
-    flags: u32,
-    event: &str,
-    key: &[u8],
-    db: usize,
-    me: &mut Publisher<'_>,
-) {
+fn publish(hub: &Hub, flags: u32, event: &str, key: &[u8], db: usize, me: &mut Publisher<'_>) {
     if flags & KEYSPACE != 0 {
         let mut chan = format!("__keyspace@{db}__:").into_bytes();
         chan.extend_from_slice(key);
-        server.pubsub.publish(&chan, event.as_bytes(), me);
+        hub.publish(&chan, event.as_bytes(), me);
     }
     if flags & KEYEVENT != 0 {
         let chan = format!("__keyevent@{db}__:{event}");
-        server.pubsub.publish(chan.as_bytes(), key, me);
+        hub.publish(chan.as_bytes(), key, me);
     }
 }
 

@@ -1,23 +1,19 @@
 //! The server's side of durability: what reaches the journal and when a reply may leave,
 //! the data directory's lock, and recovery at start-up. strata-storage owns the files.
 //!
-//! A write holds its shards until its effect is appended (see `table::run`), so the journal
+//! A write holds its shards until its effect is appended (see `exec`), so the journal
 //! orders writes to a key as memory saw them. Under `appendfsync always` a connection's
 //! replies wait until the journal is durable up to that connection's last write; the
 //! journal's one flusher thread covers every write appended meanwhile with one fsync.
 
-use crate::exec::client::{Client, ClientInfo};
-use crate::exec::effects::{Effect, Group};
+use crate::exec::sink::EffectSink;
 use crate::server::Server;
-use crate::services::stats::ThreadStats;
-use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-use strata_resp::{Limits, Parser};
-use strata_storage::{DirLock, Fsync, Journal, JournalOptions, Position};
+use std::time::Duration;
+use strata_storage::{DirLock, Fsync, Journal, JournalOptions};
 use tokio::sync::Notify;
 
 #[derive(Default)]
@@ -59,105 +55,11 @@ impl Persist {
         self.journal.get()
     }
 
-    /// True when writes must reach the journal.
-    #[inline]
-    pub fn journal_on(&self) -> bool {
-        self.journal.get().is_some()
-    }
-
     /// Changes since the last successful snapshot began (Redis's `server.dirty`).
     pub fn dirty(&self, stats: &crate::services::stats::Stats) -> u64 {
         stats
             .changes()
             .saturating_sub(self.saved_changes.load(Ordering::Relaxed))
-    }
-
-    /// Logs one write command's effect as its own journal block. Runs while the command
-    /// still holds its shards.
-    /// `frame` is the request as received, if canonical RESP (`Client::frame`).
-    pub fn log(
-        &self,
-        client: &mut Client,
-        db: usize,
-        argv: &[Bytes],
-        effect: Effect,
-        frame: Option<&[u8]>,
-    ) {
-        let Some(j) = self.journal.get() else {
-            return;
-        };
-        if client.replaying {
-            return;
-        }
-        // Encoded straight into this thread's journal lane. The epoch is the one seen
-        // when the write locked its shards (see crate::services::snapshot).
-        // The request is its own record when it was canonical: copied, not encoded again.
-        let frame = frame.filter(|f| {
-            matches!(effect, Effect::Argv) && crate::exec::effects::is_frame_of(f, argv)
-        });
-        let write = |buf: &mut Vec<u8>| match frame {
-            Some(f) => buf.extend_from_slice(f),
-            None => effect.encode(buf, argv),
-        };
-        if let Some(lsn) = j.append_encoded(db as u32, client.write_epoch, write) {
-            client.last_lsn = lsn;
-        }
-    }
-
-    /// Starts gathering the writes of an EXEC or a script (database `db`) into one group;
-    /// returns the group being gathered around it (an EXEC inside a script), if any.
-    pub fn begin_group(client: &mut Client, db: usize) -> Option<Group> {
-        client.group.replace(Group::new(db))
-    }
-
-    /// Ends what `begin_group` started: the group becomes one journal block, or part of the
-    /// outer group it ran inside. Call it while the shards are still held.
-    pub fn end_group(&self, client: &mut Client, outer: Option<Group>) {
-        let group = client.group.take();
-        match (outer, group) {
-            (Some(mut o), Some(g)) => {
-                o.append(g);
-                client.group = Some(o);
-            }
-            (Some(o), None) => client.group = Some(o),
-            (None, Some(g)) if !g.is_empty() => self.log_group(client, g),
-            (None, _) => {}
-        }
-    }
-
-    /// Logs a group (one command's effects, an EXEC, a script) as one block.
-    pub fn log_group(&self, client: &mut Client, group: Group) {
-        self.append(client, &group);
-    }
-
-    fn append(&self, client: &mut Client, group: &Group) {
-        let Some(j) = self.journal.get() else {
-            return;
-        };
-        if group.is_empty() || client.replaying {
-            return;
-        }
-        // The epoch seen when the write locked its shards (see crate::services::snapshot).
-        client.last_lsn = j.append(group.db as u32, client.write_epoch, &group.buf);
-    }
-
-    /// A key removed because it expired: logged as a DEL, so that a replay, which expires
-    /// nothing, ends with the same keys (Redis propagates expiry the same way).
-    pub fn log_expired(&self, db: usize, key: &[u8]) {
-        if let Some(j) = self.journal.get() {
-            let mut g = Group::new(db);
-            g.push(db, &[b"DEL".as_slice(), key]);
-            j.append(db as u32, self.epoch.load(Ordering::Relaxed), &g.buf);
-        }
-    }
-
-    /// The error writes are refused with while the journal cannot be written
-    /// (a full disk, an I/O error); None when healthy.
-    #[inline]
-    pub fn write_error(&self) -> Option<String> {
-        let j = self.journal.get()?;
-        j.last_error()
-            .map(|e| format!("MISCONF Errors writing to the AOF file: {e}"))
     }
 
     /// True when a reply covering a write at `lsn` must wait for the journal's fsync.
@@ -225,11 +127,11 @@ impl Persist {
 }
 
 impl Server {
-    /// Writes hold their shards until logged when the journal is on, and while any client
+    /// Writes hold their shards until recorded when effects have a sink, and while any client
     /// WATCHes keys (a watcher's EXEC must see every write that happened before it).
     #[inline]
     pub fn orders_writes(&self) -> bool {
-        self.persist.journal_on() || self.watches.active() || self.persist.snapshots.active()
+        self.sinks.any() || self.watches.active() || self.persist.snapshots.active()
     }
 
     /// The data directory (`dir`).
@@ -266,7 +168,7 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         Some((epoch, from)) => (epoch, Some(from)),
         None => (0, None),
     };
-    let report = replay(server, &dir, from, min_epoch)?;
+    let report = crate::exec::replay::replay(server, &dir, from, min_epoch)?;
     if let Some(t) = &report.torn_tail {
         tracing::warn!("dropped a torn final journal record: {t}");
     }
@@ -278,89 +180,30 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
     j.on_durable(Box::new(move |_| notify.notify_waiters()));
     // Worker threads flush their own batches before they idle (server::worker).
     j.set_leaders(true);
+    server.sinks.add(Arc::new(JournalSink(j.clone())));
     let _ = server.persist.journal.set(j);
     *server.persist.loaded.lock() = report;
     Ok(())
 }
 
-/// Replays journal blocks from `from` (the start when None), skipping blocks tagged with
-/// an epoch below `min_epoch` (a snapshot already holds them).
-fn replay(
-    server: &Arc<Server>,
-    dir: &Path,
-    from: Option<Position>,
-    min_epoch: u64,
-) -> Result<LoadReport, String> {
-    let started = Instant::now();
-    let total = journal_bytes(dir);
-    let stats = ThreadStats::new(server.table.commands.len());
-    let info = Arc::new(ClientInfo::new(0, "journal".into(), "journal".into()));
-    let mut client = Client::new(info, true);
-    client.replaying = true;
-    let mut parser = Parser::new(Limits {
-        max_bulk_len: usize::MAX / 2,
-        max_multibulk_len: usize::MAX / 2,
-        ..Limits::default()
-    });
-    let mut out = Vec::new();
-    let mut clock = crate::tick::Tick::now();
-    let mut report = LoadReport::default();
-    let mut read = 0u64;
-    let mut last_log = Instant::now();
-    let summary = strata_storage::read_blocks(dir, from, |block| {
-        read += block.payload.len() as u64;
-        if block.epoch < min_epoch {
-            return Ok(());
-        }
-        client.set_db(block.db as usize);
-        let mut buf = BytesMut::from(&block.payload[..]);
-        loop {
-            match parser.parse(&mut buf) {
-                Ok(Some(argv)) => {
-                    crate::exec::table::execute(
-                        server,
-                        &mut client,
-                        &stats,
-                        &argv,
-                        &mut out,
-                        &mut clock,
-                    );
-                    out.clear();
-                    report.commands += 1;
-                }
-                Ok(None) if buf.is_empty() => break,
-                Ok(None) => return Err(format!("block {} ends inside a command", block.lsn)),
-                Err(e) => return Err(format!("block {}: {e:?}", block.lsn)),
-            }
-        }
-        report.blocks += 1;
-        if last_log.elapsed() >= Duration::from_secs(1) {
-            last_log = Instant::now();
-            let secs = started.elapsed().as_secs_f64().max(0.001);
-            tracing::info!(
-                "loading the journal: {} records, {:.0} records/s, {:.0}%",
-                report.blocks,
-                report.blocks as f64 / secs,
-                100.0 * read as f64 / total.max(1) as f64
-            );
-        }
-        Ok(())
-    })
-    .map_err(|e| format!("{e}. Run `strata check {}` to inspect it.", dir.display()))?;
-    report.millis = started.elapsed().as_millis() as u64;
-    report.torn_tail = summary.torn.as_ref().map(|t| t.to_string());
-    if report.blocks > 0 {
-        tracing::info!(
-            "journal loaded: {} records ({} commands) in {} ms",
-            report.blocks,
-            report.commands,
-            report.millis
-        );
+/// The journal as an effect sink: each block goes to this thread's journal lane.
+struct JournalSink(Arc<Journal>);
+
+impl EffectSink for JournalSink {
+    fn append(&self, db: u32, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        self.0
+            .append_encoded(db, epoch, |buf| write(buf))
+            .unwrap_or(0)
     }
-    Ok(report)
+
+    fn write_error(&self) -> Option<String> {
+        self.0
+            .last_error()
+            .map(|e| format!("MISCONF Errors writing to the AOF file: {e}"))
+    }
 }
 
-fn journal_bytes(dir: &Path) -> u64 {
+pub(crate) fn journal_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(strata_storage::journal_dir(dir))
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.metadata().ok())

@@ -19,8 +19,7 @@
 //! with an epoch below E was applied before its shards were captured, so the snapshot holds
 //! it; recovery loads the snapshot, then replays the journal from the marker skipping those.
 
-use crate::exec::client::Client;
-use crate::exec::effects::LockPlan;
+use crate::exec::plan::LockPlan;
 use crate::server::Server;
 use crate::services::stats::ThreadStats;
 use parking_lot::Mutex;
@@ -90,27 +89,23 @@ impl Snapshots {
     }
 }
 
-/// A write's hold: the session on its shards, and its mark as a write in flight.
+/// A write's hold: the session on its shards, its mark as a write in flight, and the
+/// snapshot epoch it saw once its shards were locked (its effects are tagged with it).
 pub struct WriteHold<'a> {
     _session: Session<'a>,
     _in_flight: InFlight<'a>,
+    pub epoch: u64,
 }
 
 /// Locks what `plan` names for a write (a command, an EXEC, a script) run by the worker
-/// thread of `stats`, and tags the write with the snapshot epoch seen once its shards are
-/// locked (`client.write_epoch`).
-pub fn open_write<'a>(
-    server: &'a Server,
-    stats: &'a ThreadStats,
-    client: &mut Client,
-    plan: LockPlan,
-) -> WriteHold<'a> {
+/// thread of `stats`.
+pub fn open_write<'a>(server: &'a Server, stats: &'a ThreadStats, plan: LockPlan) -> WriteHold<'a> {
     let session = plan.open(server);
     let (epoch, in_flight) = begin_write(server, stats);
-    client.write_epoch = epoch;
     WriteHold {
         _session: session,
         _in_flight: in_flight,
+        epoch,
     }
 }
 

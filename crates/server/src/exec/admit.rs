@@ -1,0 +1,139 @@
+//! Stage 2: may this client run this command now? Each rule is checked once, here, in
+//! Redis's order: authentication, the ACL hook, the subscribed context, MULTI queueing, a
+//! busy script, the cluster-slot hook, a journal that cannot be written; and for a
+//! script's `redis.call`, the rules scripts run under.
+
+use crate::commands::transactions;
+use crate::exec::client::Client;
+use crate::exec::command::{flags, CmdError};
+use crate::exec::{Nest, Origin};
+use crate::server::Server;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+
+/// The verdict.
+pub enum Admit {
+    Run,
+    /// Inside MULTI: queue it for EXEC.
+    Queue,
+    Refuse(CmdError),
+}
+
+/// Decides whether command `id` runs now for `client`, coming from `origin`.
+#[inline]
+pub fn admit(
+    server: &Server,
+    client: &Client,
+    id: usize,
+    argv: &[Bytes],
+    origin: &Origin<'_>,
+) -> Admit {
+    let cmd = server.table.commands[id];
+    match origin {
+        Origin::Replay => return Admit::Run,
+        Origin::Nested(Nest {
+            script: Some(rules),
+            ..
+        }) => {
+            if cmd.has(flags::NOSCRIPT) {
+                return refuse("ERR This Redis command is not allowed from script");
+            }
+            let write = cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE);
+            if write && rules.read_only {
+                return refuse("ERR Write commands are not allowed from read-only scripts.");
+            }
+        }
+        Origin::Nested(_) | Origin::Client => {}
+    }
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+        return refuse("NOAUTH Authentication required.");
+    }
+    if let Err(e) = acl_check(server, client, id, argv) {
+        return Admit::Refuse(e);
+    }
+    if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
+        return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
+    }
+    if client.multi.is_some() && !cmd.has(flags::NOT_QUEUED) {
+        if cmd.has(flags::NO_MULTI) {
+            return refuse("ERR Command not allowed inside a transaction");
+        }
+        return Admit::Queue;
+    }
+    // A script past busy-reply-threshold: others may only kill it or shut down.
+    if matches!(origin, Origin::Client)
+        && server.scripts.busy.load(Ordering::Relaxed)
+        && !cmd.has(flags::ALLOW_BUSY)
+    {
+        return Admit::Refuse(server.scripts.busy_error());
+    }
+    if let Err(e) = cluster_check(server, client, id, argv) {
+        return Admit::Refuse(e);
+    }
+    if cmd.has(flags::WRITE) {
+        if let Some(e) = server.sinks.write_error() {
+            return Admit::Refuse(CmdError::Custom(e));
+        }
+    }
+    Admit::Run
+}
+
+fn refuse(text: &'static str) -> Admit {
+    Admit::Refuse(CmdError::Static(text))
+}
+
+/// The ACL hook: users, command and key permissions are checked here (and only here).
+/// Until users exist every authenticated client may run everything.
+#[inline]
+fn acl_check(
+    _server: &Server,
+    _client: &Client,
+    _id: usize,
+    _argv: &[Bytes],
+) -> Result<(), CmdError> {
+    Ok(())
+}
+
+/// The cluster hook: a key of a slot this node does not serve is redirected here (MOVED,
+/// ASK). A server outside a cluster serves every slot.
+#[inline]
+fn cluster_check(
+    _server: &Server,
+    _client: &Client,
+    _id: usize,
+    _argv: &[Bytes],
+) -> Result<(), CmdError> {
+    Ok(())
+}
+
+/// What a script's `redis.call` of a name that does not resolve raises.
+pub fn script_resolve_error(e: &CmdError) -> CmdError {
+    if e.text().starts_with("ERR wrong number") {
+        CmdError::Static("ERR Wrong number of args calling Redis command from script")
+    } else {
+        CmdError::Static("ERR Unknown Redis command called from script")
+    }
+}
+
+/// A command refused inside MULTI dooms the transaction (EXEC will answer EXECABORT); a
+/// refused EXEC discards it at once and says why (Redis's execCommandAbort).
+pub fn abort_transaction(
+    server: &Server,
+    client: &mut Client,
+    name: &[u8],
+    e: CmdError,
+) -> CmdError {
+    if let Some(m) = &mut client.multi {
+        m.aborted = true;
+    }
+    // Redis words a refused EXEC so even outside MULTI.
+    if !name.eq_ignore_ascii_case(b"exec") {
+        return e;
+    }
+    transactions::forget(&server.watches, client);
+    let text = e.text();
+    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
+    CmdError::Custom(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
+}

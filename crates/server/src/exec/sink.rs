@@ -1,0 +1,154 @@
+//! Where the effects of writes go. The request path records each write's effect (or an
+//! EXEC's or script's group of them) into every registered [`EffectSink`] while the write
+//! still holds its shards, so each sink sees the writes to a key in the order memory saw
+//! them. The journal is the first sink; a replication backlog is the next. Handlers never
+//! know who consumes effects.
+
+use crate::exec::effects::{is_frame_of, Effect, Group};
+use bytes::Bytes;
+use parking_lot::RwLock;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A consumer of effects.
+pub trait EffectSink: Send + Sync {
+    /// Appends one block of records for database `db`, tagged with the snapshot epoch the
+    /// write saw (`services::snapshot`). `write` appends the block's records, RESP commands,
+    /// to the buffer it is given; a block it leaves empty is dropped. Returns the position
+    /// a reply covering this write must wait for under `appendfsync always` (0: none).
+    fn append(&self, db: u32, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64;
+
+    /// Why writes must be refused now (a journal that cannot be written), if they must.
+    fn write_error(&self) -> Option<String>;
+}
+
+type List = Arc<[Arc<dyn EffectSink>]>;
+
+/// The registered sinks. Writers read the list through a per-thread copy that is renewed
+/// when the list changes, so a write touches no cache line another core writes.
+pub struct Sinks {
+    list: RwLock<List>,
+    /// Changes with every registration; drawn from one counter for all `Sinks`, so a
+    /// thread's copy is never mistaken for another server's list (tests run several).
+    version: AtomicU64,
+    count: AtomicUsize,
+}
+
+static VERSIONS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static COPY: RefCell<(u64, List)> = RefCell::new((0, Arc::new([])));
+}
+
+impl Default for Sinks {
+    fn default() -> Sinks {
+        Sinks {
+            list: RwLock::new(Arc::new([])),
+            version: AtomicU64::new(VERSIONS.fetch_add(1, Ordering::Relaxed)),
+            count: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Sinks {
+    /// Registers a sink: every write recorded after this reaches it.
+    pub fn add(&self, sink: Arc<dyn EffectSink>) {
+        let mut list = self.list.write();
+        let mut v: Vec<_> = list.iter().cloned().collect();
+        v.push(sink);
+        self.publish(&mut list, v);
+    }
+
+    /// Unregisters a sink (compared by address).
+    pub fn remove(&self, sink: &Arc<dyn EffectSink>) {
+        let mut list = self.list.write();
+        let v: Vec<_> = list
+            .iter()
+            .filter(|s| !Arc::ptr_eq(s, sink))
+            .cloned()
+            .collect();
+        self.publish(&mut list, v);
+    }
+
+    fn publish(&self, list: &mut List, v: Vec<Arc<dyn EffectSink>>) {
+        self.count.store(v.len(), Ordering::SeqCst);
+        *list = v.into();
+        self.version
+            .store(VERSIONS.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+    }
+
+    /// True when some sink consumes effects (writes must then be ordered and recorded).
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::Relaxed) != 0
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&[Arc<dyn EffectSink>]) -> R) -> R {
+        let version = self.version.load(Ordering::Acquire);
+        COPY.with_borrow_mut(|c| {
+            if c.0 != version {
+                *c = (version, self.list.read().clone());
+            }
+            f(&c.1)
+        })
+    }
+
+    /// Appends one block to every sink; returns the highest position to wait for.
+    fn append(&self, db: usize, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        self.with(|sinks| {
+            sinks
+                .iter()
+                .map(|s| s.append(db as u32, epoch, write))
+                .max()
+                .unwrap_or(0)
+        })
+    }
+
+    /// Records one command's effect as a block of its own. `frame` is the request as it
+    /// arrived, if canonical RESP: a write logged as its own argv is then copied, not
+    /// encoded again.
+    pub fn record_command(
+        &self,
+        db: usize,
+        epoch: u64,
+        argv: &[Bytes],
+        frame: Option<&[u8]>,
+        effect: &Effect,
+    ) -> u64 {
+        let frame = frame.filter(|f| matches!(effect, Effect::Argv) && is_frame_of(f, argv));
+        self.append(db, epoch, &mut |buf| match frame {
+            Some(f) => buf.extend_from_slice(f),
+            None => effect.encode(buf, argv),
+        })
+    }
+
+    /// Records an EXEC's or a script's effects as one block (all-or-nothing on replay).
+    pub fn record_group(&self, group: &Group, epoch: u64) -> u64 {
+        if group.is_empty() {
+            return 0;
+        }
+        self.append(group.db, epoch, &mut |buf| {
+            buf.extend_from_slice(&group.buf)
+        })
+    }
+
+    /// A key removed because it expired, recorded as a DEL, so that a replay (which
+    /// expires nothing) and a replica end with the same keys, as Redis propagates expiry.
+    pub fn record_expired(&self, db: usize, epoch: u64, key: &[u8]) {
+        if self.any() {
+            let mut g = Group::new(db);
+            g.push(db, &[b"DEL".as_slice(), key]);
+            self.record_group(&g, epoch);
+        }
+    }
+
+    /// The first sink's reason to refuse writes, if any.
+    #[inline]
+    pub fn write_error(&self) -> Option<String> {
+        if !self.any() {
+            return None;
+        }
+        self.with(|sinks| sinks.iter().find_map(|s| s.write_error()))
+    }
+}
