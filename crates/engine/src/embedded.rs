@@ -28,7 +28,6 @@
 //! assert_eq!(table.get(b"hits").as_deref(), Some(&b"4000"[..]));
 //! ```
 
-use crate::int::{fmt_i64, parse_i64};
 use crate::keyspace::{Db, Keyspace, ScanFilter};
 use crate::locked::{Locked, Ttl, WrongType};
 use crate::types::{Encodings, HashValue, SetValue};
@@ -277,19 +276,7 @@ impl Table {
     /// assert_eq!(t.incr(b"max", 1), Err(Error::Overflow));
     /// ```
     pub fn incr(&self, key: &[u8], by: i64) -> Result<i64, Error> {
-        let mut l = self.write(key);
-        let (old, ttl) = match l.peek(key) {
-            None => (0, Ttl::Clear),
-            Some(e) => {
-                let s = e.as_str().ok_or(Error::WrongType)?;
-                let ttl = e.expire_at().map_or(Ttl::Clear, Ttl::At);
-                (parse_i64(s).ok_or(Error::NotInteger)?, ttl)
-            }
-        };
-        let new = old.checked_add(by).ok_or(Error::Overflow)?;
-        let mut buf = itoa_buf();
-        l.set_str(key, fmt_i64(new, &mut buf), ttl);
-        Ok(new)
+        self.write(key).incr_by(key, by)
     }
 
     /// Atomically replaces the string at `key` with `new` if it currently equals
@@ -652,18 +639,15 @@ impl Iterator for Keys<'_> {
     }
 }
 
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::int::{fmt_i64, parse_i64};
 
     #[test]
     fn formats_and_parses_i64() {
         for n in [0, 1, -1, 9, 10, -10, i64::MAX, i64::MIN, 1234567890] {
-            let mut b = itoa_buf();
+            let mut b = [0u8; 20];
             let s = fmt_i64(n, &mut b);
             assert_eq!(s, n.to_string().as_bytes());
             assert_eq!(parse_i64(s), Some(n));

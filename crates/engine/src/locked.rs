@@ -147,6 +147,26 @@ impl<'a> Locked<'a> {
     }
 
     /// Stores a string value (packed with its key).
+    /// INCRBY: adds `by` to the integer in the string at `key` (0 when absent) and returns
+    /// the sum. The key keeps its expiry. Fails, changing nothing, on a key of another
+    /// type, a string that is not the canonical decimal text of an i64, or an overflow.
+    /// The server's INCR family and the embedded `Table::incr` both run this.
+    pub fn incr_by(&mut self, key: &[u8], by: i64) -> Result<i64, crate::embedded::Error> {
+        use crate::embedded::Error;
+        let (old, ttl) = match self.peek(key) {
+            None => (0, Ttl::Clear),
+            Some(e) => {
+                let s = e.as_str().ok_or(Error::WrongType)?;
+                let ttl = e.expire_at().map_or(Ttl::Clear, Ttl::At);
+                (crate::int::parse_i64(s).ok_or(Error::NotInteger)?, ttl)
+            }
+        };
+        let new = old.checked_add(by).ok_or(Error::Overflow)?;
+        let mut buf = [0u8; 20];
+        self.set_str(key, crate::int::fmt_i64(new, &mut buf), ttl);
+        Ok(new)
+    }
+
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);

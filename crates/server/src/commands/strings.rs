@@ -727,14 +727,7 @@ fn current<'l>(l: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<(&'l [u8], Tt
 
 fn incr_decr(ctx: &mut Ctx<'_>, delta: i64) -> CmdResult {
     let key = ctx.arg(1);
-    let mut l = ctx.lock1(key);
-    let (old, ttl) = match current(&mut l, key)? {
-        None => (0, Ttl::Clear),
-        Some((s, ttl)) => (parse_i64(s).ok_or(CmdError::NOT_INTEGER)?, ttl),
-    };
-    let new = old.checked_add(delta).ok_or(CmdError::OVERFLOW)?;
-    l.set_str(key, strata_resp::Digits::of(new).as_ref(), ttl);
-    drop(l);
+    let new = ctx.lock1(key).incr_by(key, delta)?;
     ctx.notify(notify::STRING, "incrby", key);
     ctx.out.int(new);
     Ok(())

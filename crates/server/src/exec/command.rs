@@ -252,6 +252,17 @@ impl CmdError {
     }
 }
 
+impl From<strata_engine::embedded::Error> for CmdError {
+    fn from(e: strata_engine::embedded::Error) -> Self {
+        use strata_engine::embedded::Error;
+        match e {
+            Error::WrongType => CmdError::WRONG_TYPE,
+            Error::NotInteger => CmdError::NOT_INTEGER,
+            Error::Overflow => CmdError::OVERFLOW,
+        }
+    }
+}
+
 impl From<WrongType> for CmdError {
     fn from(_: WrongType) -> Self {
         CmdError::WRONG_TYPE
