@@ -570,3 +570,35 @@ pub fn bulk_strings(v: redis::Value) -> Vec<Vec<u8>> {
         other => panic!("expected an array, got {other:?}"),
     }
 }
+
+/// A server on `dir`. Tests kill it right after their writes, so unless told otherwise it
+/// runs `appendfsync always` (under everysec the last writes may be lost, as documented).
+pub fn serve_in(dir: &std::path::Path, extra: &[&str]) -> Proc {
+    let d = dir.to_str().unwrap();
+    let mut args = vec!["--dir", d];
+    if !extra.contains(&"--appendfsync") {
+        args.extend_from_slice(&["--appendfsync", "always"]);
+    }
+    args.extend_from_slice(extra);
+    strata(&args)
+}
+
+/// A field of INFO persistence.
+pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .trim()
+        .to_string()
+}
+
+/// Waits for the running snapshot to end, and checks it succeeded.
+pub fn wait_snapshot_done(c: &mut redis::Connection) {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while info_field(c, "rdb_bgsave_in_progress") != "0" {
+        assert!(std::time::Instant::now() < end, "snapshot never finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(info_field(c, "rdb_last_bgsave_status"), "ok");
+}
