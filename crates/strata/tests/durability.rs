@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{serve_in, temp_dir};
+use common::{info_field, serve_in, temp_dir};
 use redis::Value;
 use std::path::Path;
 use std::process::Command;
@@ -482,4 +482,139 @@ fn full_disk_refuses_writes_then_recovers() {
     }
     let after: Option<String> = redis::cmd("GET").arg("after").query(&mut c).unwrap();
     assert_eq!(after.as_deref(), Some("1"));
+}
+
+/// How a run of the server ends.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    /// SHUTDOWN: a snapshot first, the save rules being set (Redis's defaults).
+    Shutdown,
+    /// SIGTERM: the same as SHUTDOWN.
+    Term,
+    /// SIGKILL: only what the journal holds survives.
+    Kill,
+}
+
+/// Runs the server on `dir` with the journal on or off, checks it starts with the writes of
+/// phases `0..phase`, makes this phase's (a key of its own, a list element, an INCR), stops
+/// it as `stop` says, then requires `strata check` to call the directory healthy.
+fn appendonly_phase(dir: &Path, phase: usize, journal: bool, stop: Stop) {
+    let mode = if journal { "yes" } else { "no" };
+    let mut p = serve_in(dir, &["--appendonly", mode]);
+    let mut c = p.client();
+    let aof = info_field(&mut c, "aof_enabled");
+    assert_eq!(aof, if journal { "1" } else { "0" });
+    assert_phases(
+        &mut c,
+        phase,
+        &format!("start of phase {phase} (appendonly {mode})"),
+    );
+    redis::cmd("SET")
+        .arg(format!("phase:{phase}"))
+        .arg(format!("written with appendonly {mode}"))
+        .query::<()>(&mut c)
+        .unwrap();
+    redis::cmd("RPUSH")
+        .arg("phases")
+        .arg(phase)
+        .query::<()>(&mut c)
+        .unwrap();
+    redis::cmd("INCR").arg("count").query::<()>(&mut c).unwrap();
+    match stop {
+        Stop::Kill => drop(p),
+        Stop::Shutdown | Stop::Term => {
+            if let Stop::Shutdown = stop {
+                // No reply: the server closes the connection as it exits.
+                let _ = redis::cmd("SHUTDOWN").query::<()>(&mut c);
+            } else {
+                p.terminate();
+            }
+            assert!(
+                p.wait_exit(Duration::from_secs(10)),
+                "phase {phase}: still running after {stop:?}"
+            );
+        }
+    }
+    let check = strata_bin().arg("check").arg(dir).output().unwrap();
+    assert!(
+        check.status.success(),
+        "after phase {phase} (appendonly {mode}, {stop:?}):\n{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
+
+/// The writes of phases `0..phases`, each exactly once.
+fn assert_phases(c: &mut redis::Connection, phases: usize, when: &str) {
+    for i in 0..phases {
+        let v: Option<String> = redis::cmd("GET")
+            .arg(format!("phase:{i}"))
+            .query(c)
+            .unwrap();
+        assert!(
+            v.is_some_and(|v| v.starts_with("written with appendonly")),
+            "{when}: phase {i}'s key is missing"
+        );
+    }
+    let list: Vec<usize> = redis::cmd("LRANGE")
+        .arg("phases")
+        .arg(0)
+        .arg(-1)
+        .query(c)
+        .unwrap();
+    assert_eq!(list, (0..phases).collect::<Vec<_>>(), "{when}");
+    let count: Option<usize> = redis::cmd("GET").arg("count").query(c).unwrap();
+    assert_eq!(
+        count.unwrap_or(0),
+        phases,
+        "{when}: INCRs applied once each"
+    );
+}
+
+/// Runs the phases (journal on or off, how each stops), then restarts with the journal off
+/// and on: both must find every phase's writes.
+fn appendonly_switches(tag: &str, phases: &[(bool, Stop)]) {
+    let dir = temp_dir(tag);
+    for (i, &(journal, stop)) in phases.iter().enumerate() {
+        appendonly_phase(&dir, i, journal, stop);
+    }
+    for mode in ["no", "yes"] {
+        let p = serve_in(&dir, &["--appendonly", mode]);
+        let when = format!("{tag}: restarted with appendonly {mode}");
+        assert_phases(&mut p.client(), phases.len(), &when);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Journal on, off, on. Writes made with the journal off persist through the snapshot a
+/// clean stop takes; a run with it on may be killed. Each switch must keep everything.
+#[test]
+fn appendonly_on_off_on_keeps_every_write() {
+    use Stop::*;
+    appendonly_switches(
+        "on-off-on-kill",
+        &[(true, Kill), (false, Shutdown), (true, Kill)],
+    );
+    appendonly_switches(
+        "on-off-on-clean",
+        &[
+            (true, Shutdown),
+            (false, Term),
+            (true, Term),
+            (false, Shutdown),
+        ],
+    );
+}
+
+/// Journal off, on, off.
+#[test]
+fn appendonly_off_on_off_keeps_every_write() {
+    use Stop::*;
+    appendonly_switches(
+        "off-on-off-kill",
+        &[(false, Term), (true, Kill), (false, Shutdown), (true, Kill)],
+    );
+    appendonly_switches(
+        "off-on-off-clean",
+        &[(false, Shutdown), (true, Term), (false, Term)],
+    );
 }
