@@ -4,7 +4,7 @@
 use crate::call::CallState;
 use crate::ffi as shim;
 use crate::resp::{self, error_table, push_bytes, push_seq};
-use crate::shebang::{self, ScriptFlags};
+use crate::shebang::ScriptFlags;
 use crate::Host;
 use mlua::{ffi, Function, LuaOptions, MultiValue, StdLib, Table, Value};
 use std::collections::HashMap;
@@ -13,6 +13,15 @@ use std::os::raw::c_int;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use strata_resp::Protocol;
+
+mod random;
+mod readonly;
+mod redis_table;
+mod register;
+
+use random::{math_random, math_randomseed};
+use readonly::{errmt_of, Protector};
+use register::register_function;
 
 /// Globals Redis 7.0.15 leaves to scripts (checked against redis-server 7.0.15).
 const ALLOWED_GLOBALS: &[&str] = &[
@@ -292,12 +301,6 @@ fn chunkid(src: &[u8]) -> String {
     }
 }
 
-/// redisLrand48: the drand48 LCG, 31-bit results.
-fn lrand48(state: &mut u64) -> i32 {
-    *state = (0x5_DEEC_E66D_u64.wrapping_mul(*state).wrapping_add(0xB)) & ((1 << 48) - 1);
-    (*state >> 17) as i32
-}
-
 impl Engine {
     pub(crate) fn new(function_mode: bool) -> mlua::Result<Engine> {
         // SAFETY: `debug` is only used by the error handler and removed from the globals.
@@ -494,125 +497,6 @@ impl Engine {
         })
     }
 
-    fn redis_api(lua: &mlua::Lua, call: &Rc<CallState>) -> mlua::Result<Table> {
-        let r = lua.create_table()?;
-        for (name, raise_errors) in [("call", true), ("pcall", false)] {
-            let state = Rc::as_ptr(call);
-            // SAFETY: the state is kept by the engine and Ctx as long as the Lua state.
-            let f: Function = unsafe {
-                lua.exec_raw((), |l| crate::call::push_function(l, state, raise_errors))?
-            };
-            r.raw_set(name, f)?;
-        }
-        r.raw_set("log", raising(lua, redis_log)?)?;
-        for (k, v) in [
-            ("LOG_DEBUG", 0),
-            ("LOG_VERBOSE", 1),
-            ("LOG_NOTICE", 2),
-            ("LOG_WARNING", 3),
-            ("REPL_NONE", 0),
-            ("REPL_AOF", 1),
-            ("REPL_SLAVE", 2),
-            ("REPL_REPLICA", 2),
-            ("REPL_ALL", 3),
-        ] {
-            r.raw_set(k, v)?;
-        }
-        r.raw_set("REDIS_VERSION_NUM", 0x07_00_0f)?;
-        r.raw_set("REDIS_VERSION", "7.0.15")?;
-        r.raw_set("setresp", raising(lua, redis_setresp)?)?;
-        r.raw_set(
-            "sha1hex",
-            raising(lua, |lua, a| {
-                if a.len() != 1 {
-                    return raise_err(lua, "wrong number of arguments");
-                }
-                let data = match &a[0] {
-                    Value::String(s) => s.as_bytes().to_vec(),
-                    v => resp::lua_tostring(v).unwrap_or_default(),
-                };
-                ret(lua, vec![crate::sha1hex(&data).into_lua(lua)?])
-            })?,
-        )?;
-        r.raw_set(
-            "error_reply",
-            lua.create_function(|lua, a: MultiValue| match (a.len(), a.front()) {
-                (1, Some(Value::String(s))) => {
-                    let s = s.as_bytes();
-                    let mut e = Vec::with_capacity(s.len() + 1);
-                    if s.first() != Some(&b'-') {
-                        e.push(b'-');
-                    }
-                    e.extend_from_slice(&s);
-                    error_table(lua, &e)
-                }
-                _ => error_table(lua, b"wrong number or type of arguments"),
-            })?,
-        )?;
-        r.raw_set(
-            "status_reply",
-            lua.create_function(|lua, a: MultiValue| match (a.len(), a.front()) {
-                (1, Some(Value::String(s))) => {
-                    let t = lua.create_table()?;
-                    t.raw_set("ok", s.clone())?;
-                    Ok(t)
-                }
-                _ => error_table(lua, b"wrong number or type of arguments"),
-            })?,
-        )?;
-        r.raw_set(
-            "set_repl",
-            raising(lua, |lua, a| {
-                if !has_host(lua) {
-                    return raise_err(
-                        lua,
-                        "redis.set_repl can only be called inside a script invocation",
-                    );
-                }
-                if a.len() != 1 {
-                    return raise_err(lua, "redis.set_repl() requires two arguments.");
-                }
-                let flags = to_number(&a[0]).map_or(0, resp::lua_num_to_i64);
-                if flags & !3 != 0 {
-                    return raise_err(
-                        lua,
-                        "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
-                    );
-                }
-                ret(lua, vec![])
-            })?,
-        )?;
-        r.raw_set(
-            "replicate_commands",
-            lua.create_function(|_, _: MultiValue| Ok(true))?,
-        )?;
-        r.raw_set(
-            "breakpoint",
-            lua.create_function(|_, _: MultiValue| Ok(false))?,
-        )?;
-        r.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
-        r.raw_set(
-            "acl_check_cmd",
-            raising(lua, |lua, a| {
-                if !has_host(lua) {
-                    return raise_err(
-                        lua,
-                        "redis.acl_check_cmd can only be called inside a script invocation",
-                    );
-                }
-                if a.is_empty() {
-                    return raise_err(
-                        lua,
-                        "Please specify at least one argument for this redis lib call",
-                    );
-                }
-                // ACLs live in the server; scripts run as a user allowed everything.
-                ret(lua, vec![Value::Boolean(true)])
-            })?,
-        )?;
-        Ok(r)
-    }
-
     /// luaL_loadbuffer with Redis's chunk names; Ok(Err(message)) on a syntax error.
     pub(crate) fn compile(
         &self,
@@ -788,181 +672,6 @@ impl Engine {
     }
 }
 
-use mlua::IntoLua;
-
-fn errmt_of(lua: &mlua::Lua, missing: &Function) -> mlua::Result<Table> {
-    let mt = lua.create_table()?;
-    mt.raw_set("__index", missing.clone())?;
-    Ok(mt)
-}
-
-struct Protector<'a> {
-    lua: &'a mlua::Lua,
-    ro: Table,
-    newindex: Function,
-    seen: HashMap<usize, Table>,
-}
-
-impl Protector<'_> {
-    fn protect(&mut self, real: &Table) -> mlua::Result<Table> {
-        let key = real.to_pointer() as usize;
-        if let Some(p) = self.seen.get(&key) {
-            return Ok(p.clone());
-        }
-        let proxy = self.lua.create_table()?;
-        self.seen.insert(key, proxy.clone());
-        let entries: Vec<(Value, Value)> =
-            real.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-        for (k, v) in entries {
-            if let Value::Table(t) = v {
-                let p = self.protect(&t)?;
-                real.raw_set(k, p)?;
-            }
-        }
-        let mt = self.lua.create_table()?;
-        mt.raw_set("__index", real.clone())?;
-        mt.raw_set("__newindex", self.newindex.clone())?;
-        // getmetatable() must not hand out the real table.
-        mt.raw_set("__metatable", false)?;
-        proxy.set_metatable(Some(mt));
-        self.ro.raw_set(proxy.clone(), real.clone())?;
-        Ok(proxy)
-    }
-}
-
-fn has_host(lua: &mlua::Lua) -> bool {
-    lua.app_data_ref::<Ctx>()
-        .is_some_and(|c| c.call.host.get().is_some())
-}
-
-fn host_ptr(lua: &mlua::Lua) -> Option<*mut (dyn Host + 'static)> {
-    lua.app_data_ref::<Ctx>().and_then(|c| c.call.host.get())
-}
-
-fn redis_log(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> {
-    if args.len() < 2 {
-        return raise_err(lua, "redis.log() requires two arguments or more.");
-    }
-    let Some(level) = to_number(&args[0]) else {
-        return raise_err(lua, "First argument must be a number (log level).");
-    };
-    let level = resp::lua_num_to_i64(level);
-    if !(0..=3).contains(&level) {
-        return raise_err(lua, "Invalid debug level.");
-    }
-    let mut msg = Vec::new();
-    for (j, a) in args.iter().enumerate().skip(1) {
-        if let Some(s) = resp::lua_tostring(a) {
-            if j != 1 {
-                msg.push(b' ');
-            }
-            msg.extend_from_slice(&s);
-        }
-    }
-    if let Some(host) = host_ptr(lua) {
-        // SAFETY: see Engine::run.
-        unsafe { (*host).log(level as u8, &String::from_utf8_lossy(&msg)) };
-    }
-    ret(lua, vec![])
-}
-
-fn redis_setresp(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> {
-    if !has_host(lua) {
-        return raise_err(
-            lua,
-            "redis.setresp can only be called inside a script invocation",
-        );
-    }
-    if args.len() != 1 {
-        return raise_err(lua, "redis.setresp() requires one argument.");
-    }
-    let v = to_number(&args[0]).map_or(0, resp::lua_num_to_i64);
-    if v != 2 && v != 3 {
-        return raise_err(lua, "RESP version must be 2 or 3.");
-    }
-    if let Some(c) = lua.app_data_ref::<Ctx>() {
-        c.call.resp.set(v as u8);
-    }
-    ret(lua, vec![])
-}
-
-/// luaL_checkint for math.random's arguments, with Lua's error text.
-fn check_int(lua: &mlua::Lua, args: &MultiValue, i: usize, fname: &str) -> Result<i64, String> {
-    match args.get(i).and_then(to_number) {
-        Some(n) => Ok(n as i32 as i64),
-        None => Err(format!(
-            "{}bad argument #{} to '{}' (number expected, got {})",
-            where_prefix(lua, 2),
-            i + 1,
-            fname,
-            type_name(args.get(i))
-        )),
-    }
-}
-
-fn math_random(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> {
-    let x = {
-        let Some(mut c) = lua.app_data_mut::<Ctx>() else {
-            return ret(lua, vec![]);
-        };
-        lrand48(&mut c.rand)
-    };
-    let r = f64::from(x % i32::MAX) / f64::from(i32::MAX);
-    let v = match args.len() {
-        0 => r,
-        1 => {
-            let u = match check_int(lua, &args, 0, "random") {
-                Ok(u) => u,
-                Err(e) => return raise(e, lua),
-            };
-            if u < 1 {
-                let m = format!(
-                    "{}bad argument #1 to 'random' (interval is empty)",
-                    where_prefix(lua, 2)
-                );
-                return raise(m, lua);
-            }
-            (r * u as f64).floor() + 1.0
-        }
-        2 => {
-            let (l, u) = match (
-                check_int(lua, &args, 0, "random"),
-                check_int(lua, &args, 1, "random"),
-            ) {
-                (Ok(l), Ok(u)) => (l, u),
-                (Err(e), _) | (_, Err(e)) => return raise(e, lua),
-            };
-            if l > u {
-                let m = format!(
-                    "{}bad argument #2 to 'random' (interval is empty)",
-                    where_prefix(lua, 2)
-                );
-                return raise(m, lua);
-            }
-            (r * (u - l + 1) as f64).floor() + l as f64
-        }
-        _ => {
-            return raise(
-                format!("{}wrong number of arguments", where_prefix(lua, 2)),
-                lua,
-            )
-        }
-    };
-    ret(lua, vec![Value::Number(v)])
-}
-
-fn math_randomseed(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> {
-    let seed = match check_int(lua, &args, 0, "randomseed") {
-        Ok(s) => s as i32,
-        Err(e) => return raise(e, lua),
-    };
-    if let Some(mut c) = lua.app_data_mut::<Ctx>() {
-        // redisSrand48: high 32 bits from the seed, low 16 bits 0x330E.
-        c.rand = ((u64::from(seed as u32)) << 16) | 0x330E;
-    }
-    ret(lua, vec![])
-}
-
 /// Called by the count hook: nil to go on, or the error that ends the script.
 fn tick(lua: &mlua::Lua, _: ()) -> mlua::Result<Value> {
     let (host, killed, load_start) = match lua.app_data_ref::<Ctx>() {
@@ -998,147 +707,9 @@ fn tick(lua: &mlua::Lua, _: ()) -> mlua::Result<Value> {
     )?))
 }
 
-/// function_lua.c `luaRegisterFunction`.
-fn register_function(lua: &mlua::Lua, args: MultiValue) -> mlua::Result<MultiValue> {
-    if lua.app_data_ref::<Ctx>().is_none_or(|c| c.load.is_none()) {
-        return raise_err(
-            lua,
-            "redis.register_function can only be called on FUNCTION LOAD command",
-        );
-    }
-    let parsed = match args.len() {
-        1 => read_named(&args[0]),
-        2 => read_positional(&args[0], &args[1]),
-        _ => Err("wrong number of arguments to redis.register_function"),
-    };
-    let (name, callback, desc, flags) = match parsed {
-        Ok(p) => p,
-        Err(e) => return raise_err(lua, e),
-    };
-    if !shebang::valid_name(name.as_bytes()) {
-        return raise_err(lua, &shebang::BAD_NAME["ERR ".len()..]);
-    }
-    let dup = {
-        let Some(mut c) = lua.app_data_mut::<Ctx>() else {
-            return ret(lua, vec![]);
-        };
-        let Some(load) = c.load.as_mut() else {
-            return ret(lua, vec![]);
-        };
-        if load.funcs.iter().any(|f| f.0 == name) {
-            true
-        } else {
-            load.funcs.push((name, callback, desc, flags));
-            false
-        }
-    };
-    if dup {
-        return raise_err(lua, "Function already exists in the library");
-    }
-    ret(lua, vec![])
-}
-
-type ReadArgs = Result<(String, Function, Option<String>, ScriptFlags), &'static str>;
-
-fn read_positional(name: &Value, f: &Value) -> ReadArgs {
-    let Some(name) = resp::lua_tostring(name) else {
-        return Err("first argument to redis.register_function must be a string");
-    };
-    let Value::Function(f) = f else {
-        return Err("second argument to redis.register_function must be a function");
-    };
-    Ok((
-        String::from_utf8_lossy(&name).into_owned(),
-        f.clone(),
-        None,
-        ScriptFlags::default(),
-    ))
-}
-
-fn read_named(arg: &Value) -> ReadArgs {
-    let Value::Table(t) = arg else {
-        return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
-    };
-    let (mut name, mut desc, mut callback, mut flags) = (None, None, None, ScriptFlags::default());
-    for kv in t.pairs::<Value, Value>() {
-        let Ok((k, v)) = kv else {
-            return Err("named argument key given to redis.register_function is not a string");
-        };
-        let Some(key) = resp::lua_tostring(&k) else {
-            return Err("named argument key given to redis.register_function is not a string");
-        };
-        let key = key.to_ascii_lowercase();
-        match key.as_slice() {
-            b"function_name" => {
-                match resp::lua_tostring(&v) {
-                    Some(n) => name = Some(String::from_utf8_lossy(&n).into_owned()),
-                    None => return Err(
-                        "function_name argument given to redis.register_function must be a string",
-                    ),
-                }
-            }
-            b"description" => {
-                match resp::lua_tostring(&v) {
-                    Some(d) => desc = Some(String::from_utf8_lossy(&d).into_owned()),
-                    None => return Err(
-                        "description argument given to redis.register_function must be a string",
-                    ),
-                }
-            }
-            b"callback" => match v {
-                Value::Function(f) => callback = Some(f),
-                _ => {
-                    return Err(
-                        "callback argument given to redis.register_function must be a function",
-                    )
-                }
-            },
-            b"flags" => {
-                let Value::Table(ft) = v else {
-                    return Err("flags argument to redis.register_function must be a table representing function flags");
-                };
-                let mut j = 1;
-                loop {
-                    let fv: Value = ft.get(j).map_err(|_| "unknown flag given")?;
-                    if fv.is_nil() {
-                        break;
-                    }
-                    let Some(s) = resp::lua_tostring(&fv) else {
-                        return Err("unknown flag given");
-                    };
-                    if !flags.set_by_name(&s.to_ascii_lowercase()) {
-                        return Err("unknown flag given");
-                    }
-                    j += 1;
-                }
-            }
-            _ => return Err("unknown argument given to redis.register_function"),
-        }
-    }
-    let Some(name) = name else {
-        return Err("redis.register_function must get a function name argument");
-    };
-    let Some(callback) = callback else {
-        return Err("redis.register_function must get a callback argument");
-    };
-    Ok((name, callback, desc, flags))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rand_matches_redis() {
-        // First values of math.random(1000000) on a fresh redis-server 7.0.15.
-        let mut s = 0x1234_ABCD_330E;
-        let mut next = || {
-            let r = f64::from(lrand48(&mut s) % i32::MAX) / f64::from(i32::MAX);
-            (r * 1e6).floor() as i64 + 1
-        };
-        assert_eq!(next(), 396465);
-        assert_eq!(next(), 840486);
-    }
 
     #[test]
     fn chunk_ids() {

@@ -1,12 +1,13 @@
 //! `strata check DIR [--truncate]`: verify a data directory, or cut the journal back to its
 //! last good block.
 
+use std::convert::Infallible;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::format::{fsync_dir, journal_dir, list_segments, segment_path, SEG_HEADER_LEN};
-use crate::recovery::{scan_only, Problem, RecoveryError};
+use crate::recovery::{read_blocks, scan_only, Position, Problem, RecoveryError};
 use crate::snapshot::{list_snapshots, load_snapshot};
 
 /// The first thing wrong with the journal.
@@ -29,6 +30,11 @@ pub struct SnapshotCheck {
     pub bytes: u64,
     /// None when every chunk, the footer and the entry count check out.
     pub error: Option<String>,
+    /// Where start-up resumes the journal after loading it (when the file is valid).
+    pub replay_from: Option<Position>,
+    /// Why start-up could not replay the journal from there (a segment missing, a position
+    /// past the journal's end...): None when it can.
+    pub replay_error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +56,10 @@ impl CheckReport {
     /// True when start-up would succeed (a torn tail is fine, it is cut on open).
     pub fn ok(&self) -> bool {
         self.problem.as_ref().is_none_or(|p| p.torn)
-            && self.snapshot.as_ref().is_none_or(|s| s.error.is_none())
+            && self
+                .snapshot
+                .as_ref()
+                .is_none_or(|s| s.error.is_none() && s.replay_error.is_none())
     }
 }
 
@@ -65,14 +74,24 @@ impl fmt::Display for CheckReport {
         match &self.snapshot {
             None => writeln!(f, "snapshot: none")?,
             Some(s) => match &s.error {
-                None => writeln!(
-                    f,
-                    "snapshot: {} epoch {} valid, {} entries, {} bytes",
-                    s.path.display(),
-                    s.epoch,
-                    s.entries,
-                    s.bytes
-                )?,
+                None => {
+                    writeln!(
+                        f,
+                        "snapshot: {} epoch {} valid, {} entries, {} bytes",
+                        s.path.display(),
+                        s.epoch,
+                        s.entries,
+                        s.bytes
+                    )?;
+                    if let Some(from) = s.replay_from {
+                        match &s.replay_error {
+                            None => writeln!(f, "snapshot: replays the journal from {from}")?,
+                            Some(e) => {
+                                writeln!(f, "snapshot: cannot replay the journal from {from}: {e}")?
+                            }
+                        }
+                    }
+                }
                 Some(e) => writeln!(f, "snapshot: {} INVALID: {e}", s.path.display())?,
             },
         }
@@ -196,10 +215,23 @@ pub fn check(dir: &Path) -> io::Result<CheckReport> {
     if let Some((epoch, path)) = list_snapshots(dir)?.into_iter().next() {
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let enc = strata_engine::Encodings::default();
-        let (entries, error) = match load_snapshot(&path, &enc, |_, _, _, _| {}) {
-            Ok(m) => (m.entries, None),
+        let (entries, error, replay_from) = match load_snapshot(&path, &enc, |_, _, _, _| {}) {
+            Ok(m) => (m.entries, None, Some(m.replay_from)),
             Err(RecoveryError::Io { err, .. }) => return Err(err),
-            Err(e) => (0, Some(e.to_string())),
+            Err(e) => (0, Some(e.to_string()), None),
+        };
+        // Start-up replays from the snapshot's position: the journal must have it. (Damage
+        // in the journal itself is the report's `problem` already.)
+        let journal_ok = rep.problem.as_ref().is_none_or(|p| p.torn);
+        let replay_error = match replay_from {
+            Some(from) if journal_ok => {
+                match read_blocks(dir, Some(from), |_| Ok::<(), Infallible>(())) {
+                    Ok(_) => None,
+                    Err(RecoveryError::Io { err, .. }) => return Err(err),
+                    Err(e) => Some(e.to_string()),
+                }
+            }
+            _ => None,
         };
         rep.snapshot = Some(SnapshotCheck {
             path,
@@ -207,6 +239,8 @@ pub fn check(dir: &Path) -> io::Result<CheckReport> {
             entries,
             bytes,
             error,
+            replay_from,
+            replay_error,
         });
     }
     Ok(rep)

@@ -14,8 +14,8 @@ pub use check::{check, truncate, CheckReport, TruncateReport};
 pub use format::{journal_dir, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN};
 pub use journal::{Fsync, Journal, JournalOptions, JournalStats, DEFAULT_SEGMENT_BYTES};
 pub use recovery::{
-    read_blocks, scan_segment, truncate_torn_tail, Block, BlockRef, Position, Problem, ReadSummary,
-    RecoveryError, SegScan, TornTail,
+    journal_end, read_blocks, scan_segment, truncate_torn_tail, Block, BlockRef, Position, Problem,
+    ReadSummary, RecoveryError, SegScan, TornTail,
 };
 pub use snapshot::{
     encode_entry, encode_value, latest_snapshot, load_snapshot, load_snapshot_bytes,

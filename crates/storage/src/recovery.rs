@@ -444,6 +444,25 @@ pub fn read_blocks<E: fmt::Display>(
     Ok(sum)
 }
 
+/// Where a journal opened on `dir` now would write its next block: just past the last
+/// valid block of the last segment (a torn tail there is cut when the journal opens), or
+/// the start of segment 1 when there is no segment yet. A snapshot taken while no journal
+/// is open replays from here: it holds every block already on disk, and whatever a journal
+/// opened later appends comes after this point.
+pub fn journal_end(dir: &Path) -> io::Result<Position> {
+    let Some(&last) = list_segments(dir)?.last() else {
+        return Ok(Position {
+            segment: 1,
+            offset: 0,
+        });
+    };
+    let bytes = std::fs::read(segment_path(dir, last))?;
+    Ok(Position {
+        segment: last,
+        offset: scan_only(&bytes, last, true).end,
+    })
+}
+
 /// Cuts a torn tail off the last segment (a segment whose header is torn is removed).
 /// Returns what was cut. Corruption is left alone and reported as an error.
 pub fn truncate_torn_tail(dir: &Path) -> Result<Option<TornTail>, RecoveryError> {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use strata_engine::{Encodings, EntryRef, HashValue, ListValue, SetValue, Value, ZSetValue};
 
 use crate::format::{fsync_dir, u32_at, u64_at};
-use crate::recovery::{Position, RecoveryError};
+use crate::recovery::{journal_end, Position, RecoveryError};
 
 const MAGIC: &[u8; 4] = b"STRS";
 const VERSION: u32 = 1;
@@ -157,8 +157,18 @@ pub struct SnapshotWriter {
 }
 
 impl SnapshotWriter {
+    /// Starts `snapshot-<epoch>.snap` (as a `.tmp` until `finish`). `replay_from` is where
+    /// recovery resumes the journal after loading it: the snapshot's marker block when a
+    /// journal is open. `Position::default()` says no journal is open: the snapshot then
+    /// holds every block on disk, and it records the journal's end ([`journal_end`]),
+    /// where a journal opened later goes on, so that recovery replays exactly those blocks.
     pub fn create(dir: &Path, epoch: u64, replay_from: Position) -> io::Result<SnapshotWriter> {
         std::fs::create_dir_all(dir)?;
+        let replay_from = if replay_from == Position::default() {
+            journal_end(dir)?
+        } else {
+            replay_from
+        };
         let path = snapshot_path(dir, epoch);
         let mut tmp = path.clone().into_os_string();
         tmp.push(".tmp");

@@ -1,6 +1,7 @@
 //! The list type, shaped like Redis's quicklist: a deque of nodes, each a contiguous byte
-//! buffer of listpack-encoded entries (see `list_node.rs`), bounded by
-//! `list-max-listpack-size` (negative: a byte class, -2 = 8 KiB; positive: an entry count).
+//! buffer of listpack-encoded entries (see `list_node.rs`; the node table is in
+//! `list_table.rs`), bounded by `list-max-listpack-size` (negative: a byte class, -2 =
+//! 8 KiB; positive: an entry count).
 //! Pushes and pops at both ends are O(1) amortized; an index is found by walking node
 //! counts from the nearer end, then entries from the nearer end of one node.
 //!
@@ -11,12 +12,14 @@
 
 #[path = "list_node.rs"]
 mod node;
+#[path = "list_table.rs"]
+mod table;
 
 use crate::entry::EntryRef;
 use crate::locked::{Locked, WrongType};
 use crate::value::Value;
-use node::{decode, prev_start, Enc, Node};
-use std::collections::VecDeque;
+use node::{decode, Enc, Node};
+use table::{Iter, Nodes};
 
 pub use node::Elem;
 
@@ -35,121 +38,6 @@ pub struct ListValue {
 
 const LEN_BITS: u32 = 48;
 const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
-
-/// The nodes of a list. Most lists fit in one node, so that case needs no node table.
-#[derive(Clone)]
-enum Nodes {
-    /// Zero nodes (an empty `Node`) or one.
-    One(Node),
-    Many(VecDeque<Node>),
-}
-
-impl Nodes {
-    fn len(&self) -> usize {
-        match self {
-            Nodes::One(n) => usize::from(n.count() > 0),
-            Nodes::Many(v) => v.len(),
-        }
-    }
-
-    fn front(&self) -> Option<&Node> {
-        (self.len() > 0).then(|| &self[0])
-    }
-
-    fn back(&self) -> Option<&Node> {
-        self.len().checked_sub(1).map(|k| &self[k])
-    }
-
-    fn front_mut(&mut self) -> Option<&mut Node> {
-        (self.len() > 0).then(|| &mut self[0])
-    }
-
-    fn back_mut(&mut self) -> Option<&mut Node> {
-        self.len().checked_sub(1).map(move |k| &mut self[k])
-    }
-
-    /// Inserts a (non-empty) node so that it becomes node `k`.
-    fn insert(&mut self, k: usize, node: Node) {
-        match self {
-            Nodes::One(n) if n.count() == 0 => *n = node,
-            Nodes::One(n) => {
-                let old = std::mem::take(n);
-                let pair = if k == 0 { [node, old] } else { [old, node] };
-                *self = Nodes::Many(VecDeque::from(pair));
-            }
-            Nodes::Many(v) => v.insert(k, node),
-        }
-    }
-
-    fn push_front(&mut self, node: Node) {
-        self.insert(0, node);
-    }
-
-    fn push_back(&mut self, node: Node) {
-        self.insert(self.len(), node);
-    }
-
-    /// Removes nodes `from..to`.
-    fn drain(&mut self, from: usize, to: usize) {
-        if from >= to {
-            return;
-        }
-        match self {
-            Nodes::One(n) => *n = Node::default(),
-            Nodes::Many(v) => {
-                v.drain(from..to);
-                if v.len() <= 1 {
-                    *self = Nodes::One(v.pop_front().unwrap_or_default());
-                }
-            }
-        }
-    }
-
-    fn remove(&mut self, k: usize) {
-        self.drain(k, k + 1);
-    }
-
-    fn pop_front(&mut self) {
-        self.remove(0);
-    }
-
-    fn pop_back(&mut self) {
-        if let Some(k) = self.len().checked_sub(1) {
-            self.remove(k);
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Node> {
-        (0..self.len()).map(move |k| &self[k])
-    }
-
-    /// Bytes of the node table (none for one node).
-    fn table_bytes(&self) -> usize {
-        match self {
-            Nodes::One(_) => 0,
-            Nodes::Many(v) => v.capacity() * std::mem::size_of::<Node>(),
-        }
-    }
-}
-
-impl std::ops::Index<usize> for Nodes {
-    type Output = Node;
-    fn index(&self, k: usize) -> &Node {
-        match self {
-            Nodes::One(n) => n,
-            Nodes::Many(v) => &v[k],
-        }
-    }
-}
-
-impl std::ops::IndexMut<usize> for Nodes {
-    fn index_mut(&mut self, k: usize) -> &mut Node {
-        match self {
-            Nodes::One(n) => n,
-            Nodes::Many(v) => &mut v[k],
-        }
-    }
-}
 
 impl Default for ListValue {
     fn default() -> Self {
@@ -569,60 +457,6 @@ fn skip(node: &Node, mut p: usize, n: usize) -> usize {
     p
 }
 
-/// An iterator over a range of a list, from either end.
-pub struct Iter<'a> {
-    nodes: &'a Nodes,
-    fnode: usize,
-    fpos: usize,
-    /// The back cursor: entries before `bpos` in node `bnode` remain.
-    bnode: usize,
-    bpos: usize,
-    left: usize,
-}
-
-impl<'a> Iterator for Iter<'a> {
-    type Item = Elem<'a>;
-
-    fn next(&mut self) -> Option<Elem<'a>> {
-        if self.left == 0 {
-            return None;
-        }
-        let mut n = &self.nodes[self.fnode];
-        while self.fpos >= n.end() {
-            self.fnode += 1;
-            n = &self.nodes[self.fnode];
-            self.fpos = n.start();
-        }
-        let (e, t) = decode(n.buf(), self.fpos);
-        self.fpos += t;
-        self.left -= 1;
-        Some(e)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
-        }
-        let mut n = &self.nodes[self.bnode];
-        while self.bpos <= n.start() {
-            self.bnode -= 1;
-            n = &self.nodes[self.bnode];
-            self.bpos = n.end();
-        }
-        self.bpos = prev_start(n.buf(), self.bpos);
-        self.left -= 1;
-        Some(decode(n.buf(), self.bpos).0)
-    }
-}
-
-impl ExactSizeIterator for Iter<'_> {}
-
 impl<'a> EntryRef<'a> {
     /// The list value, or WRONGTYPE when the key holds another type.
     pub fn as_list(&self) -> Result<&'a ListValue, WrongType> {
@@ -676,6 +510,7 @@ impl Locked<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::VecDeque;
 
     struct Rng(u64);
     impl Rng {

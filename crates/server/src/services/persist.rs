@@ -140,8 +140,10 @@ impl Server {
     }
 }
 
-/// Locks the data directory, replays the journal into the keyspace and opens it for
-/// appending. Called once at start, before any client connects.
+/// Locks the data directory, loads the newest snapshot, replays the journal after it and,
+/// under `appendonly yes`, opens the journal for appending. Called once at start, before
+/// any client connects. The journal is replayed whatever `appendonly` says now: it may
+/// hold writes from a run that had it on, which a snapshot taken without it then keeps.
 pub fn open(server: &Arc<Server>) -> Result<(), String> {
     let dir = server.data_dir();
     let lock = strata_storage::lock_dir(&dir).map_err(|e| e.to_string())?;
@@ -151,18 +153,14 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         Ok(n) => tracing::info!("removed {n} unfinished snapshot file(s) left by a crash"),
         Err(e) => tracing::warn!("cannot remove unfinished snapshot files: {e}"),
     }
-    if !server.config.get_bool("appendonly") {
-        crate::services::snapshot::load(server)?;
-        tracing::warn!(
-            "appendonly no: data lives in memory only and is lost when the server stops"
+    let appendonly = server.config.get_bool("appendonly");
+    if appendonly {
+        tracing::info!(
+            "journal in {} (appendfsync {})",
+            dir.display(),
+            server.config.get("appendfsync")
         );
-        return Ok(());
     }
-    tracing::info!(
-        "journal in {} (appendfsync {})",
-        dir.display(),
-        server.config.get("appendfsync")
-    );
     let loaded = crate::services::snapshot::load(server)?;
     let (min_epoch, from) = match loaded {
         Some((epoch, from)) => (epoch, Some(from)),
@@ -171,6 +169,13 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
     let report = crate::exec::replay::replay(server, &dir, from, min_epoch)?;
     if let Some(t) = &report.torn_tail {
         tracing::warn!("dropped a torn final journal record: {t}");
+    }
+    *server.persist.loaded.lock() = report;
+    if !appendonly {
+        tracing::warn!(
+            "appendonly no: writes persist only through snapshots (save rules, SAVE, SHUTDOWN)"
+        );
+        return Ok(());
     }
     let mut opts = JournalOptions::new(&dir);
     opts.fsync = fsync_policy(&server.config.get("appendfsync"));
@@ -182,7 +187,6 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
     j.set_leaders(true);
     server.sinks.add(Arc::new(JournalSink(j.clone())));
     let _ = server.persist.journal.set(j);
-    *server.persist.loaded.lock() = report;
     Ok(())
 }
 

@@ -52,6 +52,32 @@ impl Proc {
         self.child.id()
     }
 
+    /// Sends SIGTERM, the clean stop a service manager asks for, once the server handles
+    /// it: the server installs its handler only after it logs that it is ready, and until
+    /// then SIGTERM ends it outright, without its shutdown snapshot.
+    pub fn terminate(&self) {
+        let pid = self.child.id();
+        let end = Instant::now() + Duration::from_secs(10);
+        while !catches_sigterm(pid) {
+            assert!(
+                Instant::now() < end,
+                "{} never installed a SIGTERM handler",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped; no memory
+        // is involved.
+        let r = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(
+            r,
+            0,
+            "SIGTERM to {}: {}",
+            self.name,
+            std::io::Error::last_os_error()
+        );
+    }
+
     /// Waits for the process to exit by itself (SHUTDOWN); true if it did within `timeout`.
     pub fn wait_exit(&mut self, timeout: Duration) -> bool {
         let end = Instant::now() + timeout;
@@ -63,6 +89,16 @@ impl Proc {
         }
         false
     }
+}
+
+/// Whether process `pid` has a handler for SIGTERM (the SigCgt mask of /proc/PID/status).
+fn catches_sigterm(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
 }
 
 /// Starts Strata on a port the OS picks (`--port 0`), reading the port from its log.
@@ -569,4 +605,36 @@ pub fn bulk_strings(v: redis::Value) -> Vec<Vec<u8>> {
             .collect(),
         other => panic!("expected an array, got {other:?}"),
     }
+}
+
+/// A server on `dir`. Tests kill it right after their writes, so unless told otherwise it
+/// runs `appendfsync always` (under everysec the last writes may be lost, as documented).
+pub fn serve_in(dir: &std::path::Path, extra: &[&str]) -> Proc {
+    let d = dir.to_str().unwrap();
+    let mut args = vec!["--dir", d];
+    if !extra.contains(&"--appendfsync") {
+        args.extend_from_slice(&["--appendfsync", "always"]);
+    }
+    args.extend_from_slice(extra);
+    strata(&args)
+}
+
+/// A field of INFO persistence.
+pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .trim()
+        .to_string()
+}
+
+/// Waits for the running snapshot to end, and checks it succeeded.
+pub fn wait_snapshot_done(c: &mut redis::Connection) {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while info_field(c, "rdb_bgsave_in_progress") != "0" {
+        assert!(std::time::Instant::now() < end, "snapshot never finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(info_field(c, "rdb_last_bgsave_status"), "ok");
 }
