@@ -108,6 +108,7 @@ pub enum Kind {
     Set,
     ZSet,
     Hash,
+    Stream,
 }
 
 impl Kind {
@@ -118,6 +119,7 @@ impl Kind {
             Kind::Set => "set",
             Kind::ZSet => "zset",
             Kind::Hash => "hash",
+            Kind::Stream => "stream",
         }
     }
 
@@ -130,6 +132,7 @@ impl Kind {
             b"set" => Kind::Set,
             b"zset" => Kind::ZSet,
             b"hash" => Kind::Hash,
+            b"stream" => Kind::Stream,
             _ => return None,
         })
     }
@@ -519,6 +522,7 @@ impl<'a> EntryRef<'a> {
                 Value::List(_) => Kind::List,
                 Value::Set(_) => Kind::Set,
                 Value::ZSet(_) => Kind::ZSet,
+                Value::Stream(_) => Kind::Stream,
             },
         }
     }
@@ -597,6 +601,7 @@ impl<'a> EntryRef<'a> {
                 Value::List(l) => l.encoding(),
                 Value::Set(s) => s.encoding(),
                 Value::ZSet(z) => z.encoding(),
+                Value::Stream(s) => s.encoding(),
             },
         }
     }

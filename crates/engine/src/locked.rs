@@ -352,6 +352,7 @@ impl Unlinked {
             Value::ZSet(z) => z.len(),
             // Nodes hold up to 8 KiB each at the default list-max-listpack-size.
             Value::List(l) => l.heap_bytes() / 8192 + 1,
+            Value::Stream(s) => s.free_effort(),
         }
     }
 }

@@ -1,12 +1,12 @@
 //! Values held outside the packed string form.
 
-pub use crate::types::{HashValue, ListValue, SetValue, ZSetValue};
+pub use crate::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 
 /// A value in its general (unpacked) form. Strings live packed with their key (see `entry`)
 /// until a command edits them in place (APPEND, SETRANGE, SETBIT...), which moves them here
 /// so growth is amortized. Hashes and sets (24 bytes, the size of a Vec) sit inline: most
 /// are small, and a separate box would cost each one another allocation. Lists and sorted
-/// sets are larger and stay boxed so that `Value` stays 32 bytes.
+/// sets are larger and stay boxed so that `Value` stays 32 bytes, and so do streams.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(Vec<u8>),
@@ -14,6 +14,7 @@ pub enum Value {
     List(Box<ListValue>),
     Set(SetValue),
     ZSet(Box<ZSetValue>),
+    Stream(Box<StreamValue>),
 }
 
 /// An entry lifted out of the table (RENAME, MOVE, COPY): its value and expiry.

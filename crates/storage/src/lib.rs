@@ -9,6 +9,7 @@ mod format;
 pub mod journal;
 pub mod recovery;
 pub mod snapshot;
+mod snapshot_stream;
 
 pub use check::{check, truncate, CheckReport, TruncateReport};
 pub use format::{journal_dir, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN};

@@ -25,6 +25,7 @@ const T_HASH: u8 = 1;
 const T_LIST: u8 = 2;
 const T_SET: u8 = 3;
 const T_ZSET: u8 = 4;
+const T_STREAM: u8 = 5;
 const F_EXPIRE: u8 = 0x80;
 
 /// A snapshot's header facts, plus its size and (after a full load) entry count.
@@ -64,7 +65,7 @@ fn parse_name(name: &str, tmp: bool) -> Option<u64> {
     digits.parse().ok()
 }
 
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         buf.push(v as u8 | 0x80);
         v >>= 7;
@@ -72,7 +73,7 @@ fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     buf.push(v as u8);
 }
 
-fn put_bytes(buf: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(buf: &mut Vec<u8>, b: &[u8]) {
     put_varint(buf, b.len() as u64);
     buf.extend_from_slice(b);
 }
@@ -140,6 +141,10 @@ pub fn encode_value(buf: &mut Vec<u8>, db: u32, key: &[u8], expire_at: Option<u6
                 put_bytes(buf, m);
                 buf.extend_from_slice(&s.to_bits().to_le_bytes());
             });
+        }
+        Value::Stream(s) => {
+            put_head(buf, T_STREAM, db, key, expire_at);
+            crate::snapshot_stream::encode_stream(buf, s);
         }
     }
 }
@@ -568,24 +573,24 @@ fn load_from(
     }
 }
 
-struct Cur<'a> {
+pub(crate) struct Cur<'a> {
     b: &'a [u8],
     p: usize,
 }
 
-type DecodeResult<T> = Result<T, &'static str>;
+pub(crate) type DecodeResult<T> = Result<T, &'static str>;
 
 impl<'a> Cur<'a> {
-    fn u8(&mut self) -> DecodeResult<u8> {
+    pub(crate) fn u8(&mut self) -> DecodeResult<u8> {
         let v = *self.b.get(self.p).ok_or("entry cut short")?;
         self.p += 1;
         Ok(v)
     }
-    fn u64le(&mut self) -> DecodeResult<u64> {
+    pub(crate) fn u64le(&mut self) -> DecodeResult<u64> {
         let s = self.take(8)?;
         Ok(u64_at(s, 0))
     }
-    fn varint(&mut self) -> DecodeResult<u64> {
+    pub(crate) fn varint(&mut self) -> DecodeResult<u64> {
         let mut v: u64 = 0;
         for i in 0..10 {
             let b = self.u8()?;
@@ -607,14 +612,14 @@ impl<'a> Cur<'a> {
         self.p += n;
         Ok(s)
     }
-    fn bytes(&mut self) -> DecodeResult<&'a [u8]> {
+    pub(crate) fn bytes(&mut self) -> DecodeResult<&'a [u8]> {
         let n = self.varint()?;
         let n = usize::try_from(n).map_err(|_| "length too large")?;
         self.take(n)
     }
     /// An element count, sanity-checked against the bytes left (each element takes at least
     /// one), so a damaged count cannot trigger a huge allocation.
-    fn count(&mut self) -> DecodeResult<usize> {
+    pub(crate) fn count(&mut self) -> DecodeResult<usize> {
         let n = self.varint()?;
         if n > (self.b.len() - self.p) as u64 {
             return Err("element count larger than the chunk");
@@ -683,6 +688,7 @@ fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
             drop(seen);
             Value::ZSet(Box::new(ZSetValue::from_members(items, enc)))
         }
+        T_STREAM => Value::Stream(Box::new(crate::snapshot_stream::decode_stream(c)?)),
         _ => return Err("unknown value type"),
     };
     Ok((db, key, expire_at, value))

@@ -18,10 +18,13 @@ mod table;
 use crate::entry::EntryRef;
 use crate::locked::{Locked, WrongType};
 use crate::value::Value;
-use node::{decode, Enc, Node};
+use node::{decode, Node};
 use table::{Iter, Nodes};
 
 pub use node::Elem;
+/// Listpack entry sizes, which the stream type counts to split nodes where Redis does, and
+/// allocator size classes, for its memory estimate.
+pub(crate) use node::{class_round, Enc};
 
 /// quicklist's FILL_MAX: the largest entry count per node.
 const FILL_MAX: i64 = (1 << 15) - 1;

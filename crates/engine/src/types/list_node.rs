@@ -67,10 +67,20 @@ impl<'a> Elem<'a> {
     }
 }
 
-/// Bytes of the backlen field for an entry whose header+payload is `l` bytes.
+/// Bytes of the backlen field for an entry whose header+payload is `l` bytes, with
+/// listpack's thresholds (which give one byte more than 7 bits a byte would at exactly
+/// 2^14-1, 2^21-1 and 2^28-1), so node sizes, and so where nodes split, match Redis's.
 fn backlen_size(l: usize) -> usize {
-    let bits = usize::BITS - l.leading_zeros();
-    (bits as usize).div_ceil(7).max(1)
+    match l {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        // Past 2^35 (never, within proto-max-bulk-len) 7 bits a byte, so it still decodes.
+        _ => ((usize::BITS - l.leading_zeros()) as usize)
+            .div_ceil(7)
+            .max(5),
+    }
 }
 
 /// An entry ready to be written.
@@ -224,7 +234,7 @@ pub fn prev_start(buf: &[u8], end: usize) -> usize {
 /// A size the allocator (jemalloc) hands out for a request of `n` bytes: 8, 16, then
 /// multiples of 16 to 128, then four classes per doubling. Growing to a class boundary uses
 /// the whole block, and growth stays geometric.
-fn class_round(n: usize) -> usize {
+pub(crate) fn class_round(n: usize) -> usize {
     if n <= 8 {
         return 8;
     }
@@ -575,6 +585,42 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backlens_follow_listpack_thresholds() {
+        // A string of n >= 64 bytes is encoded in 2 + n bytes (n < 4096) or 5 + n; listpack
+        // writes the backlen of an encoding of l bytes in 2 bytes below 16383, 3 from there.
+        let total = |n: usize| Enc::new(Elem::Str(&vec![b'x'; n])).total();
+        assert_eq!(total(4095), 2 + 4095 + 2);
+        assert_eq!(total(16377), 5 + 16377 + 2);
+        assert_eq!(total(16378), 5 + 16378 + 3, "l = 16383");
+        assert_eq!(total(2_097_145), 5 + 2_097_145 + 3);
+        assert_eq!(total(2_097_146), 5 + 2_097_146 + 4, "l = 2097151");
+        // Entries written with them read back both ways.
+        let elems: Vec<Vec<u8>> = [16377, 16378, 16379]
+            .iter()
+            .map(|&n| vec![b'y'; n])
+            .collect();
+        let mut node = Node::with(&Enc::new(Elem::Str(&elems[0])));
+        for e in &elems[1..] {
+            node.push_back(&Enc::new(Elem::Str(e)));
+        }
+        let (buf, mut at, mut fwd) = (node.buf(), node.start(), Vec::new());
+        while at < node.end() {
+            let (e, size) = decode(buf, at);
+            fwd.push(e.to_vec());
+            at += size;
+        }
+        assert_eq!(fwd, elems);
+        let (mut end, mut back) = (node.end(), Vec::new());
+        while end > node.start() {
+            let p = prev_start(buf, end);
+            back.push(decode(buf, p).0.to_vec());
+            end = p;
+        }
+        back.reverse();
+        assert_eq!(back, elems);
+    }
 
     #[test]
     fn canonical_ints() {
