@@ -1,5 +1,6 @@
-//! Command families, one file each. Each file declares its commands in a `COMMANDS` table
-//! next to their handlers; `FAMILIES` lists every table.
+//! Command families, one file or folder each. Each declares its commands in a `COMMANDS`
+//! table next to their handlers (a folder's in its `mod.rs`, with the handlers in files
+//! named for what they hold); `FAMILIES` lists every table.
 
 use crate::exec::command::{CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;

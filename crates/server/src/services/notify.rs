@@ -24,7 +24,7 @@
 //! - lists (l), sorted sets (z), hashes (h), sets (s), SORT STORE, HyperLogLog ($) and the
 //!   blocking pops: the events of Redis 7.0's t_list.c, t_zset.c, t_hash.c, t_set.c, sort.c
 //!   and hyperloglog.c, emitted from
-//!   commands/{list,zset,zset_range,hash,set,sort,hyperloglog,blocking}.rs.
+//!   commands/{list,zset,hash,set,sort,hyperloglog,blocking}.
 
 use crate::services::pubsub::Hub;
 use crate::services::pubsub::Publisher;

@@ -1,0 +1,289 @@
+//! The set commands: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SMOVE
+//! SINTER SINTERCARD SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE SSCAN. Semantics follow
+//! Redis 7.0's t_set.c, including which algorithm builds a result (it decides the result's
+//! encoding, and an intset's ascending order is visible in replies); the value type
+//! (intset / hashtable forms) is `strata_engine::SetValue`.
+//!
+//! Each write command changes the keyspace in one place (between its lock and its reply)
+//! and then emits its keyspace events where Redis 7.0's t_set.c calls notifyKeyspaceEvent:
+//! sadd (when a member is added), srem (then del when the set is emptied), spop (then del
+//! when emptied; SPOP with a count emits one spop), SMOVE's srem on the source (del when
+//! emptied) then sadd on the destination (when the member is new there), and the *STORE
+//! commands' sinterstore / sunionstore / sdiffstore, or del when the result is empty and
+//! the destination existed.
+//!
+//! Here: the declarations; the handlers are in `members` (SADD SREM SMOVE SISMEMBER
+//! SMISMEMBER SCARD SSCAN), `random` (SPOP SRANDMEMBER) and `setops` (the intersections,
+//! unions and differences, SMEMBERS among them).
+
+use crate::exec::command::{flags, Command, Keys};
+use bytes::Bytes;
+use strata_engine::SetValue;
+
+/// Writes a set element (`SetValue`'s iterator item) as a bulk string.
+macro_rules! bulk_elem {
+    ($ctx:expr, $e:expr) => {{
+        let mut buf = [0u8; 20];
+        $ctx.out.bulk($e.bytes(&mut buf));
+    }};
+}
+
+// After the macro, so that the files below see it.
+mod members;
+mod random;
+mod setops;
+
+use members::{sadd, scard, sismember, smismember, smove, srem, sscan};
+use random::{spop, srandmember};
+use setops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, smembers, sunion, sunionstore};
+
+const KEY1: Keys = Keys::Range {
+    first: 1,
+    last: 1,
+    step: 1,
+};
+const ALL_KEYS: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 1,
+};
+
+pub const COMMANDS: &[Command] = &[
+    Command {
+    name: "sadd",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Add one or more members to a set",
+    since: "1.0.0",
+    complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+    handler: sadd,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "srem",
+    arity: -3,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Remove one or more members from a set",
+    since: "1.0.0",
+    complexity: "O(N) where N is the number of members to be removed.",
+    handler: srem,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "smembers",
+    arity: 2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "set",
+    summary: "Get all the members in a set",
+    since: "1.0.0",
+    complexity: "O(N) where N is the set cardinality.",
+    handler: smembers,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sismember",
+    arity: 3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Determine if a given value is a member of a set",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: sismember,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "smismember",
+    arity: -3,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Returns the membership associated with the given elements for a set",
+    since: "6.2.0",
+    complexity: "O(N) where N is the number of elements being checked for membership",
+    handler: smismember,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "scard",
+    arity: 2,
+    flags: flags::READONLY | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Get the number of members in a set",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: scard,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "spop",
+    arity: -2,
+    flags: flags::WRITE | flags::FAST,
+    keys: KEY1,
+    group: "set",
+    summary: "Remove and return one or multiple random members from a set",
+    since: "1.0.0",
+    complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+    handler: spop,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "srandmember",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "set",
+    summary: "Get one or multiple random members from a set",
+    since: "1.0.0",
+    complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+    handler: srandmember,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "smove",
+    arity: 4,
+    flags: flags::WRITE | flags::FAST,
+    keys: Keys::Range {
+            first: 1,
+            last: 2,
+            step: 1,
+        },
+    group: "set",
+    summary: "Move a member from one set to another",
+    since: "1.0.0",
+    complexity: "O(1)",
+    handler: smove,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sinter",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Intersect multiple sets",
+    since: "1.0.0",
+    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    handler: sinter,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sintercard",
+    arity: -3,
+    flags: flags::READONLY | flags::MOVABLEKEYS,
+    keys: Keys::Custom(numkeys_at_1),
+    group: "set",
+    summary: "Intersect multiple sets and return the cardinality of the result",
+    since: "7.0.0",
+    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    handler: sintercard,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sunion",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Add multiple sets",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sunion,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sdiff",
+    arity: -2,
+    flags: flags::READONLY,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Subtract multiple sets",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sdiff,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sinterstore",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Intersect multiple sets and store the resulting set in a key",
+    since: "1.0.0",
+    complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    handler: sinterstore,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sunionstore",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Add multiple sets and store the resulting set in a key",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sunionstore,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sdiffstore",
+    arity: -3,
+    flags: flags::WRITE | flags::DENYOOM,
+    keys: ALL_KEYS,
+    group: "set",
+    summary: "Subtract multiple sets and store the resulting set in a key",
+    since: "1.0.0",
+    complexity: "O(N) where N is the total number of elements in all given sets.",
+    handler: sdiffstore,
+    ..Command::DEFAULT
+},
+    Command {
+    name: "sscan",
+    arity: -3,
+    flags: flags::READONLY,
+    keys: KEY1,
+    group: "set",
+    summary: "Incrementally iterate Set elements",
+    since: "2.8.0",
+    complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    handler: sscan,
+    ..Command::DEFAULT
+},
+];
+
+/// SINTERCARD's keys: `numkeys` at argv[1], the keys after it (none when malformed).
+fn numkeys_at_1(argv: &[Bytes]) -> Vec<usize> {
+    let n = argv
+        .get(1)
+        .and_then(|a| crate::exec::command::parse_i64(a))
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    if n == 0 || n > argv.len().saturating_sub(2) {
+        return Vec::new();
+    }
+    (2..2 + n).collect()
+}
+
+/// The union of `sets`, built as Redis builds it: into a new intset that converts as
+/// members arrive.
+fn union_of<'s>(
+    sets: impl Iterator<Item = &'s SetValue>,
+    enc: &strata_engine::Encodings,
+) -> SetValue {
+    let mut out = SetValue::default();
+    for s in sets {
+        for e in s.iter() {
+            let mut buf = [0u8; 20];
+            out.add(e.bytes(&mut buf), enc);
+        }
+    }
+    out
+}
