@@ -120,6 +120,40 @@ fn every_directive_redis_lists_is_there_with_its_default() {
     }
 }
 
+/// Directives Strata sets at start only, which redis-server can change at run time
+/// (docs/compatibility.md).
+const START_ONLY: &[&str] = &["bind", "port", "appendonly"];
+
+/// CONFIG SET of every directive (and alias) redis-server lists, to the value each server
+/// has: accepted, or refused (immutable, protected), alike.
+#[test]
+fn every_directive_sets_as_in_redis() {
+    let redis = common::redis(&[]);
+    let strata = strata();
+    let (mut r, mut s) = (Conn::to(redis.port), Conn::to(strata.port));
+    let want = config_get(&mut r, &["*"]);
+    let got = config_get(&mut s, &["*"]);
+    let mut mismatches = Vec::new();
+    for name in want.keys().filter(|n| !START_ONLY.contains(&n.as_str())) {
+        let redis_said = r.call(&["CONFIG", "SET", name, &want[name]]);
+        let strata_said = s.call(&["CONFIG", "SET", name, &got[name]]);
+        if redis_said.raw != strata_said.raw {
+            mismatches.push(format!(
+                "{name}: redis {}, strata {}",
+                redis_said.shown(),
+                strata_said.shown()
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    for name in START_ONLY {
+        assert!(s
+            .call(&["CONFIG", "SET", name, &got[*name]])
+            .shown()
+            .contains("can't set immutable config"));
+    }
+}
+
 /// Commands sent to both servers in order; CONFIG GET replies are compared as maps
 /// (Redis lists them in hash order), everything else byte for byte.
 const SCRIPT: &[&[&str]] = &[
