@@ -95,47 +95,11 @@ impl Clock {
 }
 
 impl Server {
-    /// Pushes config values the engine reads on its own (encoding thresholds) into it.
-    /// Called at start and after every CONFIG SET.
+    /// Runs every configuration hook: pushes the values components keep their own copy
+    /// of (encoding thresholds, fsync policy...) into them. Called once at start; CONFIG
+    /// SET then runs the hooks of what it changed.
     pub fn apply_config(&self) {
-        let e = &self.keyspace.encodings;
-        let c = &self.config;
-        let n = |name| c.get_u64(name) as usize;
-        e.hash_max_listpack_entries
-            .store(n("hash-max-listpack-entries"), Ordering::Relaxed);
-        e.hash_max_listpack_value
-            .store(n("hash-max-listpack-value"), Ordering::Relaxed);
-        e.set_max_intset_entries
-            .store(n("set-max-intset-entries"), Ordering::Relaxed);
-        e.zset_max_listpack_entries
-            .store(n("zset-max-listpack-entries"), Ordering::Relaxed);
-        e.zset_max_listpack_value
-            .store(n("zset-max-listpack-value"), Ordering::Relaxed);
-        let list: i64 = c.get("list-max-listpack-size").parse().unwrap_or(-2);
-        e.list_max_listpack_size.store(list, Ordering::Relaxed);
-        let flags =
-            crate::services::notify::parse_flags(&c.get("notify-keyspace-events")).unwrap_or(0);
-        self.notify_flags
-            .store(crate::services::notify::effective(flags), Ordering::Relaxed);
-        self.scripts
-            .busy_threshold_ms
-            .store(c.get_u64("busy-reply-threshold"), Ordering::Relaxed);
-        self.persist
-            .snapshots
-            .help_after_ms
-            .store(c.get_u64("snapshot-help-after-ms"), Ordering::Relaxed);
-        if let Some(j) = self.persist.journal() {
-            j.set_fsync(crate::services::persist::fsync_policy(
-                &c.get("appendfsync"),
-            ));
-        }
-        if let Ok(l) =
-            crate::services::pubsub::parse_buffer_limits(&c.get("client-output-buffer-limit"), "")
-        {
-            self.pubsub.set_limit(l[2]);
-        }
-        let slower_than = c.get("slowlog-log-slower-than").parse().unwrap_or(10_000);
-        self.slowlog.configure(slower_than, n("slowlog-max-len"));
+        crate::config::hooks::run_all(self);
     }
 
     /// This server as an Arc (None only while it is being dropped).
@@ -178,10 +142,11 @@ pub fn run(config: Config) -> std::io::Result<()> {
 
 /// Binds and builds the shared state without serving yet.
 pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
-    let port = config.get_u64("port") as u16;
+    let values = config.get();
+    let port = values.port;
     let mut listeners = Vec::new();
     let mut listen = Vec::new();
-    for host in config.get("bind").split_whitespace() {
+    for host in values.bind.0.iter().map(String::as_str) {
         // Redis's "-" prefix means "optional": skip it if the address is unavailable.
         let (optional, host) = match host.strip_prefix('-') {
             Some(h) => (true, h),
@@ -209,14 +174,15 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
     if listeners.is_empty() {
         return Err(std::io::Error::other("no address to listen on"));
     }
-    let mut threads = config.get_u64("threads") as usize;
+    let mut threads = values.threads as usize;
     if threads == 0 {
         threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
     }
-    let shards = (config.get_u64("shards") as usize).next_power_of_two();
-    let databases = config.get_u64("databases") as usize;
+    let shards = (values.shards as usize).next_power_of_two();
+    let databases = values.databases as usize;
+    drop(values);
     let table = Table::new(commands::FAMILIES);
     let server = Arc::new(Server {
         keyspace: Keyspace::new(databases, shards.trailing_zeros()),
@@ -360,7 +326,7 @@ fn worker(
     mut rx: mpsc::UnboundedReceiver<conn::Incoming>,
     me: usize,
 ) {
-    if server.config.get("worker-sched") == "batch" {
+    if server.config.get().worker_sched == crate::config::WorkerSched::Batch {
         if let Err(e) = crate::net::sched::set_current(crate::net::sched::Policy::Batch) {
             tracing::warn!("worker thread stays SCHED_OTHER: SCHED_BATCH refused: {e}");
         }
@@ -414,7 +380,7 @@ fn worker(
 fn cron(server: &Arc<Server>) {
     let mut last = (Instant::now(), 0u64);
     while !server.shutting_down.load(Ordering::SeqCst) {
-        let hz = server.config.get_u64("hz").clamp(1, 500);
+        let hz = u64::from(server.config.get().hz.clamp(1, 500));
         let period = Duration::from_millis(1000 / hz);
         if server.active_expire.load(Ordering::Relaxed) {
             // Redis lets its slow expire cycle use up to 25% of each period.
@@ -440,7 +406,7 @@ fn cron(server: &Arc<Server>) {
 
 /// `timeout N`: closes clients idle for longer than N seconds.
 fn close_idle_clients(server: &Server) {
-    let timeout = server.config.get_u64("timeout");
+    let timeout = server.config.get().timeout;
     if timeout == 0 {
         return;
     }

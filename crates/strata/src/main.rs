@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-use strata_server::config::{self, Config};
+use strata_server::config::{Config, Loglevel};
 
 // jemalloc, as Redis uses: size classes fit small entries tightly and it scales across threads.
 #[global_allocator]
@@ -161,23 +161,24 @@ const NAMED: &[&str] = &[
     "loglevel",
 ];
 
-/// Splits `--name value...` pairs for config directives other than the named options.
-/// As in redis-server, a directive takes every following word up to the next `--`.
-fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+/// Splits `--name value...` directives other than the named options out of the
+/// arguments. As in redis-server, a directive takes every following word up to the next
+/// `--`; names clap does not know are left for the configuration to judge.
+fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, Vec<String>)>) {
     let mut rest = Vec::new();
     let mut directives = Vec::new();
     let mut it = args.into_iter().peekable();
     while let Some(a) = it.next() {
         let name = a
             .strip_prefix("--")
-            .filter(|n| !NAMED.contains(n) && config::param(n).is_some());
+            .filter(|n| !n.is_empty() && !n.contains('=') && *n != "help" && !NAMED.contains(n));
         match name {
             Some(name) => {
                 let mut words = Vec::new();
                 while let Some(w) = it.next_if(|w| !w.starts_with("--")) {
                     words.push(w);
                 }
-                directives.push((name.to_string(), words.join(" ")));
+                directives.push((name.to_string(), words));
             }
             None => rest.push(a),
         }
@@ -185,12 +186,13 @@ fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
     (rest, directives)
 }
 
-fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
+fn serve(a: ServeArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
     let config = Config::new(a.config.clone());
+    let mut load = config.load();
     if let Some(path) = &a.config {
         let loaded = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {path}: {e}"))
-            .and_then(|text| config.load_text(&text).map_err(|e| format!("{path}: {e}")));
+            .and_then(|text| load.text(&text).map_err(|e| format!("{path}: {e}")));
         if let Err(e) = loaded {
             eprintln!("*** FATAL CONFIG FILE ERROR ***\n{e}");
             return ExitCode::FAILURE;
@@ -207,13 +209,23 @@ fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
     ];
     let given = named
         .into_iter()
-        .filter_map(|(n, v)| v.map(|v| (n.to_string(), v)));
-    for (name, value) in directives.into_iter().chain(given) {
-        if let Err(e) = config.set(&name, &value, false) {
-            eprintln!("*** FATAL CONFIG ERROR *** --{name} {value}: {e}");
+        .filter_map(|(n, v)| v.map(|v| (n.to_string(), vec![v])));
+    for (name, words) in directives.into_iter().chain(given) {
+        // `--save` with nothing after it means `save ""`, as in redis-server.
+        let words: Vec<&str> = if words.is_empty() {
+            vec![""]
+        } else {
+            words.iter().map(String::as_str).collect()
+        };
+        if let Err(e) = load.directive(&name, &words) {
+            eprintln!(
+                "*** FATAL CONFIG ERROR *** --{name} {}: {e}",
+                words.join(" ")
+            );
             return ExitCode::FAILURE;
         }
     }
+    load.finish();
     init_logging(&config);
     tracing::info!(
         "Strata {} (Redis 7.0 protocol), pid {}",
@@ -230,11 +242,11 @@ fn serve(a: ServeArgs, directives: Vec<(String, String)>) -> ExitCode {
 }
 
 fn init_logging(config: &Config) {
-    let level = match config.get("loglevel").as_str() {
-        "debug" | "verbose" => tracing::Level::DEBUG,
-        "warning" => tracing::Level::WARN,
-        "nothing" => tracing::Level::ERROR,
-        _ => tracing::Level::INFO,
+    let level = match config.get().loglevel {
+        Loglevel::Debug | Loglevel::Verbose => tracing::Level::DEBUG,
+        Loglevel::Warning => tracing::Level::WARN,
+        Loglevel::Nothing => tracing::Level::ERROR,
+        Loglevel::Notice => tracing::Level::INFO,
     };
     // Colour only for a terminal: logs piped to a file or a supervisor stay plain text.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -242,7 +254,7 @@ fn init_logging(config: &Config) {
         .with_max_level(level)
         .with_target(false)
         .with_ansi(tty);
-    let logfile = config.get("logfile");
+    let logfile = config.get().logfile.clone();
     if logfile.is_empty() {
         builder.init();
         return;

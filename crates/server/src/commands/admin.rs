@@ -140,7 +140,7 @@ fn dbsize(ctx: &mut Ctx<'_>) -> CmdResult {
 /// FLUSHDB/FLUSHALL's optional ASYNC|SYNC; the default follows lazyfree-lazy-user-flush.
 fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
     match ctx.argv.len() {
-        1 => Ok(ctx.config().get_bool("lazyfree-lazy-user-flush")),
+        1 => Ok(ctx.config().get().lazyfree_lazy_user_flush),
         2 => match ctx.lower(1).as_slice() {
             b"async" => Ok(true),
             b"sync" => Ok(false),

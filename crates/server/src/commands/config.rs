@@ -1,6 +1,5 @@
 //! CONFIG GET/SET/RESETSTAT/REWRITE/HELP.
 
-use crate::config::param;
 use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 
@@ -70,74 +69,45 @@ const CONFIG: &[Command] = &[
 ];
 
 fn config_get(ctx: &mut Ctx<'_>) -> CmdResult {
-    let mut pairs: Vec<(&str, String, String)> = Vec::new();
-    for pattern in &ctx.argv[2..] {
-        // A plain name is echoed as the client spelled it, as Redis does.
-        let exact = !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
-        for (k, v) in ctx.config().matching(pattern) {
-            if !pairs.iter().any(|(n, _, _)| *n == k) {
-                let shown = if exact {
-                    String::from_utf8_lossy(pattern).into_owned()
-                } else {
-                    k.to_string()
-                };
-                pairs.push((k, shown, v));
-            }
-        }
-    }
+    let patterns: Vec<&[u8]> = ctx.argv[2..].iter().map(|p| &p[..]).collect();
+    let pairs = ctx.config().matching(&patterns);
     ctx.out.map(pairs.len());
-    for (_, shown, v) in pairs {
-        ctx.out.bulk(shown.as_bytes());
-        ctx.out.bulk(v.as_bytes());
+    for (name, value) in pairs {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.bulk(value.as_bytes());
     }
     Ok(())
 }
 
+/// Redis 7's CONFIG SET: several directives at once, all or none.
 fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
     let args = &ctx.argv[2..];
     if !args.len().is_multiple_of(2) {
-        return Err(unknown_option(&args[args.len() - 1]));
+        return Err(CmdError::SYNTAX);
     }
-    // Validate everything first so a failing pair leaves the config untouched, as Redis 7.
-    let mut checked = Vec::new();
-    for pair in args.chunks(2) {
-        let name = String::from_utf8_lossy(&pair[0]).into_owned();
-        let value = String::from_utf8_lossy(&pair[1]).into_owned();
-        let Some(p) = param(&name) else {
-            return Err(unknown_option(&pair[0]));
-        };
-        if checked.iter().any(|(n, _)| *n == p.name) {
-            return Err(CmdError::err(format!(
-                "CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
-            )));
-        }
-        let refuse = |why: String| {
-            CmdError::err(format!(
-                "CONFIG SET failed (possibly related to argument '{name}') - {why}"
-            ))
-        };
-        if !p.mutable {
-            return Err(refuse("can't set immutable config".into()));
-        }
-        crate::config::normalize(p, &value).map_err(refuse)?;
-        checked.push((p.name, value));
-    }
-    for (name, value) in checked {
-        ctx.server()
-            .config
-            .set(name, &value, true)
-            .map_err(CmdError::err)?;
-    }
-    ctx.server().apply_config();
+    let text: Vec<String> = args
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let pairs: Vec<(&str, &str)> = text
+        .chunks(2)
+        .map(|p| (p[0].as_str(), p[1].as_str()))
+        .collect();
+    // `enable-protected-configs local` admits loopback clients.
+    let local = ctx
+        .client
+        .info
+        .addr
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| a.ip().is_loopback());
+    let server = ctx.server();
+    let hooks = server
+        .config
+        .set_many(&pairs, local)
+        .map_err(CmdError::err)?;
+    crate::config::hooks::run(server, hooks);
     ctx.out.ok();
     Ok(())
-}
-
-fn unknown_option(name: &[u8]) -> CmdError {
-    CmdError::err(format!(
-        "Unknown option or number of arguments for CONFIG SET - '{}'",
-        String::from_utf8_lossy(name)
-    ))
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -149,19 +119,14 @@ fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Writes every directive that differs from its default into the file the server was
+/// started with, replacing it.
 fn config_rewrite(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(path) = ctx.config().file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
-    let mut text = String::from("# Written by Strata's CONFIG REWRITE\n");
-    for (k, v) in ctx.config().matching(b"*") {
-        text.push_str(&format!(
-            "{k} \"{}\"\n",
-            v.replace('\\', "\\\\").replace('"', "\\\"")
-        ));
-    }
     let tmp = format!("{path}.tmp");
-    std::fs::write(&tmp, text)
+    std::fs::write(&tmp, ctx.config().rewrite_text())
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
     ctx.out.ok();

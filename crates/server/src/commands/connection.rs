@@ -218,7 +218,8 @@ fn echo(ctx: &mut Ctx<'_>) -> CmdResult {
 
 /// Checks a password against `requirepass` for the default user.
 fn check_password(server: &Server, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CmdError> {
-    let required = server.config.get("requirepass");
+    let config = server.config.get();
+    let required = &config.requirepass;
     let user_ok = user.is_none_or(|u| u == b"default");
     // With no password set, the default user accepts any password (Redis's nopass).
     if user_ok && (required.is_empty() || required.as_bytes() == pass) {
@@ -236,7 +237,7 @@ fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
         3 => (Some(ctx.arg(1)), ctx.arg(2)),
         _ => return Err(CmdError::SYNTAX),
     };
-    if user.is_none() && ctx.config().get("requirepass").is_empty() {
+    if user.is_none() && ctx.config().get().requirepass.is_empty() {
         return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
     }
     check_password(ctx.server(), user, pass)?;
@@ -331,7 +332,7 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.pubsub().remove_all(&mut subs);
     }
     super::transactions::forget(ctx.watches(), ctx.client);
-    let open = ctx.config().get("requirepass").is_empty();
+    let open = ctx.config().get().requirepass.is_empty();
     let c = &mut *ctx.client;
     c.set_db(0);
     c.set_proto(Protocol::Resp2);

@@ -100,7 +100,7 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 fn sparse_max_bytes(ctx: &Ctx<'_>) -> u64 {
-    ctx.config().get_u64("hll-sparse-max-bytes")
+    ctx.config().get().hll_sparse_max_bytes
 }
 
 /// The stored HLL for editing: None when missing; Redis's errors for other types and for

@@ -67,7 +67,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
             s.push_str("# Clients\r\n");
             field(&mut s, "connected_clients", server.clients.connected());
             field(&mut s, "cluster_connections", 0);
-            field(&mut s, "maxclients", server.config.get("maxclients"));
+            field(&mut s, "maxclients", server.config.get().maxclients);
             field(&mut s, "client_recent_max_input_buffer", 0);
             field(&mut s, "client_recent_max_output_buffer", 0);
             field(&mut s, "blocked_clients", server.blocking.count());
@@ -242,8 +242,8 @@ fn server_section(server: &Server, s: &mut String) {
     field(s, "server_time_usec", now.as_micros());
     field(s, "uptime_in_seconds", uptime);
     field(s, "uptime_in_days", uptime / 86400);
-    field(s, "hz", server.config.get("hz"));
-    field(s, "configured_hz", server.config.get("hz"));
+    field(s, "hz", server.config.get().hz);
+    field(s, "configured_hz", server.config.get().hz);
     field(
         s,
         "lru_clock",
@@ -306,7 +306,7 @@ fn memory_section(server: &Server, s: &mut String) {
         .memory_peak
         .fetch_max(used, Ordering::Relaxed)
         .max(used);
-    let maxmemory = server.config.get_u64("maxmemory");
+    let maxmemory = server.config.get().maxmemory;
     s.push_str("# Memory\r\n");
     field(s, "used_memory", used);
     field(s, "used_memory_human", human(used));
@@ -318,7 +318,7 @@ fn memory_section(server: &Server, s: &mut String) {
     field(s, "allocator_resident", resident);
     field(s, "maxmemory", maxmemory);
     field(s, "maxmemory_human", human(maxmemory));
-    field(s, "maxmemory_policy", server.config.get("maxmemory-policy"));
+    field(s, "maxmemory_policy", server.config.get().maxmemory_policy);
     let ratio = if used > 0 {
         rss as f64 / used as f64
     } else {

@@ -33,15 +33,16 @@ struct ConnLimits {
 impl ConnLimits {
     fn load(server: &Server, parser: &mut Parser, authenticated: bool) -> ConnLimits {
         let epoch = server.config.epoch();
+        let config = server.config.get();
         parser.set_limits(Limits {
-            max_bulk_len: server.config.get_u64("proto-max-bulk-len") as usize,
+            max_bulk_len: config.proto_max_bulk_len as usize,
             unauthenticated: !authenticated,
             ..Limits::default()
         });
         ConnLimits {
             epoch,
             authenticated,
-            query_buffer: server.config.get_u64("client-query-buffer-limit") as usize,
+            query_buffer: config.client_query_buffer_limit as usize,
         }
     }
 
@@ -102,7 +103,7 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
         local.to_string(),
     ));
     server.clients.add(info.clone());
-    let authenticated = server.config.get("requirepass").is_empty();
+    let authenticated = server.config.get().requirepass.is_empty();
     let mut client = Client::new(info, authenticated);
     let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
     finish(&server, stream, client, moved);
@@ -144,10 +145,11 @@ fn finish_client(server: &Server, mut client: Client) {
 /// Why a new connection is turned away, if it is: maxclients, or protected mode (no
 /// password set and a client from beyond loopback), as Redis decides.
 fn refuse(config: &Config, connected: usize, peer: &SocketAddr) -> Option<&'static str> {
-    if connected >= config.get_u64("maxclients") as usize {
+    let config = config.get();
+    if connected >= config.maxclients as usize {
         return Some("ERR max number of clients reached");
     }
-    let protected = config.get_bool("protected-mode") && config.get("requirepass").is_empty();
+    let protected = config.protected_mode && config.requirepass.is_empty();
     if protected && !peer.ip().is_loopback() {
         return Some(DENIED);
     }

@@ -105,7 +105,7 @@ pub fn render_flags(f: u32) -> String {
     s
 }
 
-/// `Kind::Custom` normalizer for `notify-keyspace-events`.
+/// `notify-keyspace-events`' text as CONFIG GET shows it, or Redis's error.
 pub fn normalize(_old: &str, new: &str) -> Result<String, String> {
     parse_flags(new)
         .map(render_flags)

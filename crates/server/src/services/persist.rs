@@ -6,6 +6,7 @@
 //! replies wait until the journal is durable up to that connection's last write; the
 //! journal's one flusher thread covers every write appended meanwhile with one fsync.
 
+use crate::config::Appendfsync;
 use crate::exec::sink::EffectSink;
 use crate::server::Server;
 use parking_lot::Mutex;
@@ -41,11 +42,11 @@ pub struct LoadReport {
     pub torn_tail: Option<String>,
 }
 
-pub fn fsync_policy(name: &str) -> Fsync {
-    match name {
-        "always" => Fsync::Always,
-        "no" => Fsync::No,
-        _ => Fsync::EverySec,
+pub fn fsync_policy(policy: Appendfsync) -> Fsync {
+    match policy {
+        Appendfsync::Always => Fsync::Always,
+        Appendfsync::No => Fsync::No,
+        Appendfsync::Everysec => Fsync::EverySec,
     }
 }
 
@@ -136,7 +137,7 @@ impl Server {
 
     /// The data directory (`dir`).
     pub fn data_dir(&self) -> PathBuf {
-        PathBuf::from(self.config.get("dir"))
+        PathBuf::from(&self.config.get().dir)
     }
 }
 
@@ -153,12 +154,12 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         Ok(n) => tracing::info!("removed {n} unfinished snapshot file(s) left by a crash"),
         Err(e) => tracing::warn!("cannot remove unfinished snapshot files: {e}"),
     }
-    let appendonly = server.config.get_bool("appendonly");
+    let appendonly = server.config.get().appendonly;
     if appendonly {
         tracing::info!(
             "journal in {} (appendfsync {})",
             dir.display(),
-            server.config.get("appendfsync")
+            server.config.get().appendfsync
         );
     }
     let loaded = crate::services::snapshot::load(server)?;
@@ -178,7 +179,7 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         return Ok(());
     }
     let mut opts = JournalOptions::new(&dir);
-    opts.fsync = fsync_policy(&server.config.get("appendfsync"));
+    opts.fsync = fsync_policy(server.config.get().appendfsync);
     let j = Journal::open(opts)
         .map_err(|e| format!("opening the journal in {}: {e}", dir.display()))?;
     let notify = server.persist.durable.clone();

@@ -35,7 +35,7 @@ pub struct BufferLimit {
 /// triples, class one of normal, replica (slave) and pubsub, sizes with memory units.
 /// Returns the (normal, replica, pubsub) limits after applying `new` over `old`.
 pub fn parse_buffer_limits(old: &str, new: &str) -> Result<[BufferLimit; 3], String> {
-    let mut limits = parse_triples(old).unwrap_or([
+    let limits = parse_triples(old).unwrap_or([
         BufferLimit::default(),
         BufferLimit {
             hard: 256 << 20,
@@ -49,44 +49,7 @@ pub fn parse_buffer_limits(old: &str, new: &str) -> Result<[BufferLimit; 3], Str
         },
     ]);
     let words: Vec<&str> = new.split_whitespace().collect();
-    if !words.len().is_multiple_of(4) {
-        return Err("Wrong number of arguments in buffer limit configuration.".into());
-    }
-    // Validate everything before changing anything, as Redis.
-    let mut parsed = Vec::new();
-    for t in words.chunks(4) {
-        let class = match t[0].to_ascii_lowercase().as_str() {
-            "normal" => 0,
-            "slave" | "replica" => 1,
-            "pubsub" => 2,
-            _ => {
-                return Err("Invalid client class specified in buffer limit configuration.".into())
-            }
-        };
-        let hard = crate::config::parse_memory(t[1]);
-        let soft = crate::config::parse_memory(t[2]);
-        let secs = t[3].parse::<u64>().ok();
-        match (hard, soft, secs) {
-            (Some(hard), Some(soft), Some(soft_secs)) => parsed.push((
-                class,
-                BufferLimit {
-                    hard,
-                    soft,
-                    soft_secs,
-                },
-            )),
-            _ => {
-                return Err(
-                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
-                        .into(),
-                )
-            }
-        }
-    }
-    for (class, l) in parsed {
-        limits[class] = l;
-    }
-    Ok(limits)
+    crate::config::update_buffer_limits(limits, &words)
 }
 
 fn parse_triples(s: &str) -> Option<[BufferLimit; 3]> {
@@ -117,7 +80,7 @@ pub fn render_buffer_limits(l: &[BufferLimit; 3]) -> String {
     s
 }
 
-/// `Kind::Custom` normalizer for `client-output-buffer-limit`.
+/// `client-output-buffer-limit`'s text after applying `new` over `old`.
 pub fn normalize_buffer_limits(old: &str, new: &str) -> Result<String, String> {
     parse_buffer_limits(old, new).map(|l| render_buffer_limits(&l))
 }

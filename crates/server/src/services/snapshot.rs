@@ -510,7 +510,7 @@ pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
 /// SAVE was asked for, so the next start loads it instead of replaying the journal. The
 /// journal before it is dropped. (The journal itself is flushed and fsynced either way.)
 pub fn on_shutdown(server: &Arc<Server>, save: bool) -> Result<(), String> {
-    if !save && server.config.get("save").trim().is_empty() {
+    if !save && server.config.get().save.0.is_empty() {
         return Ok(());
     }
     start(server, false, true)
@@ -527,16 +527,15 @@ pub fn cron(server: &Arc<Server>) {
         let _ = start(server, true, rewrite);
         return;
     }
-    let rules = server.config.get("save");
-    let words: Vec<u64> = rules
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
     let dirty = server.persist.dirty(&server.stats);
     let since = Server::now_unix().saturating_sub(server.last_save.load(Ordering::Relaxed));
-    let due = words
-        .chunks_exact(2)
-        .any(|r| dirty >= r[1] && since >= r[0] && dirty > 0);
+    let due = server
+        .config
+        .get()
+        .save
+        .0
+        .iter()
+        .any(|&(secs, changes)| dirty >= changes && since >= secs && dirty > 0);
     if due {
         tracing::info!("{dirty} changes in {since} seconds. Saving...");
         let _ = start(server, true, false);

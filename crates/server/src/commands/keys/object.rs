@@ -39,7 +39,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 const LFU_INIT_VAL: u64 = 5;
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
-    ctx.config().get("maxmemory-policy").ends_with("-lfu")
+    ctx.config().get().maxmemory_policy.is_lfu()
 }
 
 /// What an OBJECT subcommand needs of an entry, read under the lock.
@@ -85,9 +85,8 @@ pub(super) fn object_refcount(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
     };
-    let policy = ctx.config().get("maxmemory-policy");
-    let no_shared = ctx.config().get_u64("maxmemory") != 0
-        && (policy.ends_with("-lru") || policy.ends_with("-lfu"));
+    let config = ctx.config().get();
+    let no_shared = config.maxmemory != 0 && config.maxmemory_policy.is_lru_or_lfu();
     ctx.out.int(if info.small_int && !no_shared {
         SHARED_REFCOUNT
     } else {
@@ -118,7 +117,7 @@ pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     if !lfu_policy(ctx) {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let decay = ctx.config().get_u64("lfu-decay-time");
+    let decay = ctx.config().get().lfu_decay_time;
     let idle_min = clock::idle_ms(info.lru, ctx.now_ms) / 60_000;
     let periods = idle_min.checked_div(decay).unwrap_or(0);
     ctx.out.int(LFU_INIT_VAL.saturating_sub(periods) as i64);

@@ -318,7 +318,7 @@ pub(crate) fn max_string_len(ctx: &Ctx<'_>) -> u64 {
         if cid == id && cepoch == epoch {
             return v;
         }
-        let v = config.get_u64("proto-max-bulk-len");
+        let v = config.get().proto_max_bulk_len;
         c.set((id, epoch, v));
         v
     })

@@ -1,0 +1,87 @@
+//! What a change of configuration does beyond storing the value: pushing it into the
+//! component that reads it on its own (the engine's encoding thresholds, the journal, the
+//! pub/sub limits...). Directives read where they are used (`hz`, `maxclients`,
+//! `requirepass`...) need no hook. Hooks run once at start and after a CONFIG SET, each
+//! at most once per change however many of its directives changed.
+
+use crate::server::Server;
+use std::sync::atomic::Ordering;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    /// The listpack/intset thresholds the engine checks as collections grow.
+    Encodings,
+    /// The flags the keyspace-notification fast path reads.
+    Notify,
+    /// When a running script makes other clients get -BUSY.
+    ScriptTimeout,
+    /// When worker threads help a starved background snapshot.
+    SnapshotHelp,
+    /// The journal's fsync policy.
+    Fsync,
+    /// The pub/sub clients' output buffer limits.
+    PubsubLimit,
+    /// The slow log's threshold and length.
+    Slowlog,
+}
+
+impl Hook {
+    pub fn run(self, server: &Server) {
+        let c = server.config.get();
+        match self {
+            Hook::Encodings => {
+                let e = &server.keyspace.encodings;
+                let store = |a: &std::sync::atomic::AtomicUsize, v: u64| {
+                    a.store(v as usize, Ordering::Relaxed)
+                };
+                store(&e.hash_max_listpack_entries, c.hash_max_listpack_entries);
+                store(&e.hash_max_listpack_value, c.hash_max_listpack_value);
+                store(&e.set_max_intset_entries, c.set_max_intset_entries);
+                store(&e.zset_max_listpack_entries, c.zset_max_listpack_entries);
+                store(&e.zset_max_listpack_value, c.zset_max_listpack_value);
+                e.list_max_listpack_size
+                    .store(i64::from(c.list_max_listpack_size), Ordering::Relaxed);
+            }
+            Hook::Notify => server.notify_flags.store(
+                crate::services::notify::effective(c.notify_keyspace_events.0),
+                Ordering::Relaxed,
+            ),
+            Hook::ScriptTimeout => server
+                .scripts
+                .busy_threshold_ms
+                .store(c.busy_reply_threshold, Ordering::Relaxed),
+            Hook::SnapshotHelp => server
+                .persist
+                .snapshots
+                .help_after_ms
+                .store(c.snapshot_help_after_ms, Ordering::Relaxed),
+            Hook::Fsync => {
+                if let Some(j) = server.persist.journal() {
+                    j.set_fsync(crate::services::persist::fsync_policy(c.appendfsync));
+                }
+            }
+            Hook::PubsubLimit => server
+                .pubsub
+                .set_limit(c.client_output_buffer_limit.pubsub()),
+            Hook::Slowlog => server
+                .slowlog
+                .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
+        }
+    }
+}
+
+/// Runs each hook in `hooks` once.
+pub fn run(server: &Server, hooks: impl IntoIterator<Item = Hook>) {
+    let mut done: Vec<Hook> = Vec::new();
+    for h in hooks {
+        if !done.contains(&h) {
+            h.run(server);
+            done.push(h);
+        }
+    }
+}
+
+/// Runs every hook (at start).
+pub fn run_all(server: &Server) {
+    run(server, super::DIRECTIVES.iter().filter_map(|d| d.hook));
+}
