@@ -41,6 +41,10 @@ impl Hook {
                 store(&e.zset_max_listpack_value, c.zset_max_listpack_value);
                 e.list_max_listpack_size
                     .store(i64::from(c.list_max_listpack_size), Ordering::Relaxed);
+                e.stream_node_max_bytes
+                    .store(c.stream_node_max_bytes, Ordering::Relaxed);
+                e.stream_node_max_entries
+                    .store(c.stream_node_max_entries as u64, Ordering::Relaxed);
             }
             Hook::Notify => server.notify_flags.store(
                 crate::services::notify::effective(c.notify_keyspace_events.0),

@@ -101,10 +101,12 @@ directives! {
     list_compress_depth: u32 [int(0, INT_MAX)] = "0", "list-compress-depth", LIVE | INERT;
     /// HyperLogLogs use the sparse form up to this many bytes.
     hll_sparse_max_bytes: u64 [memory(0, LONG_MAX)] = "3000", "hll-sparse-max-bytes", LIVE;
+    /// A stream node takes no more entries once it weighs this many bytes (0: no limit).
     stream_node_max_bytes: u64 [memory(0, LONG_MAX)] = "4096",
-        "stream-node-max-bytes", LIVE | INERT;
+        "stream-node-max-bytes", LIVE => Encodings;
+    /// ... or holds this many entries, deleted ones included (0: no limit).
     stream_node_max_entries: i64 [int(0, LONG_MAX)] = "100",
-        "stream-node-max-entries", LIVE | INERT;
+        "stream-node-max-entries", LIVE => Encodings;
 
     // --- Persistence
     /// The data directory: journal, snapshots, LOCK.
