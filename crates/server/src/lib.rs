@@ -19,4 +19,5 @@ pub mod services;
 pub mod tick;
 
 pub use config::Config;
-pub use server::{run, serve, start, Server};
+pub use net::start::{run, serve, start};
+pub use server::Server;

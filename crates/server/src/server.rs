@@ -1,13 +1,14 @@
-//! The server: shared state, start-up, worker threads and the background cycle.
+//! The server: the state every connection on every thread shares, and its background
+//! cycle. Start-up is `net::start`.
 
 use crate::commands;
 use crate::config::Config;
 use crate::exec::client::Registry;
 use crate::exec::table::Table;
 use crate::net::conn;
-use crate::services::stats::{Stats, ThreadStats};
+use crate::services::stats::Stats;
 use crate::tick::Tick;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,6 +30,8 @@ pub struct Server {
     /// Unix seconds of the last successful save (the start time until persistence lands).
     pub last_save: AtomicU64,
     pub shutting_down: AtomicBool,
+    /// The data directory is being loaded (INFO persistence `loading`).
+    pub loading: AtomicBool,
     /// Highest allocator figure INFO has seen (used_memory_peak).
     pub memory_peak: AtomicU64,
     /// Commands per second over the last second, sampled by the background cycle.
@@ -127,257 +130,72 @@ impl Server {
     }
 }
 
-/// Binds the listeners, starts the worker threads and serves until SHUTDOWN.
-/// Returns once the server has stopped.
-pub fn run(config: Config) -> std::io::Result<()> {
-    let (server, listeners) = start(config)?;
-    for addr in &server.listen {
-        tracing::info!(
-            "Ready to accept connections on {addr} with {} worker threads",
-            server.threads
-        );
-    }
-    serve(server, listeners)
-}
-
-/// Binds and builds the shared state without serving yet.
-pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
-    let values = config.get();
-    let port = values.port;
-    let mut listeners = Vec::new();
-    let mut listen = Vec::new();
-    for host in values.bind.0.iter().map(String::as_str) {
-        // Redis's "-" prefix means "optional": skip it if the address is unavailable.
-        let (optional, host) = match host.strip_prefix('-') {
-            Some(h) => (true, h),
-            None => (false, host),
-        };
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        match TcpListener::bind(&addr) {
-            Ok(l) => {
-                listen.push(l.local_addr()?);
-                listeners.push(l);
-            }
-            Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
-            Err(e) => {
-                return Err(std::io::Error::new(
-                    e.kind(),
-                    format!("could not bind {addr}: {e}"),
-                ))
-            }
+impl Server {
+    /// Builds the shared state for `config`, listening on `listen`, with an empty keyspace
+    /// (start-up then loads the data directory into it).
+    pub fn new(config: Config, listen: Vec<SocketAddr>) -> Arc<Server> {
+        let values = config.get();
+        let mut threads = values.threads as usize;
+        if threads == 0 {
+            threads = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1);
         }
-    }
-    if listeners.is_empty() {
-        return Err(std::io::Error::other("no address to listen on"));
-    }
-    let mut threads = values.threads as usize;
-    if threads == 0 {
-        threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-    }
-    let shards = (values.shards as usize).next_power_of_two();
-    let databases = values.databases as usize;
-    drop(values);
-    let table = Table::new(commands::FAMILIES);
-    let server = Arc::new(Server {
-        keyspace: Keyspace::new(databases, shards.trailing_zeros()),
-        config,
-        table,
-        clients: Registry::default(),
-        stats: Stats::default(),
-        started: Instant::now(),
-        run_id: run_id(),
-        threads,
-        listen,
-        last_save: AtomicU64::new(Server::now_unix()),
-        shutting_down: AtomicBool::new(false),
-        memory_peak: AtomicU64::new(0),
-        ops_per_sec: AtomicU64::new(0),
-        active_expire: AtomicBool::new(true),
-        clock: Clock::new(),
-        pubsub: Default::default(),
-        slowlog: Default::default(),
-        blocking: Default::default(),
-        notify_flags: AtomicU32::new(0),
-        watches: Default::default(),
-        persist: Default::default(),
-        sinks: Default::default(),
-        me: Default::default(),
-        scripts: Default::default(),
-        workers: Default::default(),
-    });
-    let _ = server.me.set(Arc::downgrade(&server));
-    server.apply_config();
-    // Keys removed by lazy or active expiry publish `expired` events.
-    let weak = Arc::downgrade(&server);
-    server
-        .keyspace
-        .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
-            let Some(s) = weak.upgrade() else { return };
-            s.watches.touch(db, key);
-            let epoch = s.persist.epoch.load(Ordering::Relaxed);
-            s.sinks.record_expired(db, epoch, key);
-            let flags = s.notify_flags.load(Ordering::Relaxed);
-            if flags & crate::services::notify::EXPIRED != 0 {
-                crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
-            }
-        }));
-    crate::services::persist::open(&server).map_err(std::io::Error::other)?;
-    Ok((server, listeners))
-}
-
-/// Serves on already-bound listeners until SHUTDOWN.
-pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Result<()> {
-    let mut workers = Vec::new();
-    let mut senders = Vec::new();
-    let mut queues = Vec::new();
-    for _ in 0..server.threads {
-        let (tx, rx) = mpsc::unbounded_channel::<conn::Incoming>();
-        senders.push(tx);
-        queues.push(rx);
-    }
-    let _ = server.workers.set(senders.clone());
-    for (i, rx) in queues.into_iter().enumerate() {
-        let server = server.clone();
-        let stats = Arc::new(ThreadStats::new(server.table.commands.len()));
-        server.stats.register(stats.clone());
-        workers.push(
-            std::thread::Builder::new()
-                .name(format!("{WORKER_THREAD}-{i}"))
-                .spawn(move || worker(server, stats, rx, i))?,
-        );
-    }
-    let background = {
-        let server = server.clone();
-        std::thread::Builder::new()
-            .name("strata-cron".into())
-            .spawn(move || cron(&server))?
-    };
-    for listener in listeners {
-        let server = server.clone();
-        let senders = senders.clone();
-        std::thread::Builder::new()
-            .name("strata-accept".into())
-            .spawn(move || accept_loop(&server, listener, &senders))?;
-    }
-    drop(senders);
-    {
-        let server = server.clone();
-        std::thread::Builder::new()
-            .name("strata-signals".into())
-            .spawn(move || watch_signals(server))?;
-    }
-    background.join().ok();
-    for w in workers {
-        w.join().ok();
-    }
-    server.persist.close();
-    tracing::info!("Strata is now ready to exit, bye bye...");
-    Ok(())
-}
-
-fn accept_loop(
-    server: &Arc<Server>,
-    listener: TcpListener,
-    workers: &[mpsc::UnboundedSender<conn::Incoming>],
-) {
-    let mut next = 0usize;
-    loop {
-        let stream = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(e) => {
-                if server.shutting_down.load(Ordering::SeqCst) {
-                    return;
-                }
-                // EMFILE and friends: back off instead of spinning.
-                tracing::warn!("accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            }
-        };
-        if server.shutting_down.load(Ordering::SeqCst) {
-            return;
-        }
+        let shards = (values.shards as usize).next_power_of_two();
+        let databases = values.databases as usize;
+        drop(values);
+        let table = Table::new(commands::FAMILIES);
+        let server = Arc::new(Server {
+            loading: AtomicBool::new(true),
+            keyspace: Keyspace::new(databases, shards.trailing_zeros()),
+            config,
+            table,
+            clients: Registry::default(),
+            stats: Stats::default(),
+            started: Instant::now(),
+            run_id: run_id(),
+            threads,
+            listen,
+            last_save: AtomicU64::new(Server::now_unix()),
+            shutting_down: AtomicBool::new(false),
+            memory_peak: AtomicU64::new(0),
+            ops_per_sec: AtomicU64::new(0),
+            active_expire: AtomicBool::new(true),
+            clock: Clock::new(),
+            pubsub: Default::default(),
+            slowlog: Default::default(),
+            blocking: Default::default(),
+            notify_flags: AtomicU32::new(0),
+            watches: Default::default(),
+            persist: Default::default(),
+            sinks: Default::default(),
+            me: Default::default(),
+            scripts: Default::default(),
+            workers: Default::default(),
+        });
+        let _ = server.me.set(Arc::downgrade(&server));
+        server.apply_config();
+        // Keys removed by lazy or active expiry publish `expired` events.
+        let weak = Arc::downgrade(&server);
         server
-            .stats
-            .connections_received
-            .fetch_add(1, Ordering::Relaxed);
-        if workers[next % workers.len()]
-            .send(conn::Incoming::New(stream))
-            .is_err()
-        {
-            return;
-        }
-        next = next.wrapping_add(1);
-    }
-}
-
-/// Worker threads are named WORKER_THREAD-N (`stranded` finds them by it).
-pub const WORKER_THREAD: &str = "strata-worker";
-
-fn worker(
-    server: Arc<Server>,
-    stats: Arc<ThreadStats>,
-    mut rx: mpsc::UnboundedReceiver<conn::Incoming>,
-    me: usize,
-) {
-    if server.config.get().worker_sched == crate::config::WorkerSched::Batch {
-        if let Err(e) = crate::net::sched::set_current(crate::net::sched::Policy::Batch) {
-            tracing::warn!("worker thread stays SCHED_OTHER: SCHED_BATCH refused: {e}");
-        }
-    }
-    let leader = server.clone();
-    #[cfg(target_os = "linux")]
-    let workers = server.threads;
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        // Before the loop sleeps, the writes it just journalled are written and (under
-        // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
-        // journal thread and back for each batch.
-        // Then, if a running snapshot's own thread is starved, it captures a chunk of it;
-        // and another worker waiting for this CPU gets it (`stranded::end_of_turn`).
-        .on_thread_park(move || {
-            if let Some(j) = leader.persist.journal() {
-                j.flush_pending();
-            }
-            crate::services::snapshot::help(&leader);
-            crate::net::turn::ended();
-            #[cfg(target_os = "linux")]
-            crate::net::stranded::end_of_turn(workers);
-        })
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start a worker event loop: {e}");
-            server.stop();
-            return;
-        }
-    };
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        loop {
-            tokio::select! {
-                s = rx.recv() => match s {
-                    Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s, me)); }
-                    None => break,
-                },
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                    if server.shutting_down.load(Ordering::SeqCst) { break; }
+            .keyspace
+            .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
+                let Some(s) = weak.upgrade() else { return };
+                s.watches.touch(db, key);
+                let epoch = s.persist.epoch.load(Ordering::Relaxed);
+                s.sinks.record_expired(db, epoch, key);
+                let flags = s.notify_flags.load(Ordering::Relaxed);
+                if flags & crate::services::notify::EXPIRED != 0 {
+                    crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
                 }
-            }
-        }
-    });
+            }));
+        server
+    }
 }
 
 /// The background cycle, `hz` times a second: active expiry, idle-client timeouts, the
 /// ops/sec sample, and the shutdown check.
-fn cron(server: &Arc<Server>) {
+pub(crate) fn cron(server: &Arc<Server>) {
     let mut last = (Instant::now(), 0u64);
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = u64::from(server.config.get().hz.clamp(1, 500));
@@ -415,33 +233,6 @@ fn close_idle_clients(server: &Server) {
             c.kill();
         }
     }
-}
-
-/// SIGTERM and SIGINT stop the server cleanly, as redis-server does.
-fn watch_signals(server: Arc<Server>) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
-    rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
-            _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
-        }
-        if let Err(e) = crate::services::snapshot::on_shutdown(&server, false) {
-            tracing::warn!("shutdown snapshot failed: {e}");
-        }
-        server.stop();
-    });
 }
 
 fn run_id() -> String {

@@ -85,7 +85,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
             let since =
                 Server::now_unix().saturating_sub(snap.started_unix.load(Ordering::Relaxed));
             let mut fields = vec![
-                ("loading", "0".to_string()),
+                ("loading", flag(server.loading.load(Ordering::Relaxed))),
                 ("async_loading", "0".into()),
                 (
                     "rdb_changes_since_last_save",

@@ -1,7 +1,6 @@
 //! One connection: read what the client sent, run every complete command in it, answer
 //! the whole batch with one write.
 
-use crate::config::Config;
 use crate::exec::client::{Client, ClientInfo};
 use crate::exec::{self, blocked, After, Call, Origin, Worker};
 use crate::server::Server;
@@ -9,7 +8,6 @@ use crate::services::blocking::{self, BlockRequest};
 use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
 use bytes::BytesMut;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strata_resp::{Limits, Parser};
@@ -19,9 +17,6 @@ use tokio::net::TcpStream;
 const READ_CHUNK: usize = 16 * 1024;
 /// Reserve at most this much ahead of what has arrived, whatever a frame header claims.
 const MAX_RESERVE: usize = 1024 * 1024;
-
-/// Redis's reply to a non-loopback client while protected mode is on and no password is set.
-const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
 /// Limits the connection enforces, refreshed when CONFIG SET changes the config epoch.
 struct ConnLimits {
@@ -89,7 +84,9 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
     let Ok(mut stream) = TcpStream::from_std(stream) else {
         return;
     };
-    if let Some(refusal) = refuse(&server.config, server.clients.connected(), &peer) {
+    if let Some(refusal) =
+        crate::net::listen::refuse(&server.config, server.clients.connected(), &peer)
+    {
         server
             .stats
             .rejected_connections
@@ -140,20 +137,6 @@ fn finish_client(server: &Server, mut client: Client) {
     }
     crate::commands::transactions::forget(&server.watches, &mut client);
     server.clients.remove(client.info.id);
-}
-
-/// Why a new connection is turned away, if it is: maxclients, or protected mode (no
-/// password set and a client from beyond loopback), as Redis decides.
-fn refuse(config: &Config, connected: usize, peer: &SocketAddr) -> Option<&'static str> {
-    let config = config.get();
-    if connected >= config.maxclients as usize {
-        return Some("ERR max number of clients reached");
-    }
-    let protected = config.protected_mode && config.requirepass.is_empty();
-    if protected && !peer.ip().is_loopback() {
-        return Some(DENIED);
-    }
-    None
 }
 
 /// Serves the connection until it closes (None) or should move to another worker (its
@@ -492,36 +475,5 @@ async fn wait_blocked(
                 }
             },
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn protected_mode_and_maxclients() {
-        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        let local6: SocketAddr = "[::1]:5000".parse().unwrap();
-        let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
-        let c = Config::new(None);
-        assert_eq!(refuse(&c, 0, &local), None);
-        assert_eq!(refuse(&c, 0, &local6), None);
-        assert_eq!(refuse(&c, 0, &remote), Some(DENIED));
-        c.set("requirepass", "pw", false).unwrap();
-        assert_eq!(
-            refuse(&c, 0, &remote),
-            None,
-            "a password lifts protected mode"
-        );
-        c.set("requirepass", "", false).unwrap();
-        c.set("protected-mode", "no", false).unwrap();
-        assert_eq!(refuse(&c, 0, &remote), None);
-        c.set("maxclients", "2", false).unwrap();
-        assert_eq!(refuse(&c, 1, &local), None);
-        assert_eq!(
-            refuse(&c, 2, &local),
-            Some("ERR max number of clients reached")
-        );
     }
 }

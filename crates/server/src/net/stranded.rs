@@ -53,7 +53,7 @@ impl Stranded {
                 continue;
             };
             let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-            if !comm.starts_with(crate::server::WORKER_THREAD) {
+            if !comm.starts_with(crate::net::workers::WORKER_THREAD) {
                 continue;
             }
             let Ok(stat) = File::open(entry.path().join("stat")) else {
@@ -211,7 +211,7 @@ mod tests {
             let (tx, rx) = mpsc::channel();
             let spinning = stop.clone();
             let thread = std::thread::Builder::new()
-                .name(format!("{}-{name}", crate::server::WORKER_THREAD))
+                .name(format!("{}-{name}", crate::net::workers::WORKER_THREAD))
                 .spawn(move || {
                     // SAFETY: a plain call.
                     let tid = unsafe { libc::gettid() };
@@ -276,7 +276,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let (wake, sleep) = mpsc::channel::<()>();
         let sleeper = std::thread::Builder::new()
-            .name(format!("{}-sleeps", crate::server::WORKER_THREAD))
+            .name(format!("{}-sleeps", crate::net::workers::WORKER_THREAD))
             .spawn(move || {
                 // SAFETY: a plain call.
                 tx.send(unsafe { libc::gettid() })

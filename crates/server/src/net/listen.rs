@@ -1,0 +1,134 @@
+//! Listening: binding the configured addresses, accepting connections and handing each to a
+//! worker thread, and turning away those Redis would refuse (maxclients, protected mode).
+
+use crate::config::Config;
+use crate::net::conn::Incoming;
+use crate::server::Server;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Redis's reply to a non-loopback client while protected mode is on and no password is set.
+const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
+
+/// Binds every address of `bind` on `port`; returns the listeners and the addresses
+/// actually bound (port 0 resolves to the port the OS chose).
+pub fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Vec<SocketAddr>)> {
+    let values = config.get();
+    let port = values.port;
+    let mut listeners = Vec::new();
+    let mut listen = Vec::new();
+    for host in values.bind.0.iter().map(String::as_str) {
+        // Redis's "-" prefix means "optional": skip it if the address is unavailable.
+        let (optional, host) = match host.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, host),
+        };
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        match TcpListener::bind(&addr) {
+            Ok(l) => {
+                listen.push(l.local_addr()?);
+                listeners.push(l);
+            }
+            Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("could not bind {addr}: {e}"),
+                ))
+            }
+        }
+    }
+    if listeners.is_empty() {
+        return Err(std::io::Error::other("no address to listen on"));
+    }
+    Ok((listeners, listen))
+}
+
+/// Accepts connections and deals them to the workers in turn until shutdown.
+pub fn accept_loop(
+    server: &Arc<Server>,
+    listener: TcpListener,
+    workers: &[mpsc::UnboundedSender<Incoming>],
+) {
+    let mut next = 0usize;
+    loop {
+        let stream = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) => {
+                if server.shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if server.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        server
+            .stats
+            .connections_received
+            .fetch_add(1, Ordering::Relaxed);
+        if workers[next % workers.len()]
+            .send(Incoming::New(stream))
+            .is_err()
+        {
+            return;
+        }
+        next = next.wrapping_add(1);
+    }
+}
+
+/// Why a new connection is turned away, if it is: maxclients, or protected mode (no
+/// password set and a client from beyond loopback), as Redis decides.
+pub fn refuse(config: &Config, connected: usize, peer: &SocketAddr) -> Option<&'static str> {
+    let config = config.get();
+    if connected >= config.maxclients as usize {
+        return Some("ERR max number of clients reached");
+    }
+    let protected = config.protected_mode && config.requirepass.is_empty();
+    if protected && !peer.ip().is_loopback() {
+        return Some(DENIED);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_and_maxclients() {
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let local6: SocketAddr = "[::1]:5000".parse().unwrap();
+        let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        let c = Config::new(None);
+        assert_eq!(refuse(&c, 0, &local), None);
+        assert_eq!(refuse(&c, 0, &local6), None);
+        assert_eq!(refuse(&c, 0, &remote), Some(DENIED));
+        c.set("requirepass", "pw", false).unwrap();
+        assert_eq!(
+            refuse(&c, 0, &remote),
+            None,
+            "a password lifts protected mode"
+        );
+        c.set("requirepass", "", false).unwrap();
+        c.set("protected-mode", "no", false).unwrap();
+        assert_eq!(refuse(&c, 0, &remote), None);
+        c.set("maxclients", "2", false).unwrap();
+        assert_eq!(refuse(&c, 1, &local), None);
+        assert_eq!(
+            refuse(&c, 2, &local),
+            Some("ERR max number of clients reached")
+        );
+    }
+}

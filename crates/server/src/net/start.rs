@@ -1,0 +1,80 @@
+//! Start-up: bind the listeners, build the server, load the data directory, start the
+//! worker threads and the background cycle, and serve until SHUTDOWN.
+
+use crate::config::Config;
+use crate::net::conn;
+use crate::net::workers::{worker, WORKER_THREAD};
+use crate::server::Server;
+use crate::services::stats::ThreadStats;
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Binds the listeners, starts the worker threads and serves until SHUTDOWN.
+/// Returns once the server has stopped.
+pub fn run(config: Config) -> std::io::Result<()> {
+    let (server, listeners) = start(config)?;
+    for addr in &server.listen {
+        tracing::info!(
+            "Ready to accept connections on {addr} with {} worker threads",
+            server.threads
+        );
+    }
+    serve(server, listeners)
+}
+
+/// Binds, builds the shared state and loads the data directory, without serving yet.
+pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
+    let (listeners, listen) = crate::net::listen::bind(&config)?;
+    let server = Server::new(config, listen);
+    // Signals are watched from here on, so one that arrives while loading is handled.
+    crate::net::signals::watch(&server)?;
+    crate::services::persist::open(&server).map_err(std::io::Error::other)?;
+    server.loading.store(false, Ordering::SeqCst);
+    Ok((server, listeners))
+}
+
+/// Serves on already-bound listeners until SHUTDOWN.
+pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Result<()> {
+    let mut workers = Vec::new();
+    let mut senders = Vec::new();
+    let mut queues = Vec::new();
+    for _ in 0..server.threads {
+        let (tx, rx) = mpsc::unbounded_channel::<conn::Incoming>();
+        senders.push(tx);
+        queues.push(rx);
+    }
+    let _ = server.workers.set(senders.clone());
+    for (i, rx) in queues.into_iter().enumerate() {
+        let server = server.clone();
+        let stats = Arc::new(ThreadStats::new(server.table.commands.len()));
+        server.stats.register(stats.clone());
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("{WORKER_THREAD}-{i}"))
+                .spawn(move || worker(server, stats, rx, i))?,
+        );
+    }
+    let background = {
+        let server = server.clone();
+        std::thread::Builder::new()
+            .name("strata-cron".into())
+            .spawn(move || crate::server::cron(&server))?
+    };
+    for listener in listeners {
+        let server = server.clone();
+        let senders = senders.clone();
+        std::thread::Builder::new()
+            .name("strata-accept".into())
+            .spawn(move || crate::net::listen::accept_loop(&server, listener, &senders))?;
+    }
+    drop(senders);
+    background.join().ok();
+    for w in workers {
+        w.join().ok();
+    }
+    server.persist.close();
+    tracing::info!("Strata is now ready to exit, bye bye...");
+    Ok(())
+}

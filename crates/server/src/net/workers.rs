@@ -1,0 +1,68 @@
+//! Worker threads: each runs one event loop (a tokio current-thread runtime) with its own
+//! connections, flushing the journal and helping a starved snapshot before it sleeps.
+
+use crate::net::conn;
+use crate::server::Server;
+use crate::services::stats::ThreadStats;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Worker threads are named WORKER_THREAD-N (`stranded` finds them by it).
+pub const WORKER_THREAD: &str = "strata-worker";
+
+pub fn worker(
+    server: Arc<Server>,
+    stats: Arc<ThreadStats>,
+    mut rx: mpsc::UnboundedReceiver<conn::Incoming>,
+    me: usize,
+) {
+    if server.config.get().worker_sched == crate::config::WorkerSched::Batch {
+        if let Err(e) = crate::net::sched::set_current(crate::net::sched::Policy::Batch) {
+            tracing::warn!("worker thread stays SCHED_OTHER: SCHED_BATCH refused: {e}");
+        }
+    }
+    let leader = server.clone();
+    #[cfg(target_os = "linux")]
+    let workers = server.threads;
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        // Before the loop sleeps, the writes it just journalled are written and (under
+        // `always`) fsynced on this thread, as Redis does in beforeSleep: no hand-off to the
+        // journal thread and back for each batch.
+        // Then, if a running snapshot's own thread is starved, it captures a chunk of it;
+        // and another worker waiting for this CPU gets it (`stranded::end_of_turn`).
+        .on_thread_park(move || {
+            if let Some(j) = leader.persist.journal() {
+                j.flush_pending();
+            }
+            crate::services::snapshot::help(&leader);
+            crate::net::turn::ended();
+            #[cfg(target_os = "linux")]
+            crate::net::stranded::end_of_turn(workers);
+        })
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start a worker event loop: {e}");
+            server.stop();
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        loop {
+            tokio::select! {
+                s = rx.recv() => match s {
+                    Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s, me)); }
+                    None => break,
+                },
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if server.shutting_down.load(Ordering::SeqCst) { break; }
+                }
+            }
+        }
+    });
+}
