@@ -23,6 +23,8 @@ pub enum Hook {
     PubsubLimit,
     /// The slow log's threshold and length.
     Slowlog,
+    /// Turning the journal on or off (at start the data directory opens it).
+    Appendonly,
 }
 
 impl Hook {
@@ -70,6 +72,18 @@ impl Hook {
             Hook::Slowlog => server
                 .slowlog
                 .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
+            Hook::Appendonly => {
+                // Before start-up has opened the data directory there is nothing to switch.
+                if server.loading.load(Ordering::SeqCst) {
+                    return;
+                }
+                let on = c.appendonly;
+                if on != server.persist.journal().is_some() {
+                    if let Some(s) = server.arc() {
+                        crate::services::persist::switch_journal(&s, on);
+                    }
+                }
+            }
         }
     }
 }

@@ -115,7 +115,7 @@ directives! {
     save: SaveRules = "3600 1 300 100 60 10000", "save", LIVE;
     /// Journal every write in `dir` (no: a pure cache). Strata's default is yes; set at
     /// start only.
-    appendonly: bool = "yes", "appendonly", START;
+    appendonly: bool = "yes", "appendonly", LIVE => Appendonly;
     /// Journal fsync policy.
     appendfsync: Appendfsync = "everysec", "appendfsync", LIVE => Fsync;
     /// Worker threads help a background snapshot that captured nothing for this long

@@ -52,6 +52,8 @@ pub enum Incoming {
     New(std::net::TcpStream),
     /// A connection another worker handed over (a hot key's, see `serve_client`).
     Moved(Box<Moved>),
+    /// Not a connection: the worker answers as it takes it (`workers::barrier`).
+    Barrier(std::sync::mpsc::SyncSender<()>),
 }
 
 /// A connection between two workers: its socket and its state, taken between two reads
@@ -71,6 +73,10 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
                 return finish(&server, stream, client, moved);
             }
             return finish_client(&server, client);
+        }
+        Incoming::Barrier(passed) => {
+            let _ = passed.send(());
+            return;
         }
     };
     let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {

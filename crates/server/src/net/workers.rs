@@ -34,9 +34,7 @@ pub fn worker(
         // Then, if a running snapshot's own thread is starved, it captures a chunk of it;
         // and another worker waiting for this CPU gets it (`stranded::end_of_turn`).
         .on_thread_park(move || {
-            if let Some(j) = leader.persist.journal() {
-                j.flush_pending();
-            }
+            leader.persist.with_journal(|j| j.flush_pending());
             crate::services::snapshot::help(&leader);
             crate::net::turn::ended();
             #[cfg(target_os = "linux")]
@@ -56,6 +54,7 @@ pub fn worker(
         loop {
             tokio::select! {
                 s = rx.recv() => match s {
+                    Some(conn::Incoming::Barrier(passed)) => { let _ = passed.send(()); }
                     Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s, me)); }
                     None => break,
                 },
@@ -65,4 +64,25 @@ pub fn worker(
             }
         }
     });
+}
+
+/// Returns once every worker thread has finished what it was running when this was called:
+/// each passes a barrier between two tasks, so no command that began before is still
+/// running. Never call it on a worker thread (it would wait for itself).
+pub fn barrier(server: &Server) {
+    let Some(queues) = server.workers.get() else {
+        return;
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(queues.len());
+    let sent = queues
+        .iter()
+        .filter(|q| q.send(conn::Incoming::Barrier(tx.clone())).is_ok())
+        .count();
+    drop(tx);
+    for _ in 0..sent {
+        // A worker that exits (shutdown) drops its sender: nothing left to wait for.
+        if rx.recv().is_err() {
+            break;
+        }
+    }
 }

@@ -9,17 +9,23 @@
 use crate::config::Appendfsync;
 use crate::exec::sink::EffectSink;
 use crate::server::Server;
+use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use strata_storage::{DirLock, Fsync, Journal, JournalOptions};
 use tokio::sync::Notify;
 
 #[derive(Default)]
 pub struct Persist {
-    journal: OnceLock<Arc<Journal>>,
+    /// The journal while `appendonly yes`; CONFIG SET appendonly attaches and detaches it.
+    journal: ArcSwapOption<Journal>,
+    /// The journal's registration among the effect sinks, to remove it on detach.
+    sink: Mutex<Option<Arc<dyn EffectSink>>>,
+    /// Serialises attaching and detaching the journal.
+    switching: Mutex<()>,
     dir_lock: Mutex<Option<DirLock>>,
     /// Wakes connections waiting for an fsync (appendfsync always).
     durable: Arc<Notify>,
@@ -52,8 +58,14 @@ pub fn fsync_policy(policy: Appendfsync) -> Fsync {
 
 impl Persist {
     /// The journal, when `appendonly yes`.
-    pub fn journal(&self) -> Option<&Arc<Journal>> {
-        self.journal.get()
+    pub fn journal(&self) -> Option<Arc<Journal>> {
+        self.journal.load_full()
+    }
+
+    /// Runs `f` with the journal, if any, without taking a reference count (the worker
+    /// threads do it as they go idle).
+    pub fn with_journal<R>(&self, f: impl FnOnce(&Journal) -> R) -> Option<R> {
+        self.journal.load().as_deref().map(f)
     }
 
     /// Changes since the last successful snapshot began (Redis's `server.dirty`).
@@ -68,14 +80,13 @@ impl Persist {
     pub fn must_wait(&self, lsn: u64) -> bool {
         lsn != 0
             && self
-                .journal
-                .get()
-                .is_some_and(|j| j.fsync() == Fsync::Always && j.durable_lsn() < lsn)
+                .with_journal(|j| j.fsync() == Fsync::Always && j.durable_lsn() < lsn)
+                .unwrap_or(false)
     }
 
     /// Waits until the journal is durable up to `lsn`.
     pub async fn wait_durable(&self, lsn: u64) {
-        let Some(j) = self.journal.get() else { return };
+        let Some(j) = self.journal() else { return };
         loop {
             let notified = self.durable.notified();
             tokio::pin!(notified);
@@ -90,12 +101,12 @@ impl Persist {
 
     /// The LSN of the last block appended so far (a served blocked client waits for it).
     pub fn last_lsn(&self) -> u64 {
-        self.journal.get().map_or(0, |j| j.next_lsn() - 1)
+        self.with_journal(|j| j.next_lsn() - 1).unwrap_or(0)
     }
 
     /// INFO persistence's journal fields.
     pub fn aof_fields(&self) -> Vec<(&'static str, String)> {
-        let Some(j) = self.journal.get() else {
+        let Some(j) = self.journal() else {
             return vec![("aof_enabled", "0".into())];
         };
         let st = j.stats();
@@ -119,7 +130,7 @@ impl Persist {
 
     /// Flushes and fsyncs the journal (SHUTDOWN).
     pub fn close(&self) {
-        if let Some(j) = self.journal.get() {
+        if let Some(j) = self.journal() {
             if let Err(e) = j.close() {
                 tracing::warn!("closing the journal: {e}");
             }
@@ -178,16 +189,94 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         );
         return Ok(());
     }
+    attach_journal(server)
+}
+
+/// Opens the journal in the data directory, after its last valid block, and makes it an
+/// effect sink: every write recorded from now on reaches it.
+fn attach_journal(server: &Arc<Server>) -> Result<(), String> {
+    let dir = server.data_dir();
     let mut opts = JournalOptions::new(&dir);
     opts.fsync = fsync_policy(server.config.get().appendfsync);
     let j = Journal::open(opts)
         .map_err(|e| format!("opening the journal in {}: {e}", dir.display()))?;
     let notify = server.persist.durable.clone();
     j.on_durable(Box::new(move |_| notify.notify_waiters()));
-    // Worker threads flush their own batches before they idle (server::worker).
+    // Worker threads flush their own batches before they idle (net::workers).
     j.set_leaders(true);
-    server.sinks.add(Arc::new(JournalSink(j.clone())));
-    let _ = server.persist.journal.set(j);
+    let sink: Arc<dyn EffectSink> = Arc::new(JournalSink(j.clone()));
+    server.sinks.add(sink.clone());
+    *server.persist.sink.lock() = Some(sink);
+    server.persist.journal.store(Some(j));
+    Ok(())
+}
+
+/// CONFIG SET appendonly: turns the journal on or off while the server runs, in the
+/// background (the switch waits for every worker thread, and CONFIG SET runs on one).
+///
+/// On: the journal is attached, then every worker passes a barrier (so no write that
+/// began before the journal was attached, unrecorded, is still in flight), then a
+/// snapshot is taken as BGREWRITEAOF takes one. Every write is then in that snapshot or
+/// in the journal after it, and the journal before it is dropped.
+/// Off: the journal stops being a sink, every worker passes a barrier (writes recording
+/// into it are done), and it is flushed, fsynced and closed. What it holds stays valid:
+/// the next start replays it after the newest snapshot.
+pub fn switch_journal(server: &Arc<Server>, on: bool) {
+    let server = server.clone();
+    let spawned = std::thread::Builder::new()
+        .name("strata-appendonly".into())
+        .spawn(move || {
+            let _g = server.persist.switching.lock();
+            let result = if on {
+                turn_on(&server)
+            } else {
+                turn_off(&server)
+            };
+            if let Err(e) = result {
+                tracing::warn!(
+                    "CONFIG SET appendonly {}: {e}",
+                    if on { "yes" } else { "no" }
+                );
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("CONFIG SET appendonly: cannot start its thread: {e}");
+    }
+}
+
+fn turn_on(server: &Arc<Server>) -> Result<(), String> {
+    if server.persist.journal().is_some() {
+        return Ok(());
+    }
+    attach_journal(server)?;
+    crate::net::workers::barrier(server);
+    tracing::info!("appendonly yes: journal attached; taking a snapshot to start it from");
+    loop {
+        match crate::services::snapshot::start(server, true, true) {
+            Ok(()) => return Ok(()),
+            // One is running: it does not cover the writes before the journal; wait.
+            Err(e) if e == crate::services::snapshot::ALREADY => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn turn_off(server: &Arc<Server>) -> Result<(), String> {
+    let Some(sink) = server.persist.sink.lock().take() else {
+        return Ok(());
+    };
+    server.sinks.remove(&sink);
+    crate::net::workers::barrier(server);
+    // A running snapshot may still append its marker or drop old segments: let it end.
+    while server.persist.snapshots.in_progress() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if let Some(j) = server.persist.journal.swap(None) {
+        j.close().map_err(|e| e.to_string())?;
+    }
+    tracing::info!("appendonly no: journal closed; writes persist through snapshots only");
     Ok(())
 }
 
