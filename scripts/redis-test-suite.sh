@@ -26,6 +26,7 @@ shift
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 STRATA=${STRATA:-$ROOT/target/release/strata}
+STRATA_ARGS=${STRATA_ARGS:-}
 REDIS_SERVER=${REDIS_SERVER-redis-server}
 OUT=${OUT:-$ROOT/target/redis-test-suite}
 TIMEOUT=${TIMEOUT:-900}
