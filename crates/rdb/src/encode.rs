@@ -11,8 +11,8 @@ use std::io;
 pub(crate) const LISTPACK_MAX: usize = 1 << 30;
 
 /// How values are written: the thresholds under which Redis keeps collections in their
-/// compact forms (same names, meaning and defaults as the redis.conf settings), and
-/// whether strings are LZF-compressed.
+/// compact forms (same names and meaning as the redis.conf settings, defaults as built
+/// into redis-server 7.0), and whether strings are LZF-compressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteOptions {
     /// `rdbcompression`: LZF-compress strings longer than 20 bytes when it saves space.
@@ -38,7 +38,7 @@ impl Default for WriteOptions {
         WriteOptions {
             compression: true,
             checksum: true,
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,

@@ -326,7 +326,9 @@ pub(crate) fn write<S: Sink>(enc: &mut Encoder, out: &mut S, s: &StreamValue) ->
     let mut nodes_buf = std::mem::take(&mut enc.nodes);
     nodes_buf.clear();
     let mut nodes: Vec<(StreamId, usize, usize)> = Vec::new();
-    let mut cur: Option<(StreamId, &[(Bytes, Bytes)], i64)> = None;
+    // The open node: master ID, master fields, entry count.
+    type OpenNode<'a> = (StreamId, &'a [(Bytes, Bytes)], i64);
+    let mut cur: Option<OpenNode> = None;
     let lp = &mut enc.lp;
     let mut close =
         |lp: &mut crate::listpack::ListpackWriter, master: StreamId, buf: &mut Vec<u8>| {

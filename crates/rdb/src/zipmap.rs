@@ -10,9 +10,12 @@ use std::ops::Range;
 const BIGLEN: u8 = 254;
 const END: u8 = 0xff;
 
+/// A field and its value, as ranges of the blob.
+pub type Pair = (Range<usize>, Range<usize>);
+
 /// The field/value ranges of a zipmap, checked: everything within the blob, a terminator
 /// at the end, at least one pair, the count byte right.
-pub fn decode(data: &[u8]) -> Result<Vec<(Range<usize>, Range<usize>)>, BlobError> {
+pub fn decode(data: &[u8]) -> Result<Vec<Pair>, BlobError> {
     if data.len() < 2 {
         return Err(BlobError::new(0, "shorter than a zipmap"));
     }

@@ -2,6 +2,7 @@
 //! over RESP into the crate's value model, and sample values of every type and encoding.
 #![allow(dead_code)]
 
+pub mod fixtures;
 pub mod samples;
 
 use bytes::Bytes;

@@ -283,7 +283,7 @@ pub fn samples() -> Vec<(Bytes, RdbValue, KeyMeta)> {
     out.push((
         b("hash:large"),
         RdbValue::Hash(
-            (0..200)
+            (0..600)
                 .map(|i| (b(&format!("field-{i}")), b(&(i * i).to_string())))
                 .collect(),
         ),
