@@ -2,7 +2,8 @@
 
 use crate::error::{BlobError, Error, ErrorKind};
 use crate::listpack::Listpack;
-use crate::num::parse_score;
+use crate::members::{Members, Pairs, Scored};
+use crate::num::{format_i64, parse_score, IntBuf};
 use crate::source::{Elem, Source};
 use crate::value::RdbValue;
 use crate::ziplist::Ziplist;
@@ -17,15 +18,6 @@ pub(crate) const MAX_PREALLOC: usize = 4096;
 
 pub(crate) fn prealloc(declared: u64) -> usize {
     declared.min(MAX_PREALLOC as u64) as usize
-}
-
-/// Index of the first item whose key repeats an earlier one.
-pub(crate) fn first_duplicate<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> Option<usize> {
-    if items.len() <= 16 {
-        return (1..items.len()).find(|&i| items[..i].iter().any(|x| key(x) == key(&items[i])));
-    }
-    let mut seen = hashbrown::HashSet::with_capacity(items.len());
-    items.iter().position(|it| !seen.insert(key(it)))
 }
 
 /// A packed sequence: listpack or ziplist.
@@ -52,40 +44,52 @@ impl Packed for Ziplist<'_> {
     }
 }
 
-/// Appends every element of a packed blob to `out` as strings.
-fn packed_elems<R: Read, P: Packed>(
-    mut p: P,
-    blob: &Bytes,
-    src: &mut Source<R>,
-    out: &mut Vec<Bytes>,
-) -> Result<(), BlobError> {
-    out.reserve(p.count_hint().unwrap_or(0).min(blob.len() / 2));
+fn push_elem(out: &mut Members, blob: &[u8], e: Elem) {
+    match e {
+        Elem::Str(r) => out.push(&blob[r]),
+        Elem::Int(v) => out.push(format_i64(v, &mut IntBuf::default())),
+    }
+}
+
+/// Room for the elements of a packed blob (its header count, bounded by its size).
+fn packed_capacity<P: Packed>(p: &P, blob: &[u8]) -> Members {
+    Members::with_capacity(p.count_hint().unwrap_or(0).min(blob.len() / 2), blob.len())
+}
+
+/// Appends every element of a packed blob to `out`.
+fn packed_into<P: Packed>(mut p: P, blob: &[u8], out: &mut Members) -> Result<(), BlobError> {
     while let Some(e) = p.next_elem()? {
-        out.push(src.elem(blob, e));
+        push_elem(out, blob, e);
     }
     Ok(())
 }
 
-/// The elements of a packed blob as (even, odd) pairs; an odd count is an error.
-fn packed_pairs<R: Read, P: Packed, V>(
-    mut p: P,
-    blob: &Bytes,
-    src: &mut Source<R>,
-    mut second: impl FnMut(&mut Source<R>, Elem) -> Result<V, BlobError>,
-) -> Result<Vec<(Bytes, V)>, BlobError> {
-    let mut out = Vec::with_capacity(p.count_hint().unwrap_or(0).min(blob.len() / 4));
-    while let Some(first) = p.next_elem()? {
-        let first = src.elem(blob, first);
-        match p.next_elem()? {
-            Some(e) => out.push((first, second(src, e)?)),
-            None => return Err(BlobError::new(0, "odd number of elements in a pair list")),
-        }
+/// The elements of a packed blob, whose count must be even (field/value pairs).
+fn packed_pairs<P: Packed>(p: P, blob: &[u8]) -> Result<Members, BlobError> {
+    let mut out = packed_capacity(&p, blob);
+    packed_into(p, blob, &mut out)?;
+    if out.len() % 2 == 1 {
+        return Err(BlobError::new(0, "odd number of elements in a pair list"));
     }
     Ok(out)
 }
 
+/// Sorted-set members and scores from a packed blob of (member, score) pairs.
+fn packed_scored<P: Packed>(mut p: P, blob: &[u8]) -> Result<Scored, BlobError> {
+    let mut members = packed_capacity(&p, blob);
+    let mut scores = Vec::with_capacity(p.count_hint().unwrap_or(0).min(blob.len() / 4));
+    while let Some(m) = p.next_elem()? {
+        push_elem(&mut members, blob, m);
+        let s = p
+            .next_elem()?
+            .ok_or_else(|| BlobError::new(0, "odd number of elements in a pair list"))?;
+        scores.push(packed_score(blob, s)?);
+    }
+    Ok(Scored::from_parts(members, scores))
+}
+
 /// A sorted-set score stored as a packed element.
-fn packed_score(blob: &Bytes, e: Elem) -> Result<f64, BlobError> {
+fn packed_score(blob: &[u8], e: Elem) -> Result<f64, BlobError> {
     let score = match e {
         Elem::Int(v) => v as f64,
         Elem::Str(r) => {
@@ -112,14 +116,14 @@ pub(crate) fn read_value<R: Read>(
         types::STRING => RdbValue::String(src.string()?),
         types::LIST | types::SET => {
             let n = src.length()?;
-            let mut items = Vec::with_capacity(prealloc(n));
+            let mut items = Members::with_capacity(prealloc(n), 0);
             for _ in 0..n {
-                items.push(src.string()?);
+                items.push_with(|d| src.string_into(d))?;
             }
             if ty == types::LIST {
                 RdbValue::List(items)
             } else {
-                if first_duplicate(&items, |m| m).is_some() {
+                if src.dups.any(items.len(), |i| &items[i]) {
                     return Err(dup("set member"));
                 }
                 RdbValue::Set(items)
@@ -127,9 +131,10 @@ pub(crate) fn read_value<R: Read>(
         }
         types::ZSET | types::ZSET_2 => {
             let n = src.length()?;
-            let mut items = Vec::with_capacity(prealloc(n));
+            let mut members = Members::with_capacity(prealloc(n), 0);
+            let mut scores = Vec::with_capacity(prealloc(n));
             for _ in 0..n {
-                let member = src.string()?;
+                members.push_with(|d| src.string_into(d))?;
                 let score_at = src.offset();
                 let score = if ty == types::ZSET_2 {
                     f64::from_le_bytes(src.array()?)
@@ -139,87 +144,86 @@ pub(crate) fn read_value<R: Read>(
                 if score.is_nan() {
                     return Err(Error::corrupt(score_at, "sorted set score is NaN"));
                 }
-                items.push((member, score));
+                scores.push(score);
             }
-            if first_duplicate(&items, |m| &m.0).is_some() {
+            if src.dups.any(members.len(), |i| &members[i]) {
                 return Err(dup("sorted set member"));
             }
-            RdbValue::SortedSet(items)
+            RdbValue::SortedSet(Scored::from_parts(members, scores))
         }
         types::HASH => {
             let n = src.length()?;
-            let mut items = Vec::with_capacity(prealloc(n));
+            let mut flat = Members::with_capacity(prealloc(n.saturating_mul(2)), 0);
             for _ in 0..n {
-                let field = src.string()?;
-                items.push((field, src.string()?));
+                flat.push_with(|d| src.string_into(d))?;
+                flat.push_with(|d| src.string_into(d))?;
             }
-            if first_duplicate(&items, |f| &f.0).is_some() {
-                return Err(dup("hash field"));
-            }
-            RdbValue::Hash(items)
+            hash(src, flat).ok_or_else(|| dup("hash field"))?
         }
         types::HASH_ZIPMAP => {
             let blob = src.string()?;
             let pairs = zipmap::decode(&blob).map_err(|e| e.at_file(at, "zipmap"))?;
-            let items: Vec<(Bytes, Bytes)> = pairs
-                .into_iter()
-                .map(|(f, v)| (blob.slice(f), blob.slice(v)))
-                .collect();
-            if first_duplicate(&items, |f| &f.0).is_some() {
-                return Err(dup("hash field"));
+            let mut flat = Members::with_capacity(pairs.len() * 2, blob.len());
+            for (f, v) in pairs {
+                flat.push(&blob[f]);
+                flat.push(&blob[v]);
             }
-            RdbValue::Hash(items)
+            hash(src, flat).ok_or_else(|| dup("hash field"))?
         }
         types::LIST_ZIPLIST => {
             let blob = src.string()?;
-            let mut items = Vec::new();
-            Ziplist::new(&blob)
-                .and_then(|z| packed_elems(z, &blob, src, &mut items))
+            let items = Ziplist::new(&blob)
+                .and_then(|z| {
+                    let mut items = packed_capacity(&z, &blob);
+                    packed_into(z, &blob, &mut items).map(|()| items)
+                })
                 .map_err(|e| e.at_file(at, "list ziplist"))?;
             RdbValue::List(items)
         }
         types::SET_INTSET => {
             let blob = src.string()?;
             let ints = intset::decode(&blob).map_err(|e| e.at_file(at, "intset"))?;
-            RdbValue::Set(ints.into_iter().map(|v| src.int_bytes(v)).collect())
+            let mut items = Members::with_capacity(ints.len(), ints.len() * 4);
+            for v in ints {
+                items.push(format_i64(v, &mut IntBuf::default()));
+            }
+            RdbValue::Set(items)
         }
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let blob = src.string()?;
-            let score = |_: &mut Source<R>, e: Elem| packed_score(&blob, e);
-            let items = if ty == types::ZSET_ZIPLIST {
-                Ziplist::new(&blob).and_then(|z| packed_pairs(z, &blob, src, score))
+            let (items, kind) = if ty == types::ZSET_ZIPLIST {
+                (
+                    Ziplist::new(&blob).and_then(|z| packed_scored(z, &blob)),
+                    "sorted set ziplist",
+                )
             } else {
-                Listpack::new(&blob).and_then(|l| packed_pairs(l, &blob, src, score))
-            };
-            let kind = if ty == types::ZSET_ZIPLIST {
-                "sorted set ziplist"
-            } else {
-                "sorted set listpack"
+                (
+                    Listpack::new(&blob).and_then(|l| packed_scored(l, &blob)),
+                    "sorted set listpack",
+                )
             };
             let items = items.map_err(|e| e.at_file(at, kind))?;
-            if first_duplicate(&items, |m| &m.0).is_some() {
+            let m = items.members();
+            if src.dups.any(m.len(), |i| &m[i]) {
                 return Err(dup("sorted set member"));
             }
             RdbValue::SortedSet(items)
         }
         types::HASH_ZIPLIST | types::HASH_LISTPACK => {
             let blob = src.string()?;
-            let value = |s: &mut Source<R>, e: Elem| Ok(s.elem(&blob, e));
-            let items = if ty == types::HASH_ZIPLIST {
-                Ziplist::new(&blob).and_then(|z| packed_pairs(z, &blob, src, value))
+            let (flat, kind) = if ty == types::HASH_ZIPLIST {
+                (
+                    Ziplist::new(&blob).and_then(|z| packed_pairs(z, &blob)),
+                    "hash ziplist",
+                )
             } else {
-                Listpack::new(&blob).and_then(|l| packed_pairs(l, &blob, src, value))
+                (
+                    Listpack::new(&blob).and_then(|l| packed_pairs(l, &blob)),
+                    "hash listpack",
+                )
             };
-            let kind = if ty == types::HASH_ZIPLIST {
-                "hash ziplist"
-            } else {
-                "hash listpack"
-            };
-            let items = items.map_err(|e| e.at_file(at, kind))?;
-            if first_duplicate(&items, |f| &f.0).is_some() {
-                return Err(dup("hash field"));
-            }
-            RdbValue::Hash(items)
+            let flat = flat.map_err(|e| e.at_file(at, kind))?;
+            hash(src, flat).ok_or_else(|| dup("hash field"))?
         }
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => read_quicklist(src, ty)?,
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => RdbValue::Stream(Box::new(
@@ -242,13 +246,13 @@ pub(crate) fn read_value<R: Read>(
             ))
         }
     };
-    let empty = match &value {
-        RdbValue::String(_) | RdbValue::Stream(_) => false,
-        RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
-        RdbValue::SortedSet(v) => v.is_empty(),
-        RdbValue::Hash(v) => v.is_empty(),
-    };
-    Ok((!empty).then_some(value))
+    Ok((!value.is_empty_collection()).then_some(value))
+}
+
+/// A hash from alternating fields and values; `None` if a field repeats.
+fn hash<R: Read>(src: &mut Source<R>, flat: Members) -> Option<RdbValue> {
+    let dup = src.dups.any(flat.len() / 2, |i| &flat[2 * i]);
+    (!dup).then(|| RdbValue::Hash(Pairs::from_flat(flat)))
 }
 
 /// A score of the old ZSET type: a length byte (253 NaN, 254 +inf, 255 -inf) and text.
@@ -274,7 +278,7 @@ fn text_score<R: Read>(src: &mut Source<R>) -> Result<f64, Error> {
 /// or 2 packed, then) a blob holding one element (plain) or a listpack/ziplist (packed).
 fn read_quicklist<R: Read>(src: &mut Source<R>, ty: u8) -> Result<RdbValue, Error> {
     let nodes = src.length()?;
-    let mut items = Vec::new();
+    let mut items = Members::new();
     for _ in 0..nodes {
         let at = src.offset();
         let plain = if ty == types::LIST_QUICKLIST_2 {
@@ -297,14 +301,14 @@ fn read_quicklist<R: Read>(src: &mut Source<R>, ty: u8) -> Result<RdbValue, Erro
             return Err(Error::corrupt(blob_at, "empty quicklist node"));
         }
         if plain {
-            items.push(blob);
+            items.push(&blob);
         } else if ty == types::LIST_QUICKLIST_2 {
             Listpack::new(&blob)
-                .and_then(|l| packed_elems(l, &blob, src, &mut items))
+                .and_then(|l| packed_into(l, &blob, &mut items))
                 .map_err(|e| e.at_file(blob_at, "quicklist listpack node"))?;
         } else {
             Ziplist::new(&blob)
-                .and_then(|z| packed_elems(z, &blob, src, &mut items))
+                .and_then(|z| packed_into(z, &blob, &mut items))
                 .map_err(|e| e.at_file(blob_at, "quicklist ziplist node"))?;
         }
     }

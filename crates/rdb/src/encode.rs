@@ -2,6 +2,7 @@
 
 use crate::listpack::ListpackWriter;
 use crate::lzf::Compressor;
+use crate::members::Members;
 use crate::num::{format_score, parse_canonical_i64};
 use crate::value::RdbValue;
 use crate::{intset, stream, types};
@@ -192,7 +193,7 @@ impl Encoder {
             RdbValue::Set(m) if ty == types::SET_INTSET => {
                 let mut ints = std::mem::take(&mut self.ints);
                 ints.clear();
-                ints.extend(m.iter().filter_map(|x| parse_canonical_i64(x)));
+                ints.extend(m.iter().filter_map(parse_canonical_i64));
                 let mut blob = std::mem::take(&mut self.blob);
                 intset::encode(&mut ints, &mut blob);
                 let r = self.write_string(out, &blob);
@@ -206,17 +207,17 @@ impl Encoder {
             }
             RdbValue::SortedSet(m) => {
                 // Ascending by score then member, the order Redis keeps.
-                let mut sorted: Vec<&(bytes::Bytes, f64)> = m.iter().collect();
+                let mut sorted: Vec<(&[u8], f64)> = m.iter().collect();
                 sorted.sort_by(|a, b| {
                     a.1.partial_cmp(&b.1)
                         .unwrap_or(std::cmp::Ordering::Equal)
-                        .then_with(|| a.0.cmp(&b.0))
+                        .then_with(|| a.0.cmp(b.0))
                 });
                 if ty == types::ZSET_LISTPACK {
                     let mut text = Vec::new();
                     for (member, score) in sorted {
                         self.lp.push(member);
-                        format_score(*score, &mut text);
+                        format_score(score, &mut text);
                         self.lp.push(&text);
                     }
                     self.write_listpack(out)
@@ -231,7 +232,7 @@ impl Encoder {
                 }
             }
             RdbValue::Hash(f) if ty == types::HASH_LISTPACK => {
-                for (k, v) in f {
+                for (k, v) in f.iter() {
                     self.lp.push(k);
                     self.lp.push(v);
                 }
@@ -239,7 +240,7 @@ impl Encoder {
             }
             RdbValue::Hash(f) => {
                 self.write_len(out, f.len() as u64)?;
-                for (k, v) in f {
+                for (k, v) in f.iter() {
                     self.write_string(out, k)?;
                     self.write_string(out, v)?;
                 }
@@ -250,7 +251,7 @@ impl Encoder {
     }
 
     /// A list as quicklist nodes, filled the way pushing each element at the tail would.
-    fn write_list<S: Sink>(&mut self, out: &mut S, items: &[bytes::Bytes]) -> io::Result<()> {
+    fn write_list<S: Sink>(&mut self, out: &mut S, items: &Members) -> io::Result<()> {
         let fill = self.opts.list_max_listpack_size;
         let plain_from = self.opts.list_packed_threshold;
         // Node boundaries first: the node count is written before the nodes.
@@ -283,8 +284,8 @@ impl Encoder {
                 self.write_string(out, &items[start])?;
             } else {
                 self.write_len(out, 2)?;
-                for x in &items[start..end] {
-                    self.lp.push(x);
+                for i in start..end {
+                    self.lp.push(&items[i]);
                 }
                 self.write_listpack(out)?;
             }

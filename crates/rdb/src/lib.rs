@@ -65,21 +65,26 @@
 //!
 //! # Values
 //!
-//! [`RdbValue`] holds strings as [`bytes::Bytes`]: members of packed encodings are views
-//! of the decoded blob and small strings are carved out of shared chunks, so loading costs
-//! about one allocation per chunk rather than one per string. A `Bytes` keeps its chunk
-//! alive; copy it out (`to_vec`) to hold a small piece for long. Collections keep the
-//! file's order; [`RdbValue::normalized`] sorts what has no meaningful order, for comparing.
+//! [`RdbValue`] is the decoded value. Strings, keys and stream contents are
+//! [`bytes::Bytes`]; small ones are carved out of shared chunks (one allocation per chunk,
+//! not per string), so a `Bytes` kept long keeps its chunk alive: copy out (`to_vec`) what
+//! you store. Lists, sets, hashes and sorted sets keep their members back to back in one
+//! buffer ([`Members`], [`Pairs`], [`Scored`]): two allocations per collection whatever its
+//! size, iterated as `&[u8]`, built with `collect()` or `From<Vec<_>>`. Collections keep
+//! the file's order; [`RdbValue::normalized`] sorts what has no meaningful order, for
+//! comparing.
 //!
 //! [`crc64`] and [`lzf`] are exposed for other users of the same formats.
 
 pub mod crc64;
 mod decode;
+mod dups;
 mod encode;
 mod error;
 mod intset;
 mod listpack;
 pub mod lzf;
+mod members;
 mod num;
 mod payload;
 mod reader;
@@ -92,6 +97,7 @@ mod zipmap;
 
 pub use encode::WriteOptions;
 pub use error::{Error, ErrorKind, PayloadError};
+pub use members::{Members, MembersIter, Pairs, Scored};
 pub use payload::{dump, restore, Dumper};
 pub use reader::{Entry, Item, KeyMeta, Reader};
 pub use value::{

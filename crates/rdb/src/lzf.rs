@@ -69,12 +69,17 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<(), LzfError> {
             return Err(LzfError::TooLong);
         }
         let from = op.checked_sub(back).ok_or(LzfError::BadReference)?;
-        if back >= len {
-            out.copy_within(from..from + len, op);
+        if back == 1 {
+            let b = out[from];
+            out[op..op + len].fill(b);
         } else {
-            // Overlapping: the copy reads bytes it has just written (a repeated pattern).
-            for i in 0..len {
-                out[op + i] = out[from + i];
+            // When the reference overlaps its target, the output repeats with period
+            // `back`: copy whole periods, doubling, each copy reading only written bytes.
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(back + done);
+                out.copy_within(from..from + n, op + done);
+                done += n;
             }
         }
         op += len;

@@ -6,6 +6,7 @@
 //! grown only as their bytes actually arrive (a hostile length cannot reserve memory).
 
 use crate::crc64;
+use crate::dups::DupFinder;
 use crate::error::{Error, ErrorKind};
 use crate::lzf;
 use crate::num::{format_i64, IntBuf};
@@ -48,6 +49,8 @@ pub struct Source<R> {
     arena: BytesMut,
     chunk: usize,
     scratch: Vec<u8>,
+    /// Scratch for the decoders' duplicate checks.
+    pub dups: DupFinder,
 }
 
 impl<R: Read> Source<R> {
@@ -70,6 +73,7 @@ impl<R: Read> Source<R> {
             arena: BytesMut::new(),
             chunk: chunk.clamp(64, DEFAULT_CHUNK),
             scratch: Vec::new(),
+            dups: DupFinder::default(),
         }
     }
 
@@ -188,24 +192,55 @@ impl<R: Read> Source<R> {
         }
     }
 
+    /// The value of an integer-encoded string (encodings 0, 1, 2: 8, 16, 32 bits).
+    fn encoded_int(&mut self, enc: u8) -> Result<i64, Error> {
+        Ok(match enc {
+            0 => self.u8()? as i8 as i64,
+            1 => i16::from_le_bytes(self.array()?) as i64,
+            _ => i32::from_le_bytes(self.array()?) as i64,
+        })
+    }
+
     /// A string in any of its encodings: raw, an 8/16/32-bit integer, or LZF-compressed.
     pub fn string(&mut self) -> Result<Bytes, Error> {
         let at = self.offset();
         match self.len_or_encoding()? {
             Len::Plain(n) => self.raw(n, at),
-            Len::Encoded(0) => {
-                let v = self.u8()? as i8;
-                Ok(self.int_bytes(v as i64))
+            Len::Encoded(e @ 0..=2) => {
+                let v = self.encoded_int(e)?;
+                Ok(self.int_bytes(v))
             }
-            Len::Encoded(1) => {
-                let v = i16::from_le_bytes(self.array()?);
-                Ok(self.int_bytes(v as i64))
+            Len::Encoded(3) => self.lzf_with(at, decompress_to_bytes),
+            Len::Encoded(e) => Err(Error::corrupt(at, format!("unknown string encoding {e}"))),
+        }
+    }
+
+    /// Like [`Source::string`], appending the string's bytes to `out` instead.
+    pub fn string_into(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let at = self.offset();
+        match self.len_or_encoding()? {
+            Len::Plain(n) => {
+                let n = usize::try_from(n)
+                    .map_err(|_| Error::corrupt(at, format!("string length {n} is too large")))?;
+                if n <= self.buf.len() {
+                    self.ensure(n)?;
+                    out.extend_from_slice(&self.buf[self.pos..self.pos + n]);
+                    self.pos += n;
+                    Ok(())
+                } else {
+                    self.read_into(out, n)
+                }
             }
-            Len::Encoded(2) => {
-                let v = i32::from_le_bytes(self.array()?);
-                Ok(self.int_bytes(v as i64))
+            Len::Encoded(e @ 0..=2) => {
+                let v = self.encoded_int(e)?;
+                out.extend_from_slice(format_i64(v, &mut IntBuf::default()));
+                Ok(())
             }
-            Len::Encoded(3) => self.lzf(at),
+            Len::Encoded(3) => self.lzf_with(at, |input, len, _, _| {
+                let start = out.len();
+                out.resize(start + len, 0);
+                lzf::decompress(input, &mut out[start..]).inspect_err(|_| out.truncate(start))
+            }),
             Len::Encoded(e) => Err(Error::corrupt(at, format!("unknown string encoding {e}"))),
         }
     }
@@ -250,7 +285,13 @@ impl<R: Read> Source<R> {
         Ok(())
     }
 
-    fn lzf(&mut self, at: u64) -> Result<Bytes, Error> {
+    /// Reads an LZF string's lengths and compressed bytes, and hands them to `f` with the
+    /// uncompressed length (checked against what the data can expand to) and the arena.
+    fn lzf_with<T>(
+        &mut self,
+        at: u64,
+        f: impl FnOnce(&[u8], usize, &mut BytesMut, usize) -> Result<T, lzf::LzfError>,
+    ) -> Result<T, Error> {
         let clen = self.length()?;
         let len = self.length()?;
         if len > clen.saturating_mul(lzf::MAX_EXPANSION) {
@@ -272,16 +313,15 @@ impl<R: Read> Source<R> {
                 chunk,
                 ..
             } = self;
-            let out = decompress_to_bytes(&buf[*pos..*pos + clen], len, arena, *chunk);
+            let out = f(&buf[*pos..*pos + clen], len, arena, *chunk);
             *pos += clen;
             out.map_err(fail)
         } else {
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.clear();
             let read = self.read_into(&mut scratch, clen);
-            let out = read.and_then(|()| {
-                decompress_to_bytes(&scratch, len, &mut self.arena, self.chunk).map_err(fail)
-            });
+            let out =
+                read.and_then(|()| f(&scratch, len, &mut self.arena, self.chunk).map_err(fail));
             if scratch.capacity() <= GROW_STEP {
                 self.scratch = scratch;
             }

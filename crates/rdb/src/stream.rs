@@ -6,7 +6,7 @@
 //! [nfields, field, value, ... | value, ...], lp-count`. Flag 1 marks a deleted entry, flag
 //! 2 an entry with the master's fields (so only values are stored).
 
-use crate::decode::{first_duplicate, prealloc};
+use crate::decode::prealloc;
 use crate::encode::{Encoder, Sink, LISTPACK_MAX};
 use crate::error::{BlobError, Error};
 use crate::listpack::Listpack;
@@ -227,7 +227,7 @@ pub(crate) fn read<R: Read>(src: &mut Source<R>, v2: bool) -> Result<StreamValue
         let g = read_group(src, v2, &s)?;
         s.groups.push(g);
     }
-    if first_duplicate(&s.groups, |g| &g.name).is_some() {
+    if src.dups.any(s.groups.len(), |i| &s.groups[i].name) {
         return Err(Error::corrupt(at, "duplicate consumer group name"));
     }
     Ok(s)
@@ -290,7 +290,7 @@ fn read_group<R: Read>(
         }
         consumers.push(StreamConsumer { name, seen_time });
     }
-    if first_duplicate(&consumers, |c| &c.name).is_some() {
+    if src.dups.any(consumers.len(), |i| &consumers[i].name) {
         return Err(Error::corrupt(at, "duplicate consumer in a group"));
     }
     let mut pending = Vec::with_capacity(pel.len());

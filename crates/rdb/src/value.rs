@@ -1,5 +1,6 @@
 //! The value model: what a key holds, independent of how Redis encoded it.
 
+use crate::members::{Members, Pairs, Scored, Sorted};
 use bytes::Bytes;
 
 /// A value as stored under a key. Collections keep the order found in the input (for
@@ -7,17 +8,27 @@ use bytes::Bytes;
 #[derive(Debug, Clone, PartialEq)]
 pub enum RdbValue {
     String(Bytes),
-    List(Vec<Bytes>),
+    List(Members),
     /// Distinct members.
-    Set(Vec<Bytes>),
+    Set(Members),
     /// Distinct members with their scores (never NaN).
-    SortedSet(Vec<(Bytes, f64)>),
+    SortedSet(Scored),
     /// Distinct fields with their values.
-    Hash(Vec<(Bytes, Bytes)>),
+    Hash(Pairs),
     Stream(Box<StreamValue>),
 }
 
 impl RdbValue {
+    /// True for a collection without elements (not a valid value: Redis never keeps one).
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            RdbValue::String(_) | RdbValue::Stream(_) => false,
+            RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
+            RdbValue::SortedSet(v) => v.is_empty(),
+            RdbValue::Hash(v) => v.is_empty(),
+        }
+    }
+
     /// The name `TYPE` replies with.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -36,9 +47,9 @@ impl RdbValue {
     /// their normalized forms are equal.
     pub fn normalized(mut self) -> Self {
         match &mut self {
-            RdbValue::Set(m) => m.sort_unstable(),
-            RdbValue::Hash(f) => f.sort_unstable_by(|a, b| a.0.cmp(&b.0)),
-            RdbValue::SortedSet(m) => m.sort_unstable_by(|a, b| a.0.cmp(&b.0)),
+            RdbValue::Set(m) => *m = m.sorted(),
+            RdbValue::Hash(f) => *f = f.sorted(),
+            RdbValue::SortedSet(m) => *m = m.sorted(),
             RdbValue::Stream(s) => {
                 s.groups.sort_unstable_by(|a, b| a.name.cmp(&b.name));
                 for g in &mut s.groups {

@@ -17,8 +17,8 @@ fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
-fn strs(items: &[&[u8]]) -> Vec<Bytes> {
-    items.iter().map(|s| Bytes::copy_from_slice(s)).collect()
+fn strs(items: &[&[u8]]) -> strata_rdb::Members {
+    items.iter().collect()
 }
 
 /// A type-15 stream: one node with entries sharing the master fields, one with its own
@@ -176,11 +176,14 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
                 2,
             ));
         }),
-        RdbValue::Hash(vec![
-            (b("f1"), b("v1")),
-            (b("f2"), Bytes::from(big.clone())),
-            (b(""), b("empty field")),
-        ]),
+        RdbValue::Hash(
+            vec![
+                (b("f1"), b("v1")),
+                (b("f2"), Bytes::from(big.clone())),
+                (b(""), b("empty field")),
+            ]
+            .into(),
+        ),
     ));
     out.push((
         "ziplist:list",
@@ -196,13 +199,16 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
         one(&|r| {
             r.str(&ziplist(&zset_items));
         }),
-        RdbValue::SortedSet(vec![
-            (b("a"), 1.0),
-            (b("b"), 1.5),
-            (b("c"), f64::NEG_INFINITY),
-            (b("d"), 100000.0),
-            (b("e"), 2.5e10),
-        ]),
+        RdbValue::SortedSet(
+            vec![
+                (b("a"), 1.0),
+                (b("b"), 1.5),
+                (b("c"), f64::NEG_INFINITY),
+                (b("d"), 100000.0),
+                (b("e"), 2.5e10),
+            ]
+            .into(),
+        ),
     ));
     out.push((
         "ziplist:hash",
@@ -210,11 +216,14 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
         one(&|r| {
             r.str(&ziplist(&hash_items));
         }),
-        RdbValue::Hash(vec![
-            (b("f1"), b("v1")),
-            (b("12"), b("-5")),
-            (b("long"), Bytes::from(big.clone())),
-        ]),
+        RdbValue::Hash(
+            vec![
+                (b("f1"), b("v1")),
+                (b("12"), b("-5")),
+                (b("long"), Bytes::from(big.clone())),
+            ]
+            .into(),
+        ),
     ));
     out.push((
         "quicklist",
@@ -243,12 +252,15 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
                 .byte(2)
                 .raw(b"-7");
         }),
-        RdbValue::SortedSet(vec![
-            (b("m1"), 3.25),
-            (b("m2"), f64::INFINITY),
-            (b("m3"), f64::NEG_INFINITY),
-            (b("m4"), -7.0),
-        ]),
+        RdbValue::SortedSet(
+            vec![
+                (b("m1"), 3.25),
+                (b("m2"), f64::INFINITY),
+                (b("m3"), f64::NEG_INFINITY),
+                (b("m4"), -7.0),
+            ]
+            .into(),
+        ),
     ));
     out.push((
         "list:plain",
@@ -260,7 +272,7 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
                 .raw(&[0xc1, 0x39, 0x30])
                 .raw(&[0xc2, 0, 0, 0, 0x80]);
         }),
-        RdbValue::List(vec![b("a"), b("-123"), b("12345"), b("-2147483648")]),
+        RdbValue::List(vec![b("a"), b("-123"), b("12345"), b("-2147483648")].into()),
     ));
     out.push((
         "set:plain",
@@ -268,7 +280,7 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
         one(&|r| {
             r.len(3).str(b"x").str(b"1").str(b"y");
         }),
-        RdbValue::Set(vec![b("x"), b("1"), b("y")]),
+        RdbValue::Set(vec![b("x"), b("1"), b("y")].into()),
     ));
     out.push((
         "hash:plain",
@@ -276,7 +288,7 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
         one(&|r| {
             r.len(2).str(b"f").lzf(&big).str(b"g").str(b"");
         }),
-        RdbValue::Hash(vec![(b("f"), Bytes::from(big.clone())), (b("g"), b(""))]),
+        RdbValue::Hash(vec![(b("f"), Bytes::from(big.clone())), (b("g"), b(""))].into()),
     ));
     out.push((
         "zset:binary",
@@ -288,7 +300,7 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
                 .str(b"q")
                 .raw(&(-2e-300f64).to_le_bytes());
         }),
-        RdbValue::SortedSet(vec![(b("p"), 0.5), (b("q"), -2e-300)]),
+        RdbValue::SortedSet(vec![(b("p"), 0.5), (b("q"), -2e-300)].into()),
     ));
     out.push((
         "intset:64",
@@ -300,11 +312,14 @@ fn legacy_values() -> Vec<(&'static str, u8, Vec<u8>, RdbValue)> {
             }
             r.str(&is);
         }),
-        RdbValue::Set(vec![
-            b(&i64::MIN.to_string()),
-            b("-1"),
-            b(&(1i64 << 40).to_string()),
-        ]),
+        RdbValue::Set(
+            vec![
+                b(&i64::MIN.to_string()),
+                b("-1"),
+                b(&(1i64 << 40).to_string()),
+            ]
+            .into(),
+        ),
     ));
     let (stream, value) = stream_v1();
     out.push(("stream:v1", 15, stream, RdbValue::Stream(Box::new(value))));

@@ -40,7 +40,7 @@ fn write_samples(path: &Path, opts: WriteOptions) -> Vec<(Bytes, RdbValue, KeyMe
     w.select_db(7, 1, 0).expect("select");
     w.key(
         b"elsewhere",
-        &RdbValue::List(vec![Bytes::from_static(b"x")]),
+        &RdbValue::List(vec!["x"].into()),
         &KeyMeta::default(),
     )
     .expect("key");

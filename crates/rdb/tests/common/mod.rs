@@ -299,8 +299,8 @@ pub fn fetch(con: &mut redis::Connection, key: &[u8]) -> Option<RdbValue> {
     let v = match ty.as_str() {
         "none" => return None,
         "string" => RdbValue::String(bulk(&q(con, "GET", &[]))),
-        "list" => RdbValue::List(strings(q(con, "LRANGE", &["0", "-1"]))),
-        "set" => RdbValue::Set(strings(q(con, "SMEMBERS", &[]))),
+        "list" => RdbValue::List(strings(q(con, "LRANGE", &["0", "-1"])).into()),
+        "set" => RdbValue::Set(strings(q(con, "SMEMBERS", &[])).into()),
         "zset" => {
             let flat = strings(q(con, "ZRANGE", &["0", "-1", "WITHSCORES"]));
             RdbValue::SortedSet(

@@ -186,13 +186,13 @@ pub fn samples() -> Vec<(Bytes, RdbValue, KeyMeta)> {
 
     let mut small_list = int_strings();
     small_list.extend(["a", "", "-0", "b"].iter().map(|s| b(s)));
-    out.push((b("list:small"), RdbValue::List(small_list)));
-    out.push((b("list:one"), RdbValue::List(vec![b("x")])));
+    out.push((b("list:small"), RdbValue::List(small_list.into())));
+    out.push((b("list:one"), RdbValue::List(vec![b("x")].into())));
     out.push((
         b("list:nodes"),
         RdbValue::List((0..1000).map(|i| b(&format!("{i:0>100}"))).collect()),
     ));
-    out.push((b("list:edge"), RdbValue::List(edge_strings())));
+    out.push((b("list:edge"), RdbValue::List(edge_strings().into())));
     out.push((
         b("list:ints"),
         RdbValue::List(
@@ -202,7 +202,7 @@ pub fn samples() -> Vec<(Bytes, RdbValue, KeyMeta)> {
         ),
     ));
 
-    out.push((b("set:intset"), RdbValue::Set(int_strings())));
+    out.push((b("set:intset"), RdbValue::Set(int_strings().into())));
     out.push((
         b("set:intset16"),
         RdbValue::Set((0..512).map(|i| b(&i.to_string())).collect()),
@@ -213,7 +213,7 @@ pub fn samples() -> Vec<(Bytes, RdbValue, KeyMeta)> {
     ));
     out.push((
         b("set:strings"),
-        RdbValue::Set(vec![b("a"), b("b"), b("1"), b(""), b("01")]),
+        RdbValue::Set(vec![b("a"), b("b"), b("1"), b(""), b("01")].into()),
     ));
     out.push((
         b("set:large"),
@@ -247,16 +247,13 @@ pub fn samples() -> Vec<(Bytes, RdbValue, KeyMeta)> {
     ));
     out.push((
         b("zset:ties"),
-        RdbValue::SortedSet(vec![
-            (b("b"), 1.0),
-            (b("a"), 1.0),
-            (b("10"), 1.0),
-            (b("c"), -2.0),
-        ]),
+        RdbValue::SortedSet(
+            vec![(b("b"), 1.0), (b("a"), 1.0), (b("10"), 1.0), (b("c"), -2.0)].into(),
+        ),
     ));
     out.push((
         b("zset:long-member"),
-        RdbValue::SortedSet(vec![(b(&"m".repeat(65)), 1.0), (b("short"), 2.0)]),
+        RdbValue::SortedSet(vec![(b(&"m".repeat(65)), 1.0), (b("short"), 2.0)].into()),
     ));
     out.push((
         b("zset:large"),
@@ -269,16 +266,19 @@ pub fn samples() -> Vec<(Bytes, RdbValue, KeyMeta)> {
 
     out.push((
         b("hash:small"),
-        RdbValue::Hash(vec![
-            (b("a"), b("1")),
-            (b("b"), b("-20000")),
-            (b("12"), b("")),
-            (b(""), b("x")),
-        ]),
+        RdbValue::Hash(
+            vec![
+                (b("a"), b("1")),
+                (b("b"), b("-20000")),
+                (b("12"), b("")),
+                (b(""), b("x")),
+            ]
+            .into(),
+        ),
     ));
     out.push((
         b("hash:long-value"),
-        RdbValue::Hash(vec![(b("f"), b(&"v".repeat(65))), (b("g"), b("short"))]),
+        RdbValue::Hash(vec![(b("f"), b(&"v".repeat(65))), (b("g"), b("short"))].into()),
     ));
     out.push((
         b("hash:large"),
@@ -352,41 +352,45 @@ pub fn store(con: &mut redis::Connection, key: &[u8], v: &RdbValue) {
     match v {
         RdbValue::String(s) => run(con, redis::cmd("SET").arg(key).arg(&s[..])),
         RdbValue::List(items) => {
+            let items: Vec<&[u8]> = items.iter().collect();
             for chunk in items.chunks(100) {
                 let mut c = redis::cmd("RPUSH");
                 c.arg(key);
                 chunk.iter().for_each(|x| {
-                    c.arg(&x[..]);
+                    c.arg(*x);
                 });
                 run(con, &mut c);
             }
         }
         RdbValue::Set(items) => {
+            let items: Vec<&[u8]> = items.iter().collect();
             for chunk in items.chunks(100) {
                 let mut c = redis::cmd("SADD");
                 c.arg(key);
                 chunk.iter().for_each(|x| {
-                    c.arg(&x[..]);
+                    c.arg(*x);
                 });
                 run(con, &mut c);
             }
         }
         RdbValue::SortedSet(items) => {
+            let items: Vec<(&[u8], f64)> = items.iter().collect();
             for chunk in items.chunks(100) {
                 let mut c = redis::cmd("ZADD");
                 c.arg(key);
                 chunk.iter().for_each(|(m, s)| {
-                    c.arg(f64_arg(*s)).arg(&m[..]);
+                    c.arg(f64_arg(*s)).arg(*m);
                 });
                 run(con, &mut c);
             }
         }
         RdbValue::Hash(fields) => {
+            let fields: Vec<(&[u8], &[u8])> = fields.iter().collect();
             for chunk in fields.chunks(100) {
                 let mut c = redis::cmd("HSET");
                 c.arg(key);
                 chunk.iter().for_each(|(f, x)| {
-                    c.arg(&f[..]).arg(&x[..]);
+                    c.arg(*f).arg(*x);
                 });
                 run(con, &mut c);
             }
