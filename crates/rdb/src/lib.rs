@@ -22,7 +22,9 @@
 //! ```
 //!
 //! [`Reader`] buffers internally and holds one value at a time, so files far larger than
-//! memory stream through. For a replication socket, the caller handles the transfer's
+//! memory stream through. The CRC64 covers the whole file and is checked at its end, after
+//! the items have been handed out: a loader should treat what it loaded as provisional
+//! until `next_item` returns `Ok(None)`. For a replication socket, the caller handles the transfer's
 //! framing (`$<len>` or the diskless `$EOF:<mark>`); [`Reader::into_parts`] returns the
 //! bytes read ahead past the RDB data (the end mark, the replication stream, or an AOF
 //! tail). Errors ([`Error`]) carry the byte offset and say what is wrong;
