@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::fixtures::Rdb;
+use common::fixtures::{seal, Rdb};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use strata_rdb::{restore, Reader};
@@ -36,13 +36,6 @@ fn peak_during(f: impl FnOnce()) -> usize {
     PEAK.store(base, Ordering::SeqCst);
     f();
     PEAK.load(Ordering::SeqCst) - base
-}
-
-fn seal(mut body: Vec<u8>) -> Vec<u8> {
-    body.extend_from_slice(&10u16.to_le_bytes());
-    let crc = strata_rdb::crc64::crc64(&body);
-    body.extend_from_slice(&crc.to_le_bytes());
-    body
 }
 
 #[test]

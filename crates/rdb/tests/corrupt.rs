@@ -5,11 +5,11 @@
 
 mod common;
 
-use common::fixtures::{listpack, ziplist, zipmap, Lp, Rdb};
+use common::fixtures::{listpack, seal, ziplist, zipmap, Lp, Rdb};
 use common::samples::{samples, store};
 use common::{Redis, TempDir};
 use std::time::{Duration, Instant};
-use strata_rdb::{crc64, dump, restore, PayloadError, RdbValue, Reader};
+use strata_rdb::{dump, restore, PayloadError, RdbValue, Reader};
 
 /// The samples small enough to mutate exhaustively.
 fn small_samples() -> Vec<(bytes::Bytes, RdbValue, strata_rdb::KeyMeta)> {
@@ -42,13 +42,6 @@ fn redis_payloads() -> Vec<Vec<u8>> {
     }
     assert!(out.len() >= 30, "corpus too small: {}", out.len());
     out
-}
-
-fn seal(mut body: Vec<u8>) -> Vec<u8> {
-    body.extend_from_slice(&10u16.to_le_bytes());
-    let crc = crc64::crc64(&body);
-    body.extend_from_slice(&crc.to_le_bytes());
-    body
 }
 
 /// A decoded value must survive its own round trip.

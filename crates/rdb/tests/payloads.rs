@@ -5,6 +5,7 @@
 mod common;
 
 use bytes::Bytes;
+use common::fixtures::seal_version;
 use common::samples::{samples, store};
 use common::{fetch, Redis, TempDir};
 use strata_rdb::{crc64, dump, restore, Dumper, PayloadError, RdbValue, WriteOptions};
@@ -21,14 +22,6 @@ fn redis_restore(con: &mut redis::Connection, key: &[u8], payload: &[u8]) -> Res
         .arg("REPLACE")
         .query::<()>(con)
         .map_err(|e| e.to_string())
-}
-
-/// Re-seals a payload body with a correct version and CRC64.
-fn seal(mut body: Vec<u8>, version: u16) -> Vec<u8> {
-    body.extend_from_slice(&version.to_le_bytes());
-    let crc = crc64::crc64(&body);
-    body.extend_from_slice(&crc.to_le_bytes());
-    body
 }
 
 #[test]
@@ -130,16 +123,16 @@ fn refusals_match_redis_replies() {
     dup_field[g] = b'f';
     let cases: Vec<(&str, Vec<u8>, bool)> = vec![
         ("short", vec![1, 2, 3], true),
-        ("newer version", seal(body.clone(), 11), true),
+        ("newer version", seal_version(body.clone(), 11), true),
         ("bad crc", bad_crc, true),
-        ("unknown type", seal(vec![8, 0], 10), false),
+        ("unknown type", seal_version(vec![8, 0], 10), false),
         (
             "truncated value",
-            seal(body[..body.len() - 2].to_vec(), 10),
+            seal_version(body[..body.len() - 2].to_vec(), 10),
             false,
         ),
-        ("duplicate field", seal(dup_field, 10), false),
-        ("empty set", seal(vec![2, 0], 10), false),
+        ("duplicate field", seal_version(dup_field, 10), false),
+        ("empty set", seal_version(vec![2, 0], 10), false),
     ];
     for (what, payload, footer) in cases {
         let ours = restore(&payload).expect_err(what);
@@ -155,5 +148,5 @@ fn refusals_match_redis_replies() {
         );
     }
     // An older version is fine.
-    assert!(restore(&seal(body, 9)).is_ok());
+    assert!(restore(&seal_version(body, 9)).is_ok());
 }

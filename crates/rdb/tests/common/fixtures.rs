@@ -213,10 +213,19 @@ impl Rdb {
 
     /// The body sealed as a DUMP payload (version 10 footer and CRC64).
     pub fn seal(&mut self) -> Vec<u8> {
-        let mut b = std::mem::take(&mut self.buf);
-        b.extend_from_slice(&10u16.to_le_bytes());
-        let crc = crc64::crc64(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        b
+        seal_version(std::mem::take(&mut self.buf), 10)
     }
+}
+
+/// A DUMP payload body completed with an RDB version and a correct CRC64.
+pub fn seal_version(mut body: Vec<u8>, version: u16) -> Vec<u8> {
+    body.extend_from_slice(&version.to_le_bytes());
+    let crc = crc64::crc64(&body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    body
+}
+
+/// A DUMP payload body completed with version 10 and a correct CRC64.
+pub fn seal(body: Vec<u8>) -> Vec<u8> {
+    seal_version(body, 10)
 }
