@@ -4,6 +4,8 @@
 //! [`Bytes`] views of it, so a file of millions of small keys and values costs one
 //! allocation per chunk instead of one per string. Larger strings get their own buffer,
 //! grown only as their bytes actually arrive (a hostile length cannot reserve memory).
+//! Collection members skip both: [`Source::string_into`] appends them straight to their
+//! collection's buffer.
 
 use crate::crc64;
 use crate::dups::DupFinder;
