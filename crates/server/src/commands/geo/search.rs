@@ -91,7 +91,7 @@ struct Point<'z> {
     score: f64,
 }
 
-/// Where the member named by argument `i` is, or Redis's error for a missing one.
+/// Where `member` is, or Redis's error for a missing one.
 fn member_position(z: &ZSetValue, member: &[u8]) -> Result<(f64, f64), CmdError> {
     z.score(member).map(decode_score).ok_or(CmdError::Static(
         "ERR could not decode requested zset member",
