@@ -216,6 +216,114 @@ fn zset_events_match_redis() {
 }
 
 #[test]
+fn geo_events_match_redis() {
+    compare(
+        &calls(&[
+            // GEOADD is ZADD underneath: its event is "zadd".
+            &[
+                "geoadd",
+                "g",
+                "13.361389",
+                "38.115556",
+                "Palermo",
+                "15.087269",
+                "37.502669",
+                "Catania",
+            ],
+            &["geoadd", "g", "13.361389", "38.115556", "Palermo"],
+            &["geoadd", "g", "xx", "ch", "13", "38", "Palermo"],
+            &["geoadd", "g", "nx", "13", "38", "Palermo"],
+            &["geoadd", "g", "200", "38", "bad"],
+            &["georadius", "g", "15", "37", "200", "km"],
+            &["georadius", "g", "15", "37", "200", "km", "store", "r"],
+            &["georadius", "g", "15", "37", "200", "km", "storedist", "r"],
+            &[
+                "georadiusbymember",
+                "g",
+                "Palermo",
+                "200",
+                "km",
+                "store",
+                "r2",
+            ],
+            &[
+                "geosearchstore",
+                "s",
+                "g",
+                "fromlonlat",
+                "15",
+                "37",
+                "byradius",
+                "200",
+                "km",
+            ],
+            &[
+                "geosearchstore",
+                "s",
+                "g",
+                "frommember",
+                "Palermo",
+                "bybox",
+                "1",
+                "1",
+                "m",
+                "storedist",
+            ],
+            // Nothing found: the destination is deleted, then there is nothing to delete.
+            &[
+                "geosearchstore",
+                "s",
+                "g",
+                "fromlonlat",
+                "0",
+                "0",
+                "byradius",
+                "1",
+                "m",
+            ],
+            &[
+                "geosearchstore",
+                "s",
+                "g",
+                "fromlonlat",
+                "0",
+                "0",
+                "byradius",
+                "1",
+                "m",
+            ],
+            &["georadius", "g", "0", "0", "1", "m", "store", "r"],
+            &["georadius", "nokey", "0", "0", "1", "m", "store", "r2"],
+            &[
+                "geosearchstore",
+                "s",
+                "nokey",
+                "fromlonlat",
+                "0",
+                "0",
+                "byradius",
+                "1",
+                "m",
+            ],
+            &["set", "str", "v"],
+            &[
+                "geosearchstore",
+                "str",
+                "g",
+                "fromlonlat",
+                "15",
+                "37",
+                "byradius",
+                "200",
+                "km",
+            ],
+            &["type", "str"],
+        ]),
+        16,
+    );
+}
+
+#[test]
 fn hll_events_match_redis() {
     compare(
         &calls(&[

@@ -12,6 +12,7 @@ pub mod bitmap;
 pub mod blocking;
 pub mod config;
 pub mod connection;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod hyperloglog;
@@ -43,6 +44,7 @@ pub const FAMILIES: &[&[Command]] = &[
     list::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     blocking::COMMANDS,
     hyperloglog::COMMANDS,
     sort::COMMANDS,

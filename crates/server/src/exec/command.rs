@@ -157,6 +157,7 @@ impl Command {
             "set" => "@set",
             "list" => "@list",
             "hyperloglog" => "@hyperloglog",
+            "geo" => "@geo",
             _ => "",
         };
         let has = |cat: &str| match cat {

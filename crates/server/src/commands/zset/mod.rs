@@ -27,6 +27,8 @@ pub use pop::{notify_popped, parse_zmpop, zpop_reply};
 use pop::{zmpop, zpopmax, zpopmin};
 use read::{zcard, zmscore, zrandmember, zrank, zrevrank, zscan, zscore};
 use setops::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunionstore};
+pub(crate) use spec::parse_score;
+pub(crate) use write::zadd_pairs;
 use write::{zadd, zincrby, zrem};
 
 const KEY1: Keys = Keys::Range {

@@ -11,7 +11,7 @@ use crate::num::strtod::strtod_all;
 
 /// Redis's getDoubleFromObject: the whole argument one number, no leading space, no
 /// overflow or underflow to zero, not NaN.
-pub(super) fn parse_score(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_score(s: &[u8]) -> Option<f64> {
     if s.first()
         .is_none_or(|c| c.is_ascii_whitespace() || *c == 0x0b)
     {

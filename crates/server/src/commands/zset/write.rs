@@ -56,10 +56,21 @@ fn zadd_generic(ctx: &mut Ctx<'_>, mut fl: u8) -> CmdResult {
             "INCR option supports a single increment-element pair",
         ));
     }
-    let mut scores = Vec::with_capacity(elements);
+    let mut pairs = Vec::with_capacity(elements);
     for j in 0..elements {
-        scores.push(parse_score(ctx.arg(idx + 2 * j)).ok_or(CmdError::NOT_FLOAT)?);
+        let score = parse_score(ctx.arg(idx + 2 * j)).ok_or(CmdError::NOT_FLOAT)?;
+        pairs.push((score, ctx.arg(idx + 1 + 2 * j)));
     }
+    zadd_pairs(ctx, fl, ch, &pairs)
+}
+
+/// Adds or updates `pairs` (score, member) in the sorted set at argv[1] under ZADD's
+/// flags (`ZSetValue::NX`...), creating it unless XX, and replies as ZADD (or, with INCR,
+/// ZINCRBY) does: the rest of Redis's zaddGenericCommand once the arguments are parsed.
+/// GEOADD adds its points through here, as Redis's GEOADD runs ZADD.
+pub(crate) fn zadd_pairs(ctx: &mut Ctx<'_>, fl: u8, ch: bool, pairs: &[(f64, &[u8])]) -> CmdResult {
+    let has = |f: u8| fl & f != 0;
+    let incr = has(ZSetValue::INCR);
     let key = ctx.arg(1);
     let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
@@ -74,14 +85,16 @@ fn zadd_generic(ctx: &mut Ctx<'_>, mut fl: u8) -> CmdResult {
             }
             return Ok(());
         }
-        None => created.insert(ZSetValue::with_hint(0, ctx.arg(idx + 1).len(), enc)),
+        None => {
+            let first_len = pairs.first().map_or(0, |p| p.1.len());
+            created.insert(ZSetValue::with_hint(0, first_len, enc))
+        }
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut score = 0.0;
     let mut failure = None;
     // The one place ZADD/ZINCRBY write.
-    for (j, &s) in scores.iter().enumerate() {
-        let member = ctx.arg(idx + 1 + 2 * j);
+    for &(s, member) in pairs {
         let (out, newscore) = z.add(member, s, fl, enc);
         if out & ZSetValue::NAN != 0 {
             failure = Some(CmdError::err("resulting score is not a number (NaN)"));
