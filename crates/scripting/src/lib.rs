@@ -33,6 +33,9 @@ pub trait Host {
     fn log(&mut self, level: u8, msg: &str);
     /// Called every 100k Lua instructions: true kills the script (SCRIPT KILL / FUNCTION KILL).
     fn tick(&mut self) -> bool;
+    /// redis.acl_check_cmd: may the user running the script run this command (argv[0] is
+    /// the name) with these arguments? None when no such command exists.
+    fn acl_check_cmd(&mut self, argv: &[bytes::Bytes]) -> Option<bool>;
 }
 
 /// One function of a library, as FUNCTION LIST shows it.

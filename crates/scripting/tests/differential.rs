@@ -125,6 +125,19 @@ impl Host for Forward {
     fn tick(&mut self) -> bool {
         false
     }
+    /// Redis answers as ACL DRYRUN for the connection's user would.
+    fn acl_check_cmd(&mut self, argv: &[bytes::Bytes]) -> Option<bool> {
+        let mut a: Vec<&[u8]> = vec![b"ACL", b"DRYRUN", b"default"];
+        a.extend(argv.iter().map(|v| v.as_ref()));
+        let reply = self.c2.cmd(&a);
+        if reply.starts_with(b"+OK") {
+            Some(true)
+        } else if reply.starts_with(b"-ERR Command") {
+            None
+        } else {
+            Some(false)
+        }
+    }
 }
 
 const CORPUS: &[&str] = &[

@@ -267,6 +267,9 @@ fn a_panic_in_the_host_reaches_the_caller_and_the_state_stays_usable() {
         fn tick(&mut self) -> bool {
             false
         }
+        fn acl_check_cmd(&mut self, _: &[bytes::Bytes]) -> Option<bool> {
+            panic!("host failed")
+        }
     }
     let mut lua = Lua::new();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -54,6 +54,8 @@ pub struct Server {
     pub sinks: crate::exec::sink::Sinks,
     /// Script bodies, function libraries and running scripts.
     pub scripts: crate::services::scripting::Scripts,
+    /// ACL users and the log of refusals.
+    pub acl: crate::services::acl::Acl,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
     /// Each worker thread's queue of connections: new ones, and ones moved to it.
@@ -143,8 +145,10 @@ impl Server {
         }
         let shards = (values.shards as usize).next_power_of_two();
         let databases = values.databases as usize;
+        let pubsub_all = values.acl_pubsub_default == crate::config::AclPubsubDefault::Allchannels;
         drop(values);
         let table = Table::new(commands::FAMILIES);
+        let acl = crate::services::acl::Acl::new(&table, pubsub_all);
         let server = Arc::new(Server {
             loading: AtomicBool::new(true),
             keyspace: Keyspace::new(databases, shards.trailing_zeros()),
@@ -171,6 +175,7 @@ impl Server {
             sinks: Default::default(),
             me: Default::default(),
             scripts: Default::default(),
+            acl,
             workers: Default::default(),
         });
         let _ = server.me.set(Arc::downgrade(&server));

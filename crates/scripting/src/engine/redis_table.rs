@@ -121,8 +121,33 @@ impl Engine {
                         "Please specify at least one argument for this redis lib call",
                     );
                 }
-                // ACLs live in the server; scripts run as a user allowed everything.
-                ret(lua, vec![Value::Boolean(true)])
+                let mut argv = Vec::with_capacity(a.len());
+                for v in a.iter() {
+                    match v {
+                        Value::String(s) => argv.push(bytes::Bytes::copy_from_slice(&s.as_bytes())),
+                        Value::Integer(i) => argv.push(bytes::Bytes::from(i.to_string())),
+                        Value::Number(n) => {
+                            argv.push(bytes::Bytes::from(strata_resp::format_g17(*n)))
+                        }
+                        _ => {
+                            return raise_err(
+                                lua,
+                                "Lua redis lib command arguments must be strings or integers",
+                            )
+                        }
+                    }
+                }
+                let Some(host) = host_ptr(lua) else {
+                    return raise_err(
+                        lua,
+                        "redis.acl_check_cmd can only be called inside a script invocation",
+                    );
+                };
+                // SAFETY: see Engine::run.
+                match unsafe { (*host).acl_check_cmd(&argv) } {
+                    Some(ok) => ret(lua, vec![Value::Boolean(ok)]),
+                    None => raise_err(lua, "Invalid command passed to redis.acl_check_cmd()"),
+                }
             })?,
         )?;
         Ok(r)

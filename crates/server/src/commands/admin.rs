@@ -1,7 +1,7 @@
 //! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME LASTSAVE SHUTDOWN DEBUG INFO.
 
 use crate::commands::info;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{cat, flags::*, CmdError, CmdResult, Command, Keys};
 use crate::exec::ctx::Ctx;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -20,6 +20,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Returns the number of keys in the database.",
         since: "1.0.0",
         handler: dbsize,
+        acl: cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -29,6 +30,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Removes all keys from the current database.",
         since: "1.0.0",
         handler: flushdb,
+        acl: cat::DANGEROUS | cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -38,6 +40,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Removes all keys from all databases.",
         since: "1.0.0",
         handler: flushall,
+        acl: cat::DANGEROUS | cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -47,6 +50,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Swaps two Redis databases.",
         since: "4.0.0",
         handler: swapdb,
+        acl: cat::DANGEROUS | cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -74,6 +78,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Returns information and statistics about the server.",
         since: "1.0.0",
         handler: info_cmd,
+        acl: cat::DANGEROUS,
         ..FAMILY
     },
     Command {

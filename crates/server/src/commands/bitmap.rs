@@ -2,9 +2,10 @@
 //! BITFIELD_RO. Semantics, argument checks and error texts follow Redis 7.0's bitops.c.
 
 use super::strings::{is_opt, max_string_len};
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, key, parse_i64, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use crate::services::notify;
+use bytes::Bytes;
 use strata_engine::{Locked, Ttl, Value};
 
 const KEY1: Keys = Keys::Range {
@@ -23,6 +24,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Sets or clears the bit at offset in the string value stored at key",
     since: "2.2.0",
     handler: setbit,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -34,6 +36,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Returns the bit value at offset in the string value stored at key",
     since: "2.2.0",
     handler: getbit,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -46,6 +49,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(N)",
     handler: bitcount,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -58,6 +62,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.7",
     complexity: "O(N)",
     handler: bitpos,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -74,6 +79,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(N)",
     handler: bitop,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -81,6 +87,7 @@ pub const COMMANDS: &[Command] = &[
     arity: -2,
     flags: flags::WRITE | flags::DENYOOM,
     keys: KEY1,
+    key_use: KeyUse::Args(key::RW_ACCESS_UPDATE | key::VARIABLE_FLAGS, bitfield_key_use),
     group: "bitmap",
     summary: "Perform arbitrary bitfield integer operations on strings",
     since: "3.2.0",
@@ -98,6 +105,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.0.0",
     complexity: "O(1) for each subcommand specified",
     handler: bitfield_ro,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];
@@ -764,4 +772,22 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
         ctx.notify(notify::STRING, "setbit", key);
     }
     Ok(())
+}
+
+/// BITFIELD only reads when every operation parsed before the first SET or INCRBY is a GET
+/// (Redis's bitfieldGetKeys; an unparsable one counts as a write).
+fn bitfield_key_use(argv: &[Bytes], _pos: usize) -> u16 {
+    let mut i = 2;
+    while i < argv.len() {
+        let rest = argv.len() - i - 1;
+        let op = &argv[i];
+        if op.eq_ignore_ascii_case(b"get") && rest >= 2 {
+            i += 3;
+        } else if op.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
+            i += 2;
+        } else {
+            return key::RW_ACCESS_UPDATE;
+        }
+    }
+    key::RO_ACCESS
 }

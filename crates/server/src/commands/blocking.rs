@@ -13,7 +13,7 @@
 
 use super::list::{self, parse_mpop, pop_count_reply, Where};
 use super::zset::{self, parse_zmpop, zpop_reply};
-use crate::exec::command::{flags, parse_i64, CmdResult, Command, Keys};
+use crate::exec::command::{flags, key, parse_i64, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use crate::services::blocking::parse_timeout;
 use bytes::Bytes;
@@ -47,6 +47,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the number of provided keys.",
     handler: blpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -59,6 +60,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the number of provided keys.",
     handler: brpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -71,6 +73,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(1)",
     handler: blmove,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -83,6 +86,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: "O(1)",
     handler: brpoplpush,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -95,6 +99,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
     handler: blmpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -107,6 +112,7 @@ pub const COMMANDS: &[Command] = &[
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
     handler: bzpopmin,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -119,6 +125,7 @@ pub const COMMANDS: &[Command] = &[
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
     handler: bzpopmax,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -131,6 +138,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
     handler: bzmpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
 ];

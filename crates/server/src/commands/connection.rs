@@ -1,10 +1,13 @@
 //! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
 
+use crate::exec::admit::log_refusal_as;
 use crate::exec::client::{Client, ClientInfo, ReplyMode};
 use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::server::Server;
+use crate::services::acl::{Context, Reason};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use strata_resp::Protocol;
 
 /// Defaults shared by this family's declarations.
@@ -216,32 +219,41 @@ fn echo(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Checks a password against `requirepass` for the default user.
-fn check_password(server: &Server, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CmdError> {
-    let config = server.config.get();
-    let required = &config.requirepass;
-    let user_ok = user.is_none_or(|u| u == b"default");
-    // With no password set, the default user accepts any password (Redis's nopass).
-    if user_ok && (required.is_empty() || required.as_bytes() == pass) {
-        Ok(())
-    } else {
-        Err(CmdError::Static(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ))
+/// Logs in as `user` with `pass` (AUTH, HELLO AUTH); a failure is logged in ACL LOG.
+fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> CmdResult {
+    let server = ctx.server();
+    match server.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.set_user(u);
+            ctx.client.authenticated = true;
+            Ok(())
+        }
+        None => {
+            let context = if ctx.nested() || ctx.client.multi.is_some() {
+                Context::Multi
+            } else {
+                Context::Toplevel
+            };
+            let object = String::from_utf8_lossy(ctx.arg(0)).into_owned();
+            let name = String::from_utf8_lossy(user).into_owned();
+            log_refusal_as(server, ctx.client, Reason::Auth, context, object, name);
+            Err(CmdError::Static(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            ))
+        }
     }
 }
 
 fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
     let (user, pass) = match ctx.argv.len() {
-        2 => (None, ctx.arg(1)),
-        3 => (Some(ctx.arg(1)), ctx.arg(2)),
+        2 => (&b"default"[..], ctx.arg(1)),
+        3 => (ctx.arg(1), ctx.arg(2)),
         _ => return Err(CmdError::SYNTAX),
     };
-    if user.is_none() && ctx.config().get().requirepass.is_empty() {
+    if ctx.argv.len() == 2 && ctx.server().acl.default_user().rules().nopass {
         return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
     }
-    check_password(ctx.server(), user, pass)?;
-    ctx.client.authenticated = true;
+    authenticate(ctx, user, pass)?;
     ctx.out.ok();
     Ok(())
 }
@@ -264,8 +276,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
         let more = ctx.argv.len() - 1 - j;
         let opt = ctx.lower(j);
         if opt == b"auth" && more >= 2 {
-            check_password(ctx.server(), Some(ctx.arg(j + 1)), ctx.arg(j + 2))?;
-            ctx.client.authenticated = true;
+            authenticate(ctx, ctx.arg(j + 1), ctx.arg(j + 2))?;
             j += 3;
         } else if opt == b"setname" && more >= 1 {
             validate_name(ctx.arg(j + 1))?;
@@ -332,7 +343,9 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.pubsub().remove_all(&mut subs);
     }
     super::transactions::forget(ctx.watches(), ctx.client);
-    let open = ctx.config().get().requirepass.is_empty();
+    let acl = &ctx.server().acl;
+    let open = !acl.auth_required();
+    ctx.client.set_user(acl.default_user().clone());
     let c = &mut *ctx.client;
     c.set_db(0);
     c.set_proto(Protocol::Resp2);
@@ -380,7 +393,7 @@ fn client_getname(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 /// One CLIENT LIST line, with Redis 7.0's fields (memory fields are estimates of ours).
-fn client_line(server: &Server, c: &ClientInfo) -> String {
+pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     let name = c
         .name
         .lock()
@@ -415,7 +428,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -429,6 +442,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         ssub,
         c.qbuf.load(Ordering::Relaxed),
         cmd,
+        c.user_name(),
         c.resp.load(Ordering::Relaxed)
     )
 }
@@ -502,6 +516,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     let (mut id, mut addr, mut laddr, mut skipme, mut maxage) = (None, None, None, true, None);
     let mut normal_only = true;
     let mut class = None;
+    let mut user = None;
     let mut j = 2;
     while j < ctx.argv.len() {
         if j + 1 >= ctx.argv.len() {
@@ -515,14 +530,15 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
             },
             b"addr" => addr = Some(val.to_vec()),
             b"laddr" => laddr = Some(val.to_vec()),
-            b"user" => {
-                if val != b"default" {
+            b"user" => match ctx.server().acl.user(val) {
+                Some(u) => user = Some(u),
+                None => {
                     return Err(CmdError::err(format!(
                         "No such user '{}'",
                         String::from_utf8_lossy(val)
-                    )));
+                    )))
                 }
-            }
+            },
             b"type" => match val.to_ascii_lowercase().as_slice() {
                 b"normal" => class = Some(ClientClass::Normal),
                 b"pubsub" => class = Some(ClientClass::PubSub),
@@ -558,6 +574,9 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
                 .as_ref()
                 .is_none_or(|a| c.laddr.as_bytes() == a.as_slice())
             && maxage.is_none_or(|m| c.created.elapsed().as_secs() as i64 >= m)
+            && user
+                .as_ref()
+                .is_none_or(|u| c.user().is_some_and(|cu| Arc::ptr_eq(&cu, u)))
             && !(skipme && c.id == ctx.client.id);
         if matches {
             kill(ctx.client, c);

@@ -12,7 +12,7 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, key, parse_i64, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use crate::num::longdouble;
 use crate::services::notify;
@@ -38,6 +38,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
     handler: hset,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -50,6 +51,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1)",
     handler: hsetnx,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -62,6 +64,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1)",
     handler: hget,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -74,6 +77,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being set.",
     handler: hset,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -86,6 +90,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being requested.",
     handler: hmget,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -98,6 +103,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
     handler: hgetall,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -110,6 +116,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields to be removed.",
     handler: hdel,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -122,6 +129,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1)",
     handler: hlen,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -134,6 +142,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1)",
     handler: hexists,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -146,6 +155,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
     handler: hkeys,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -158,6 +168,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
     handler: hvals,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -170,6 +181,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1)",
     handler: hincrby,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -182,6 +194,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(1)",
     handler: hincrbyfloat,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -194,6 +207,7 @@ pub const COMMANDS: &[Command] = &[
     since: "3.2.0",
     complexity: "O(1)",
     handler: hstrlen,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -206,6 +220,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) where N is the number of fields returned",
     handler: hrandfield,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -218,6 +233,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: SCAN_COMPLEXITY,
     handler: hscan,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];

@@ -7,7 +7,7 @@
 //! the stored value, as Redis does (the value changes; the key's TTL does not).
 
 use crate::commands::hll;
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, key, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use strata_engine::{Locked, Ttl};
 
@@ -36,6 +36,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: "O(1) to add every element.",
     handler: pfadd,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -52,6 +53,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
     handler: pfcount,
+    key_use: KeyUse::Fixed(&[key::RW | key::ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -68,6 +70,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
     handler: pfmerge,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_INSERT, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -84,6 +87,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: "N/A",
     handler: pfdebug,
+    key_use: KeyUse::Fixed(&[key::RW | key::ACCESS]),
     ..Command::DEFAULT
 },
     Command {

@@ -1,7 +1,7 @@
 //! COMMAND and its subcommands: what clients and redis-cli learn about the command table.
 //! Everything here is read from the declarations in the other families.
 
-use crate::exec::command::{flags, flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{cat, flags, flags::*, key, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 
@@ -19,6 +19,7 @@ pub const COMMANDS: &[Command] = &[Command {
     since: "2.8.13",
     handler: command_all,
     subcommands: SUBCOMMANDS,
+    acl: cat::CONNECTION,
     ..FAMILY
 }];
 
@@ -29,6 +30,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns a count of commands.",
         since: "2.8.13",
         handler: command_count,
+        acl: cat::CONNECTION,
         ..FAMILY
     },
     Command {
@@ -37,6 +39,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns information about one, multiple or all commands.",
         since: "2.8.13",
         handler: command_info,
+        acl: cat::CONNECTION,
         ..FAMILY
     },
     Command {
@@ -45,6 +48,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns documentary information about one, multiple or all commands.",
         since: "7.0.0",
         handler: command_docs,
+        acl: cat::CONNECTION,
         ..FAMILY
     },
     Command {
@@ -53,6 +57,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns a list of command names.",
         since: "7.0.0",
         handler: command_list,
+        acl: cat::CONNECTION,
         ..FAMILY
     },
     Command {
@@ -61,6 +66,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Extracts the key names from an arbitrary command.",
         since: "2.8.13",
         handler: command_getkeys,
+        acl: cat::CONNECTION,
         ..FAMILY
     },
     Command {
@@ -69,6 +75,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns helpful text about the different subcommands.",
         since: "5.0.0",
         handler: command_help,
+        acl: cat::CONNECTION,
         ..FAMILY
     },
 ];
@@ -137,10 +144,10 @@ fn write_info(ctx: &mut Ctx<'_>, cmd: &Command, fullname: &str) {
     out.int(first as i64);
     out.int(last as i64);
     out.int(step as i64);
-    let cats = cmd.acl_categories();
+    let cats = cmd.acl_category_names();
     out.set(cats.len());
     for c in cats {
-        out.simple(c);
+        out.simple(&c);
     }
     out.array(0); // tips
     write_key_specs(out, cmd);
@@ -151,47 +158,61 @@ fn write_info(ctx: &mut Ctx<'_>, cmd: &Command, fullname: &str) {
     }
 }
 
+/// Key specs for a command with a (first, last, step) range: one per declared key-spec
+/// flag set, the first ones one key each, the last one the rest of the range (as Redis
+/// declares COPY, SMOVE, SINTERSTORE...). Computed positions show none.
 fn write_key_specs(out: &mut strata_resp::Reply<'_>, cmd: &Command) {
     let Keys::Range { first, last, step } = cmd.keys else {
         out.array(0);
         return;
     };
-    let access: &[&str] = if cmd.has(WRITE) {
-        &["RW", "update"]
-    } else {
-        &["RO", "access"]
+    let specs: Vec<u16> = match cmd.key_use {
+        KeyUse::Fixed(specs) if !specs.is_empty() => specs.to_vec(),
+        KeyUse::Args(declared, _) => vec![declared],
+        _ => vec![cmd.key_flags(&[], 0, 0)],
     };
-    out.array(1);
-    out.map(3);
-    out.bulk(b"flags");
-    out.set(access.len());
-    for a in access {
-        out.simple(a);
+    out.array(specs.len());
+    for (i, &spec) in specs.iter().enumerate() {
+        let index = first + i as i32 * step;
+        let (lastkey, keystep) = if i + 1 < specs.len() {
+            (0, 1)
+        } else if last < 0 {
+            (last, step)
+        } else {
+            (last - index, step)
+        };
+        out.map(3);
+        out.bulk(b"flags");
+        let names: Vec<&str> = key::NAMES
+            .iter()
+            .filter(|(f, _)| spec & f != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        out.set(names.len());
+        for n in names {
+            out.simple(n);
+        }
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"index");
+        out.bulk(b"spec");
+        out.map(1);
+        out.bulk(b"index");
+        out.int(index as i64);
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"range");
+        out.bulk(b"spec");
+        out.map(3);
+        out.bulk(b"lastkey");
+        out.int(lastkey as i64);
+        out.bulk(b"keystep");
+        out.int(keystep as i64);
+        out.bulk(b"limit");
+        out.int(0);
     }
-    out.bulk(b"begin_search");
-    out.map(2);
-    out.bulk(b"type");
-    out.bulk(b"index");
-    out.bulk(b"spec");
-    out.map(1);
-    out.bulk(b"index");
-    out.int(first as i64);
-    out.bulk(b"find_keys");
-    out.map(2);
-    out.bulk(b"type");
-    out.bulk(b"range");
-    out.bulk(b"spec");
-    out.map(3);
-    out.bulk(b"lastkey");
-    out.int(if last < 0 {
-        last as i64
-    } else {
-        (last - first) as i64
-    });
-    out.bulk(b"keystep");
-    out.int(step as i64);
-    out.bulk(b"limit");
-    out.int(0);
 }
 
 fn command_docs(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -251,8 +272,7 @@ fn command_list(ctx: &mut Ctx<'_>) -> CmdResult {
             Some((kind, v)) => match kind.as_slice() {
                 b"pattern" => strata_engine::glob::matches(v, table.fullnames[id].as_bytes(), true),
                 b"aclcat" => {
-                    let want = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
-                    table.commands[id].acl_categories().contains(&want.as_str())
+                    cat::by_name(v).is_some_and(|c| table.commands[id].acl_categories() & c != 0)
                 }
                 _ => false, // MODULE: no modules.
             },

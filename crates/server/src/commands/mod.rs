@@ -7,6 +7,7 @@ use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use strata_engine::{Locked, WrongType};
 
+pub mod acl;
 pub mod admin;
 pub mod bitmap;
 pub mod blocking;
@@ -34,6 +35,7 @@ pub mod zset;
 
 pub const FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
+    acl::COMMANDS,
     admin::COMMANDS,
     config::COMMANDS,
     introspection::COMMANDS,

@@ -1,6 +1,6 @@
 //! SAVE BGSAVE BGREWRITEAOF LASTSAVE: snapshots on demand (see crate::services::snapshot).
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
+use crate::exec::command::{cat, flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::services::snapshot;
 use std::sync::atomic::Ordering;
@@ -46,6 +46,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Returns the Unix timestamp of the last successful save to disk.",
         since: "1.0.0",
         handler: lastsave,
+        acl: cat::ADMIN | cat::DANGEROUS,
         ..FAMILY
     },
 ];

@@ -5,7 +5,7 @@
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::exec::command::{flags::*, CmdResult, Command};
+use crate::exec::command::{flags::*, Channels, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::services::pubsub::{Mailbox, Space, Subscriptions};
 use bytes::Bytes;
@@ -23,6 +23,7 @@ pub const COMMANDS: &[Command] = &[
     name: "subscribe",
     arity: -2,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    channels: Channels::Subscribe,
     summary: "Listen for messages published to the given channels",
     complexity: "O(N) where N is the number of channels to subscribe to.",
     handler: subscribe,
@@ -41,6 +42,7 @@ pub const COMMANDS: &[Command] = &[
     name: "psubscribe",
     arity: -2,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    channels: Channels::Patterns,
     summary: "Listen for messages published to channels matching the given patterns",
     complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
     handler: psubscribe,
@@ -59,6 +61,7 @@ pub const COMMANDS: &[Command] = &[
     name: "publish",
     arity: 3,
     flags: PUBSUB | LOADING | STALE | FAST,
+    channels: Channels::Publish,
     summary: "Post a message to a channel",
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
     handler: publish,
@@ -68,6 +71,7 @@ pub const COMMANDS: &[Command] = &[
     name: "ssubscribe",
     arity: -2,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    channels: Channels::Subscribe,
     summary: "Listen for messages published to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of shard channels to subscribe to.",
@@ -88,6 +92,7 @@ pub const COMMANDS: &[Command] = &[
     name: "spublish",
     arity: 3,
     flags: PUBSUB | LOADING | STALE | FAST,
+    channels: Channels::Publish,
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",

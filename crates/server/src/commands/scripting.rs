@@ -2,7 +2,7 @@
 //! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
 //! crate::services::scripting.
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, key, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::script::{self, Script};
 use crate::services::scripting::{self, Library, Target};
@@ -22,7 +22,11 @@ fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
         .and_then(|a| crate::exec::command::parse_i64(a))
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
-    (3..3 + n).take_while(|i| *i < argv.len()).collect()
+    // More keys than arguments names none (Redis's invalid key spec: ACL sees no keys).
+    if 3 + n > argv.len() {
+        return Vec::new();
+    }
+    (3..3 + n).collect()
 }
 
 const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLEKEYS;
@@ -37,6 +41,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
         handler: eval,
+        key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -47,6 +52,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
         handler: evalsha,
+        key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -57,6 +63,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
         handler: eval_ro,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -67,6 +74,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
         handler: evalsha_ro,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -77,6 +85,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Invokes a function.",
         since: "7.0.0",
         handler: fcall,
+        key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -87,6 +96,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Invokes a read-only function.",
         since: "7.0.0",
         handler: fcall_ro,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {

@@ -28,7 +28,7 @@
 //! (`BY nosort`) is its storage order: ascending for an intset, unspecified for a
 //! hashtable (as in Redis, where it differs too). Weights are read with strtod's rules.
 
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{cat, flags, key, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -48,6 +48,8 @@ pub const COMMANDS: &[Command] = &[
         since: "1.0.0",
         complexity: COMPLEXITY,
         handler: sort,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
+        acl: cat::DANGEROUS | cat::LIST | cat::SET | cat::SORTEDSET | cat::NOT_GROUP,
         ..Command::DEFAULT
     },
     Command {
@@ -60,6 +62,8 @@ pub const COMMANDS: &[Command] = &[
         since: "7.0.0",
         complexity: COMPLEXITY,
         handler: sort_ro,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
+        acl: cat::DANGEROUS | cat::LIST | cat::SET | cat::SORTEDSET | cat::NOT_GROUP,
         ..Command::DEFAULT
     },
 ];
@@ -110,7 +114,9 @@ struct Opts<'a> {
     gets: Vec<&'a [u8]>,
 }
 
-fn parse<'a>(argv: &'a [Bytes], readonly: bool) -> Result<Opts<'a>, CmdError> {
+/// Parses SORT's options. `all_keys`: the user may read every key, which BY with a
+/// pattern and GET need (they reach keys the command does not name).
+fn parse<'a>(argv: &'a [Bytes], readonly: bool, all_keys: bool) -> Result<Opts<'a>, CmdError> {
     let mut o = Opts {
         desc: false,
         alpha: false,
@@ -144,9 +150,18 @@ fn parse<'a>(argv: &'a [Bytes], readonly: bool) -> Result<Opts<'a>, CmdError> {
             o.sortby = Some(p);
             if star(p).is_none() {
                 o.dontsort = true;
+            } else if !all_keys {
+                return Err(CmdError::Static(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
             }
             j += 1;
         } else if a.eq_ignore_ascii_case(b"get") && left >= 1 {
+            if !all_keys {
+                return Err(CmdError::Static(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.gets.push(&argv[j + 1]);
             j += 1;
         } else {
@@ -373,7 +388,7 @@ fn needs_pattern_keys(o: &Opts<'_>) -> bool {
 
 fn sort_generic(ctx: &mut Ctx<'_>, readonly: bool) -> CmdResult {
     let argv = ctx.argv;
-    let o = parse(argv, readonly)?;
+    let o = parse(argv, readonly, ctx.may_read_all_keys())?;
     let src: &[u8] = &argv[1];
     let mut base: Vec<Vec<u8>> = vec![src.to_vec()];
     base.extend(o.store.map(<[u8]>::to_vec));

@@ -6,7 +6,7 @@
 //! transactions on disjoint keys run in parallel on different threads.
 
 use crate::exec::client::Client;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, key, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::effects::Group;
 use crate::exec::plan::LockPlan;
@@ -73,6 +73,7 @@ pub static COMMANDS: &[Command] = &[
         since: "2.2.0",
         complexity: "O(1) for every key.",
         handler: watch,
+        key_use: KeyUse::Fixed(&[key::RO]),
         ..FAMILY
     },
     Command {

@@ -13,6 +13,8 @@ pub struct Load<'c> {
     values: Values,
     /// Directives set so far, by index in DIRECTIVES.
     seen: Vec<bool>,
+    /// `user` lines: the name and rules of each (ACL users to create at start).
+    users: Vec<Vec<Vec<u8>>>,
 }
 
 impl<'c> Load<'c> {
@@ -21,11 +23,15 @@ impl<'c> Load<'c> {
             config,
             values: Values::clone(&config.get()),
             seen: vec![false; DIRECTIVES.len()],
+            users: config.users(),
         }
     }
 
     /// One directive and the words after its name, with Redis's error texts.
     pub fn directive(&mut self, name: &str, words: &[&str]) -> Result<(), String> {
+        if name.eq_ignore_ascii_case("user") {
+            return self.user(words);
+        }
         let Some((index, _)) = position(name) else {
             if words.len() == 1 && DEPRECATED.iter().any(|n| n.eq_ignore_ascii_case(name)) {
                 return Ok(());
@@ -50,6 +56,35 @@ impl<'c> Load<'c> {
         Ok(())
     }
 
+    /// `user <name> <rules>...`: kept for start-up, which creates the user (the rules are
+    /// checked then, against the command table). One word holding them all
+    /// (`--user "alice on"`) is split.
+    fn user(&mut self, words: &[&str]) -> Result<(), String> {
+        let split;
+        let words: Vec<&str> = match words {
+            [one] => {
+                split = split_directive(one).ok_or("Unbalanced quotes in configuration line")?;
+                split.iter().map(String::as_str).collect()
+            }
+            _ => words.to_vec(),
+        };
+        let Some(name) = words.first() else {
+            return Err("Bad directive or wrong number of arguments".into());
+        };
+        if self
+            .users
+            .iter()
+            .any(|u| u.first().map(Vec::as_slice) == Some(name.as_bytes()))
+        {
+            return Err(
+                "Duplicate user found. A user can only be defined once in config files".into(),
+            );
+        }
+        self.users
+            .push(words.iter().map(|w| w.as_bytes().to_vec()).collect());
+        Ok(())
+    }
+
     /// A config file's text. Errors name the line, as Redis does.
     pub fn text(&mut self, text: &str) -> Result<(), String> {
         for (i, line) in text.lines().enumerate() {
@@ -71,6 +106,7 @@ impl<'c> Load<'c> {
 
     /// Stores what was loaded.
     pub fn finish(self) {
+        *self.config.users.lock() = self.users;
         self.config.store(self.values);
     }
 }

@@ -1,7 +1,7 @@
 //! What a change of configuration does beyond storing the value: pushing it into the
 //! component that reads it on its own (the engine's encoding thresholds, the journal, the
 //! pub/sub limits...). Directives read where they are used (`hz`, `maxclients`,
-//! `requirepass`...) need no hook. Hooks run once at start and after a CONFIG SET, each
+//! `maxclients`...) need no hook. Hooks run once at start and after a CONFIG SET, each
 //! at most once per change however many of its directives changed.
 
 use crate::server::Server;
@@ -25,6 +25,8 @@ pub enum Hook {
     Slowlog,
     /// Turning the journal on or off (at start the data directory opens it).
     Appendonly,
+    /// The default user's password.
+    Requirepass,
 }
 
 impl Hook {
@@ -72,6 +74,12 @@ impl Hook {
             Hook::Slowlog => server
                 .slowlog
                 .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
+            Hook::Requirepass => {
+                let env = crate::services::acl::env(server);
+                server
+                    .acl
+                    .set_default_password(&env, c.requirepass.as_bytes());
+            }
             Hook::Appendonly => {
                 // Before start-up has opened the data directory there is nothing to switch.
                 if server.loading.load(Ordering::SeqCst) {

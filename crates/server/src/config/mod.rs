@@ -76,6 +76,8 @@ pub struct Config {
     writer: Mutex<()>,
     /// The file the server was started with (CONFIG REWRITE needs one).
     pub file: Option<String>,
+    /// `user` lines (name, then rules): ACL users created at start.
+    users: Mutex<Vec<Vec<Vec<u8>>>>,
 }
 
 impl Config {
@@ -86,7 +88,13 @@ impl Config {
             epoch: AtomicU64::new(0),
             writer: Mutex::new(()),
             file,
+            users: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The `user` lines loaded: each the user's name and its rules.
+    pub fn users(&self) -> Vec<Vec<Vec<u8>>> {
+        self.users.lock().clone()
     }
 
     /// The current values.

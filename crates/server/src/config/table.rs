@@ -29,7 +29,7 @@ directives! {
     /// Refuse clients from beyond loopback while no password is set.
     protected_mode: bool = "yes", "protected-mode", LIVE;
     /// The password clients must AUTH with (empty: none).
-    requirepass: String = "", "requirepass", LIVE | SENSITIVE;
+    requirepass: String = "", "requirepass", LIVE | SENSITIVE => Requirepass;
     maxclients: u32 [int(1, UINT_MAX)] = "10000", "maxclients", LIVE;
     /// Close a client idle this many seconds (0: never).
     timeout: u64 [int(0, INT_MAX)] = "0", "timeout", LIVE;
@@ -212,10 +212,12 @@ directives! {
     /// DEBUG is always enabled in Strata.
     enable_debug_command: ProtectedAction = "no", "enable-debug-command", START | INERT;
     enable_module_command: ProtectedAction = "no", "enable-module-command", START | INERT;
-    aclfile: String = "", "aclfile", START | INERT;
-    acllog_max_len: u64 [int(0, LONG_MAX)] = "128", "acllog-max-len", LIVE | INERT;
-    acl_pubsub_default: AclPubsubDefault = "resetchannels", "acl-pubsub-default",
-        LIVE | INERT;
+    /// The ACL file (relative to `dir`): users at start, ACL LOAD and ACL SAVE.
+    aclfile: String = "", "aclfile", START;
+    /// Entries ACL LOG keeps.
+    acllog_max_len: u64 [int(0, LONG_MAX)] = "128", "acllog-max-len", LIVE;
+    /// Whether new users and selectors start with every channel (`reset` too).
+    acl_pubsub_default: AclPubsubDefault = "resetchannels", "acl-pubsub-default", LIVE;
 
     // --- Replication
     replicaof: ReplicaOf = "", "replicaof" | "slaveof", START | INERT;

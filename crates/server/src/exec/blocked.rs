@@ -31,7 +31,7 @@ pub fn serve_ready(w: &mut Worker<'_>, mut ready: Vec<(usize, Bytes)>) {
                 continue;
             }
             // Re-run the waiter's command as the waiter, on this thread.
-            let mut c = Client::new(waiter.info.clone(), true);
+            let mut c = Client::new(waiter.info.clone(), waiter.info.user(), true);
             c.db = waiter.db;
             c.proto = waiter.proto;
             c.no_touch = waiter.no_touch;

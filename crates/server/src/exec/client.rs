@@ -1,6 +1,7 @@
 //! Per-connection state, and the registry of all clients that CLIENT LIST/KILL and INFO read
 //! from any thread.
 
+use crate::services::acl::user::User;
 use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -26,6 +27,9 @@ pub struct Client {
     pub db: usize,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The ACL user the client runs as; None for the server's own (journal replay), which
+    /// may run anything.
+    pub user: Option<Arc<User>>,
     pub reply: ReplyMode,
     pub no_evict: bool,
     pub no_touch: bool,
@@ -46,12 +50,14 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+    pub fn new(info: Arc<ClientInfo>, user: Option<Arc<User>>, authenticated: bool) -> Client {
+        info.set_user(user.clone());
         Client {
             id: info.id,
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
+            user,
             reply: ReplyMode::On,
             no_evict: false,
             no_touch: false,
@@ -74,6 +80,12 @@ impl Client {
         self.info.psub.store(p, Ordering::Relaxed);
         self.info.ssub.store(sh, Ordering::Relaxed);
         self.pubsub_mode = c + p + sh > 0 && self.proto == Protocol::Resp2;
+    }
+
+    /// Runs as `user` from now on (AUTH, HELLO AUTH, RESET).
+    pub fn set_user(&mut self, user: Arc<User>) {
+        self.info.set_user(Some(user.clone()));
+        self.user = Some(user);
     }
 
     pub fn set_db(&mut self, db: usize) {
@@ -117,6 +129,9 @@ pub struct ClientInfo {
     pub ssub: AtomicUsize,
     /// In a blocking command (CLIENT LIST flags=b).
     pub blocked: AtomicBool,
+    /// The client's ACL user, for other threads (CLIENT LIST user=, CLIENT KILL USER,
+    /// ACL DELUSER); the connection's own copy is `Client::user`.
+    user: Mutex<Option<Arc<User>>>,
     killed: AtomicBool,
     /// The task to wake on `kill`: the connection's (its waker is the same at every await).
     kill_waker: Mutex<Option<Waker>>,
@@ -141,6 +156,7 @@ impl ClientInfo {
             psub: AtomicUsize::new(0),
             ssub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
+            user: Mutex::new(None),
             killed: AtomicBool::new(false),
             kill_waker: Mutex::new(None),
         }
@@ -152,6 +168,22 @@ impl ClientInfo {
         if let Some(w) = self.kill_waker.lock().as_ref() {
             w.wake_by_ref();
         }
+    }
+
+    pub fn user(&self) -> Option<Arc<User>> {
+        self.user.lock().clone()
+    }
+
+    pub fn set_user(&self, user: Option<Arc<User>>) {
+        *self.user.lock() = user;
+    }
+
+    /// The user's name as CLIENT LIST shows it ("(superuser)" for the server's own).
+    pub fn user_name(&self) -> String {
+        self.user
+            .lock()
+            .as_ref()
+            .map_or_else(|| "(superuser)".to_string(), |u| u.name_lossy())
     }
 
     pub fn is_killed(&self) -> bool {

@@ -61,6 +61,157 @@ pub mod flags {
     ];
 }
 
+/// How a command uses each key it names: Redis's key-spec flags. ACL reads them (ACCESS
+/// needs a read pattern; UPDATE, INSERT and DELETE a write one; none of them, any pattern)
+/// and COMMAND INFO shows them.
+pub mod key {
+    pub const RO: u16 = 1 << 0;
+    pub const RW: u16 = 1 << 1;
+    pub const OW: u16 = 1 << 2;
+    pub const RM: u16 = 1 << 3;
+    pub const ACCESS: u16 = 1 << 4;
+    pub const UPDATE: u16 = 1 << 5;
+    pub const INSERT: u16 = 1 << 6;
+    pub const DELETE: u16 = 1 << 7;
+    pub const INCOMPLETE: u16 = 1 << 8;
+    pub const VARIABLE_FLAGS: u16 = 1 << 9;
+
+    /// The combinations commands declare, named as Redis's key specs spell them.
+    pub const RO_ACCESS: u16 = RO | ACCESS;
+    pub const RW_ACCESS_DELETE: u16 = RW | ACCESS | DELETE;
+    pub const RW_ACCESS_UPDATE: u16 = RW | ACCESS | UPDATE;
+    pub const RW_ACCESS_INSERT: u16 = RW | ACCESS | INSERT;
+    pub const RW_UPDATE: u16 = RW | UPDATE;
+    pub const RW_INSERT: u16 = RW | INSERT;
+    pub const RW_DELETE: u16 = RW | DELETE;
+    pub const OW_UPDATE: u16 = OW | UPDATE;
+    pub const OW_INSERT: u16 = OW | INSERT;
+    pub const RM_DELETE: u16 = RM | DELETE;
+
+    /// COMMAND INFO's names, in its order.
+    pub const NAMES: &[(u16, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// How each key a call names is used ([`key`] flags).
+#[derive(Clone, Copy)]
+pub enum KeyUse {
+    /// Not declared: read-only commands read (RO ACCESS), others read and update
+    /// (RW ACCESS UPDATE), which asks ACL for the most.
+    Derived,
+    /// One entry per key in the order the command's key positions list them (Redis's key
+    /// specs); the last entry covers every further key.
+    Fixed(&'static [u16]),
+    /// Decided by the arguments (SET ... GET, BITFIELD ... SET): the declared flags
+    /// (COMMAND INFO), and the flags of the key at argv position `pos` for one call.
+    Args(u16, fn(argv: &[Bytes], pos: usize) -> u16),
+}
+
+/// The pub/sub channels a command names, which ACL checks against a user's channel
+/// patterns (Redis's getChannelsFromCommand). Unsubscribing names none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channels {
+    None,
+    /// argv[1] is a channel published to (PUBLISH, SPUBLISH).
+    Publish,
+    /// argv[1..] are channels subscribed to (SUBSCRIBE, SSUBSCRIBE).
+    Subscribe,
+    /// argv[1..] are patterns subscribed to (PSUBSCRIBE): each must be one of the user's
+    /// channel patterns, letter for letter.
+    Patterns,
+}
+
+/// ACL categories, as bits in the order of Redis's category table (ACL CAT lists them so).
+pub mod cat {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const READ: u32 = 1 << 1;
+    pub const WRITE: u32 = 1 << 2;
+    pub const SET: u32 = 1 << 3;
+    pub const SORTEDSET: u32 = 1 << 4;
+    pub const LIST: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const STRING: u32 = 1 << 7;
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
+    pub const PUBSUB: u32 = 1 << 12;
+    pub const ADMIN: u32 = 1 << 13;
+    pub const FAST: u32 = 1 << 14;
+    pub const SLOW: u32 = 1 << 15;
+    pub const BLOCKING: u32 = 1 << 16;
+    pub const DANGEROUS: u32 = 1 << 17;
+    pub const CONNECTION: u32 = 1 << 18;
+    pub const TRANSACTION: u32 = 1 << 19;
+    pub const SCRIPTING: u32 = 1 << 20;
+    /// On a declaration's `acl`: the command is not in its group's category (SORT is in
+    /// the generic group but not in @keyspace).
+    pub const NOT_GROUP: u32 = 1 << 31;
+
+    /// Every category's name, bit `i` named by entry `i`.
+    pub const NAMES: [&str; 21] = [
+        "keyspace",
+        "read",
+        "write",
+        "set",
+        "sortedset",
+        "list",
+        "hash",
+        "string",
+        "bitmap",
+        "hyperloglog",
+        "geo",
+        "stream",
+        "pubsub",
+        "admin",
+        "fast",
+        "slow",
+        "blocking",
+        "dangerous",
+        "connection",
+        "transaction",
+        "scripting",
+    ];
+
+    /// The bit of a category name, in any case.
+    pub fn by_name(name: &[u8]) -> Option<u32> {
+        NAMES
+            .iter()
+            .position(|n| n.as_bytes().eq_ignore_ascii_case(name))
+            .map(|i| 1 << i)
+    }
+
+    /// The category of a doc group, if the group has one.
+    pub fn of_group(group: &str) -> u32 {
+        match group {
+            "generic" => KEYSPACE,
+            "string" => STRING,
+            "bitmap" => BITMAP,
+            "connection" => CONNECTION,
+            "sorted-set" => SORTEDSET,
+            "hash" => HASH,
+            "set" => SET,
+            "list" => LIST,
+            "hyperloglog" => HYPERLOGLOG,
+            "geo" => GEO,
+            "stream" => STREAM,
+            "transactions" => TRANSACTION,
+            "scripting" => SCRIPTING,
+            _ => 0,
+        }
+    }
+}
+
 /// Where a command's keys are in its argv (argv[0] is the command name).
 #[derive(Clone, Copy, Debug)]
 pub enum Keys {
@@ -90,6 +241,13 @@ pub struct Command {
     pub arity: i32,
     pub flags: u32,
     pub keys: Keys,
+    /// How it uses each of its keys (Redis's key-spec flags).
+    pub key_use: KeyUse,
+    /// The pub/sub channels it names.
+    pub channels: Channels,
+    /// ACL categories beyond those its flags and group give ([`cat`] bits; Redis's
+    /// explicit acl_categories), and [`cat::NOT_GROUP`] to leave its group's out.
+    pub acl: u32,
     /// Redis's doc group: "string", "generic", "connection", "server"...
     pub group: &'static str,
     pub summary: &'static str,
@@ -106,6 +264,9 @@ impl Command {
         arity: 1,
         flags: 0,
         keys: Keys::None,
+        key_use: KeyUse::Derived,
+        channels: Channels::None,
+        acl: 0,
         group: "generic",
         summary: "",
         since: "1.0.0",
@@ -144,64 +305,61 @@ impl Command {
         }
     }
 
-    /// ACL categories, derived from flags and group as Redis derives most of them, listed
-    /// in the order of Redis's category table (COMMAND INFO shows them so).
-    pub fn acl_categories(&self) -> Vec<&'static str> {
-        let group = match self.group {
-            "generic" => "@keyspace",
-            "string" => "@string",
-            "bitmap" => "@bitmap",
-            "connection" => "@connection",
-            "sorted-set" => "@sortedset",
-            "hash" => "@hash",
-            "set" => "@set",
-            "list" => "@list",
-            "hyperloglog" => "@hyperloglog",
-            "geo" => "@geo",
-            _ => "",
-        };
-        let has = |cat: &str| match cat {
-            "@read" => self.has(flags::READONLY),
-            "@write" => self.has(flags::WRITE),
-            "@pubsub" => self.has(flags::PUBSUB),
-            "@admin" | "@dangerous" => self.has(flags::ADMIN),
-            "@fast" => self.has(flags::FAST),
-            "@slow" => !self.has(flags::FAST),
-            "@blocking" => self.has(flags::BLOCKING),
-            other => other == group,
-        };
-        ACL_CATEGORY_ORDER
-            .iter()
-            .copied()
-            .filter(|c| has(c))
+    /// ACL categories ([`cat`] bits), as Redis sets them: the declared ones, the group's
+    /// (a container's subcommands carry it, not the container), and those its flags imply.
+    pub fn acl_categories(&self) -> u32 {
+        let mut c = self.acl & !cat::NOT_GROUP;
+        if self.acl & cat::NOT_GROUP == 0 && self.subcommands.is_empty() {
+            c |= cat::of_group(self.group);
+        }
+        if self.has(flags::WRITE) {
+            c |= cat::WRITE;
+        }
+        // A read-only script command is not in @read: reading needs explicit permission.
+        if self.has(flags::READONLY) && c & cat::SCRIPTING == 0 {
+            c |= cat::READ;
+        }
+        if self.has(flags::ADMIN) {
+            c |= cat::ADMIN | cat::DANGEROUS;
+        }
+        if self.has(flags::PUBSUB) {
+            c |= cat::PUBSUB;
+        }
+        if self.has(flags::FAST) {
+            c |= cat::FAST;
+        }
+        if self.has(flags::BLOCKING) {
+            c |= cat::BLOCKING;
+        }
+        if c & cat::FAST == 0 {
+            c |= cat::SLOW;
+        }
+        c
+    }
+
+    /// The categories' names with their `@`, in Redis's order (COMMAND INFO).
+    pub fn acl_category_names(&self) -> Vec<String> {
+        let c = self.acl_categories();
+        (0..cat::NAMES.len())
+            .filter(|i| c & (1 << i) != 0)
+            .map(|i| format!("@{}", cat::NAMES[i]))
             .collect()
     }
-}
 
-/// Redis's ACL categories in the order of its ACLCommandCategories table.
-const ACL_CATEGORY_ORDER: &[&str] = &[
-    "@keyspace",
-    "@read",
-    "@write",
-    "@set",
-    "@sortedset",
-    "@list",
-    "@hash",
-    "@string",
-    "@bitmap",
-    "@hyperloglog",
-    "@geo",
-    "@stream",
-    "@pubsub",
-    "@admin",
-    "@fast",
-    "@slow",
-    "@blocking",
-    "@dangerous",
-    "@connection",
-    "@transaction",
-    "@scripting",
-];
+    /// The key-spec flags of the key at argv position `pos`, the `nth` key found.
+    pub fn key_flags(&self, argv: &[Bytes], nth: usize, pos: usize) -> u16 {
+        match self.key_use {
+            KeyUse::Derived if self.has(flags::READONLY) => key::RO_ACCESS,
+            KeyUse::Derived => key::RW_ACCESS_UPDATE,
+            KeyUse::Fixed(specs) => specs
+                .get(nth)
+                .or(specs.last())
+                .copied()
+                .unwrap_or(key::RW_ACCESS_UPDATE),
+            KeyUse::Args(_, f) => f(argv, pos),
+        }
+    }
+}
 
 fn no_handler(ctx: &mut Ctx<'_>) -> CmdResult {
     Err(CmdError::Custom(format!(

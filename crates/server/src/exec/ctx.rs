@@ -240,6 +240,24 @@ impl<'a> Ctx<'a> {
         self.nest.is_none()
     }
 
+    /// The client's user may run this command while reading any key (SORT's BY and GET
+    /// read keys the command does not name).
+    pub fn may_read_all_keys(&self) -> bool {
+        let Some(user) = &self.client.user else {
+            return true;
+        };
+        let table = &self.server.table;
+        match table.resolve(self.argv) {
+            Ok(id) => user.may_read_all_keys(table, id, self.argv),
+            Err(_) => false,
+        }
+    }
+
+    /// Runs inside EXEC or a script.
+    pub fn nested(&self) -> bool {
+        self.nest.is_some()
+    }
+
     /// Logs `argv` instead of this command's argv.
     pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
         self.effect = Effect::Commands(vec![argv]);

@@ -26,7 +26,7 @@ pub fn replay(
     let total = journal_bytes(dir);
     let stats = ThreadStats::new(server.table.commands.len());
     let info = Arc::new(ClientInfo::new(0, "journal".into(), "journal".into()));
-    let mut client = Client::new(info, true);
+    let mut client = Client::new(info, None, true);
     let mut parser = Parser::new(Limits {
         max_bulk_len: usize::MAX / 2,
         max_multibulk_len: usize::MAX / 2,

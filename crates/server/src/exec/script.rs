@@ -170,6 +170,17 @@ impl Host for ScriptHost<'_> {
         }
     }
 
+    fn acl_check_cmd(&mut self, argv: &[Bytes]) -> Option<bool> {
+        let table = &self.worker.server.table;
+        let id = table.lookup_call(argv)?;
+        Some(
+            self.client
+                .user
+                .as_ref()
+                .is_none_or(|u| u.check(table, id, argv).is_ok()),
+        )
+    }
+
     fn log(&mut self, level: u8, msg: &str) {
         match level {
             0 => tracing::debug!("{msg}"),

@@ -96,6 +96,52 @@ impl Table {
         Some(id)
     }
 
+    /// The container of subcommand `id`.
+    pub fn parent(&self, id: usize) -> Option<usize> {
+        self.parent.get(id).copied().flatten()
+    }
+
+    /// The ids of container `id`'s subcommands (added right after it).
+    pub fn subcommand_ids(&self, id: usize) -> std::ops::Range<usize> {
+        let n = self.commands.get(id).map_or(0, |c| c.subcommands.len());
+        id + 1..id + 1 + n
+    }
+
+    /// Resolves a name as ACL rules and DRYRUN spell it: "get", or "config|get" for a
+    /// subcommand, in any case. A container's unknown subcommand, a subcommand of a
+    /// command without any, or more than one `|`, resolve to nothing.
+    pub fn lookup_rule_name(&self, name: &[u8]) -> Option<usize> {
+        let lower = name.to_ascii_lowercase();
+        let mut parts = lower.splitn(3, |&b| b == b'|');
+        let base = parts.next()?;
+        let sub = parts.next();
+        if parts.next().is_some() {
+            return None;
+        }
+        let id = self.by_name.get(base).copied()?;
+        match sub {
+            None => Some(id),
+            Some(_) if self.commands[id].subcommands.is_empty() => None,
+            Some(_) => self.by_name.get(lower.as_slice()).copied(),
+        }
+    }
+
+    /// The command a call names, without checking its arity (Redis's lookupCommand for
+    /// ACL DRYRUN and redis.acl_check_cmd): a container's subcommand when one is given.
+    pub fn lookup_call(&self, argv: &[Bytes]) -> Option<usize> {
+        let name = argv.first()?;
+        if name.contains(&b'|') {
+            return None;
+        }
+        let id = self.lookup_rule_name(name)?;
+        match argv.get(1) {
+            Some(sub) if !self.commands[id].subcommands.is_empty() => {
+                self.lookup_rule_name(&[&name[..], b"|", sub].concat())
+            }
+            _ => Some(id),
+        }
+    }
+
     /// Top-level commands, in declaration order.
     pub fn top_level(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.commands.len()).filter(|&i| self.parent[i].is_none())

@@ -106,8 +106,10 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
         local.to_string(),
     ));
     server.clients.add(info.clone());
-    let authenticated = server.config.get().requirepass.is_empty();
-    let mut client = Client::new(info, authenticated);
+    // Authenticated at once when the default user is on and needs no password.
+    let authenticated = !server.acl.auth_required();
+    let default = server.acl.default_user().clone();
+    let mut client = Client::new(info, Some(default), authenticated);
     let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
     finish(&server, stream, client, moved);
 }

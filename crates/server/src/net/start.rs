@@ -28,6 +28,7 @@ pub fn run(config: Config) -> std::io::Result<()> {
 pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
     let (listeners, listen) = crate::net::listen::bind(&config)?;
     let server = Server::new(config, listen);
+    crate::services::acl::file::load_at_start(&server).map_err(std::io::Error::other)?;
     // Signals are watched from here on, so one that arrives while loading is handled.
     crate::net::signals::watch(&server)?;
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;

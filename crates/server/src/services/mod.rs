@@ -1,5 +1,6 @@
 //! Services that commands and the request path use, each owning its state.
 
+pub mod acl;
 pub mod blocking;
 pub mod lazyfree;
 pub mod notify;

@@ -509,6 +509,24 @@ impl Hub {
         self.space(space).matching(pattern)
     }
 
+    /// Calls `f` with every subscription of every client: the channel (of either space) or
+    /// pattern, whether it is a pattern, and the subscriber (ACL finds the subscriptions a
+    /// user lost this way).
+    pub fn for_each_subscription(&self, mut f: impl FnMut(&[u8], bool, &ClientInfo)) {
+        for space in [&self.channels, &self.shard] {
+            for (name, list) in space.map.read().iter() {
+                for m in list {
+                    f(name, false, &m.info);
+                }
+            }
+        }
+        for (pattern, list) in self.patterns.read().iter() {
+            for m in list {
+                f(pattern, true, &m.info);
+            }
+        }
+    }
+
     /// Subscribers of one channel, patterns excluded (PUBSUB NUMSUB, SHARDNUMSUB).
     pub fn numsub(&self, space: Space, channel: &[u8]) -> usize {
         self.space(space).numsub(channel)

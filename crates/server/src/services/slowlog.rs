@@ -133,11 +133,13 @@ fn kept_args(fullname: &str, argv: &[Bytes]) -> Vec<Bytes> {
         .collect()
 }
 
-/// Positions of arguments that hold a password: AUTH's, HELLO's AUTH pair, and the values
-/// of CONFIG SET's sensitive settings.
+/// Positions of arguments that hold a password: AUTH's, HELLO's AUTH pair, ACL SETUSER's
+/// name and rules, and the values of CONFIG SET's sensitive settings.
 fn secrets(fullname: &str, argv: &[Bytes]) -> Vec<usize> {
     match fullname {
         "auth" => (1..argv.len()).collect(),
+        // A user's rules may hold passwords: all of them are hidden, as Redis does.
+        "acl|setuser" => (2..argv.len()).collect(),
         "hello" => argv
             .iter()
             .position(|a| a.eq_ignore_ascii_case(b"auth"))

@@ -10,7 +10,7 @@ mod points;
 mod search;
 mod sort;
 
-use crate::exec::command::{flags, CmdError, Command, Keys};
+use crate::exec::command::{flags, key, CmdError, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use strata_resp::{Protocol, Reply};
@@ -45,6 +45,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
         handler: points::geoadd,
+        key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -56,6 +57,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(log(N))",
         handler: points::geodist,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -67,6 +69,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(log(N)) for each member requested, where N is the number of elements in the sorted set.",
         handler: points::geohash,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -78,6 +81,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(N) where N is the number of members requested.",
         handler: points::geopos,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -89,6 +93,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: SEARCH_CPLX,
         handler: search::georadius,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -100,6 +105,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.10",
         complexity: SEARCH_CPLX,
         handler: search::georadius_ro,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -111,6 +117,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: SEARCH_CPLX,
         handler: search::georadiusbymember,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -122,6 +129,7 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.10",
         complexity: SEARCH_CPLX,
         handler: search::georadiusbymember_ro,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -133,6 +141,7 @@ pub const COMMANDS: &[Command] = &[
         since: "6.2.0",
         complexity: GEOSEARCH_CPLX,
         handler: search::geosearch,
+        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -148,6 +157,7 @@ pub const COMMANDS: &[Command] = &[
         since: "6.2.0",
         complexity: GEOSEARCH_CPLX,
         handler: search::geosearchstore,
+        key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
         ..FAMILY
     },
 ];

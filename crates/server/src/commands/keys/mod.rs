@@ -17,7 +17,7 @@ mod presence;
 mod rename;
 mod walk;
 
-use crate::exec::command::{flags, Command, Keys};
+use crate::exec::command::{cat, flags, key, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use strata_engine::Locked;
 
@@ -58,6 +58,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
     handler: del,
+    key_use: KeyUse::Fixed(&[key::RM_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -69,6 +70,7 @@ pub const COMMANDS: &[Command] = &[
     since: "4.0.0",
     complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
     handler: unlink,
+    key_use: KeyUse::Fixed(&[key::RM_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -80,6 +82,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to check.",
     handler: exists,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -91,6 +94,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: type_,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -102,6 +106,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: rename,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -113,6 +118,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: renamenx,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::OW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -124,6 +130,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
     handler: copy,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -135,6 +142,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: move_,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -145,6 +153,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
     handler: keys,
+    acl: cat::DANGEROUS,
     ..Command::DEFAULT
 },
     Command {
@@ -176,6 +185,7 @@ pub const COMMANDS: &[Command] = &[
     since: "3.2.1",
     complexity: "O(N) where N is the number of keys that will be touched.",
     handler: touch,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -198,6 +208,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: expire,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -209,6 +220,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(1)",
     handler: pexpire,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -220,6 +232,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(1)",
     handler: expireat,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -231,6 +244,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(1)",
     handler: pexpireat,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -242,6 +256,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(1)",
     handler: expiretime,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -253,6 +268,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(1)",
     handler: pexpiretime,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -264,6 +280,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: ttl,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -275,6 +292,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(1)",
     handler: pttl,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -286,6 +304,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: "O(1)",
     handler: persist,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
 ];
@@ -300,6 +319,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "2.2.3",
         complexity: "O(1)",
         handler: object_encoding,
+        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
     Command {
@@ -311,6 +331,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "4.0.0",
         complexity: "O(1)",
         handler: object_freq,
+        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
     Command {
@@ -332,6 +353,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "2.2.3",
         complexity: "O(1)",
         handler: object_idletime,
+        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
     Command {
@@ -343,6 +365,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "2.2.3",
         complexity: "O(1)",
         handler: object_refcount,
+        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
 ];

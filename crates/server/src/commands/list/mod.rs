@@ -21,7 +21,7 @@ mod pop;
 mod push;
 mod read;
 
-use crate::exec::command::{flags, parse_i64, CmdError, Command, Keys};
+use crate::exec::command::{flags, key, parse_i64, CmdError, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use strata_engine::ListValue;
@@ -61,6 +61,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: PUSH_COMPLEXITY,
     handler: lpush,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -73,6 +74,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: PUSH_COMPLEXITY,
     handler: rpush,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -85,6 +87,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: PUSH_COMPLEXITY,
     handler: lpushx,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -97,6 +100,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: PUSH_COMPLEXITY,
     handler: rpushx,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -109,6 +113,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements returned",
     handler: lpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -121,6 +126,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements returned",
     handler: rpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -133,6 +139,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: llen,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -145,6 +152,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
     handler: lrange,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -157,6 +165,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
     handler: lindex,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -169,6 +178,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
     handler: lset,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -181,6 +191,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
     handler: linsert,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -193,6 +204,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
     handler: lrem,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -205,6 +217,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements to be removed by the operation.",
     handler: ltrim,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -217,6 +230,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.0.6",
     complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
     handler: lpos,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -229,6 +243,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(1)",
     handler: lmove,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -241,6 +256,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(1)",
     handler: rpoplpush,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -253,6 +269,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
     handler: lmpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
 ];

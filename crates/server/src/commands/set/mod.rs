@@ -16,7 +16,7 @@
 //! SMISMEMBER SCARD SSCAN), `random` (SPOP SRANDMEMBER) and `setops` (the intersections,
 //! unions and differences, SMEMBERS among them).
 
-use crate::exec::command::{flags, Command, Keys};
+use crate::exec::command::{flags, key, Command, KeyUse, Keys};
 use bytes::Bytes;
 use strata_engine::SetValue;
 
@@ -59,6 +59,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     handler: sadd,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -71,6 +72,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of members to be removed.",
     handler: srem,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -83,6 +85,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the set cardinality.",
     handler: smembers,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -95,6 +98,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: sismember,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -107,6 +111,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements being checked for membership",
     handler: smismember,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -119,6 +124,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: scard,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -131,6 +137,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
     handler: spop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -143,6 +150,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
     handler: srandmember,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -159,6 +167,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     handler: smove,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -171,6 +180,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
     handler: sinter,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -183,6 +193,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
     handler: sintercard,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -195,6 +206,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
     handler: sunion,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -207,6 +219,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
     handler: sdiff,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -219,6 +232,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
     handler: sinterstore,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -231,6 +245,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
     handler: sunionstore,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -243,6 +258,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
     handler: sdiffstore,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -255,6 +271,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
     handler: sscan,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];

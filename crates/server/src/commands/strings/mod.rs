@@ -14,8 +14,9 @@ mod numbers;
 mod ranges;
 mod set;
 
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, key, CmdError, CmdResult, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
+use bytes::Bytes;
 use std::cell::Cell;
 
 use lcs::lcs;
@@ -41,6 +42,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the value of a key",
     since: "1.0.0",
     handler: get,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -48,6 +50,7 @@ pub const COMMANDS: &[Command] = &[
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
     keys: KEY1,
+    key_use: KeyUse::Args(key::RW_ACCESS_UPDATE | key::VARIABLE_FLAGS, set_key_use),
     group: "string",
     summary: "Set the string value of a key",
     since: "1.0.0",
@@ -63,6 +66,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the value of a key, only if the key does not exist",
     since: "1.0.0",
     handler: setnx,
+    key_use: KeyUse::Fixed(&[key::OW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -74,6 +78,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the value and expiration of a key",
     since: "2.0.0",
     handler: setex,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -85,6 +90,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the value and expiration in milliseconds of a key",
     since: "2.6.0",
     handler: psetex,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -101,6 +107,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to retrieve.",
     handler: mget,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -117,6 +124,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
     handler: mset,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -133,6 +141,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
     handler: msetnx,
+    key_use: KeyUse::Fixed(&[key::OW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -144,6 +153,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the string value of a key and return its old value",
     since: "1.0.0",
     handler: getset,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -155,6 +165,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the value of a key and delete the key",
     since: "6.2.0",
     handler: getdel,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -166,6 +177,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the value of a key and optionally set its expiration",
     since: "6.2.0",
     handler: getex,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -178,6 +190,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
     handler: append,
+    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -189,6 +202,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the length of the value stored in a key",
     since: "2.2.0",
     handler: strlen,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -200,6 +214,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Increment the integer value of a key by one",
     since: "1.0.0",
     handler: incr,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -211,6 +226,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Decrement the integer value of a key by one",
     since: "1.0.0",
     handler: decr,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -222,6 +238,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Increment the integer value of a key by the given amount",
     since: "1.0.0",
     handler: incrby,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -233,6 +250,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Decrement the integer value of a key by the given number",
     since: "1.0.0",
     handler: decrby,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -244,6 +262,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Increment the float value of a key by the given amount",
     since: "2.6.0",
     handler: incrbyfloat,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -256,6 +275,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.4.0",
     complexity: GETRANGE_COMPLEXITY,
     handler: getrange,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -268,6 +288,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
     handler: setrange,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -280,6 +301,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: GETRANGE_COMPLEXITY,
     handler: getrange,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -296,6 +318,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
     handler: lcs,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];
@@ -345,4 +368,13 @@ fn opt_name(arg: &[u8]) -> &[u8] {
 /// Case-insensitive option match, as Redis's strcasecmp on the argument.
 pub(crate) fn is_opt(arg: &[u8], name: &[u8]) -> bool {
     opt_name(arg).eq_ignore_ascii_case(name)
+}
+
+/// SET reads its key only with GET (Redis's setGetKeys: a GET among the options).
+fn set_key_use(argv: &[Bytes], _pos: usize) -> u16 {
+    if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+        key::RW_ACCESS_UPDATE
+    } else {
+        key::OW_UPDATE
+    }
 }

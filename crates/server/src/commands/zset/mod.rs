@@ -17,7 +17,7 @@ mod setops;
 mod spec;
 mod write;
 
-use crate::exec::command::{flags, parse_i64, CmdError, Command, Keys};
+use crate::exec::command::{flags, key, parse_i64, CmdError, Command, KeyUse, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use strata_engine::{Value, ZSetValue};
@@ -88,6 +88,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
     handler: zadd,
+    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..FAMILY
 },
     Command {
@@ -99,6 +100,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(log(N)) where N is the number of elements in the sorted set.",
     handler: zincrby,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..FAMILY
 },
     Command {
@@ -110,6 +112,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     handler: zrem,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
@@ -121,6 +124,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(1)",
     handler: zscore,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -132,6 +136,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) where N is the number of members being requested.",
     handler: zmscore,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -143,6 +148,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(1)",
     handler: zcard,
+    key_use: KeyUse::Fixed(&[key::RO]),
     ..FAMILY
 },
     Command {
@@ -154,6 +160,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
     handler: range::zcount,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -165,6 +172,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
     handler: range::zlexcount,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -176,6 +184,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
     handler: range::zrange,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -187,6 +196,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
     handler: range::zrangestore,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -198,6 +208,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.5",
     complexity: RANGE_CPLX,
     handler: range::zrangebyscore,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -209,6 +220,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.2.0",
     complexity: RANGE_CPLX,
     handler: range::zrevrangebyscore,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -220,6 +232,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: RANGE_CPLX,
     handler: range::zrangebylex,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -231,6 +244,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: RANGE_CPLX,
     handler: range::zrevrangebylex,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -242,6 +256,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
     handler: range::zrevrange,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -253,6 +268,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(log(N))",
     handler: zrank,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -264,6 +280,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(log(N))",
     handler: zrevrank,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -275,6 +292,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: REM_CPLX,
     handler: range::zremrangebyrank,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
@@ -286,6 +304,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.2.0",
     complexity: REM_CPLX,
     handler: range::zremrangebyscore,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
@@ -297,6 +316,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.9",
     complexity: REM_CPLX,
     handler: range::zremrangebylex,
+    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
@@ -308,6 +328,7 @@ pub const COMMANDS: &[Command] = &[
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     handler: zpopmin,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..FAMILY
 },
     Command {
@@ -319,6 +340,7 @@ pub const COMMANDS: &[Command] = &[
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     handler: zpopmax,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..FAMILY
 },
     Command {
@@ -330,6 +352,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements returned",
     handler: zrandmember,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -341,6 +364,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
     handler: zunion,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -352,6 +376,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
     handler: zinter,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -363,6 +388,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
     handler: zdiff,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -374,6 +400,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
     handler: zunionstore,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -385,6 +412,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
     handler: zinterstore,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -396,6 +424,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
     handler: zdiffstore,
+    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -407,6 +436,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
     handler: zintercard,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -418,6 +448,7 @@ pub const COMMANDS: &[Command] = &[
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
     handler: zmpop,
+    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..FAMILY
 },
     Command {
@@ -429,6 +460,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
     handler: zscan,
+    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
 ];
