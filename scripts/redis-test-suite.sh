@@ -9,12 +9,18 @@
 # with `--tags -slow`, and the script prints each unit's passed/failed/exception counts
 # side by side. docs/compatibility.md keeps the table it prints.
 #
+# With SPAWN=1 the suite starts the servers itself instead, as it does by default (each
+# `start_server` a fresh one with its own config file): units whose tests are all tagged
+# external:skip (unit/acl, unit/acl-v2, unit/auth...) run only so. A scratch copy of
+# the suite gets a `src/redis-server` that starts Strata (or the reference).
+#
 # Environment:
 #   STRATA=target/release/strata   the binary under test (built first unless NO_BUILD=1)
 #   STRATA_ARGS=                   extra options for Strata
 #   REDIS_SERVER=redis-server      the reference; REDIS_SERVER= (empty) skips it
 #   OUT=target/redis-test-suite    per-unit logs and the result table (.tsv, .md)
 #   TIMEOUT=900                    seconds a unit may take
+#   SPAWN=                         1: the suite spawns the servers (see above)
 set -uo pipefail
 
 if [ $# -lt 1 ] || [ ! -f "$1/tests/test_helper.tcl" ]; then
@@ -30,6 +36,7 @@ STRATA_ARGS=${STRATA_ARGS:-}
 REDIS_SERVER=${REDIS_SERVER-redis-server}
 OUT=${OUT:-$ROOT/target/redis-test-suite}
 TIMEOUT=${TIMEOUT:-900}
+SPAWN=${SPAWN:-}
 mkdir -p "$OUT"
 
 command -v tclsh >/dev/null || { echo "tclsh is needed (Debian: tcl)" >&2; exit 2; }
@@ -55,8 +62,40 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# spawn_suite SIDE -> a scratch copy of the suite whose src/redis-server starts SIDE's
+# server with the config file and options the suite gives it.
+spawn_suite() {
+    local side=$1 dir
+    dir=$(mktemp -d)
+    cp -r "$SRC/tests" "$SRC/runtest" "$dir/"
+    mkdir "$dir/src"
+    for b in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
+        [ -e "$SRC/src/$b" ] && ln -s "$(readlink -f "$SRC/src/$b")" "$dir/src/$b"
+    done
+    if [ "$side" = strata ]; then
+        # The suite waits for " PID: <pid>" in the log (Redis's logo prints it).
+        printf '#!/bin/sh\necho "strata PID: $$"\nexec %q serve %s "$@"\n' \
+            "$STRATA" "$STRATA_ARGS" >"$dir/src/redis-server"
+    else
+        printf '#!/bin/sh\nexec %q "$@"\n' "$(command -v "$REDIS_SERVER")" >"$dir/src/redis-server"
+    fi
+    chmod +x "$dir/src/redis-server"
+    echo "$dir"
+}
+
+# count_results LOG -> "ok err exception ignored"
+count_results() {
+    sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+        /^\[ok\]/ {ok++} /^\[err\]/ {err++} /^\[exception\]/ {exc++} /^\[ignore\]/ {ign++}
+        END {printf "%d %d %d %d\n", ok, err, exc, ign}'
+}
+
 # run_unit SIDE UNIT -> prints "ok err exception ignored"
 run_unit() {
+    if [ -n "$SPAWN" ]; then
+        run_unit_spawned "$@"
+        return
+    fi
     local side=$1 unit=$2 port dir pid log
     port=$(free_port)
     dir=$(mktemp -d)
@@ -81,9 +120,18 @@ run_unit() {
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     rm -rf "$dir"
-    sed 's/\x1b\[[0-9;]*m//g' "$log" | awk '
-        /^\[ok\]/ {ok++} /^\[err\]/ {err++} /^\[exception\]/ {exc++} /^\[ignore\]/ {ign++}
-        END {printf "%d %d %d %d\n", ok, err, exc, ign}'
+    count_results "$log"
+}
+
+# run_unit_spawned SIDE UNIT: the suite starts its own servers (SPAWN=1).
+run_unit_spawned() {
+    local side=$1 unit=$2 suite log
+    suite=$(spawn_suite "$side")
+    log="$OUT/$side-$(echo "$unit" | tr / _).log"
+    (cd "$suite" && timeout "$TIMEOUT" ./runtest --tags -slow --timeout 60 --clients 1 \
+        --baseport "$(( ($(free_port) % 20000) + 30000 ))" --single "$unit" >"$log" 2>&1)
+    rm -rf "$suite"
+    count_results "$log"
 }
 
 TSV=$OUT/results.tsv

@@ -120,13 +120,21 @@ fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 /// Writes every directive that differs from its default into the file the server was
-/// started with, replacing it.
+/// started with, replacing it; and, without an ACL file, every ACL user as a `user` line.
 fn config_rewrite(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(path) = ctx.config().file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
+    let mut text = ctx.config().rewrite_text();
+    let server = ctx.server();
+    if crate::services::acl::file::path(server).is_none() {
+        text.push_str(&crate::services::acl::file::lines(
+            &server.acl,
+            &server.table,
+        ));
+    }
     let tmp = format!("{path}.tmp");
-    std::fs::write(&tmp, ctx.config().rewrite_text())
+    std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
     ctx.out.ok();

@@ -96,7 +96,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "id",
         arity: 2,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns the unique client ID of the connection.",
         since: "5.0.0",
         handler: client_id,
@@ -105,7 +105,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "setname",
         arity: 3,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Sets the connection name.",
         since: "2.6.9",
         handler: client_setname,
@@ -114,7 +114,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "getname",
         arity: 2,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns the name of the connection.",
         since: "2.6.9",
         handler: client_getname,

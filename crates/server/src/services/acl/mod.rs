@@ -229,9 +229,12 @@ pub fn kill_revoked_subscribers(server: &Server, changed: &Changed) {
                 doomed.push(info.id);
             }
         });
+    // Gone from CLIENT LIST at once, as Redis frees them before replying; the
+    // connections close as they wake.
     for id in doomed {
         if let Some(c) = server.clients.get(id) {
             c.kill();
+            server.clients.remove(id);
         }
     }
 }
