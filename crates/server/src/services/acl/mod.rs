@@ -12,6 +12,9 @@ pub mod rules;
 pub mod selector;
 pub mod user;
 
+#[cfg(test)]
+mod tests;
+
 use crate::exec::client::ClientInfo;
 use crate::exec::table::Table;
 use crate::server::Server;

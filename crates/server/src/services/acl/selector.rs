@@ -149,6 +149,23 @@ impl Selector {
         }
     }
 
+    /// Grants the same commands, keys and channels (see `Rules::same_permissions`).
+    pub fn same_permissions(&self, other: &Selector) -> bool {
+        self.all_keys == other.all_keys
+            && self.all_channels == other.all_channels
+            && self.future == other.future
+            && self.commands == other.commands
+            && self.live_firstargs() == other.live_firstargs()
+            && self.keys == other.keys
+            && self.channels == other.channels
+    }
+
+    /// First arguments of commands otherwise denied: those of an allowed command change
+    /// nothing (and are not described).
+    fn live_firstargs(&self) -> Vec<&(usize, Vec<Bytes>)> {
+        self.firstargs.iter().filter(|(id, _)| !self.bit(*id)).collect()
+    }
+
     /// The command bitmaps are equal.
     pub fn same_commands(&self, other: &Selector) -> bool {
         self.commands == other.commands

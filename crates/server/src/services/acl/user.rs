@@ -186,6 +186,22 @@ impl Rules {
         Ok(())
     }
 
+    /// Grants exactly what `other` grants, to the same logins: what a description read
+    /// back (ACL SAVE then LOAD) must give. `all_commands` is left out: it only says
+    /// whether the check may skip the bitmap.
+    pub fn same_permissions(&self, other: &Rules) -> bool {
+        self.enabled == other.enabled
+            && self.nopass == other.nopass
+            && self.sanitize == other.sanitize
+            && self.passwords == other.passwords
+            && self.selectors.len() == other.selectors.len()
+            && self
+                .selectors
+                .iter()
+                .zip(&other.selectors)
+                .all(|(a, b)| a.same_permissions(b))
+    }
+
     /// May any selector do everything?
     pub fn unrestricted(&self) -> bool {
         self.selectors.iter().any(Selector::unrestricted)
