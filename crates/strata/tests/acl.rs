@@ -88,6 +88,19 @@ fn gone(c: &mut redis::Connection, name: &str) -> bool {
     false
 }
 
+/// Waits until some client is blocked (CLIENT LIST flags=b).
+fn blocked(c: &mut redis::Connection) {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let list: String = query(c, &["CLIENT", "LIST"]);
+        if list.contains("flags=b") {
+            return;
+        }
+        assert!(Instant::now() < end, "no client blocked: {list}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// True once the server closed `s` (a read returns EOF or fails).
 fn closed(s: &mut std::net::TcpStream) -> bool {
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
@@ -714,4 +727,35 @@ fn categories_and_key_flags_match_redis() {
     }
     assert!(checked > 200, "only {checked} commands compared");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn blocked_clients_are_checked_when_served_and_closed_with_their_user() {
+    let p = strata(&[]);
+    let mut admin = p.client();
+    ok(&mut admin, &["ACL", "SETUSER", "b", "on", ">pw", "+blpop", "~q*"]);
+    // Permission revoked while blocked: served with the refusal, the element stays.
+    let mut waiter = RespConn::new(&p);
+    waiter.call(&["AUTH", "b", "pw"]).unwrap();
+    waiter
+        .send(&common::encode_command(&["BLPOP", "q1", "0"]))
+        .unwrap();
+    blocked(&mut admin);
+    ok(&mut admin, &["ACL", "SETUSER", "b", "resetkeys", "~other*"]);
+    let _: i64 = query(&mut admin, &["RPUSH", "q1", "x"]);
+    let r = waiter.read().unwrap();
+    assert!(
+        String::from_utf8_lossy(&r.raw).starts_with("-NOPERM"),
+        "{}",
+        r.shown()
+    );
+    assert_eq!(int(&mut admin, &["LLEN", "q1"]), 1);
+    // A blocked client whose user is deleted is disconnected.
+    ok(&mut admin, &["ACL", "SETUSER", "b", "~q*"]);
+    waiter
+        .send(&common::encode_command(&["BLPOP", "q2", "0"]))
+        .unwrap();
+    blocked(&mut admin);
+    assert_eq!(int(&mut admin, &["ACL", "DELUSER", "b"]), 1);
+    assert!(closed(waiter.stream()));
 }
