@@ -86,7 +86,8 @@ pub fn merge_selectors(words: &[Bytes]) -> Result<Vec<Bytes>, usize> {
 
 /// Splits a selector's inside into rules, with Redis's argument quoting: "double quotes"
 /// (with \n \r \t \b \a \\ \" and \xHH escapes) and 'single quotes' (with \'). None on
-/// unbalanced quotes, or a closing quote not followed by a space.
+/// unbalanced quotes, or a closing quote not followed by a space. A NUL outside quotes
+/// ends the text, as it ends Redis's C string.
 pub fn split_args(s: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -94,7 +95,7 @@ pub fn split_args(s: &[u8]) -> Option<Vec<Vec<u8>>> {
         while i < s.len() && s[i].is_ascii_whitespace() {
             i += 1;
         }
-        if i == s.len() {
+        if i == s.len() || s[i] == 0 {
             return Some(out);
         }
         let mut word = Vec::new();
@@ -193,6 +194,7 @@ mod tests {
             ])
         );
         assert_eq!(split("\"open"), None);
+        assert_eq!(split("a\0b c"), Some(vec![b"a".to_vec()]));
         assert_eq!(split("\"a\"b"), None);
         assert_eq!(split(""), Some(vec![]));
     }

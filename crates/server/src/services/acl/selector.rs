@@ -80,13 +80,10 @@ impl Denied {
 }
 
 /// A call's keys (argv position, key-spec flags), found once and shared by the selectors.
+#[derive(Default)]
 pub struct CallKeys(Option<Vec<(usize, u16)>>);
 
 impl CallKeys {
-    pub fn new() -> CallKeys {
-        CallKeys(None)
-    }
-
     fn get(&mut self, cmd: &Command, argv: &[Bytes]) -> &[(usize, u16)] {
         self.0.get_or_insert_with(|| {
             let mut v = Vec::new();

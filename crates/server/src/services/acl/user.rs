@@ -333,7 +333,7 @@ impl User {
             return true;
         }
         let rules = self.rules();
-        let mut keys = super::selector::CallKeys::new();
+        let mut keys = super::selector::CallKeys::default();
         rules.selectors.iter().any(|s| {
             s.check(table, id, argv, &mut keys).is_ok() && s.all_keys_with(super::selector::READ)
         })
@@ -348,7 +348,7 @@ impl Rules {
         id: usize,
         argv: &[Bytes],
     ) -> Result<(), Denied> {
-        let mut keys = super::selector::CallKeys::new();
+        let mut keys = super::selector::CallKeys::default();
         let mut worst = Denied::Command;
         for sel in &self.selectors {
             match sel.check(table, id, argv, &mut keys) {
