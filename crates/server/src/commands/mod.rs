@@ -26,6 +26,7 @@ pub mod scripting;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod stream;
 pub mod strings;
 pub mod transactions;
 pub mod zset;
@@ -42,6 +43,7 @@ pub const FAMILIES: &[&[Command]] = &[
     list::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    stream::COMMANDS,
     blocking::COMMANDS,
     hyperloglog::COMMANDS,
     sort::COMMANDS,

@@ -157,6 +157,7 @@ impl Command {
             "set" => "@set",
             "list" => "@list",
             "hyperloglog" => "@hyperloglog",
+            "stream" => "@stream",
             _ => "",
         };
         let has = |cat: &str| match cat {
