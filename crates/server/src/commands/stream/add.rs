@@ -168,7 +168,7 @@ pub(super) fn xadd(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let enc = &ctx.keyspace().encodings;
     let mut l = ctx.lock1(key);
-    if l.stream_peek(key)?.is_none() && a.nomkstream {
+    if a.nomkstream && l.stream_peek(key)?.is_none() {
         drop(l);
         ctx.no_effect();
         ctx.out.null();
