@@ -17,6 +17,7 @@ use crate::services::blocking::BlockRequest;
 use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::stream::{ReadFrom, ReadGroup, StreamId};
+use strata_engine::{Locked, StreamValue};
 use strata_resp::{Protocol, Reply};
 
 /// Entries a blocked reader takes at most from a stream when it gave no COUNT.
@@ -155,44 +156,9 @@ fn read_generic(ctx: &mut Ctx<'_>, xreadgroup: bool) -> CmdResult {
     let argv = ctx.argv;
     let keys = &argv[a.streams_at..a.streams_at + a.n];
     let id_args = &argv[a.streams_at + a.n..];
+    let now = ctx.clock_ms();
     let mut l = ctx.lock(keys);
-    // The IDs, checking each key's type and group first, as Redis does.
-    let mut from = Vec::with_capacity(a.n);
-    let mut dollar = false;
-    for (key, arg) in keys.iter().zip(id_args) {
-        let s = match l.stream_get(key) {
-            Ok(s) => s,
-            // A blocked XREAD is not served by a key of another type.
-            Err(_) if rerun && !xreadgroup => None,
-            Err(_) if rerun => return Err(gone()),
-            Err(e) => return Err(e.into()),
-        };
-        if let Some((group, _)) = a.group {
-            if s.and_then(|s| s.group(group)).is_none() {
-                return Err(match (rerun, s) {
-                    (true, None) => gone(),
-                    (true, Some(_)) => CmdError::Static(
-                        "NOGROUP the consumer group this client was blocked on no longer exists",
-                    ),
-                    (false, _) => no_group(key, group, " in XREADGROUP with GROUP option"),
-                });
-            }
-        }
-        from.push(match &arg[..] {
-            b"$" if xreadgroup => return Err(CmdError::Static("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.")),
-            b"$" => {
-                dollar = true;
-                From::After(s.map_or(StreamId::MIN, |s| s.last_id()))
-            }
-            b">" if !xreadgroup => return Err(CmdError::Static("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")),
-            b">" => From::New,
-            // Redis reads the largest ID as `>`.
-            _ => match parse_id(arg, 0, true)? {
-                StreamId::MAX if xreadgroup => From::New,
-                id => From::After(id),
-            },
-        });
-    }
+    let from = resolve_ids(&mut l, keys, id_args, a.group, rerun)?;
 
     let proto = ctx.out.proto;
     let mut body = Vec::new();
@@ -201,12 +167,11 @@ fn read_generic(ctx: &mut Ctx<'_>, xreadgroup: bool) -> CmdResult {
     let mut created = Vec::new();
     for (key, &f) in keys.iter().zip(&from) {
         let mut out = Reply::new(&mut body, proto);
-        let done = match a.group {
+        match a.group {
             None => {
-                let Ok(Some(s)) = l.stream_peek(key) else {
+                let (Ok(Some(s)), From::After(after)) = (l.stream_peek(key), f) else {
                     continue;
                 };
-                let From::After(after) = f else { continue };
                 if !s.has_entries_after(after) {
                     continue;
                 }
@@ -218,7 +183,6 @@ fn read_generic(ctx: &mut Ctx<'_>, xreadgroup: bool) -> CmdResult {
                         .map(|e| reply_entry(out, &e))
                         .count()
                 });
-                true
             }
             Some((group, consumer)) => {
                 let Ok(Some(s)) = l.stream_mut(key) else {
@@ -242,45 +206,12 @@ fn read_generic(ctx: &mut Ctx<'_>, xreadgroup: bool) -> CmdResult {
                     noack: a.noack,
                 };
                 stream_header(&mut out, key);
-                let mut delivered = Vec::new();
-                let mut read = None;
-                let now = ctx.clock_ms();
-                reply_counted(&mut out, |out| {
-                    let mut n = 0;
-                    read = s.read_group(&req, now, &mut |id, entry| {
-                        n += 1;
-                        match entry {
-                            Some(e) => {
-                                reply_entry(out, &e);
-                                delivered.push(id);
-                            }
-                            // A pending entry since deleted: its ID and a null.
-                            None => {
-                                out.array(2);
-                                reply_id(out, id);
-                                out.null_array();
-                            }
-                        }
-                    });
-                    n
-                });
-                let read = read.unwrap_or_default();
-                if read.consumer_created {
-                    records.consumer_created(key, group, consumer);
+                if serve_group(&mut out, s, key, &req, now, &mut records) {
                     created.push(key.clone());
                 }
-                if !(a.noack && from == ReadFrom::New) {
-                    for id in &delivered {
-                        records.claimed(key, group, s, *id);
-                    }
-                }
-                if read.last_id_moved {
-                    records.group_moved(key, group, s);
-                }
-                true
             }
-        };
-        served += done as usize;
+        }
+        served += 1;
     }
     drop(l);
     for key in &created {
@@ -303,7 +234,7 @@ fn read_generic(ctx: &mut Ctx<'_>, xreadgroup: bool) -> CmdResult {
     };
     let mut req = BlockRequest::new(keys.to_vec(), deadline, |out| out.null_array());
     // `$` means the last ID at the time of blocking: the waiter re-runs with it.
-    if dollar {
+    if id_args.iter().any(|id| &id[..] == b"$") {
         let mut argv = argv.to_vec();
         for (i, f) in from.iter().enumerate() {
             if let (From::After(id), b"$") = (f, &id_args[i][..]) {
@@ -316,6 +247,98 @@ fn read_generic(ctx: &mut Ctx<'_>, xreadgroup: bool) -> CmdResult {
     req.wake_on_change = xreadgroup;
     ctx.block(req);
     Ok(())
+}
+
+/// Where each stream is read from, checking each key's type and the group before its ID,
+/// in Redis's order. A re-run of a blocked reader treats a key of another type as not
+/// ready (XREAD) or gone (XREADGROUP).
+fn resolve_ids(
+    l: &mut Locked<'_>,
+    keys: &[Bytes],
+    id_args: &[Bytes],
+    group: Option<(&[u8], &[u8])>,
+    rerun: bool,
+) -> Result<Vec<From>, CmdError> {
+    let xreadgroup = group.is_some();
+    let mut from = Vec::with_capacity(keys.len());
+    for (key, arg) in keys.iter().zip(id_args) {
+        let s = match l.stream_get(key) {
+            Ok(s) => s,
+            Err(_) if rerun && !xreadgroup => None,
+            Err(_) if rerun => return Err(gone()),
+            Err(e) => return Err(e.into()),
+        };
+        if let Some((group, _)) = group {
+            if s.and_then(|s| s.group(group)).is_none() {
+                return Err(match (rerun, s) {
+                    (true, None) => gone(),
+                    (true, Some(_)) => CmdError::Static(
+                        "NOGROUP the consumer group this client was blocked on no longer exists",
+                    ),
+                    (false, _) => no_group(key, group, " in XREADGROUP with GROUP option"),
+                });
+            }
+        }
+        from.push(match &arg[..] {
+            b"$" if xreadgroup => return Err(CmdError::Static("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.")),
+            b"$" => From::After(s.map_or(StreamId::MIN, |s| s.last_id())),
+            b">" if !xreadgroup => return Err(CmdError::Static("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")),
+            b">" => From::New,
+            // Redis reads the largest ID as `>`.
+            _ => match parse_id(arg, 0, true)? {
+                StreamId::MAX if xreadgroup => From::New,
+                id => From::After(id),
+            },
+        });
+    }
+    Ok(from)
+}
+
+/// Delivers one stream's entries to a group's consumer, replying them and gathering the
+/// journal records; true if the consumer was created.
+fn serve_group(
+    out: &mut Reply<'_>,
+    s: &mut StreamValue,
+    key: &[u8],
+    req: &ReadGroup<'_>,
+    now: u64,
+    records: &mut Records,
+) -> bool {
+    let mut delivered = Vec::new();
+    let mut read = None;
+    reply_counted(out, |out| {
+        let mut n = 0;
+        read = s.read_group(req, now, &mut |id, entry| {
+            n += 1;
+            match entry {
+                Some(e) => {
+                    reply_entry(out, &e);
+                    delivered.push(id);
+                }
+                // A pending entry since deleted: its ID and a null.
+                None => {
+                    out.array(2);
+                    reply_id(out, id);
+                    out.null_array();
+                }
+            }
+        });
+        n
+    });
+    let read = read.unwrap_or_default();
+    if read.consumer_created {
+        records.consumer_created(key, req.group, req.consumer);
+    }
+    // New entries read with NOACK do not become pending.
+    if !(req.noack && req.from == ReadFrom::New) {
+        for id in delivered {
+            records.claimed(key, req.group, s, id);
+        }
+    }
+    if read.last_id_moved {
+        records.group_moved(key, req.group, s);
+    }
+    read.consumer_created
 }
 
 /// What XREADGROUP answers when the stream it blocked on was deleted or replaced.
