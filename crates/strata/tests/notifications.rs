@@ -1,5 +1,5 @@
 //! Keyspace notifications of the collection families (lists, sorted sets, SORT STORE,
-//! HyperLogLog, the blocking pops, hashes, sets): the same writes on Strata and
+//! HyperLogLog, the blocking pops, hashes, sets, streams): the same writes on Strata and
 //! redis-server, each watched by a `__keyspace@*__:*` + `__keyevent@*__:*` subscriber
 //! with `notify-keyspace-events KEA`; the replies and the event streams must be identical.
 
@@ -477,5 +477,107 @@ fn hash_set_events_match_redis() {
             Call(&["sinter", "x", "y"]),
         ],
         120,
+    );
+}
+
+#[test]
+fn stream_events_match_redis() {
+    use Step::*;
+    compare(
+        &[
+            Call(&["xadd", "s", "1-1", "f", "v"]),
+            Call(&["xadd", "s", "2-1", "f", "v"]),
+            Call(&["xadd", "s", "maxlen", "2", "3-1", "f", "v"]),
+            Call(&["xadd", "s", "maxlen", "~", "1", "4-1", "f", "v"]),
+            Call(&["xadd", "s", "nomkstream", "1-1", "f", "v"]),
+            Call(&["xadd", "none", "nomkstream", "1-1", "f", "v"]),
+            Call(&["xtrim", "s", "maxlen", "5"]),
+            Call(&["xtrim", "s", "minid", "4"]),
+            Call(&["xdel", "s", "9-9"]),
+            Call(&["xdel", "s", "4-1"]),
+            Call(&["xsetid", "s", "10-0"]),
+            Call(&["xadd", "s", "11-1", "f", "v"]),
+            Call(&["xadd", "s", "12-1", "f", "v"]),
+            Call(&["xgroup", "create", "s", "g", "0"]),
+            Call(&["xgroup", "create", "s", "g", "0"]),
+            Call(&["xgroup", "create", "mk", "g", "$", "mkstream"]),
+            Call(&["xgroup", "createconsumer", "s", "g", "c1"]),
+            Call(&["xgroup", "createconsumer", "s", "g", "c1"]),
+            Call(&[
+                "xreadgroup",
+                "group",
+                "g",
+                "c2",
+                "count",
+                "1",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Call(&["xreadgroup", "group", "g", "c2", "streams", "s", "0"]),
+            Call(&["xreadgroup", "group", "g", "c3", "streams", "s", "0"]),
+            Call(&[
+                "xreadgroup",
+                "group",
+                "g",
+                "c4",
+                "noack",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Call(&["xclaim", "s", "g", "c5", "0", "11-1"]),
+            Call(&["xclaim", "s", "g", "c6", "0", "99-1"]),
+            Call(&["xautoclaim", "s", "g", "c7", "0", "0"]),
+            Call(&["xack", "s", "g", "11-1"]),
+            Call(&["xgroup", "setid", "s", "g", "0"]),
+            Call(&["xgroup", "delconsumer", "s", "g", "c1"]),
+            Call(&["xgroup", "delconsumer", "s", "g", "nobody"]),
+            Call(&["xgroup", "destroy", "s", "g"]),
+            Call(&["xgroup", "destroy", "s", "g"]),
+            // Readers served by a later write; a group reader whose group goes.
+            Block(&["xread", "block", "0", "streams", "s", "$"]),
+            Block(&["xread", "block", "0", "streams", "s", "$"]),
+            Wake(&["xadd", "s", "13-1", "f", "v"]),
+            Call(&["xgroup", "create", "s", "g2", "$"]),
+            Block(&[
+                "xreadgroup",
+                "group",
+                "g2",
+                "r1",
+                "block",
+                "0",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Wake(&["xadd", "s", "14-1", "f", "v"]),
+            Block(&[
+                "xreadgroup",
+                "group",
+                "g2",
+                "r2",
+                "block",
+                "0",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Wake(&["xgroup", "destroy", "s", "g2"]),
+            Call(&["xgroup", "create", "s", "g3", "$"]),
+            Block(&[
+                "xreadgroup",
+                "group",
+                "g3",
+                "r3",
+                "block",
+                "0",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Wake(&["del", "s"]),
+        ],
+        40,
     );
 }

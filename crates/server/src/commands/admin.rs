@@ -161,6 +161,8 @@ fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     touch_watched(ctx, &[ctx.client.db]);
     dispose(ctx.db().flush(), lazy);
+    // XREADGROUP clients blocked on a stream that went answer an error.
+    ctx.signal_db_ready(ctx.client.db);
     ctx.out.ok();
     Ok(())
 }
@@ -170,6 +172,9 @@ fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
     touch_watched(ctx, &all);
     dispose(ctx.keyspace().flush_all(), lazy);
+    for db in all {
+        ctx.signal_db_ready(db);
+    }
     ctx.out.ok();
     Ok(())
 }

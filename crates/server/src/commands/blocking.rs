@@ -155,7 +155,7 @@ fn timed_out(out: &mut Reply<'_>) {
 /// True when the command runs as a waiter being served (crate::services::blocking::serve_ready, or
 /// the waiter's own check right after registering): the client is still registered as
 /// blocked while its command re-runs, and never while it runs a command itself.
-fn rerun(ctx: &Ctx<'_>) -> bool {
+pub(crate) fn rerun(ctx: &Ctx<'_>) -> bool {
     ctx.client.info.blocked.load(Ordering::Relaxed)
 }
 

@@ -28,6 +28,7 @@ pub mod scripting;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod stream;
 pub mod strings;
 pub mod transactions;
 pub mod zset;
@@ -45,6 +46,7 @@ pub const FAMILIES: &[&[Command]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     geo::COMMANDS,
+    stream::COMMANDS,
     blocking::COMMANDS,
     hyperloglog::COMMANDS,
     sort::COMMANDS,

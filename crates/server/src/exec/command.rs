@@ -158,6 +158,7 @@ impl Command {
             "list" => "@list",
             "hyperloglog" => "@hyperloglog",
             "geo" => "@geo",
+            "stream" => "@stream",
             _ => "",
         };
         let has = |cat: &str| match cat {
@@ -168,7 +169,8 @@ impl Command {
             "@fast" => self.has(flags::FAST),
             "@slow" => !self.has(flags::FAST),
             "@blocking" => self.has(flags::BLOCKING),
-            other => other == group,
+            // A container (CONFIG, XINFO...) is in no group category: its subcommands are.
+            other => other == group && self.subcommands.is_empty(),
         };
         ACL_CATEGORY_ORDER
             .iter()
@@ -272,7 +274,25 @@ impl From<WrongType> for CmdError {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_i64;
+    use super::{parse_i64, Command};
+
+    /// As in Redis, a container is in no group's category; its subcommands are.
+    #[test]
+    fn containers_take_no_group_category() {
+        const SUB: Command = Command {
+            name: "sub",
+            group: "stream",
+            ..Command::DEFAULT
+        };
+        let container = Command {
+            name: "box",
+            group: "stream",
+            subcommands: &[SUB],
+            ..Command::DEFAULT
+        };
+        assert_eq!(container.acl_categories(), ["@slow"]);
+        assert_eq!(SUB.acl_categories(), ["@stream", "@slow"]);
+    }
 
     #[test]
     fn string2ll_rules() {

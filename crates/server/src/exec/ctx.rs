@@ -39,6 +39,8 @@ pub struct Ctx<'a> {
     pub out: Reply<'a>,
     /// The time this command runs at, in Unix milliseconds (read once per command).
     pub now_ms: u64,
+    /// True while the journal replays (`now_ms` then stands still so nothing expires).
+    replaying: bool,
     /// What this command leaves for the effect sinks (its argv unless it rewrites it).
     effect: Effect,
     after: &'a mut After,
@@ -54,6 +56,7 @@ impl<'a> Ctx<'a> {
         argv: &'a [Bytes],
         out: Reply<'a>,
         now_ms: u64,
+        replaying: bool,
         after: &'a mut After,
         nest: Option<&'a mut Nest>,
     ) -> Ctx<'a> {
@@ -64,6 +67,7 @@ impl<'a> Ctx<'a> {
             argv,
             out,
             now_ms,
+            replaying,
             effect: Effect::Argv,
             after,
             nest,
@@ -73,6 +77,17 @@ impl<'a> Ctx<'a> {
     /// The effect the handler left (stage 5 records it).
     pub(crate) fn into_effect(self) -> Effect {
         self.effect
+    }
+
+    /// The time to store in values that keep it (a stream's delivery and seen times):
+    /// `now_ms`, but the wall clock while the journal replays, where `now_ms` stands
+    /// still, so that a replayed XCLAIM's TIME is never in the future.
+    pub fn clock_ms(&self) -> u64 {
+        if self.replaying {
+            self.server.clock.unix_ms(crate::tick::Tick::now())
+        } else {
+            self.now_ms
+        }
     }
 
     /// Server-wide state, for the administration commands that need it.
@@ -156,11 +171,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// True when `notify` for `class` does anything: events of that class are published,
-    /// or some client WATCHes keys (callers use it to skip gathering what `notify` needs).
+    /// some client WATCHes keys, or XREADGROUP clients wait for their keys to change
+    /// (callers use it to skip gathering what `notify` needs).
     #[inline]
     pub fn notifying(&self, class: u32) -> bool {
         self.server.notify_flags.load(Ordering::Relaxed) & class != 0
             || self.server.watches.active()
+            || self.server.blocking.change_watchers() != 0
     }
 
     /// `notify` for a key of another database (MOVE's move_to, COPY ... DB).
@@ -171,6 +188,14 @@ impl<'a> Ctx<'a> {
             self.notify_slow(flags, event, key, db);
         }
         self.server.watches.touch(db, key);
+        // Every change of a key emits an event, so this is where a deletion or
+        // replacement of a stream that XREADGROUP clients wait on is noticed (the stream
+        // commands signal what concerns them themselves).
+        if class != notify::STREAM && self.server.blocking.change_watchers() != 0 {
+            self.after
+                .ready_keys
+                .push((db, Bytes::copy_from_slice(key)));
+        }
     }
 
     #[cold]
@@ -223,21 +248,27 @@ impl<'a> Ctx<'a> {
     /// command is re-run when a key is signalled, and `on_timeout` writes the reply if the
     /// deadline passes first.
     pub fn block_on(&mut self, keys: Vec<Bytes>, deadline_ms: u64, on_timeout: fn(&mut Reply<'_>)) {
+        self.block(BlockRequest::new(keys, deadline_ms, on_timeout));
+    }
+
+    /// `block_on` with the request's other options (XREAD, XREADGROUP).
+    pub fn block(&mut self, req: BlockRequest) {
         if !self.may_block() {
-            on_timeout(&mut self.out);
+            (req.on_timeout)(&mut self.out);
             return;
         }
-        self.after.block = Some(Box::new(BlockRequest {
-            keys,
-            deadline_ms,
-            on_timeout,
-        }));
+        self.after.block = Some(Box::new(req));
     }
 
     /// False inside EXEC or a script, where a blocking command that cannot be served at
     /// once answers as if it had timed out.
     pub fn may_block(&self) -> bool {
         self.nest.is_none()
+    }
+
+    /// True inside a script's `redis.call` (XREAD refuses BLOCK there).
+    pub fn in_script(&self) -> bool {
+        self.nest.as_ref().is_some_and(|n| n.script.is_some())
     }
 
     /// Logs `argv` instead of this command's argv.

@@ -216,7 +216,7 @@ fn run(
             server.clock.unix_ms(started)
         };
         let out = Reply::new(out, proto);
-        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, after, nest);
+        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, replaying, after, nest);
         let r = (cmd.handler)(&mut ctx);
         (r, ctx.into_effect())
     };
@@ -229,7 +229,15 @@ fn run(
     drop(hold);
     w.clock = Tick::now();
     let took = w.clock.micros_since(started);
-    w.stats.called(id, took);
+    if client
+        .info
+        .blocked
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        w.stats.ran_again(id, took);
+    } else {
+        w.stats.called(id, took);
+    }
     if !replaying {
         let by_script = matches!(
             origin,

@@ -25,6 +25,8 @@
 //!   blocking pops: the events of Redis 7.0's t_list.c, t_zset.c, t_hash.c, t_set.c, sort.c
 //!   and hyperloglog.c, emitted from
 //!   commands/{list,zset,hash,set,sort,hyperloglog,blocking}.
+//! - streams (t): xadd, xtrim, xdel, xsetid and the xgroup-* events of Redis 7.0's
+//!   t_stream.c, emitted from commands/stream/.
 
 use crate::services::pubsub::Hub;
 use crate::services::pubsub::Publisher;

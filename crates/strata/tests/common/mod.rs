@@ -638,3 +638,45 @@ pub fn wait_snapshot_done(c: &mut redis::Connection) {
     }
     assert_eq!(info_field(c, "rdb_last_bgsave_status"), "ok");
 }
+
+// ---------------------------------------------------------------------------------------
+// Blocked clients: sending without reading, waiting until they block, replies as text.
+
+/// INFO's blocked_clients.
+pub fn blocked_clients(c: &mut RespConn) -> usize {
+    let info = call_text(c, &["info", "clients"]);
+    info.split("blocked_clients:")
+        .nth(1)
+        .and_then(|r| r.split(['\r', '\\']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no blocked_clients in {info}"))
+}
+
+/// Waits until INFO reports `n` blocked clients.
+pub fn wait_blocked(c: &mut RespConn, n: usize) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while blocked_clients(c) != n {
+        assert!(Instant::now() < end, "never reached {n} blocked clients");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Sends a command on a new connection without reading its reply.
+pub fn send_only(p: &Proc, cmd: &[&str]) -> RespConn {
+    let mut c = RespConn::new(p);
+    c.send(&encode_command(cmd)).unwrap();
+    c
+}
+
+/// A reply's bytes as text, CRLF written `\\r\\n`.
+pub fn reply_text(r: RawReply) -> String {
+    String::from_utf8_lossy(&r.raw).replace("\r\n", "\\r\\n")
+}
+
+pub fn read_text(c: &mut RespConn) -> String {
+    reply_text(c.read().unwrap())
+}
+
+pub fn call_text(c: &mut RespConn, cmd: &[&str]) -> String {
+    reply_text(c.call(cmd).unwrap())
+}
