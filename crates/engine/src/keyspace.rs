@@ -342,6 +342,31 @@ impl Db {
         (next, out)
     }
 
+    /// Starts a walk of shard `idx` for a reader that must not hold its lock for long (an
+    /// RDB export, a replica's full sync): the keys not expired at `now` are listed under
+    /// one hold of the lock, then [`ShardWalk::next_batch`] reads their entries a batch per
+    /// hold. Each entry is read whole under the lock and given once; keys deleted or
+    /// expired meanwhile are skipped, keys added meanwhile are not seen. Not a point in
+    /// time across shards or batches: the snapshot capture is.
+    pub fn walk_shard(&self, idx: usize, now: u64) -> ShardWalk<'_> {
+        let mut walk = ShardWalk {
+            db: self,
+            idx,
+            now,
+            keys: Vec::new(),
+            ends: Vec::new(),
+            next: 0,
+        };
+        if let Some(shard) = self.shards.get(idx) {
+            let g = shard.acquire();
+            for e in g.iter().filter(|e| !e.is_expired(now)) {
+                walk.keys.extend_from_slice(e.key());
+                walk.ends.push(walk.keys.len());
+            }
+        }
+        walk
+    }
+
     /// All live keys matching `pattern` (KEYS).
     pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
         let filter = ScanFilter {
@@ -383,6 +408,49 @@ impl Db {
             return g.iter().nth(pick).map(|e| e.key().to_vec());
         }
         None
+    }
+}
+
+/// A walk of one shard's entries in batches (see [`Db::walk_shard`]).
+pub struct ShardWalk<'a> {
+    db: &'a Db,
+    idx: usize,
+    now: u64,
+    /// The keys listed at the start, back to back; `ends[i]` is where key i ends.
+    keys: Vec<u8>,
+    ends: Vec<usize>,
+    next: usize,
+}
+
+impl ShardWalk<'_> {
+    /// Keys listed at the start of the walk.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Calls `f` with the entries of the next `batch` keys still present and live, all
+    /// under one hold of the shard's lock. False once every key has been visited.
+    pub fn next_batch(&mut self, batch: usize, mut f: impl FnMut(EntryRef<'_>)) -> bool {
+        if self.next >= self.ends.len() {
+            return false;
+        }
+        let end = self.next.saturating_add(batch.max(1)).min(self.ends.len());
+        let g = self.db.shards[self.idx].acquire();
+        for i in self.next..end {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            let key = &self.keys[start..self.ends[i]];
+            if let Some(e) = g.find(hash(key), key) {
+                if !e.is_expired(self.now) {
+                    f(e);
+                }
+            }
+        }
+        self.next = end;
+        true
     }
 }
 

@@ -297,6 +297,16 @@ impl<'a> Locked<'a> {
         self.shard(h).put(h, key, owned.value, owned.expire_at, lru);
     }
 
+    /// Sets an existing entry's LRU stamp (a loaded or restored key's idle time); false if
+    /// there is no such key.
+    pub fn set_lru(&mut self, key: &[u8], lru: u32) -> bool {
+        let (h, found) = self.live(key);
+        if found {
+            self.shard(h).touch(h, key, lru);
+        }
+        found
+    }
+
     /// The entry's expiry as stored, without expiring it first (WATCH needs to know that a
     /// key has expired before anything removes it). None: no entry at all.
     pub fn peek_raw_expire(&mut self, key: &[u8]) -> Option<Option<u64>> {

@@ -276,6 +276,11 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
+/// Bytes allocated (INFO's used_memory; an RDB file's `used-mem`).
+pub fn used_memory() -> u64 {
+    allocator().0
+}
+
 /// (allocated, resident) bytes as the allocator counts them.
 fn allocator() -> (u64, u64) {
     use tikv_jemalloc_ctl::{epoch, stats};

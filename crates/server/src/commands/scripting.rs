@@ -450,42 +450,11 @@ fn function_help(ctx: &mut Ctx<'_>) -> CmdResult {
 // ---------------------------------------------------------------------------------------
 // FUNCTION
 
-/// Validates `code` in this thread's state and adds it to the registry (REPLACE swaps a
-/// library of the same name). Every thread reloads the libraries on its next call.
+/// FUNCTION LOAD's registration, with Redis's error replies.
 fn load_library(ctx: &Ctx<'_>, code: Bytes, replace: bool) -> Result<String, CmdError> {
-    let scripts = &ctx.scripts();
-    let mut libs = scripts.libraries.write();
-    // A fresh state holding every other library checks name clashes exactly as Redis.
-    let mut lua = strata_scripting::Lua::new();
-    let name_hint = strata_scripting_name(&code);
-    for (n, l) in libs.iter() {
-        if replace && Some(n.as_str()) == name_hint.as_deref() {
-            continue;
-        }
-        let _ = lua.load_library(&l.code);
-    }
-    let info = lua.load_library(&code).map_err(CmdError::Custom)?;
-    if libs.contains_key(&info.name) && !replace {
-        return Err(CmdError::Custom(format!(
-            "ERR Library '{}' already exists",
-            info.name
-        )));
-    }
-    let name = info.name.clone();
-    libs.insert(name.clone(), Library { code, info });
-    drop(libs);
-    scripts.functions_changed();
-    Ok(name)
-}
-
-/// The library name of a `#!lua name=<lib>` shebang, if it parses.
-fn strata_scripting_name(code: &[u8]) -> Option<String> {
-    let line = code.split(|b| *b == b'\n').next()?;
-    let line = std::str::from_utf8(line).ok()?;
-    line.strip_prefix("#!")?
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("name="))
-        .map(str::to_string)
+    ctx.scripts()
+        .load_library(code, replace)
+        .map_err(CmdError::Custom)
 }
 
 fn function_load(ctx: &mut Ctx<'_>) -> CmdResult {

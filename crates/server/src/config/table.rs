@@ -128,8 +128,10 @@ directives! {
         check aof_file_name;
     appenddirname: String = "appendonlydir", "appenddirname", START | INERT,
         check aof_dir_name;
-    rdbcompression: bool = "yes", "rdbcompression", LIVE | INERT;
-    rdbchecksum: bool = "yes", "rdbchecksum", START | INERT;
+    /// LZF-compress strings in RDB files and DUMP payloads (strata export, DUMP, MIGRATE).
+    rdbcompression: bool = "yes", "rdbcompression", LIVE;
+    /// End RDB files with a CRC64 (strata export; 0, "not computed", otherwise).
+    rdbchecksum: bool = "yes", "rdbchecksum", START;
     rdb_del_sync_files: bool = "no", "rdb-del-sync-files", LIVE | INERT;
     rdb_save_incremental_fsync: bool = "yes", "rdb-save-incremental-fsync", LIVE | INERT;
     stop_writes_on_bgsave_error: bool = "yes", "stop-writes-on-bgsave-error", LIVE | INERT;

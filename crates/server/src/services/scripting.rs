@@ -77,6 +77,31 @@ impl Scripts {
         self.scripts_version.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Validates library `code` in a fresh state and adds it to the registry (`replace`
+    /// swaps a library of the same name). Every thread reloads the libraries on its next
+    /// call. The error is the reply Redis gives (FUNCTION LOAD, loading a dump).
+    pub fn load_library(&self, code: Bytes, replace: bool) -> Result<String, String> {
+        let mut libs = self.libraries.write();
+        // A fresh state holding every other library checks name clashes exactly as Redis.
+        let mut lua = Lua::new();
+        let name_hint = library_name(&code);
+        for (n, l) in libs.iter() {
+            if replace && Some(n.as_str()) == name_hint.as_deref() {
+                continue;
+            }
+            let _ = lua.load_library(&l.code);
+        }
+        let info = lua.load_library(&code)?;
+        if libs.contains_key(&info.name) && !replace {
+            return Err(format!("ERR Library '{}' already exists", info.name));
+        }
+        let name = info.name.clone();
+        libs.insert(name.clone(), Library { code, info });
+        drop(libs);
+        self.functions_changed();
+        Ok(name)
+    }
+
     pub fn functions_changed(&self) {
         self.functions_version.fetch_add(1, Ordering::SeqCst);
     }
@@ -105,6 +130,16 @@ impl Scripts {
             .any(|r| r.busy.load(Ordering::Relaxed));
         self.busy.store(any, Ordering::Relaxed);
     }
+}
+
+/// The library name of a `#!lua name=<lib>` shebang, if it parses.
+fn library_name(code: &[u8]) -> Option<String> {
+    let line = code.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    line.strip_prefix("#!")?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("name="))
+        .map(str::to_string)
 }
 
 /// Runs `f` with this thread's Lua state, first catching up with SCRIPT FLUSH and library

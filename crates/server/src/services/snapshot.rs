@@ -468,12 +468,14 @@ pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
     let mut n = 0u64;
     let mut last_log = Instant::now();
     let total = meta.entries.max(1);
+    // Snapshots keep no access times: every key counts as read when it is loaded.
+    let now = strata_engine::clock::now_ms();
     let loaded = strata_storage::load_snapshot(&meta.path, &ks.encodings, |db, key, exp, value| {
         if (db as usize) >= ks.db_count() {
             return;
         }
         let d = ks.db(db as usize);
-        let mut l = d.lock1_at(1, &key);
+        let mut l = d.lock1_at(now, &key);
         match value {
             Value::Str(s) => l.set_str(&key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
             value => l.put_owned(

@@ -35,8 +35,6 @@ pub(super) fn object_help(ctx: &mut Ctx<'_>) -> CmdResult {
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis's OBJ_SHARED_INTEGERS.
 const SHARED_INTEGERS: i64 = 10_000;
-/// Redis's LFU_INIT_VAL: the counter of a new key.
-const LFU_INIT_VAL: u64 = 5;
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
     ctx.config().get().maxmemory_policy.is_lfu()
@@ -108,8 +106,7 @@ pub(super) fn object_idletime(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 /// FREQ. The engine keeps an access clock but no LFU counter, so this reports Redis's
-/// initial counter (LFU_INIT_VAL) decayed by the time since the last access, as
-/// LFUDecrAndReturn would for a key never read more than once.
+/// initial counter decayed by the time since the last access (`rdb::meta::lfu_freq`).
 pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
@@ -118,8 +115,7 @@ pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
     let decay = ctx.config().get().lfu_decay_time;
-    let idle_min = clock::idle_ms(info.lru, ctx.now_ms) / 60_000;
-    let periods = idle_min.checked_div(decay).unwrap_or(0);
-    ctx.out.int(LFU_INIT_VAL.saturating_sub(periods) as i64);
+    ctx.out
+        .int(crate::rdb::meta::lfu_freq(info.lru, ctx.now_ms, decay) as i64);
     Ok(())
 }
