@@ -44,6 +44,9 @@ fn write_pause_holds_writes_only(p: &Proc) {
         .call(&["script", "load", "#!lua flags=no-writes\nreturn 2"])
         .unwrap();
     let sha = String::from_utf8_lossy(&loaded.raw[5..45]).into_owned();
+    let lib = "#!lua name=pl\nredis.register_function{function_name='ro', \
+               callback=function() return 7 end, flags={'no-writes'}}";
+    a.call(&["function", "load", "replace", lib]).unwrap();
     // A transaction of writes queued before the pause.
     let mut tx = RespConn::new(p);
     tx.call(&["multi"]).unwrap();
@@ -73,6 +76,7 @@ fn write_pause_holds_writes_only(p: &Proc) {
     let ro = "#!lua flags=no-writes\nreturn redis.call('get', 'foo')";
     assert_eq!(b.call(&["eval", ro, "0"]).unwrap().raw, b"$-1\r\n");
     assert_eq!(b.call(&["evalsha", &sha, "0"]).unwrap().raw, b":2\r\n");
+    assert_eq!(b.call(&["fcall", "ro", "0"]).unwrap().raw, b":7\r\n");
     b.call(&["multi"]).unwrap();
     b.call(&["get", "foo"]).unwrap();
     assert_eq!(b.call(&["exec"]).unwrap().raw, b"*1\r\n$-1\r\n");

@@ -19,15 +19,10 @@ pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, argv: &[
         return;
     }
     if records_reads(client.info.tracking.flags(), client.caching) {
-        remember_keys(server, client, cmd, argv);
+        cmd.for_each_key_position(argv, |i| {
+            server.tracking.remember(client.id, [&argv[i][..]])
+        });
     }
-}
-
-#[cold]
-fn remember_keys(server: &Server, client: &Client, cmd: &Command, argv: &[Bytes]) {
-    let mut keys: Vec<&[u8]> = Vec::new();
-    cmd.for_each_key_position(argv, |i| keys.push(&argv[i]));
-    server.tracking.remember(client.id, keys);
 }
 
 /// Before a client's command: evicts keys past `tracking-table-max-keys`. What it sends
@@ -43,8 +38,8 @@ pub(super) fn before(server: &Server, client: &Client, out: &mut Vec<u8>) {
     }
 }
 
-/// After a client's command (`id`: the command, if it resolved).
-#[cold]
+/// After a client's command (`id`: the command, if it resolved), while some client tracks.
+#[inline(never)]
 pub(super) fn after(
     server: &Server,
     client: &mut Client,

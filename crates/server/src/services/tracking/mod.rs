@@ -252,7 +252,7 @@ impl Tracking {
     /// Sends `key`'s invalidation to the clients `ids` that recorded it.
     fn invalidate_for(&self, key: &[u8], ids: &table::Ids, by: &mut Option<Current<'_>>) {
         let dir = self.directory.read();
-        for id in ids.as_slice() {
+        for id in &ids.to_vec() {
             let Some(target) = dir.get(id) else { continue };
             let flags = target.tracking.flags();
             // A client that switched to BCAST gets nothing for the keys it read before.
