@@ -23,12 +23,21 @@ pub(crate) struct Shard(pub Mutex<ShardData>);
 /// under the key's shard lock: it must not lock shards.
 pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
+/// What every database shares about expiry: the hook told of expired keys, and a freeze.
+#[derive(Default)]
+pub(crate) struct Expiry {
+    hook: std::sync::OnceLock<ExpiredHook>,
+    /// Until this Unix ms, expired keys stay in place (reading as missing): nothing is
+    /// removed, lazily or actively (the server's CLIENT PAUSE keeps the data set still).
+    frozen_until: AtomicU64,
+}
+
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
     index: usize,
-    pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    pub(crate) expiry: std::sync::Arc<Expiry>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -68,12 +77,7 @@ pub enum Capture {
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
 
 impl Db {
-    fn new(
-        index: usize,
-        shard_bits: u32,
-        hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
-        owner: usize,
-    ) -> Db {
+    fn new(index: usize, shard_bits: u32, expiry: &std::sync::Arc<Expiry>, owner: usize) -> Db {
         let n = 1usize << shard_bits;
         Db {
             shards: (0..n)
@@ -86,7 +90,7 @@ impl Db {
                 .collect(),
             mask: n - 1,
             index,
-            on_expired: hook.clone(),
+            expiry: expiry.clone(),
         }
     }
 
@@ -97,9 +101,15 @@ impl Db {
 
     /// Reports an expired key to the hook, if one is set.
     pub(crate) fn expired(&self, key: &[u8]) {
-        if let Some(h) = self.on_expired.get() {
+        if let Some(h) = self.expiry.hook.get() {
             h(self.index, key);
         }
+    }
+
+    /// Whether expired keys may be removed at `now` (Unix ms): not while expiry is frozen.
+    #[inline]
+    pub(crate) fn may_expire(&self, now: u64) -> bool {
+        now > self.expiry.frozen_until.load(Ordering::Relaxed)
     }
 
     /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
@@ -399,7 +409,9 @@ impl Db {
                 attempt - n
             };
             let mut g = self.shards[idx].acquire();
-            g.purge_expired(now, |k| self.expired(k));
+            if self.may_expire(now) {
+                g.purge_expired(now, |k| self.expired(k));
+            }
             let len = g.len();
             if len == 0 {
                 continue;
@@ -468,7 +480,7 @@ pub struct Keyspace {
     pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
-    on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    expiry: std::sync::Arc<Expiry>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
 }
@@ -478,16 +490,16 @@ impl Keyspace {
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let hook = std::sync::Arc::new(std::sync::OnceLock::new());
+        let expiry = std::sync::Arc::new(Expiry::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook, id))
+                .map(|i| Db::new(i, shard_bits, &expiry, id))
                 .collect(),
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
-            on_expired: hook,
+            expiry,
         }
     }
 
@@ -497,7 +509,14 @@ impl Keyspace {
 
     /// Installs the expired-key hook (once; later calls are ignored).
     pub fn set_expired_hook(&self, hook: ExpiredHook) {
-        let _ = self.on_expired.set(hook);
+        let _ = self.expiry.hook.set(hook);
+    }
+
+    /// Keeps expired keys in place until `until_ms` (Unix ms; 0 lifts it): they read as
+    /// missing, but neither lookups nor the active cycle remove them, so the data set does
+    /// not change (Redis does so while clients are paused).
+    pub fn freeze_expiry_until(&self, until_ms: u64) {
+        self.expiry.frozen_until.store(until_ms, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {
@@ -560,6 +579,9 @@ impl Keyspace {
         let per_db = self.dbs[0].shards.len();
         let total = per_db * self.dbs.len();
         let now = clock::now_ms();
+        if !self.dbs[0].may_expire(now) {
+            return 0;
+        }
         let mut removed = 0;
         let mut pos = self.expire_cursor.load(Ordering::Relaxed) % total;
         for visited in 0..total {

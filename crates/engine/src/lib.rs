@@ -24,5 +24,6 @@ pub use entry::{EntryRef, Kind};
 pub use keyspace::{Capture, Captured, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT};
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};
+pub use shard::key_eq;
 pub use types::{stream, Encodings, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{Owned, Value};

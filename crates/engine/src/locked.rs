@@ -98,6 +98,10 @@ impl<'a> Locked<'a> {
             Some(s) => s.expire_at(),
         };
         let expired = expire_at.is_some_and(|at| at <= self.now());
+        if expired && !self.db.may_expire(self.now()) {
+            // Frozen: the key reads as gone but stays (writes replace it in place).
+            return (h, false);
+        }
         let shard = self.shard(h);
         if expired {
             shard.remove(h, key);

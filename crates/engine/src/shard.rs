@@ -23,7 +23,7 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
 /// Key equality for table probes, which compare keys on every lookup: without a call to
 /// `memcmp` for the short keys most tables hold.
 #[inline]
-pub(crate) fn key_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn key_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

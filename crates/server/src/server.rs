@@ -38,6 +38,8 @@ pub struct Server {
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
     pub active_expire: AtomicBool,
+    /// DEBUG PAUSE-CRON: tests stop the background cycle.
+    pub cron_paused: AtomicBool,
     pub clock: Clock,
     /// Channel and pattern subscriptions of every client.
     pub pubsub: crate::services::pubsub::Hub,
@@ -48,6 +50,14 @@ pub struct Server {
     pub notify_flags: AtomicU32,
     /// Keys clients WATCH.
     pub watches: crate::services::watch::Watches,
+    /// Client-side caching: which clients may cache which keys.
+    pub tracking: crate::services::tracking::Tracking,
+    /// Clients in MONITOR mode.
+    pub monitors: crate::services::monitor::Monitors,
+    /// The latency monitor's events.
+    pub latency: crate::services::latency::Latency,
+    /// CLIENT PAUSE.
+    pub pause: crate::services::pause::Pause,
     /// The journal and snapshots.
     pub persist: crate::services::persist::Persist,
     /// Where the effects of writes go (the journal; a replication backlog).
@@ -161,12 +171,17 @@ impl Server {
             memory_peak: AtomicU64::new(0),
             ops_per_sec: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
             clock: Clock::new(),
             pubsub: Default::default(),
             slowlog: Default::default(),
             blocking: Default::default(),
             notify_flags: AtomicU32::new(0),
             watches: Default::default(),
+            tracking: Default::default(),
+            monitors: Default::default(),
+            latency: Default::default(),
+            pause: Default::default(),
             persist: Default::default(),
             sinks: Default::default(),
             me: Default::default(),
@@ -182,6 +197,9 @@ impl Server {
             .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
                 let Some(s) = weak.upgrade() else { return };
                 s.watches.touch(db, key);
+                if s.tracking.active() {
+                    s.tracking.touched(key, None);
+                }
                 let epoch = s.persist.epoch.load(Ordering::Relaxed);
                 s.sinks.record_expired(db, epoch, key);
                 let flags = s.notify_flags.load(Ordering::Relaxed);
@@ -193,16 +211,28 @@ impl Server {
     }
 }
 
-/// The background cycle, `hz` times a second: active expiry, idle-client timeouts, the
-/// ops/sec sample, and the shutdown check.
+/// The background cycle, `hz` times a second: active expiry, the tracking table's limit,
+/// idle-client timeouts, the ops/sec sample, and the shutdown check.
 pub(crate) fn cron(server: &Arc<Server>) {
     let mut last = (Instant::now(), 0u64);
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = u64::from(server.config.get().hz.clamp(1, 500));
         let period = Duration::from_millis(1000 / hz);
+        if server.cron_paused.load(Ordering::Relaxed) {
+            std::thread::sleep(period);
+            continue;
+        }
         if server.active_expire.load(Ordering::Relaxed) {
             // Redis lets its slow expire cycle use up to 25% of each period.
+            let started = Instant::now();
             server.keyspace.active_expire_cycle(period / 4);
+            let ms = started.elapsed().as_millis() as u64;
+            server.latency.observe("expire-cycle", ms);
+        }
+        if server.tracking.active() {
+            // Keys the cycle expired under BCAST prefixes go out now.
+            server.tracking.broadcast(None);
+            server.tracking.enforce_limit(None);
         }
         if last.0.elapsed() >= Duration::from_secs(1) {
             server.clock.sync();

@@ -70,8 +70,12 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(&mut s, "maxclients", server.config.get().maxclients);
             field(&mut s, "client_recent_max_input_buffer", 0);
             field(&mut s, "client_recent_max_output_buffer", 0);
-            field(&mut s, "blocked_clients", server.blocking.count());
-            field(&mut s, "tracking_clients", 0);
+            field(
+                &mut s,
+                "blocked_clients",
+                server.blocking.count() + server.pause.waiting(),
+            );
+            field(&mut s, "tracking_clients", server.tracking.counts().0);
             field(&mut s, "clients_in_timeout_table", 0);
         }
         "memory" => memory_section(server, &mut s),
@@ -114,7 +118,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 ),
                 (
                     "aof_rewrite_in_progress",
-                    flag(snap.rewriting.load(Ordering::Relaxed)),
+                    flag(snap.rewriting.load(Ordering::Relaxed) || p.switching()),
                 ),
                 (
                     "aof_last_bgrewrite_status",
@@ -388,6 +392,10 @@ fn stats_section(server: &Server, s: &mut String) {
     );
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
+    let (_, keys, items, prefixes) = server.tracking.counts();
+    field(s, "tracking_total_keys", keys);
+    field(s, "tracking_total_items", items);
+    field(s, "tracking_total_prefixes", prefixes);
     field(s, "total_error_replies", errors);
 }
 

@@ -10,6 +10,7 @@ use strata_engine::{Locked, WrongType};
 pub mod admin;
 pub mod bitmap;
 pub mod blocking;
+mod caching;
 pub mod config;
 pub mod connection;
 pub mod geo;
@@ -19,11 +20,15 @@ pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
+mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
 pub(crate) mod scan;
+mod script_flags;
 pub mod scripting;
 pub mod set;
 pub mod slowlog;
@@ -55,6 +60,8 @@ pub const FAMILIES: &[&[Command]] = &[
     transactions::COMMANDS,
     pubsub::COMMANDS,
     slowlog::COMMANDS,
+    latency::COMMANDS,
+    lolwut::COMMANDS,
 ];
 
 /// Redis's answer to a container's subcommand given more arguments than it takes, e.g.

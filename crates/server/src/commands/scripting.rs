@@ -37,6 +37,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
         handler: eval,
+        call_flags: Some(super::script_flags::eval),
         ..FAMILY
     },
     Command {
@@ -47,6 +48,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
         handler: evalsha,
+        call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
     },
     Command {
@@ -57,6 +59,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
         handler: eval_ro,
+        call_flags: Some(super::script_flags::eval),
         ..FAMILY
     },
     Command {
@@ -67,6 +70,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
         handler: evalsha_ro,
+        call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
     },
     Command {
@@ -77,6 +81,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Invokes a function.",
         since: "7.0.0",
         handler: fcall,
+        call_flags: Some(super::script_flags::fcall),
         ..FAMILY
     },
     Command {
@@ -87,6 +92,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Invokes a read-only function.",
         since: "7.0.0",
         handler: fcall_ro,
+        call_flags: Some(super::script_flags::fcall),
         ..FAMILY
     },
     Command {
@@ -319,11 +325,13 @@ fn by_body(ctx: &Ctx<'_>) -> (String, Bytes) {
 }
 
 fn eval(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.show_to_monitors();
     let (sha, body) = by_body(ctx);
     eval_body(ctx, sha, body, false)
 }
 
 fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.show_to_monitors();
     let (sha, body) = by_body(ctx);
     eval_body(ctx, sha, body, true)
 }
@@ -331,6 +339,7 @@ fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 /// EVALSHA: a script this thread has compiled runs without the shared registry (no lock
 /// or reference count that other threads touch); otherwise its body comes from there.
 fn by_sha(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors();
     // from_utf8 first: from_utf8_lossy's scan was 1% of an EVALSHA's instructions.
     let arg = ctx.arg(1);
     let sha = std::str::from_utf8(arg).map_or_else(
@@ -355,6 +364,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors();
     let name = String::from_utf8_lossy(ctx.arg(1));
     // This thread's Lua state mirrors the registry's libraries (with_lua catches up).
     let flags = scripting::with_lua(ctx.scripts(), |lua| lua.function_flags(&name));

@@ -25,6 +25,10 @@ pub enum Hook {
     Slowlog,
     /// Turning the journal on or off (at start the data directory opens it).
     Appendonly,
+    /// The client-side caching table's key limit.
+    Tracking,
+    /// The latency monitor's threshold.
+    Latency,
 }
 
 impl Hook {
@@ -72,6 +76,10 @@ impl Hook {
             Hook::Slowlog => server
                 .slowlog
                 .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
+            Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
+            Hook::Latency => server
+                .latency
+                .set_threshold(c.latency_monitor_threshold.max(0) as u64),
             Hook::Appendonly => {
                 // Before start-up has opened the data directory there is nothing to switch.
                 if server.loading.load(Ordering::SeqCst) {

@@ -52,7 +52,7 @@ directives! {
     io_threads_do_reads: bool = "no", "io-threads-do-reads", START | INERT;
     maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE | INERT;
     tracking_table_max_keys: u64 [int(0, LONG_MAX)] = "1000000",
-        "tracking-table-max-keys", LIVE | INERT;
+        "tracking-table-max-keys", LIVE => Tracking;
 
     // --- Keyspace
     /// Logical databases (Strata's bound: a million).
@@ -158,7 +158,7 @@ directives! {
         "slowlog-log-slower-than", LIVE => Slowlog;
     slowlog_max_len: u64 [int(0, LONG_MAX)] = "128", "slowlog-max-len", LIVE => Slowlog;
     latency_monitor_threshold: i64 [int(0, LONG_MAX)] = "0",
-        "latency-monitor-threshold", LIVE | INERT;
+        "latency-monitor-threshold", LIVE => Latency;
     latency_tracking: bool = "yes", "latency-tracking", LIVE | INERT;
     latency_tracking_info_percentiles: Percentiles = "50 99 99.9",
         "latency-tracking-info-percentiles", LIVE | INERT;

@@ -1,7 +1,7 @@
 //! Stage 2: may this client run this command now? Each rule is checked once, here, in
-//! Redis's order: authentication, the ACL hook, the subscribed context, MULTI queueing, a
-//! busy script, the cluster-slot hook, a journal that cannot be written; and for a
-//! script's `redis.call`, the rules scripts run under.
+//! Redis's order: authentication, the ACL hook, the subscribed context, CLIENT PAUSE,
+//! MULTI queueing, a busy script, the cluster-slot hook, a journal that cannot be
+//! written; and for a script's `redis.call`, the rules scripts run under.
 
 use crate::commands::transactions;
 use crate::exec::client::Client;
@@ -16,6 +16,8 @@ pub enum Admit {
     Run,
     /// Inside MULTI: queue it for EXEC.
     Queue,
+    /// CLIENT PAUSE holds it back: the connection waits, then submits it again.
+    Pause,
     Refuse(CmdError),
 }
 
@@ -54,6 +56,16 @@ pub fn admit(
     if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
         return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
     }
+    // Only a client's own commands wait: an EXEC's or a script's run as part of theirs,
+    // and a blocked client's command waited when it first arrived.
+    if server.pause.active() && matches!(origin, Origin::Client) && !client.rerun {
+        let now = server.clock.unix_ms(crate::tick::Tick::now());
+        let writes =
+            call_flags(server, client, id, argv) & (flags::WRITE | flags::MAY_REPLICATE) != 0;
+        if server.pause.holds(now, writes) {
+            return Admit::Pause;
+        }
+    }
     if client.multi.is_some() && !cmd.has(flags::NOT_QUEUED) {
         if cmd.has(flags::NO_MULTI) {
             return refuse("ERR Command not allowed inside a transaction");
@@ -76,6 +88,17 @@ pub fn admit(
         }
     }
     Admit::Run
+}
+
+/// The flags of this call of command `id`: its declared ones, or those its arguments or
+/// state give it (a script's declared flags, EXEC's queued commands), as Redis's
+/// getCommandFlags.
+pub fn call_flags(server: &Server, client: &Client, id: usize, argv: &[Bytes]) -> u32 {
+    let cmd = server.table.commands[id];
+    match cmd.call_flags {
+        Some(f) => f(server, client, cmd.flags, argv),
+        None => cmd.flags,
+    }
 }
 
 fn refuse(text: &'static str) -> Admit {

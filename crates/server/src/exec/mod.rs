@@ -23,6 +23,7 @@ pub mod replay;
 pub mod script;
 pub mod sink;
 pub mod table;
+mod tracking;
 
 use crate::exec::client::{Client, ReplyMode};
 use crate::exec::command::{flags, CmdError, Command};
@@ -74,11 +75,14 @@ pub struct ScriptRules {
 
 /// What a command leaves for its connection to do after it: its own push messages, to be
 /// placed before its reply; keys it made ready for blocked clients; its request to block.
+/// Invalidations for the client itself (`tracking`) are placed after the reply by
+/// `execute`, once the outermost command ends.
 #[derive(Default)]
 pub struct After {
     pub self_push: Vec<u8>,
     pub ready_keys: Vec<(usize, Bytes)>,
     pub block: Option<Box<BlockRequest>>,
+    pub tracking: Vec<u8>,
 }
 
 impl After {
@@ -95,6 +99,9 @@ pub enum Outcome {
     Ran(&'static Command),
     /// Queued inside MULTI.
     Queued,
+    /// Held back by CLIENT PAUSE: nothing is written; the connection waits for the pause
+    /// to end and submits it again.
+    Paused,
     /// Not run. The error is written already, except for a script's call, whose host
     /// turns it into a Lua error.
     Refused(CmdError),
@@ -122,14 +129,28 @@ pub fn execute(
     out: &mut Vec<u8>,
     after: &mut After,
 ) -> Outcome {
+    let top = matches!(origin, Origin::Client);
+    if top && w.server.tracking.active() {
+        // Before a client's command, as Redis's processCommand: keys past the tracking
+        // table's limit go, their invalidations for this client before its reply.
+        tracking::before(w.server, client, out);
+    }
     let mode_before = client.reply;
     let start_len = out.len();
-    let outcome = match w.server.table.resolve(call.argv) {
+    let resolved = w.server.table.resolve(call.argv);
+    let id = resolved.as_ref().ok().copied();
+    let outcome = match resolved {
         Ok(id) => run(w, client, id, call, &mut origin, out, after),
         Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
     };
-    if matches!(origin, Origin::Client) && suppress_reply(client, mode_before) {
-        out.truncate(start_len);
+    // A paused command has not run: it comes back as if it had just arrived.
+    if top && !matches!(outcome, Outcome::Paused) {
+        if suppress_reply(client, mode_before) {
+            out.truncate(start_len);
+        }
+        if w.server.tracking.active() || !after.tracking.is_empty() {
+            tracking::after(w.server, client, id, out, after);
+        }
     }
     outcome
 }
@@ -188,6 +209,7 @@ fn run(
             crate::commands::transactions::queue(client, id, call.argv, out);
             return Outcome::Queued;
         }
+        admit::Admit::Pause => return Outcome::Paused,
         admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
     }
     client
@@ -198,12 +220,23 @@ fn run(
     let db = client.db;
     let write = cmd.has(flags::WRITE);
     let replaying = matches!(origin, Origin::Replay);
+    let by_script = matches!(
+        origin,
+        Origin::Nested(Nest {
+            script: Some(_),
+            ..
+        })
+    );
     let hold = match plan::hold(w, db, id, call.argv, origin) {
         Ok(h) => h,
         Err(e) => return refuse(w, client, id, origin, out, e),
     };
+    // A tracking client's read records its keys before it runs (see services::tracking).
+    if server.tracking.active() && !by_script && cmd.has(flags::READONLY) {
+        tracking::remember(server, client, cmd, call.argv);
+    }
     let proto = client.proto;
-    let (result, effect) = {
+    let (result, (effect, redacted)) = {
         let nest = match origin {
             Origin::Nested(n) => Some(&mut **n),
             _ => None,
@@ -239,17 +272,20 @@ fn run(
         w.stats.called(id, took);
     }
     if !replaying {
-        let by_script = matches!(
-            origin,
-            Origin::Nested(Nest {
-                script: Some(_),
-                ..
-            })
-        );
         let who = (!by_script).then_some(&*client.info);
         server
             .slowlog
             .observe(took, &server.table.fullnames[id], call.argv, who);
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        server.latency.observe(event, took / 1000);
+        if server.monitors.active() && !client.rerun && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN)
+        {
+            show_to_monitors(server, client, by_script, call.argv, redacted);
+        }
     }
     if let Err(e) = result {
         w.stats.failed(id);
@@ -312,6 +348,24 @@ fn record(
             }
         }
     }
+}
+
+/// Sends a command's MONITOR line (run in the client's current database, as Redis).
+#[cold]
+pub(crate) fn show_to_monitors(
+    server: &Server,
+    client: &Client,
+    by_script: bool,
+    argv: &[Bytes],
+    redacted: u64,
+) {
+    use crate::services::monitor::Source;
+    let source = if by_script {
+        Source::Script
+    } else {
+        Source::Client(&client.info)
+    };
+    server.monitors.feed(client.db, source, argv, redacted);
 }
 
 /// Writes an error reply and counts it (INFO errorstats).

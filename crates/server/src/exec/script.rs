@@ -85,6 +85,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
             wrote: false,
             running: None,
             about: (script.name, argv, matches!(script.target, Target::Eval(..))),
+            keys: script.keys,
         };
         let reply = with_lua(&server.scripts, |lua| match script.target {
             Target::Eval(sha, body) => {
@@ -128,6 +129,8 @@ struct ScriptHost<'a> {
     running: Option<RunningFlags>,
     /// (name, argv, is EVAL) for the registry entry.
     about: (&'a str, &'a [Bytes], bool),
+    /// The keys the script declared: a tracking client's script that reads records them.
+    keys: &'a [Bytes],
 }
 
 /// The flags a busy script shares with SCRIPT KILL and FUNCTION STATS.
@@ -137,6 +140,25 @@ struct RunningFlags {
     kill: Arc<AtomicBool>,
 }
 
+impl ScriptHost<'_> {
+    /// A read call of a tracking client's script records the keys the script declared,
+    /// before it runs, as Redis does (the script's reads may depend on any of them).
+    #[cold]
+    fn remember_keys(&self, argv: &[Bytes]) {
+        let server = self.worker.server;
+        let reads = server
+            .table
+            .resolve(argv)
+            .is_ok_and(|id| server.table.commands[id].has(flags::READONLY));
+        let mode = self.client.info.tracking.flags();
+        if reads && crate::services::tracking::records_reads(mode, self.client.caching) {
+            server
+                .tracking
+                .remember(self.client.id, self.keys.iter().map(|k| &k[..]));
+        }
+    }
+}
+
 impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: Vec<Bytes>, resp: u8, reply: &mut Vec<u8>) {
         self.client.proto = if resp == 3 {
@@ -144,6 +166,9 @@ impl Host for ScriptHost<'_> {
         } else {
             Protocol::Resp2
         };
+        if self.worker.server.tracking.active() {
+            self.remember_keys(&argv);
+        }
         let origin = Origin::Nested(&mut *self.nest);
         let call = Call::new(&argv);
         match execute(
@@ -162,7 +187,7 @@ impl Host for ScriptHost<'_> {
                     }
                 }
             }
-            Outcome::Queued => {}
+            Outcome::Queued | Outcome::Paused => {}
             Outcome::Refused(e) => {
                 reply.clear();
                 strata_resp::Reply::new(reply, Protocol::Resp2).error(&e.text());
