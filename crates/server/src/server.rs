@@ -29,8 +29,10 @@ pub struct Server {
     /// Unix seconds of the last successful save (the start time until persistence lands).
     pub last_save: AtomicU64,
     pub shutting_down: AtomicBool,
-    /// Highest allocator figure INFO has seen (used_memory_peak).
-    pub memory_peak: AtomicU64,
+    /// Peak and start-up memory (INFO, MEMORY STATS).
+    pub memory: crate::services::memory::Memory,
+    /// maxmemory: the eviction settings, pool and counters.
+    pub evict: crate::services::evict::Evictor,
     /// Commands per second over the last second, sampled by the background cycle.
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
@@ -100,6 +102,25 @@ impl Server {
     /// SET then runs the hooks of what it changed.
     pub fn apply_config(&self) {
         crate::config::hooks::run_all(self);
+    }
+
+    /// A key the server removed by itself, `event` "expired" or "evicted", under the key's
+    /// shard lock: WATCH sees it modified, the effect sinks record a DEL (UNLINK if `lazy`)
+    /// so that a replay or a replica removes it too, and the keyspace event goes out.
+    pub fn removed_by_server(&self, db: usize, key: &[u8], event: &str, lazy: bool) {
+        use crate::services::notify;
+        self.watches.touch(db, key);
+        let epoch = self.persist.epoch.load(Ordering::Relaxed);
+        self.sinks.record_removed(db, epoch, key, lazy);
+        let class = if event == "evicted" {
+            notify::EVICTED
+        } else {
+            notify::EXPIRED
+        };
+        let flags = self.notify_flags.load(Ordering::Relaxed);
+        if flags & class != 0 {
+            notify::emit(&self.pubsub, flags, event, key, db, None);
+        }
     }
 
     /// This server as an Arc (None only while it is being dropped).
@@ -196,7 +217,8 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
         listen,
         last_save: AtomicU64::new(Server::now_unix()),
         shutting_down: AtomicBool::new(false),
-        memory_peak: AtomicU64::new(0),
+        memory: Default::default(),
+        evict: Default::default(),
         ops_per_sec: AtomicU64::new(0),
         active_expire: AtomicBool::new(true),
         clock: Clock::new(),
@@ -218,16 +240,15 @@ pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)>
     server
         .keyspace
         .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
-            let Some(s) = weak.upgrade() else { return };
-            s.watches.touch(db, key);
-            let epoch = s.persist.epoch.load(Ordering::Relaxed);
-            s.sinks.record_expired(db, epoch, key);
-            let flags = s.notify_flags.load(Ordering::Relaxed);
-            if flags & crate::services::notify::EXPIRED != 0 {
-                crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
+            if let Some(s) = weak.upgrade() {
+                s.removed_by_server(db, key, "expired", false);
             }
         }));
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
+    server
+        .memory
+        .startup
+        .store(server.memory.sample(), Ordering::Relaxed);
     Ok((server, listeners))
 }
 
@@ -386,6 +407,7 @@ fn cron(server: &Arc<Server>) {
             // Redis lets its slow expire cycle use up to 25% of each period.
             server.keyspace.active_expire_cycle(period / 4);
         }
+        server.memory.sample();
         if last.0.elapsed() >= Duration::from_secs(1) {
             server.clock.sync();
             let total: u64 = server

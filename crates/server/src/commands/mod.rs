@@ -19,6 +19,7 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod memory;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
@@ -36,6 +37,7 @@ pub const FAMILIES: &[&[Command]] = &[
     admin::COMMANDS,
     config::COMMANDS,
     introspection::COMMANDS,
+    memory::COMMANDS,
     strings::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,

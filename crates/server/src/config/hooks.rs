@@ -23,6 +23,9 @@ pub enum Hook {
     PubsubLimit,
     /// The slow log's threshold and length.
     Slowlog,
+    /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
+    /// clocks or LFU counters).
+    Maxmemory,
 }
 
 impl Hook {
@@ -70,6 +73,30 @@ impl Hook {
             Hook::Slowlog => server
                 .slowlog
                 .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
+            Hook::Maxmemory => {
+                let access = server.keyspace.access();
+                access.set_lfu(c.maxmemory_policy.is_lfu());
+                access.set_lfu_params(
+                    c.lfu_log_factor,
+                    c.lfu_decay_time.min(u32::MAX as u64) as u32,
+                );
+                server.evict.configure(
+                    c.maxmemory,
+                    c.maxmemory_policy,
+                    c.maxmemory_samples,
+                    c.maxmemory_eviction_tenacity,
+                    c.lazyfree_lazy_eviction,
+                );
+                let used = crate::services::memory::used();
+                if c.maxmemory != 0 && used > c.maxmemory {
+                    tracing::warn!(
+                        "maxmemory {} is below the memory in use ({used} bytes): keys will be evicted per maxmemory-policy {}, or writes refused",
+                        c.maxmemory,
+                        c.maxmemory_policy
+                    );
+                    server.evict.start_background(server);
+                }
+            }
         }
     }
 }

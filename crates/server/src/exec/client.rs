@@ -43,6 +43,10 @@ pub struct Client {
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
+    /// Memory was over `maxmemory` with nothing left to evict when this client's current
+    /// command was admitted (Redis's pre_command_oom_state): a script it runs may then not
+    /// start writing.
+    pub oom_at_start: bool,
 }
 
 impl Client {
@@ -62,6 +66,7 @@ impl Client {
             multi: None,
             watch: Default::default(),
             last_lsn: 0,
+            oom_at_start: false,
         }
     }
 

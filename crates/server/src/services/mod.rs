@@ -1,7 +1,9 @@
 //! Services that commands and the request path use, each owning its state.
 
 pub mod blocking;
+pub mod evict;
 pub mod lazyfree;
+pub mod memory;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;

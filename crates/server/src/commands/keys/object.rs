@@ -35,8 +35,6 @@ pub(super) fn object_help(ctx: &mut Ctx<'_>) -> CmdResult {
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis's OBJ_SHARED_INTEGERS.
 const SHARED_INTEGERS: i64 = 10_000;
-/// Redis's LFU_INIT_VAL: the counter of a new key.
-const LFU_INIT_VAL: u64 = 5;
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
     ctx.config().get().maxmemory_policy.is_lfu()
@@ -107,9 +105,8 @@ pub(super) fn object_idletime(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FREQ. The engine keeps an access clock but no LFU counter, so this reports Redis's
-/// initial counter (LFU_INIT_VAL) decayed by the time since the last access, as
-/// LFUDecrAndReturn would for a key never read more than once.
+/// FREQ: the key's LFU counter, decayed to now (under an LFU policy the access bits hold
+/// it; see `strata_engine::access`).
 pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
@@ -117,9 +114,8 @@ pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     if !lfu_policy(ctx) {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let decay = ctx.config().get().lfu_decay_time;
-    let idle_min = clock::idle_ms(info.lru, ctx.now_ms) / 60_000;
-    let periods = idle_min.checked_div(decay).unwrap_or(0);
-    ctx.out.int(LFU_INIT_VAL.saturating_sub(periods) as i64);
+    let decay = ctx.keyspace().access().decay_minutes();
+    let counter = strata_engine::access::lfu_counter(info.lru, ctx.now_ms, decay);
+    ctx.out.int(i64::from(counter));
     Ok(())
 }
