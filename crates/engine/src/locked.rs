@@ -359,6 +359,12 @@ fn not_locked() -> ! {
 pub struct Unlinked(pub(crate) Removed);
 
 impl Unlinked {
+    /// The bytes the entry takes (`crate::memory::entry_bytes`, collections estimated
+    /// from five elements, as MEMORY USAGE by default).
+    pub fn memory_usage(&self) -> usize {
+        crate::memory::entry_bytes(&self.0.view(), 5)
+    }
+
     /// About how many allocations freeing it takes, as Redis's lazyfreeGetFreeEffort
     /// counts them: 1 for a string or a collection in a compact form, else its element
     /// count (a list's node count).

@@ -381,7 +381,11 @@ fn memory_section(server: &Server, s: &mut String) {
     field(s, "mem_aof_buffer", r.journal);
     field(s, "mem_allocator", "jemalloc");
     field(s, "active_defrag_running", 0);
-    field(s, "lazyfree_pending_objects", 0);
+    field(
+        s,
+        "lazyfree_pending_objects",
+        crate::services::evict::LAZY_PENDING.load(Ordering::Relaxed),
+    );
     field(s, "lazyfreed_objects", 0);
 }
 
@@ -450,6 +454,8 @@ fn stats_section(server: &Server, s: &mut String) {
     );
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
+    field(s, "migrate_cached_sockets", 0);
+    field(s, "slave_expires_tracked_keys", 0);
     field(s, "total_error_replies", errors);
 }
 

@@ -165,10 +165,7 @@ impl Report {
             rss: memory::rss_bytes(),
             allocator: memory::allocator(),
             clients,
-            journal: server
-                .persist
-                .journal()
-                .map_or(0, |j| j.stats().pending_bytes as u64),
+            journal: crate::services::evict::Evictor::not_counted(server),
             dbs,
         }
     }
@@ -252,11 +249,11 @@ impl Report {
                 Bytes(a.active.saturating_sub(a.allocated)),
             ),
             (
-                "allocator.rss-ratio",
+                "allocator-rss.ratio",
                 Ratio(Self::ratio(a.resident, a.active)),
             ),
             (
-                "allocator.rss-bytes",
+                "allocator-rss.bytes",
                 Bytes(a.resident.saturating_sub(a.active)),
             ),
             (

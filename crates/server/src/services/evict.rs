@@ -143,20 +143,23 @@ impl Evictor {
 
     /// Memory the limit does not count: the journal's buffered records (Redis leaves out
     /// its AOF buffer, so that the DELs of evictions cannot feed more evictions).
-    fn not_counted(server: &Server) -> u64 {
+    pub fn not_counted(server: &Server) -> u64 {
         server
             .persist
             .journal()
-            .map_or(0, |j| j.stats().pending_bytes as u64)
+            .map_or(0, |j| j.stats().pending_bytes)
     }
 
-    /// Bytes to free to be under the limit; 0 when under it.
+    /// Bytes to free to be under the limit; 0 when under it. Values queued for the
+    /// lazy-free thread count as freed already: otherwise every command until that thread
+    /// caught up would evict more.
     fn to_free(server: &Server, max: u64) -> u64 {
         let used = memory::used();
         if used <= max {
             return 0;
         }
         used.saturating_sub(Self::not_counted(server))
+            .saturating_sub(LAZY_BYTES.load(Relaxed))
             .saturating_sub(max)
     }
 
@@ -203,12 +206,13 @@ impl Evictor {
                     recording = memory::thread_net() - at;
                 });
             if let Some(entry) = gone {
+                let mut queued = 0;
                 if lazy && entry.free_effort() > LAZYFREE_THRESHOLD {
-                    lazyfree::free_later(entry);
+                    queued = LazyEntry::free_later(entry);
                 } else {
                     drop(entry);
                 }
-                freed += before - memory::thread_net() + recording;
+                freed += before - memory::thread_net() + recording + queued;
                 keys += 1;
                 self.evicted.fetch_add(1, Relaxed);
                 if keys % 16 == 0 {
@@ -279,6 +283,32 @@ impl Evictor {
     fn background_done(&self) {
         *self.background.lock() = false;
         self.running.store(false, Relaxed);
+    }
+}
+
+/// Bytes of evicted values queued for the lazy-free thread and not yet freed, and how
+/// many values (INFO lazyfree_pending_objects).
+static LAZY_BYTES: AtomicU64 = AtomicU64::new(0);
+pub static LAZY_PENDING: AtomicU64 = AtomicU64::new(0);
+
+/// An evicted value on its way to the lazy-free thread, counted until freed.
+struct LazyEntry(#[allow(dead_code)] strata_engine::Unlinked, u64);
+
+impl LazyEntry {
+    /// Queues `entry` to be freed in the background; returns the bytes it holds.
+    fn free_later(entry: strata_engine::Unlinked) -> i64 {
+        let bytes = entry.memory_usage() as u64;
+        LAZY_BYTES.fetch_add(bytes, Relaxed);
+        LAZY_PENDING.fetch_add(1, Relaxed);
+        lazyfree::free_later(LazyEntry(entry, bytes));
+        bytes as i64
+    }
+}
+
+impl Drop for LazyEntry {
+    fn drop(&mut self) {
+        LAZY_BYTES.fetch_sub(self.1, Relaxed);
+        LAZY_PENDING.fetch_sub(1, Relaxed);
     }
 }
 
