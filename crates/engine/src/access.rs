@@ -94,7 +94,7 @@ pub enum Stamp {
 
 impl Stamp {
     /// The bits of an entry created now.
-    #[inline]
+    #[inline(always)]
     pub fn fresh(self) -> u32 {
         match self {
             Stamp::Lru(clock) => clock,
@@ -104,7 +104,7 @@ impl Stamp {
 
     /// The bits of an entry whose bits were `old`, accessed now. A write that replaces a
     /// value counts as an access of the key (Redis keeps an overwritten key's counter).
-    #[inline]
+    #[inline(always)]
     pub fn touched(self, old: u32) -> u32 {
         match self {
             Stamp::Lru(clock) => clock,

@@ -115,23 +115,25 @@ impl ShardData {
     }
 
     /// Before `key` is edited in place: remembers its bytes, to charge the difference when
-    /// the edit is over (`settle`).
+    /// the edit is over (`settle`). True when the shard is accounted (the edit must then
+    /// be settled).
     #[inline]
-    pub(crate) fn mark_dirty(&mut self, h: u64, key: &[u8]) {
+    pub(crate) fn mark_dirty(&mut self, h: u64, key: &[u8]) -> bool {
         let Some(samples) = self.ledger.as_ref().map(|l| l.samples) else {
-            return;
+            return false;
         };
         let dirty = self
             .ledger
             .as_ref()
             .is_some_and(|l| l.dirty.iter().any(|(dh, k, _)| *dh == h && **k == *key));
         if dirty {
-            return; // the bytes before the first edit are the ones to compare with
+            return true; // the bytes before the first edit are the ones to compare with
         }
         let before = self.key_bytes(h, key, samples);
         if let Some(l) = &mut self.ledger {
             l.dirty.push((h, key.into(), before));
         }
+        true
     }
 
     /// Charges the edit of `key` in place, if one is pending.

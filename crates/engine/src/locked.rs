@@ -38,9 +38,12 @@ pub struct Locked<'a> {
     /// The command's time in Unix ms; 0 until first needed when the caller gave none
     /// (most lookups touch no entry with an expiry and need no clock at all).
     now: Cell<u64>,
-    /// What an access at `now` writes in an entry's access bits (set with `now`).
-    stamp: Cell<Stamp>,
+    /// What an access at `now` writes in an entry's access bits; None until first needed.
+    stamp: Cell<Option<Stamp>>,
     touch: bool,
+    /// A collection was edited in place under the embedded table's accounting: measure it
+    /// again when this guard lets go (`crate::ledger`).
+    edited: Cell<bool>,
 }
 
 impl<'a> Locked<'a> {
@@ -50,12 +53,9 @@ impl<'a> Locked<'a> {
             db,
             guards,
             now: Cell::new(now),
-            stamp: Cell::new(if now == 0 {
-                Stamp::Lru(0)
-            } else {
-                db.access.stamp(now)
-            }),
+            stamp: Cell::new(None),
             touch: true,
+            edited: Cell::new(false),
         }
     }
 
@@ -71,7 +71,6 @@ impl<'a> Locked<'a> {
             0 => {
                 let t = clock::now_ms();
                 self.now.set(t);
-                self.stamp.set(self.db.access.stamp(t));
                 t
             }
             t => t,
@@ -80,8 +79,12 @@ impl<'a> Locked<'a> {
 
     /// What entries written or read now get in their access bits.
     fn stamp(&self) -> Stamp {
-        self.now();
-        self.stamp.get()
+        if let Some(s) = self.stamp.get() {
+            return s;
+        }
+        let s = self.db.access.stamp(self.now());
+        self.stamp.set(Some(s));
+        s
     }
 
     fn shard(&mut self, h: u64) -> &mut ShardData {
@@ -209,7 +212,10 @@ impl<'a> Locked<'a> {
         if shard.block_mut(h, key).is_none() {
             return Ok(None);
         }
-        shard.mark_dirty(h, key);
+        if shard.mark_dirty(h, key) {
+            self.edited.set(true);
+        }
+        let shard = self.shard(h);
         let Some(slot) = shard.block_mut(h, key) else {
             return Ok(None);
         };
@@ -233,9 +239,10 @@ impl<'a> Locked<'a> {
             return Ok(None);
         }
         let stamp = self.stamp();
-        let shard = self.shard(h);
-        shard.mark_dirty(h, key);
-        let slot = match shard.find_mut(h, key) {
+        if self.shard(h).mark_dirty(h, key) {
+            self.edited.set(true);
+        }
+        let slot = match self.shard(h).find_mut(h, key) {
             None => return Ok(None),
             Some(FoundMut::Inline(_)) => return Err(WrongType),
             Some(FoundMut::Block(slot)) => slot,
@@ -340,8 +347,19 @@ impl<'a> Locked<'a> {
 
 impl Drop for Locked<'_> {
     /// Collections edited in place through this guard are measured again for the embedded
-    /// table's memory accounting (`crate::ledger`); without it this is one check a shard.
+    /// table's memory accounting (`crate::ledger`); without it, one check.
+    #[inline(always)]
     fn drop(&mut self) {
+        if self.edited.get() {
+            self.settle_edits();
+        }
+    }
+}
+
+impl Locked<'_> {
+    #[cold]
+    #[inline(never)]
+    fn settle_edits(&mut self) {
         match &mut self.guards {
             Guards::One(_, g) => g.settle_all(),
             Guards::Many(v) => v.iter_mut().for_each(|(_, g)| g.settle_all()),

@@ -267,11 +267,26 @@ impl ShardData {
         stamp: Stamp,
     ) {
         if self.ledger.is_some() {
-            return self.accounted(h, key, |d| d.store_str(h, key, value, expire_at, stamp));
+            return self.put_str_accounted(h, key, value, expire_at, stamp);
         }
         self.store_str(h, key, value, expire_at, stamp)
     }
 
+    /// `put_str` in a shard whose memory is accounted (`crate::ledger`).
+    #[cold]
+    #[inline(never)]
+    fn put_str_accounted(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<u64>,
+        stamp: Stamp,
+    ) {
+        self.accounted(h, key, |d| d.store_str(h, key, value, expire_at, stamp))
+    }
+
+    #[inline]
     fn store_str(
         &mut self,
         h: u64,

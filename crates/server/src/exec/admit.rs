@@ -99,8 +99,13 @@ fn refuse(text: &'static str) -> Admit {
 /// a script is busy: its clients' evictions would mix with its effects.
 #[inline]
 fn memory_check(server: &Server, client: &mut Client, id: usize) -> Result<(), ()> {
-    if server.evict.maxmemory() == 0 || server.scripts.busy.load(Ordering::Relaxed) {
-        client.oom_at_start = false;
+    if server.evict.maxmemory() == 0
+        || server.scripts.busy.load(Ordering::Relaxed)
+        || client.served_blocked
+    {
+        if client.oom_at_start {
+            client.oom_at_start = false;
+        }
         return Ok(());
     }
     let oom = server.evict.perform(server) == State::Fail;

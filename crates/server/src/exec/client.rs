@@ -47,6 +47,10 @@ pub struct Client {
     /// command was admitted (Redis's pre_command_oom_state): a script it runs may then not
     /// start writing.
     pub oom_at_start: bool,
+    /// A blocked client's command run again once a key it waits on is ready
+    /// (`exec/blocked.rs`): admitted when it first ran, it is not refused for memory now
+    /// (Redis serves blocked clients without processCommand's checks).
+    pub served_blocked: bool,
 }
 
 impl Client {
@@ -67,6 +71,7 @@ impl Client {
             watch: Default::default(),
             last_lsn: 0,
             oom_at_start: false,
+            served_blocked: false,
         }
     }
 

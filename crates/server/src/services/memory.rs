@@ -7,7 +7,10 @@
 //! one once it has moved by [`FOLD`] bytes either way: an allocation costs a thread-local
 //! add and compare, and the shared counter's cache line moves only every few KiB of net
 //! allocation, not on allocate/free pairs. [`used`] is therefore within `FOLD` bytes per
-//! thread of the exact sum (threads: the workers plus a handful of service threads).
+//! thread of the exact sum (threads: the workers plus a handful of service threads). A
+//! thread that exits leaves its unfolded part (under `FOLD` bytes) out of the count for
+//! good: the server's threads live as long as it does, and the ones that come and go (a
+//! snapshot's) allocate and free their buffers themselves, so that part is near zero.
 //!
 //! Why not jemalloc's own statistics: `stats.allocated` is only as fresh as the last
 //! `epoch` refresh, which merges every arena's statistics under their locks (tens of
@@ -31,36 +34,34 @@ static FOLDED: AtomicI64 = AtomicI64::new(0);
 /// Some allocation went through [`Counting`] (otherwise [`used`] asks jemalloc).
 static COUNTING: AtomicBool = AtomicBool::new(false);
 
-#[derive(Clone, Copy)]
-struct Counts {
-    /// Not yet folded into FOLDED.
-    unfolded: i64,
-    /// Folded by this thread so far (with `unfolded`: everything it allocated, net).
-    folded: i64,
-}
-
 thread_local! {
-    static THREAD: Cell<Counts> = const { Cell::new(Counts { unfolded: 0, folded: 0 }) };
+    /// This thread's net allocation not yet folded into FOLDED: the only state an
+    /// allocation touches.
+    static UNFOLDED: Cell<i64> = const { Cell::new(0) };
+    /// What this thread has folded so far (with UNFOLDED: all it allocated, net).
+    static FOLDED_HERE: Cell<i64> = const { Cell::new(0) };
 }
 
-#[inline]
+#[inline(always)]
 fn count(delta: i64) {
     // `try_with`: a thread's last frees may come after its thread-locals are gone.
-    let _ = THREAD.try_with(|c| {
-        let mut t = c.get();
-        t.unfolded += delta;
-        if t.unfolded.unsigned_abs() >= FOLD as u64 {
-            fold(&mut t);
+    let _ = UNFOLDED.try_with(|c| {
+        let u = c.get() + delta;
+        // Outside -FOLD..=FOLD, in one comparison.
+        if (u + FOLD) as u64 > 2 * FOLD as u64 {
+            fold(u);
+            c.set(0);
+        } else {
+            c.set(u);
         }
-        c.set(t);
     });
 }
 
 #[cold]
-fn fold(t: &mut Counts) {
-    FOLDED.fetch_add(t.unfolded, Relaxed);
-    t.folded += t.unfolded;
-    t.unfolded = 0;
+#[inline(never)]
+fn fold(unfolded: i64) {
+    FOLDED.fetch_add(unfolded, Relaxed);
+    let _ = FOLDED_HERE.try_with(|f| f.set(f.get() + unfolded));
     if !COUNTING.load(Relaxed) {
         COUNTING.store(true, Relaxed);
     }
@@ -109,8 +110,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
         // SAFETY: the caller's contract, forwarded.
         let p = unsafe { self.0.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            let new = size_class(new_size.max(layout.align())) as i64;
-            count(new - class(layout));
+            let grown = size_class(new_size.max(layout.align())) as i64 - class(layout);
+            if grown != 0 {
+                count(grown);
+            }
         }
         p
     }
@@ -123,7 +126,7 @@ pub fn used() -> u64 {
     if !COUNTING.load(Relaxed) {
         return allocator().allocated;
     }
-    let mine = THREAD.try_with(|c| c.get().unfolded).unwrap_or(0);
+    let mine = UNFOLDED.try_with(Cell::get).unwrap_or(0);
     (FOLDED.load(Relaxed) + mine).max(0) as u64
 }
 
@@ -131,12 +134,7 @@ pub fn used() -> u64 {
 /// is what the operation allocated (negative: freed) on this thread.
 #[inline]
 pub fn thread_net() -> i64 {
-    THREAD
-        .try_with(|c| {
-            let t = c.get();
-            t.folded + t.unfolded
-        })
-        .unwrap_or(0)
+    UNFOLDED.try_with(Cell::get).unwrap_or(0) + FOLDED_HERE.try_with(Cell::get).unwrap_or(0)
 }
 
 /// jemalloc's own statistics (INFO's allocator_* fields).
