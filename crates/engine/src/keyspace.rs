@@ -1,8 +1,10 @@
 //! Databases and their shards, and the operations that span a whole database: counting,
 //! flushing, SCAN, KEYS, RANDOMKEY, SWAPDB and the active expiry cycle.
 
+use crate::access::{Access, Stamp};
 use crate::clock;
 use crate::entry::{EntryRef, Kind, Slot};
+use crate::evict::Occupancy;
 use crate::glob;
 use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
@@ -38,6 +40,10 @@ pub struct Db {
     mask: usize,
     index: usize,
     pub(crate) expiry: std::sync::Arc<Expiry>,
+    /// The keyspace's access policy (what an access writes in an entry's access bits).
+    pub(crate) access: std::sync::Arc<Access>,
+    /// Which shards hold keys (with a TTL), for eviction's sampling (`crate::evict`).
+    pub(crate) occupancy: std::sync::Arc<Occupancy>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -77,13 +83,22 @@ pub enum Capture {
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
 
 impl Db {
-    fn new(index: usize, shard_bits: u32, expiry: &std::sync::Arc<Expiry>, owner: usize) -> Db {
+    fn new(
+        index: usize,
+        shard_bits: u32,
+        expiry: &std::sync::Arc<Expiry>,
+        access: &std::sync::Arc<Access>,
+        owner: usize,
+    ) -> Db {
         let n = 1usize << shard_bits;
+        let occupancy = std::sync::Arc::new(Occupancy::new(n));
         Db {
             shards: (0..n)
-                .map(|_| {
+                .map(|i| {
                     Shard(Mutex::new(ShardData {
                         owner,
+                        index: i as u32,
+                        occupancy: Some(occupancy.clone()),
                         ..Default::default()
                     }))
                 })
@@ -91,7 +106,14 @@ impl Db {
             mask: n - 1,
             index,
             expiry: expiry.clone(),
+            access: access.clone(),
+            occupancy,
         }
+    }
+
+    /// The stamp of an access now (the coarse clock; see `Access::stamp_now`).
+    pub(crate) fn stamp_now(&self) -> Stamp {
+        self.access.stamp_now()
     }
 
     /// This database's number (SELECT n).
@@ -132,8 +154,8 @@ impl Db {
         self.lock1_at(0, key)
     }
 
-    /// A read of one key that changes no access time (the embedded table's lookups): `f`
-    /// gets the live entry or None, under the key's shard lock.
+    /// A read of one key that changes no access time unless `touch` (the embedded
+    /// table's lookups): `f` gets the live entry or None, under the key's shard lock.
     ///
     /// The common case (no session or kept shard on this thread, no key with a TTL in the
     /// shard) takes the mutex directly and probes once. Measured: that short path lets the
@@ -142,14 +164,19 @@ impl Db {
     /// hash and the probe, into the caller's loop, it overlaps further: 1.25x at 1M and 10M
     /// rows (docs/benchmarks.md, "Short strings inline").
     #[inline]
-    pub fn read1<R>(&self, key: &[u8], f: impl FnOnce(Option<EntryRef<'_>>) -> R) -> R {
+    pub fn read1<R>(
+        &self,
+        key: &[u8],
+        touch: bool,
+        f: impl FnOnce(Option<EntryRef<'_>>) -> R,
+    ) -> R {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return f(g.read(h, key, None));
+            return f(g.read(h, key, touch.then(|| self.stamp_now())));
         }
         let idx = self.shard_index(h);
         let guard = self.shards[idx].acquire();
-        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(true);
+        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(!touch);
         f(l.get_hashed(h, key))
     }
 
@@ -160,7 +187,7 @@ impl Db {
     pub fn set_str1(&self, key: &[u8], value: &[u8]) {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return g.put_str(h, key, value, None, clock::lru_now());
+            return g.put_str(h, key, value, None, self.stamp_now());
         }
         self.lock1(key)
             .set_str(key, value, crate::locked::Ttl::Clear);
@@ -481,6 +508,7 @@ pub struct Keyspace {
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
     expiry: std::sync::Arc<Expiry>,
+    access: std::sync::Arc<Access>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
 }
@@ -491,10 +519,12 @@ impl Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let expiry = std::sync::Arc::new(Expiry::default());
+        let access = std::sync::Arc::new(Access::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &expiry, id))
+                .map(|i| Db::new(i, shard_bits, &expiry, &access, id))
                 .collect(),
+            access,
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
@@ -505,6 +535,12 @@ impl Keyspace {
 
     pub(crate) fn id(&self) -> usize {
         self.id
+    }
+
+    /// What accesses write in entries' access bits: LRU clocks or LFU counters, and the
+    /// LFU parameters (the server sets them from its configuration).
+    pub fn access(&self) -> &Access {
+        &self.access
     }
 
     /// Installs the expired-key hook (once; later calls are ignored).

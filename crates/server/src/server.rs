@@ -32,8 +32,10 @@ pub struct Server {
     pub shutting_down: AtomicBool,
     /// The data directory is being loaded (INFO persistence `loading`).
     pub loading: AtomicBool,
-    /// Highest allocator figure INFO has seen (used_memory_peak).
-    pub memory_peak: AtomicU64,
+    /// Peak and start-up memory (INFO, MEMORY STATS).
+    pub memory: crate::services::memory::Memory,
+    /// maxmemory: the eviction settings, pool and counters.
+    pub evict: crate::services::evict::Evictor,
     /// Commands per second over the last second, sampled by the background cycle.
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
@@ -115,6 +117,29 @@ impl Server {
         crate::config::hooks::run_all(self);
     }
 
+    /// A key the server removed by itself, `event` "expired" or "evicted", under the key's
+    /// shard lock: WATCH sees it modified, so does client-side caching, the effect sinks
+    /// record a DEL (UNLINK if `lazy`) so that a replay or a replica removes it too, and
+    /// the keyspace event goes out.
+    pub fn removed_by_server(&self, db: usize, key: &[u8], event: &str, lazy: bool) {
+        use crate::services::notify;
+        self.watches.touch(db, key);
+        if self.tracking.active() {
+            self.tracking.touched(key, None);
+        }
+        let epoch = self.persist.epoch.load(Ordering::Relaxed);
+        self.sinks.record_removed(db, epoch, key, lazy);
+        let class = if event == "evicted" {
+            notify::EVICTED
+        } else {
+            notify::EXPIRED
+        };
+        let flags = self.notify_flags.load(Ordering::Relaxed);
+        if flags & class != 0 {
+            notify::emit(&self.pubsub, flags, event, key, db, None);
+        }
+    }
+
     /// This server as an Arc (None only while it is being dropped).
     pub fn arc(&self) -> Option<Arc<Server>> {
         self.me.get().and_then(|w| w.upgrade())
@@ -168,7 +193,8 @@ impl Server {
             listen,
             last_save: AtomicU64::new(Server::now_unix()),
             shutting_down: AtomicBool::new(false),
-            memory_peak: AtomicU64::new(0),
+            memory: Default::default(),
+            evict: Default::default(),
             ops_per_sec: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             cron_paused: AtomicBool::new(false),
@@ -195,16 +221,8 @@ impl Server {
         server
             .keyspace
             .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
-                let Some(s) = weak.upgrade() else { return };
-                s.watches.touch(db, key);
-                if s.tracking.active() {
-                    s.tracking.touched(key, None);
-                }
-                let epoch = s.persist.epoch.load(Ordering::Relaxed);
-                s.sinks.record_expired(db, epoch, key);
-                let flags = s.notify_flags.load(Ordering::Relaxed);
-                if flags & crate::services::notify::EXPIRED != 0 {
-                    crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
+                if let Some(s) = weak.upgrade() {
+                    s.removed_by_server(db, key, "expired", false);
                 }
             }));
         server
@@ -229,6 +247,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
             let ms = started.elapsed().as_millis() as u64;
             server.latency.observe("expire-cycle", ms);
         }
+        server.memory.sample();
         if server.tracking.active() {
             // Keys the cycle expired under BCAST prefixes go out now.
             server.tracking.broadcast(None);

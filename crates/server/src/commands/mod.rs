@@ -23,6 +23,7 @@ pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod lolwut;
+pub mod memory;
 mod pause;
 pub mod persistence;
 pub mod pubsub;
@@ -43,6 +44,7 @@ pub const FAMILIES: &[&[Command]] = &[
     admin::COMMANDS,
     config::COMMANDS,
     introspection::COMMANDS,
+    memory::COMMANDS,
     strings::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,

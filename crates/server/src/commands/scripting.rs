@@ -293,6 +293,7 @@ fn run_script(
             keys,
             args,
             read_only,
+            deny_oom: deny_oom(ctx, &flags),
         },
     );
     ctx.out.raw(&reply);
@@ -313,7 +314,18 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
             "Can not execute a script with write flag using *_ro command.",
         ));
     }
+    // A script with flags that may write counts as a command that needs memory (Redis
+    // derives its DENYOOM flag from them), unless it is flagged `allow-oom`.
+    if ctx.client.oom_at_start && !flags.allow_oom && ctx.server().evict.maxmemory() != 0 {
+        return Err(CmdError::Static(crate::services::evict::OOM));
+    }
     Ok(())
+}
+
+/// Whether the script's writes are refused while memory was over the limit at its start:
+/// any script but one with flags including `allow-oom` (Redis's SCRIPT_ALLOW_OOM).
+fn deny_oom(ctx: &Ctx<'_>, flags: &ScriptFlags) -> bool {
+    ctx.client.oom_at_start && (flags.eval_compat_mode || !flags.allow_oom)
 }
 
 /// EVAL's body, remembered for EVALSHA.
@@ -382,6 +394,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
             keys,
             args,
             read_only,
+            deny_oom: deny_oom(ctx, &flags),
         },
     );
     ctx.out.raw(&reply);

@@ -29,6 +29,9 @@ pub enum Hook {
     Tracking,
     /// The latency monitor's threshold.
     Latency,
+    /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
+    /// clocks or LFU counters).
+    Maxmemory,
 }
 
 impl Hook {
@@ -90,6 +93,30 @@ impl Hook {
                     if let Some(s) = server.arc() {
                         crate::services::persist::switch_journal(&s, on);
                     }
+                }
+            }
+            Hook::Maxmemory => {
+                let access = server.keyspace.access();
+                access.set_lfu(c.maxmemory_policy.is_lfu());
+                access.set_lfu_params(
+                    c.lfu_log_factor,
+                    c.lfu_decay_time.min(u32::MAX as u64) as u32,
+                );
+                server.evict.configure(
+                    c.maxmemory,
+                    c.maxmemory_policy,
+                    c.maxmemory_samples,
+                    c.maxmemory_eviction_tenacity,
+                    c.lazyfree_lazy_eviction,
+                );
+                let used = crate::services::memory::used();
+                if c.maxmemory != 0 && used > c.maxmemory {
+                    tracing::warn!(
+                        "maxmemory {} is below the memory in use ({used} bytes): keys will be evicted per maxmemory-policy {}, or writes refused",
+                        c.maxmemory,
+                        c.maxmemory_policy
+                    );
+                    server.evict.start_background(server);
                 }
             }
         }

@@ -48,9 +48,15 @@ pub struct Client {
     pub last_lsn: u64,
     /// CLIENT CACHING YES/NO was given for the next command (or transaction).
     pub caching: bool,
-    /// A blocked client's command re-run by the connection that served it: it was already
-    /// admitted, paused and shown to MONITOR when it blocked.
+    /// A blocked client's command re-run by the connection that served it once a key it
+    /// waits on is ready (`exec/blocked.rs`): it was already admitted, paused and shown to
+    /// MONITOR when it blocked, and it is not refused for memory now (Redis serves blocked
+    /// clients without processCommand's checks).
     pub rerun: bool,
+    /// Memory was over `maxmemory` with nothing left to evict when this client's current
+    /// command was admitted (Redis's pre_command_oom_state): a script it runs may then not
+    /// start writing.
+    pub oom_at_start: bool,
 }
 
 impl Client {
@@ -72,6 +78,7 @@ impl Client {
             last_lsn: 0,
             caching: false,
             rerun: false,
+            oom_at_start: false,
         }
     }
 

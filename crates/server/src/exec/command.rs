@@ -271,6 +271,7 @@ impl From<strata_engine::embedded::Error> for CmdError {
             Error::WrongType => CmdError::WRONG_TYPE,
             Error::NotInteger => CmdError::NOT_INTEGER,
             Error::Overflow => CmdError::OVERFLOW,
+            Error::OutOfMemory => CmdError::Static(crate::services::evict::OOM),
         }
     }
 }

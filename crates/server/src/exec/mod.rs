@@ -71,6 +71,10 @@ pub struct Nest {
 pub struct ScriptRules {
     /// A read-only script (EVAL_RO, FCALL_RO, `no-writes`): no write commands.
     pub read_only: bool,
+    /// Memory was over the limit when the script started and it may not change that:
+    /// commands flagged DENYOOM are refused until its first write (Redis's
+    /// scriptVerifyOOM; a script flagged `allow-oom` is never refused).
+    pub deny_oom: bool,
 }
 
 /// What a command leaves for its connection to do after it: its own push messages, to be

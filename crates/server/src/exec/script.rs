@@ -32,6 +32,8 @@ pub struct Script<'s> {
     pub args: &'s [Bytes],
     /// EVAL_RO, FCALL_RO or a `no-writes` script.
     pub read_only: bool,
+    /// Memory was over the limit when it started, and it is not flagged `allow-oom`.
+    pub deny_oom: bool,
 }
 
 /// Runs `script` for the command in `ctx` (EVAL, FCALL...) and returns its reply bytes.
@@ -66,6 +68,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
         epoch,
         script: Some(ScriptRules {
             read_only: script.read_only,
+            deny_oom: script.deny_oom,
         }),
     };
     let proto = client.proto;
@@ -182,6 +185,10 @@ impl Host for ScriptHost<'_> {
             Outcome::Ran(cmd) => {
                 if cmd.has(flags::WRITE) {
                     self.wrote = true;
+                    // Written once, it must be let finish whatever memory says.
+                    if let Some(rules) = &mut self.nest.script {
+                        rules.deny_oom = false;
+                    }
                     if let Some(r) = &self.running {
                         r.wrote.store(true, Ordering::Relaxed);
                     }

@@ -45,6 +45,10 @@ pub fn start(
     if let Some(path) = &opts.rdb_import {
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
     }
+    server
+        .memory
+        .startup
+        .store(server.memory.sample(), Ordering::Relaxed);
     server.loading.store(false, Ordering::SeqCst);
     Ok((server, listeners))
 }

@@ -1,9 +1,11 @@
 //! Services that commands and the request path use, each owning its state.
 
 pub mod blocking;
+pub mod evict;
 pub mod latency;
 pub mod lazyfree;
 pub mod mailbox;
+pub mod memory;
 pub mod monitor;
 pub mod notify;
 pub mod pause;
