@@ -276,6 +276,14 @@ impl Db {
         g.preserve(h, key);
     }
 
+    /// Calls `f` with every entry, expired ones not yet collected included, one shard
+    /// after another, each under its shard's lock (DEBUG DIGEST: `f` must not lock shards).
+    pub fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'_>)) {
+        for s in self.shards.iter() {
+            s.acquire().iter().for_each(&mut f);
+        }
+    }
+
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.acquire().len()).sum()

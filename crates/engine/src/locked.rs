@@ -297,6 +297,13 @@ impl<'a> Locked<'a> {
         self.shard(h).put(h, key, owned.value, owned.expire_at, lru);
     }
 
+    /// The entry as stored, without expiring it first (DEBUG looks at keys whose time has
+    /// passed as they are).
+    pub fn peek_raw(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let h = hash(key);
+        self.shard(h).find(h, key)
+    }
+
     /// The entry's expiry as stored, without expiring it first (WATCH needs to know that a
     /// key has expired before anything removes it). None: no entry at all.
     pub fn peek_raw_expire(&mut self, key: &[u8]) -> Option<Option<u64>> {
