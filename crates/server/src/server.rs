@@ -38,6 +38,8 @@ pub struct Server {
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
     pub active_expire: AtomicBool,
+    /// The other switches DEBUG flips for tests.
+    pub debug: crate::services::debug::DebugSwitches,
     pub clock: Clock,
     /// Channel and pattern subscriptions of every client.
     pub pubsub: crate::services::pubsub::Hub,
@@ -161,6 +163,7 @@ impl Server {
             memory_peak: AtomicU64::new(0),
             ops_per_sec: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            debug: Default::default(),
             clock: Clock::new(),
             pubsub: Default::default(),
             slowlog: Default::default(),
@@ -200,6 +203,10 @@ pub(crate) fn cron(server: &Arc<Server>) {
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = u64::from(server.config.get().hz.clamp(1, 500));
         let period = Duration::from_millis(1000 / hz);
+        if server.debug.pause_cron.load(Ordering::Relaxed) {
+            std::thread::sleep(period);
+            continue;
+        }
         if server.active_expire.load(Ordering::Relaxed) {
             // Redis lets its slow expire cycle use up to 25% of each period.
             server.keyspace.active_expire_cycle(period / 4);

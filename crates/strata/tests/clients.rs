@@ -183,7 +183,7 @@ fn concurrent_increments_across_threads_lose_nothing() {
 
 #[test]
 fn client_list_kill_reply_and_no_touch() {
-    let s = common::strata(&[]);
+    let s = common::strata(&["--enable-debug-command", "yes"]);
     let mut a = s.client();
     let mut b = s.client();
     let b_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut b).unwrap();
@@ -290,7 +290,7 @@ fn active_expiry_frees_untouched_keys() {
 
 #[test]
 fn lazy_expiry_when_active_cycle_is_off() {
-    let s = common::strata(&[]);
+    let s = common::strata(&["--enable-debug-command", "yes"]);
     let mut c = s.client();
     let _: () = redis::cmd("DEBUG")
         .arg("SET-ACTIVE-EXPIRE")

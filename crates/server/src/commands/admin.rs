@@ -1,10 +1,8 @@
-//! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME LASTSAVE SHUTDOWN DEBUG INFO.
+//! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME SHUTDOWN INFO.
 
 use crate::commands::info;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
@@ -76,60 +74,6 @@ pub const COMMANDS: &[Command] = &[
         handler: info_cmd,
         ..FAMILY
     },
-    Command {
-        name: "debug",
-        arity: -2,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        summary: "A container for debugging commands.",
-        since: "1.0.0",
-        handler: super::container,
-        subcommands: DEBUG,
-        ..FAMILY
-    },
-];
-
-const DEBUG: &[Command] = &[
-    Command {
-        name: "sleep",
-        arity: 3,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        summary: "Blocks the worker thread for the given number of seconds (a float).",
-        since: "1.0.0",
-        handler: debug_sleep,
-        ..FAMILY
-    },
-    Command {
-        name: "object",
-        arity: 3,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        keys: Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1,
-        },
-        summary: "Shows low-level information about a key.",
-        since: "1.0.0",
-        handler: debug_object,
-        ..FAMILY
-    },
-    Command {
-        name: "set-active-expire",
-        arity: 3,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        summary: "Turns the active expiry cycle on (1) or off (0).",
-        since: "1.0.0",
-        handler: debug_set_active_expire,
-        ..FAMILY
-    },
-    Command {
-        name: "help",
-        arity: 2,
-        flags: LOADING | STALE,
-        summary: "Returns helpful text about the different subcommands.",
-        since: "1.0.0",
-        handler: debug_help,
-        ..FAMILY
-    },
 ];
 
 fn dbsize(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -167,11 +111,16 @@ fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
-    touch_watched(ctx, &all);
+    touch_watched_all(ctx);
     dispose(ctx.keyspace().flush_all(), lazy);
     ctx.out.ok();
     Ok(())
+}
+
+/// `touch_watched` for every database (FLUSHALL, DEBUG RELOAD).
+pub(crate) fn touch_watched_all(ctx: &Ctx<'_>) {
+    let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
+    touch_watched(ctx, &all);
 }
 
 /// Before FLUSHDB, FLUSHALL or SWAPDB changes databases `dbs`: fails the EXEC of every
@@ -252,50 +201,4 @@ fn info_cmd(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = info::render(ctx.server(), &sections);
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
-}
-
-fn debug_sleep(ctx: &mut Ctx<'_>) -> CmdResult {
-    // Redis parses with strtod and treats junk as 0.
-    let secs: f64 = std::str::from_utf8(ctx.arg(2))
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.0);
-    if secs.is_finite() && secs > 0.0 {
-        std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
-    }
-    ctx.out.ok();
-    Ok(())
-}
-
-fn debug_object(ctx: &mut Ctx<'_>) -> CmdResult {
-    let key = ctx.arg(2);
-    let mut l = ctx.lock1(key);
-    let now = l.now();
-    let Some(e) = l.peek(key) else {
-        return Err(CmdError::NO_SUCH_KEY);
-    };
-    let idle = strata_engine::clock::idle_ms(e.lru(), now) / 1000;
-    let len = e.as_str().map(<[u8]>::len).unwrap_or(0);
-    let text = format!(
-        "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
-        e.key().as_ptr(),
-        e.encoding(),
-        len,
-        e.lru(),
-        idle
-    );
-    drop(l);
-    ctx.out.simple(&text);
-    Ok(())
-}
-
-fn debug_set_active_expire(ctx: &mut Ctx<'_>) -> CmdResult {
-    let on = ctx.int_arg(2)? != 0;
-    ctx.server().active_expire.store(on, Ordering::Relaxed);
-    ctx.out.ok();
-    Ok(())
-}
-
-fn debug_help(ctx: &mut Ctx<'_>) -> CmdResult {
-    super::help(ctx, "DEBUG", DEBUG)
 }

@@ -94,12 +94,7 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
         .map(|p| (p[0].as_str(), p[1].as_str()))
         .collect();
     // `enable-protected-configs local` admits loopback clients.
-    let local = ctx
-        .client
-        .info
-        .addr
-        .parse::<std::net::SocketAddr>()
-        .is_ok_and(|a| a.ip().is_loopback());
+    let local = ctx.client.info.is_local();
     let server = ctx.server();
     let hooks = server
         .config

@@ -144,7 +144,11 @@ fn write_info(ctx: &mut Ctx<'_>, cmd: &Command, fullname: &str) {
     }
     out.array(0); // tips
     write_key_specs(out, cmd);
-    let subs = cmd.subcommands;
+    let subs = if cmd.has(OPAQUE) {
+        &[][..]
+    } else {
+        cmd.subcommands
+    };
     out.array(subs.len());
     for s in subs {
         write_info(ctx, s, &format!("{fullname}|{}", s.name));
@@ -216,7 +220,7 @@ fn command_docs(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn write_doc(out: &mut strata_resp::Reply<'_>, cmd: &Command, fullname: &str) {
-    let has_subs = !cmd.subcommands.is_empty();
+    let has_subs = !cmd.subcommands.is_empty() && !cmd.has(OPAQUE);
     out.map(4 + has_subs as usize);
     for (k, v) in [
         ("summary", cmd.summary),
@@ -246,6 +250,7 @@ fn command_list(ctx: &mut Ctx<'_>) -> CmdResult {
         _ => return Err(CmdError::SYNTAX),
     };
     let names: Vec<&String> = (0..table.commands.len())
+        .filter(|&id| table.is_listed(id))
         .filter(|&id| match &filter {
             None => true,
             Some((kind, v)) => match kind.as_slice() {

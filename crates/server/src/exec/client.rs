@@ -182,6 +182,13 @@ impl ClientInfo {
         })
     }
 
+    /// Connected over the loopback interface (`enable-*` settings of `local` admit it).
+    pub fn is_local(&self) -> bool {
+        self.addr
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback())
+    }
+
     pub fn touch(&self, now: Tick) {
         self.last_active.store(now.millis(), Ordering::Relaxed);
     }

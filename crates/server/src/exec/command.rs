@@ -39,6 +39,14 @@ pub mod flags {
     /// Reaches keys it does not name, or keys of other databases (FLUSHALL, KEYS, MOVE,
     /// SORT ... BY...): a write of it holds every shard.
     pub const ALL_SHARDS: u32 = 1 << 26;
+    /// Runs only where `enable-debug-command` allows the client (DEBUG): refused before
+    /// anything else is checked, as Redis refuses its protected commands.
+    pub const PROTECTED: u32 = 1 << 27;
+    /// On a container: its subcommands are how Strata declares one Redis command whose
+    /// own parsing reads argv[1] (DEBUG). COMMAND shows the command alone, and a
+    /// subcommand given a wrong number of arguments gets Redis's "unknown subcommand or
+    /// wrong number of arguments" error.
+    pub const OPAQUE: u32 = 1 << 28;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

@@ -1,6 +1,7 @@
 //! Services that commands and the request path use, each owning its state.
 
 pub mod blocking;
+pub mod debug;
 pub mod lazyfree;
 pub mod notify;
 pub mod persist;

@@ -459,21 +459,51 @@ fn write(
 /// Loads the newest snapshot in the data directory into the keyspace. Returns its epoch
 /// and the journal position to replay from.
 pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
+    let Some(loaded) = load_newest(server, false)? else {
+        return Ok(None);
+    };
+    server.persist.snapshots.set_loaded(loaded.epoch);
+    server.persist.epoch.store(loaded.epoch, Ordering::SeqCst);
+    Ok(Some((loaded.epoch, loaded.replay_from)))
+}
+
+/// DEBUG RELOAD: empties the keyspace (when `flush`) and loads the newest snapshot into
+/// it, holding every shard meanwhile so that no command sees it half loaded. Keys whose
+/// time has passed are not loaded (Redis drops them on load too). The journal and the
+/// snapshot epochs are left as they are.
+pub fn reload(server: &Server, flush: bool) -> Result<(), String> {
+    let ks = &server.keyspace;
+    let _all = (!Keyspace::in_session()).then(|| ks.session_all());
+    if flush {
+        drop(ks.flush_all());
+    }
+    load_newest(server, true).map(|_| ())
+}
+
+/// Loads the newest snapshot's entries, each replacing any key of its name; with
+/// `skip_expired`, not those whose time has passed. None when there is no snapshot.
+fn load_newest(
+    server: &Server,
+    skip_expired: bool,
+) -> Result<Option<strata_storage::SnapshotMeta>, String> {
     let dir = server.data_dir();
     let Some(meta) = strata_storage::latest_snapshot(&dir).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let started = Instant::now();
     let ks = &server.keyspace;
+    let now = strata_engine::clock::now_ms();
     let mut n = 0u64;
     let mut last_log = Instant::now();
     let total = meta.entries.max(1);
     let loaded = strata_storage::load_snapshot(&meta.path, &ks.encodings, |db, key, exp, value| {
-        if (db as usize) >= ks.db_count() {
+        if (db as usize) >= ks.db_count() || (skip_expired && exp.is_some_and(|at| at <= now)) {
             return;
         }
+        // Stores take the load's time as the keys' access time; nothing expires meanwhile
+        // (no store looks at expiry).
         let d = ks.db(db as usize);
-        let mut l = d.lock1_at(1, &key);
+        let mut l = d.lock1_at(now, &key);
         match value {
             Value::Str(s) => l.set_str(&key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
             value => l.put_owned(
@@ -501,9 +531,7 @@ pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
         loaded.epoch,
         started.elapsed().as_millis()
     );
-    server.persist.snapshots.set_loaded(loaded.epoch);
-    server.persist.epoch.store(loaded.epoch, Ordering::SeqCst);
-    Ok(Some((loaded.epoch, loaded.replay_from)))
+    Ok(Some(loaded))
 }
 
 /// On the way out (SHUTDOWN, SIGTERM): as Redis, a snapshot when save rules are set or

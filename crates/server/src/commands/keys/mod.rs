@@ -22,6 +22,7 @@ use crate::exec::ctx::Ctx;
 use strata_engine::Locked;
 
 use expire::{expire, expireat, expiretime, persist, pexpire, pexpireat, pexpiretime, pttl, ttl};
+pub(crate) use object::refcount;
 use object::{object_encoding, object_freq, object_help, object_idletime, object_refcount};
 use presence::{del, exists, touch, type_, unlink};
 use rename::{copy, move_, rename, renamenx};
