@@ -482,7 +482,7 @@ pub fn reload(server: &Server, flush: bool) -> Result<(), String> {
 
 /// Loads the newest snapshot's entries, each replacing any key of its name; with
 /// `skip_expired`, not those whose time has passed. None when there is no snapshot.
-fn load_newest(
+pub(crate) fn load_newest(
     server: &Server,
     skip_expired: bool,
 ) -> Result<Option<strata_storage::SnapshotMeta>, String> {

@@ -39,6 +39,22 @@ pub(super) fn reload(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
+/// LOADAOF: the data set as a restart would load it (the newest snapshot and the journal
+/// after it).
+pub(super) fn loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
+    let Some(server) = ctx.server().arc() else {
+        return Err(CmdError::err("the server is shutting down"));
+    };
+    super::super::admin::touch_watched_all(ctx);
+    crate::services::persist::reload_all(&server).map_err(|e| {
+        tracing::warn!("DEBUG LOADAOF: {e}");
+        CmdError::err("Error trying to load the AOF")
+    })?;
+    tracing::warn!("Append Only File loaded by DEBUG LOADAOF");
+    ctx.out.ok();
+    Ok(())
+}
+
 /// A positive count argument, as Redis's getPositiveLongFromObjectOrReply reads it (one
 /// error for anything else).
 fn positive(ctx: &Ctx<'_>, i: usize) -> Result<u64, CmdError> {

@@ -142,6 +142,13 @@ const SUBCOMMANDS: &[Command] = &[
         ..FAMILY
     },
     Command {
+        name: "loadaof",
+        arity: 2,
+        summary: "Loads the data set back as a restart would: the newest snapshot, then the journal after it.",
+        handler: data::loadaof,
+        ..FAMILY
+    },
+    Command {
         name: "sleep",
         arity: 3,
         summary: "Blocks the worker thread for <seconds> (decimals allowed).",
