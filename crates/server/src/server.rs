@@ -184,7 +184,7 @@ impl Server {
             .keyspace
             .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
                 let Some(s) = weak.upgrade() else { return };
-                s.watches.touch(db, key);
+                s.watches.touch_expired(db, key);
                 let epoch = s.persist.epoch.load(Ordering::Relaxed);
                 s.sinks.record_expired(db, epoch, key);
                 let flags = s.notify_flags.load(Ordering::Relaxed);

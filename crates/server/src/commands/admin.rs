@@ -103,7 +103,7 @@ fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
 
 fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    touch_watched(ctx, &[ctx.client.db]);
+    touch_watched(ctx, &[(ctx.client.db, None)]);
     dispose(ctx.db().flush(), lazy);
     ctx.out.ok();
     Ok(())
@@ -117,22 +117,32 @@ fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// `touch_watched` for every database (FLUSHALL, DEBUG RELOAD).
+/// `touch_watched` for every database emptied (FLUSHALL, DEBUG RELOAD).
 pub(crate) fn touch_watched_all(ctx: &Ctx<'_>) {
-    let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
+    let all: Vec<(usize, Option<usize>)> =
+        (0..ctx.keyspace().db_count()).map(|d| (d, None)).collect();
     touch_watched(ctx, &all);
 }
 
-/// Before FLUSHDB, FLUSHALL or SWAPDB changes databases `dbs`: fails the EXEC of every
-/// client watching a key of those databases that exists in one of them (as Redis does).
-fn touch_watched(ctx: &Ctx<'_>, dbs: &[usize]) {
-    let w = &ctx.watches();
+/// Before FLUSHDB, FLUSHALL or SWAPDB replaces the contents of databases: for each
+/// (emptied, replaced with), fails the EXEC of every client watching a key of the emptied
+/// database that exists there or in the one replacing it, as Redis's
+/// touchAllWatchedKeysInDb. Looking a key up removes it if it has expired, which tells
+/// the watches that saw it expired already (their key going away changes nothing).
+fn touch_watched(ctx: &Ctx<'_>, dbs: &[(usize, Option<usize>)]) {
+    let w = ctx.watches();
     let exists = |db: usize, k: &[u8]| ctx.keyspace().db(db).lock1(k).contains(k);
-    let hit: Vec<_> = dbs
-        .iter()
-        .flat_map(|d| w.keys_in(Some(*d)))
-        .filter(|(_, k)| dbs.iter().any(|d| exists(*d, k)))
-        .collect();
+    let mut hit = Vec::new();
+    for &(emptied, replaced_with) in dbs {
+        for k in w.keys_in(emptied) {
+            // Both looked up: each removes its own copy if it has expired.
+            let here = exists(emptied, &k);
+            let there = replaced_with.is_some_and(|r| exists(r, &k));
+            if here || there {
+                hit.push((emptied, k));
+            }
+        }
+    }
     w.touch_keys(&hit);
 }
 
@@ -147,11 +157,17 @@ fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
     if !(0..n).contains(&a) || !(0..n).contains(&b) {
         return Err(CmdError::DB_RANGE);
     }
-    touch_watched(ctx, &[a as usize, b as usize]);
-    ctx.keyspace().swap(a as usize, b as usize);
+    let (a, b) = (a as usize, b as usize);
+    if a == b {
+        // Nothing moves (Redis does not touch watched keys either).
+        ctx.out.ok();
+        return Ok(());
+    }
+    touch_watched(ctx, &[(a, Some(b)), (b, Some(a))]);
+    ctx.keyspace().swap(a, b);
     // Clients blocked in either database may find their keys there now.
-    ctx.signal_db_ready(a as usize);
-    ctx.signal_db_ready(b as usize);
+    ctx.signal_db_ready(a);
+    ctx.signal_db_ready(b);
     ctx.out.ok();
     Ok(())
 }

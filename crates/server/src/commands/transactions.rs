@@ -174,7 +174,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         .watch
         .keys
         .iter()
-        .map(|(d, k, _)| server.keyspace.shard_of(*d, k))
+        .map(|(d, k)| server.keyspace.shard_of(*d, k))
         .collect();
     plan.merge(LockPlan::Shards(watched));
     let mut worker = ctx.worker();
@@ -225,13 +225,14 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// True when a watched key that was live at WATCH has expired since (Redis 7 fails the
-/// EXEC then, even though nothing wrote the key).
+/// True when a watched key that was live at WATCH (or removed since) has expired: Redis
+/// 7 fails the EXEC then, even though nothing wrote the key.
 fn watched_key_expired(ctx: &Ctx<'_>) -> bool {
-    ctx.client.watch.keys.iter().any(|(db, key, was_expired)| {
-        !was_expired && {
-            let mut l = ctx.keyspace().db(*db).lock1_at(ctx.now_ms, key);
-            matches!(l.peek_raw_expire(key), Some(Some(at)) if at <= ctx.now_ms)
-        }
+    let cw = &ctx.client.watch;
+    cw.keys.iter().any(|(db, key)| {
+        let mut l = ctx.keyspace().db(*db).lock1_at(ctx.now_ms, key);
+        let expired = matches!(l.peek_raw_expire(key), Some(Some(at)) if at <= ctx.now_ms);
+        drop(l);
+        expired && !ctx.watches().is_stale(cw, *db, key)
     })
 }
