@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::RespConn;
+
 use redis::{Commands, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -233,6 +235,71 @@ fn client_list_kill_reply_and_no_touch() {
         .unwrap();
     let flags: String = redis::cmd("CLIENT").arg("INFO").query(&mut a).unwrap();
     assert!(flags.contains("flags=T"), "{flags}");
+}
+
+/// The fields of a CLIENT LIST/INFO line that do not depend on addresses, times or
+/// memory: as redis-server gives them, in the same states.
+fn client_fields(line: &str) -> Vec<(String, String)> {
+    const SAME: &[&str] = &[
+        "flags", "db", "sub", "psub", "ssub", "multi", "qbuf", "obl", "oll", "omem", "events",
+        "cmd", "user", "redir", "resp",
+    ];
+    line.split_whitespace()
+        .filter_map(|f| f.split_once('='))
+        .filter(|(k, _)| SAME.contains(k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// CLIENT INFO and CLIENT LIST ID as another client sees it: plain, in a transaction with
+/// queued commands, with a watched key modified, subscribed. qbuf counts the request being
+/// run (26 bytes for CLIENT INFO), as Redis's query buffer does.
+#[test]
+fn client_list_fields_as_redis_gives_them() {
+    let redis = common::redis(&[]);
+    let strata = common::strata(&[]);
+    let lines = |p: &common::Proc| -> Vec<Vec<(String, String)>> {
+        let mut a = RespConn::new(p);
+        let mut b = RespConn::new(p);
+        let text = |r: common::RawReply| {
+            let raw = String::from_utf8_lossy(&r.raw).into_owned();
+            raw.split_once("\r\n")
+                .map(|(_, t)| t.to_string())
+                .unwrap_or(raw)
+        };
+        let id = String::from_utf8_lossy(&b.call(&["CLIENT", "ID"]).unwrap().raw)
+            .trim_start_matches(':')
+            .trim()
+            .to_string();
+        let mut of_b = |a: &mut RespConn| {
+            client_fields(&text(a.call(&["CLIENT", "LIST", "ID", &id]).unwrap()))
+        };
+        let mut out = vec![client_fields(&text(b.call(&["CLIENT", "INFO"]).unwrap()))];
+        b.call(&["SELECT", "3"]).unwrap();
+        b.call(&["SET", "w", "1"]).unwrap();
+        b.call(&["WATCH", "w"]).unwrap();
+        a.call(&["SELECT", "3"]).unwrap();
+        a.call(&["SET", "w", "2"]).unwrap();
+        out.push(of_b(&mut a));
+        b.call(&["MULTI"]).unwrap();
+        b.call(&["SET", "k", "v"]).unwrap();
+        b.call(&["GET", "k"]).unwrap();
+        out.push(of_b(&mut a));
+        b.call(&["EXEC"]).unwrap();
+        out.push(of_b(&mut a));
+        b.call(&["SUBSCRIBE", "ch"]).unwrap();
+        out.push(of_b(&mut a));
+        out
+    };
+    let want = lines(&redis);
+    assert_eq!(
+        want[0]
+            .iter()
+            .find(|(k, _)| k == "qbuf")
+            .map(|(_, v)| v.as_str()),
+        Some("26")
+    );
+    assert_eq!(lines(&strata), want);
 }
 
 #[test]

@@ -399,11 +399,18 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         c.psub.load(Ordering::Relaxed),
         c.ssub.load(Ordering::Relaxed),
     );
+    let multi = c.multi.load(Ordering::Relaxed);
     if sub + psub + ssub > 0 {
         flags.push('P');
     }
+    if multi >= 0 {
+        flags.push('x');
+    }
     if c.blocked.load(Ordering::Relaxed) {
         flags.push('b');
+    }
+    if c.watch_dirty.load(Ordering::Relaxed) {
+        flags.push('d');
     }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
@@ -415,10 +422,11 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
         c.id,
         c.addr,
         c.laddr,
+        c.fd,
         name,
         c.created.elapsed().as_secs(),
         c.idle_secs(),
@@ -427,7 +435,13 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         sub,
         psub,
         ssub,
+        multi,
         c.qbuf.load(Ordering::Relaxed),
+        if multi >= 0 {
+            c.multi_mem.load(Ordering::Relaxed)
+        } else {
+            0
+        },
         cmd,
         c.resp.load(Ordering::Relaxed)
     )

@@ -86,10 +86,18 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-/// Queues a command inside MULTI.
+/// Queues a command inside MULTI. Like Redis, a transaction that cannot run any more (a
+/// command was refused, or a watched key changed) keeps nothing, but still answers QUEUED.
 pub fn queue(client: &mut Client, id: usize, argv: &[Bytes], out: &mut Vec<u8>) {
-    if let Some(m) = &mut client.multi {
+    let doomed = client.watch.dirty.load(Ordering::Relaxed);
+    if let Some(m) = client.multi.as_mut().filter(|m| !m.aborted && !doomed) {
         m.queued.push((id, argv.to_vec()));
+        client
+            .info
+            .multi
+            .store(m.queued.len() as i64, Ordering::Relaxed);
+        let bytes: usize = argv.iter().map(|a| a.len()).sum();
+        client.info.multi_mem.fetch_add(bytes, Ordering::Relaxed);
     }
     Reply::new(out, client.proto).simple("QUEUED");
 }
@@ -98,15 +106,17 @@ fn multi(ctx: &mut Ctx<'_>) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(CmdError::err("MULTI calls can not be nested"));
     }
-    ctx.client.multi = Some(Box::default());
+    ctx.client.info.multi_mem.store(0, Ordering::Relaxed);
+    ctx.client.set_multi(Some(Box::default()));
     ctx.out.ok();
     Ok(())
 }
 
 fn discard(ctx: &mut Ctx<'_>) -> CmdResult {
-    if ctx.client.multi.take().is_none() {
+    if ctx.client.multi.is_none() {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
+    ctx.client.set_multi(None);
     ctx.watches().unwatch(&mut ctx.client.watch);
     ctx.out.ok();
     Ok(())
@@ -114,7 +124,7 @@ fn discard(ctx: &mut Ctx<'_>) -> CmdResult {
 
 /// Forgets a client's transaction and watches (RESET, disconnect).
 pub fn forget(watches: &Watches, client: &mut Client) {
-    client.multi = None;
+    client.set_multi(None);
     watches.unwatch(&mut client.watch);
 }
 
@@ -148,6 +158,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(multi) = ctx.client.multi.take() else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
+    ctx.client.set_multi(None);
     let server = ctx.server();
     if multi.aborted {
         server.watches.unwatch(&mut ctx.client.watch);

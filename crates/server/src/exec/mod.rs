@@ -182,6 +182,14 @@ fn run(
 ) -> Outcome {
     let server = w.server;
     let cmd = server.table.commands[id];
+    // CLIENT LIST's cmd=: the client's own last command, queued or refused ones included
+    // (not those EXEC or a script runs for it).
+    if matches!(origin, Origin::Client) {
+        client
+            .info
+            .last_cmd
+            .store(id, std::sync::atomic::Ordering::Relaxed);
+    }
     match admit::admit(server, client, id, call.argv, origin) {
         admit::Admit::Run => {}
         admit::Admit::Queue => {
@@ -190,10 +198,6 @@ fn run(
         }
         admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
     }
-    client
-        .info
-        .last_cmd
-        .store(id, std::sync::atomic::Ordering::Relaxed);
     let started = w.clock;
     let db = client.db;
     let write = cmd.has(flags::WRITE);
