@@ -716,7 +716,7 @@ fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
     let policy = match ctx.argv.len() {
         3 => b"append".to_vec(),
         4 => ctx.lower(3),
-        _ => return Err(CmdError::SYNTAX),
+        _ => return Err(super::wrong_subcommand_args(ctx)),
     };
     if !matches!(policy.as_slice(), b"flush" | b"append" | b"replace") {
         return Err(CmdError::err(

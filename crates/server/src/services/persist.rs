@@ -202,8 +202,12 @@ pub fn reload_all(server: &Arc<Server>) -> Result<(), String> {
     let ks = &server.keyspace;
     let _all = (!strata_engine::Keyspace::in_session()).then(|| ks.session_all());
     drop(ks.flush_all());
-    let (min_epoch, from) = match crate::services::snapshot::load_newest(server, false)? {
-        Some(meta) => (meta.epoch, Some(meta.replay_from)),
+    let how = crate::services::snapshot::Load {
+        skip_expired: false,
+        replace: true,
+    };
+    let (min_epoch, from) = match crate::services::snapshot::load_newest(server, how)? {
+        Some((meta, _)) => (meta.epoch, Some(meta.replay_from)),
         None => (0, None),
     };
     crate::exec::replay::replay(server, &server.data_dir(), from, min_epoch).map(|_| ())

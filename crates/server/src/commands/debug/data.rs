@@ -7,13 +7,16 @@ use crate::exec::ctx::Ctx;
 use strata_engine::{clock, EntryRef, Ttl, Value};
 
 /// RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves a snapshot (not with NOSAVE), empties the
-/// keyspace (not with NOFLUSH) and loads the newest snapshot back. Keys the snapshot holds
-/// replace keys of the same name (Redis stops the server on such a conflict without MERGE).
+/// keyspace (not with NOFLUSH) and loads the newest snapshot back. With NOFLUSH, a key
+/// the snapshot holds replaces one of its name under MERGE; without MERGE the reload fails
+/// (Redis stops the server then), and so it does while function libraries exist, which a
+/// Redis snapshot would hold and clash with (Strata's keep them apart: they stay as
+/// they are).
 pub(super) fn reload(ctx: &mut Ctx<'_>) -> CmdResult {
-    let (mut save, mut flush) = (true, true);
+    let (mut save, mut flush, mut merge) = (true, true, false);
     for i in 2..ctx.argv.len() {
         match ctx.lower(i).as_slice() {
-            b"merge" => {}
+            b"merge" => merge = true,
             b"noflush" => flush = false,
             b"nosave" => save = false,
             _ => {
@@ -29,11 +32,17 @@ pub(super) fn reload(ctx: &mut Ctx<'_>) -> CmdResult {
     if save {
         crate::services::snapshot::start(&server, false, false).map_err(CmdError::Custom)?;
     }
+    let failed = || CmdError::err("Error trying to load the RDB dump");
+    if !flush && !merge && !ctx.scripts().libraries.read().is_empty() {
+        return Err(failed());
+    }
     if flush {
         super::super::admin::touch_watched_all(ctx);
     }
-    crate::services::snapshot::reload(&server, flush)
-        .map_err(|_| CmdError::err("Error trying to load the RDB dump"))?;
+    crate::services::snapshot::reload(&server, flush, flush || merge).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        failed()
+    })?;
     tracing::warn!("DB reloaded by DEBUG RELOAD");
     ctx.out.ok();
     Ok(())
