@@ -121,23 +121,25 @@ fn bit_offset(arg: &[u8], hash: bool, bits: u32, max: u64) -> Result<u64, CmdErr
 }
 
 /// Redis's lookupStringForBitCommand: runs `f` on the key's string grown (zero-padded)
-/// to at least `min_len` bytes, creating the key if it does not exist.
+/// to at least `min_len` bytes, creating the key if it does not exist. Also says whether
+/// it created or grew the string (a change, whatever `f` does).
 fn with_grown<R>(
     l: &mut Locked<'_>,
     key: &[u8],
     min_len: usize,
     f: impl FnOnce(&mut Vec<u8>) -> R,
-) -> Result<R, CmdError> {
+) -> Result<(R, bool), CmdError> {
     if let Some(s) = l.str_mut(key)? {
-        if s.len() < min_len {
+        let grew = s.len() < min_len;
+        if grew {
             s.resize(min_len, 0);
         }
-        return Ok(f(s));
+        return Ok((f(s), grew));
     }
     let mut v = vec![0u8; min_len];
     let r = f(&mut v);
     l.set_value(key, Value::Str(v), Ttl::Clear);
-    Ok(r)
+    Ok((r, true))
 }
 
 fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -152,7 +154,7 @@ fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
     let shift = 7 - (off & 7) as u32;
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
-    let old = with_grown(&mut l, key, byte + 1, |s| {
+    let (old, grew) = with_grown(&mut l, key, byte + 1, |s| {
         let b = &mut s[byte];
         let old = *b >> shift & 1;
         if on == 1 {
@@ -163,7 +165,13 @@ fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
         old
     })?;
     drop(l);
-    ctx.notify(notify::STRING, "setbit", key);
+    // As Redis: a change is a key created or grown, or the bit flipped; anything else
+    // is not one (no event, no WATCH, no journal record, no `dirty`).
+    if grew || i64::from(old) != on {
+        ctx.notify(notify::STRING, "setbit", key);
+    } else {
+        ctx.no_effect();
+    }
     ctx.out.int(i64::from(old));
     Ok(())
 }
@@ -618,6 +626,8 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> Option<i64
 
 /// Runs one SET or INCRBY on `p` (long enough), writing its reply; false if it failed
 /// (OVERFLOW FAIL) and changed nothing.
+/// One SET or INCRBY of BITFIELD: replies and writes; whether the field's bits changed
+/// (false also when OVERFLOW FAIL left it alone).
 fn field_write(p: &mut [u8], f: &Field, out: &mut strata_resp::Reply<'_>) -> bool {
     let (ret, new, overflow) = if f.signed {
         let old = get_signed(p, f.offset, f.bits);
@@ -647,8 +657,9 @@ fn field_write(p: &mut [u8], f: &Field, out: &mut strata_resp::Reply<'_>) -> boo
         false
     } else {
         out.int(ret);
+        let before = get_unsigned(p, f.offset, f.bits);
         set_unsigned(p, f.offset, f.bits, new);
-        true
+        get_unsigned(p, f.offset, f.bits) != before
     }
 }
 
@@ -749,7 +760,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
     let min_len = usize::try_from((highest_write >> 3) + 1).map_err(|_| BAD_OFFSET)?;
     let out = &mut ctx.out;
     let mut changes = 0;
-    with_grown(&mut l, key, min_len, |s| {
+    let grew = with_grown(&mut l, key, min_len, |s| {
         out.array(ops.len());
         for f in &ops {
             if f.op == FieldOp::Get {
@@ -758,10 +769,14 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
                 changes += 1;
             }
         }
-    })?;
+    })?
+    .1;
     drop(l);
-    if changes > 0 {
+    // As Redis: a change is a key created or grown, or a field whose bits changed.
+    if changes > 0 || grew {
         ctx.notify(notify::STRING, "setbit", key);
+    } else {
+        ctx.no_effect();
     }
     Ok(())
 }
