@@ -94,17 +94,19 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
     }
 }
 
-/// Frees flushed tables on a background thread when asked to (ASYNC), else right here.
-fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
+/// Frees flushed tables holding `keys` keys on a background thread when asked to
+/// (ASYNC), else right here.
+fn dispose<T: Send + 'static>(garbage: T, keys: usize, in_background: bool) {
     if in_background {
-        crate::services::lazyfree::free_later(garbage);
+        crate::services::lazyfree::free_later(garbage, keys as u64);
     }
 }
 
 fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     touch_watched(ctx, &[(ctx.client.db, None)]);
-    dispose(ctx.db().flush(), lazy);
+    let keys = ctx.db().len();
+    dispose(ctx.db().flush(), keys, lazy);
     ctx.out.ok();
     Ok(())
 }
@@ -112,7 +114,9 @@ fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
 fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     touch_watched_all(ctx);
-    dispose(ctx.keyspace().flush_all(), lazy);
+    let ks = ctx.keyspace();
+    let keys = (0..ks.db_count()).map(|d| ks.db(d).len()).sum();
+    dispose(ks.flush_all(), keys, lazy);
     ctx.out.ok();
     Ok(())
 }

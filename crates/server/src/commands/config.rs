@@ -107,6 +107,7 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.server().stats.reset();
+    crate::services::lazyfree::reset_stats();
     for i in 0..ctx.keyspace().db_count() {
         ctx.keyspace().db(i).reset_stats();
     }

@@ -326,6 +326,11 @@ fn memory_section(server: &Server, s: &mut String) {
     };
     field(s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
     field(s, "mem_allocator", "jemalloc");
+    field(
+        s,
+        "lazyfree_pending_objects",
+        crate::services::lazyfree::pending_objects(),
+    );
 }
 
 fn stats_section(server: &Server, s: &mut String) {
@@ -384,6 +389,11 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
     field(s, "total_error_replies", errors);
+    field(
+        s,
+        "lazyfreed_objects",
+        crate::services::lazyfree::freed_objects(),
+    );
 }
 
 /// (user, system) CPU seconds of the whole process, all threads.
