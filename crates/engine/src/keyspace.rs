@@ -23,12 +23,26 @@ pub(crate) struct Shard(pub Mutex<ShardData>);
 /// under the key's shard lock: it must not lock shards.
 pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
+/// Called with (database index, key) for every key a store creates, while
+/// `Keyspace::announce_created` is on (the server publishes `new` keyspace events from
+/// it). Same rules as `ExpiredHook`: it runs under the key's shard lock.
+pub type CreatedHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+/// The hooks a keyspace's databases share.
+#[derive(Default)]
+pub(crate) struct Hooks {
+    expired: std::sync::OnceLock<ExpiredHook>,
+    created: std::sync::OnceLock<CreatedHook>,
+    /// Whether stores look up and announce the keys they create.
+    announce_created: std::sync::atomic::AtomicBool,
+}
+
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
     index: usize,
-    pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    hooks: std::sync::Arc<Hooks>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -68,12 +82,7 @@ pub enum Capture {
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
 
 impl Db {
-    fn new(
-        index: usize,
-        shard_bits: u32,
-        hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
-        owner: usize,
-    ) -> Db {
+    fn new(index: usize, shard_bits: u32, hooks: &std::sync::Arc<Hooks>, owner: usize) -> Db {
         let n = 1usize << shard_bits;
         Db {
             shards: (0..n)
@@ -86,7 +95,7 @@ impl Db {
                 .collect(),
             mask: n - 1,
             index,
-            on_expired: hook.clone(),
+            hooks: hooks.clone(),
         }
     }
 
@@ -97,7 +106,20 @@ impl Db {
 
     /// Reports an expired key to the hook, if one is set.
     pub(crate) fn expired(&self, key: &[u8]) {
-        if let Some(h) = self.on_expired.get() {
+        if let Some(h) = self.hooks.expired.get() {
+            h(self.index, key);
+        }
+    }
+
+    /// Whether stores announce the keys they create (one relaxed load).
+    #[inline]
+    pub(crate) fn announcing(&self) -> bool {
+        self.hooks.announce_created.load(Ordering::Relaxed)
+    }
+
+    /// Reports a created key to the hook, if one is set.
+    pub(crate) fn created(&self, key: &[u8]) {
+        if let Some(h) = self.hooks.created.get() {
             h(self.index, key);
         }
     }
@@ -408,7 +430,7 @@ pub struct Keyspace {
     pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
-    on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    hooks: std::sync::Arc<Hooks>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
 }
@@ -418,16 +440,16 @@ impl Keyspace {
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let hook = std::sync::Arc::new(std::sync::OnceLock::new());
+        let hooks = std::sync::Arc::new(Hooks::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook, id))
+                .map(|i| Db::new(i, shard_bits, &hooks, id))
                 .collect(),
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
-            on_expired: hook,
+            hooks,
         }
     }
 
@@ -437,7 +459,18 @@ impl Keyspace {
 
     /// Installs the expired-key hook (once; later calls are ignored).
     pub fn set_expired_hook(&self, hook: ExpiredHook) {
-        let _ = self.on_expired.set(hook);
+        let _ = self.hooks.expired.set(hook);
+    }
+
+    /// Installs the created-key hook (once; later calls are ignored).
+    pub fn set_created_hook(&self, hook: CreatedHook) {
+        let _ = self.hooks.created.set(hook);
+    }
+
+    /// Turns the announcing of created keys on or off. Off (the default), stores cost
+    /// nothing more; on, each first looks its key up.
+    pub fn announce_created(&self, on: bool) {
+        self.hooks.announce_created.store(on, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {

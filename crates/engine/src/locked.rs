@@ -39,6 +39,8 @@ pub struct Locked<'a> {
     now: Cell<u64>,
     lru: Cell<u32>,
     touch: bool,
+    /// Keys created through this guard are not announced (`Db::created`): loading.
+    quiet: bool,
 }
 
 impl<'a> Locked<'a> {
@@ -50,7 +52,22 @@ impl<'a> Locked<'a> {
             now: Cell::new(now),
             lru: Cell::new(if now == 0 { 0 } else { clock::lru_clock(now) }),
             touch: true,
+            quiet: false,
         }
+    }
+
+    /// Keys created through this guard are not announced to the created-key hook (a
+    /// snapshot being loaded creates keys that are not new).
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
+    /// Before a store: whether it creates `key` and must announce it. Only when someone
+    /// listens does it look the key up (expiring it if its time has passed, as Redis's
+    /// write lookup does first); otherwise it costs one relaxed load.
+    fn creating(&mut self, key: &[u8]) -> bool {
+        !self.quiet && self.db.announcing() && !self.live(key).1
     }
 
     /// Reads through this guard stop updating access times (CLIENT NO-TOUCH).
@@ -169,17 +186,25 @@ impl<'a> Locked<'a> {
 
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
+        let created = self.creating(key);
         let h = hash(key);
         let lru = self.lru();
         self.shard(h).put_str(h, key, value, expire_at, lru);
+        if created {
+            self.db.created(key);
+        }
     }
 
     /// Stores a value of any type.
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
+        let created = self.creating(key);
         let h = hash(key);
         let lru = self.lru();
         self.shard(h).put(h, key, value, expire_at, lru);
+        if created {
+            self.db.created(key);
+        }
     }
 
     fn resolve_ttl(&mut self, key: &[u8], ttl: Ttl) -> Option<u64> {
@@ -274,10 +299,12 @@ impl<'a> Locked<'a> {
     /// Removes and returns an entry (RENAME, MOVE).
     pub fn take(&mut self, key: &[u8]) -> Option<Owned> {
         let Unlinked(entry) = self.unlink(key)?;
-        let expire_at = entry.view().expire_at();
+        let view = entry.view();
+        let (expire_at, raw) = (view.expire_at(), view.is_raw_str());
         Some(Owned {
             value: entry.into_value(),
             expire_at,
+            raw,
         })
     }
 
@@ -290,11 +317,21 @@ impl<'a> Locked<'a> {
         Some(self.shard(h).find(h, key)?.to_owned_value())
     }
 
-    /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one.
+    /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one;
+    /// a string keeps its form ("raw" stays raw).
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
+        let created = self.creating(key);
         let h = hash(key);
         let lru = self.lru();
-        self.shard(h).put(h, key, owned.value, owned.expire_at, lru);
+        let shard = self.shard(h);
+        if owned.raw {
+            shard.put_general(h, key, owned.value, owned.expire_at, lru);
+        } else {
+            shard.put(h, key, owned.value, owned.expire_at, lru);
+        }
+        if created {
+            self.db.created(key);
+        }
     }
 
     /// The entry as stored, without expiring it first (DEBUG looks at keys whose time has

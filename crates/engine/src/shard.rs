@@ -213,6 +213,20 @@ impl ShardData {
         }
     }
 
+    /// Inserts or replaces a value kept in the general form, a string included (one moved
+    /// with its "raw" encoding).
+    pub fn put_general(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<u64>,
+        lru: u32,
+    ) {
+        self.remove_inline(h, key);
+        self.put_block(h, Slot::general(key, expire_at, lru, value));
+    }
+
     /// Inserts or replaces a block entry. The caller removed any inline entry of that key.
     fn put_block(&mut self, h: u64, slot: Slot) {
         use hashbrown::hash_table::Entry;

@@ -192,6 +192,17 @@ impl Server {
                     crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
                 }
             }));
+        // Keys created while `new` events are asked for publish them.
+        let weak = Arc::downgrade(&server);
+        server
+            .keyspace
+            .set_created_hook(Box::new(move |db: usize, key: &[u8]| {
+                let Some(s) = weak.upgrade() else { return };
+                let flags = s.notify_flags.load(Ordering::Relaxed);
+                if flags & crate::services::notify::NEW != 0 {
+                    crate::services::notify::emit(&s.pubsub, flags, "new", key, db, None);
+                }
+            }));
         server
     }
 }

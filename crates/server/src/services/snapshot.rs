@@ -525,7 +525,7 @@ pub(crate) fn load_newest(
         // Stores take the load's time as the keys' access time; nothing expires meanwhile
         // (no store looks at expiry).
         let d = ks.db(db as usize);
-        let mut l = d.lock1_at(now, &key);
+        let mut l = d.lock1_at(now, &key).quiet();
         if !how.replace && l.peek_raw_expire(&key).is_some() {
             clashes += 1;
             return;
@@ -537,6 +537,7 @@ pub(crate) fn load_newest(
                 Owned {
                     value,
                     expire_at: exp,
+                    raw: false,
                 },
             ),
         }

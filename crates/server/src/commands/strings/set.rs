@@ -231,11 +231,8 @@ fn mset_keys<'a>(ctx: &Ctx<'a>, name: &str) -> Result<Vec<&'a [u8]>, CmdError> {
 pub(super) fn mset(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = mset_keys(ctx, "mset")?;
     let mut l = ctx.lock(&keys);
-    for pair in ctx.argv[1..].chunks_exact(2) {
-        l.set_str(&pair[0], &pair[1], Ttl::Clear);
-    }
+    set_each(ctx, &mut l);
     drop(l);
-    notify_each_set(ctx);
     ctx.out.ok();
     Ok(())
 }
@@ -247,19 +244,18 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
-    for pair in ctx.argv[1..].chunks_exact(2) {
-        l.set_str(&pair[0], &pair[1], Ttl::Clear);
-    }
+    set_each(ctx, &mut l);
     drop(l);
-    notify_each_set(ctx);
     ctx.out.int(1);
     Ok(())
 }
 
-/// MSET/MSETNX: a `set` event per key, in argument order.
-fn notify_each_set(ctx: &mut Ctx<'_>) {
+/// MSET/MSETNX: stores each pair and sends its `set` event, in argument order (a key's
+/// `new` event, sent as it is created, comes right before its `set`, as in Redis).
+fn set_each(ctx: &mut Ctx<'_>, l: &mut Locked<'_>) {
     let argv = ctx.argv;
     for pair in argv[1..].chunks_exact(2) {
+        l.set_str(&pair[0], &pair[1], Ttl::Clear);
         ctx.notify(notify::STRING, "set", &pair[0]);
     }
 }
