@@ -17,6 +17,8 @@ pub const COMMANDS: &[Command] = &[
         flags: READONLY | FAST | ALL_SHARDS,
         summary: "Returns the number of keys in the database.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
+        acl: &["@keyspace"],
         handler: dbsize,
         ..FAMILY
     },
@@ -26,6 +28,8 @@ pub const COMMANDS: &[Command] = &[
         flags: WRITE | ALL_SHARDS,
         summary: "Removes all keys from the current database.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        acl: &["@keyspace", "@dangerous"],
         handler: flushdb,
         ..FAMILY
     },
@@ -35,6 +39,8 @@ pub const COMMANDS: &[Command] = &[
         flags: WRITE | ALL_SHARDS,
         summary: "Removes all keys from all databases.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        acl: &["@keyspace", "@dangerous"],
         handler: flushall,
         ..FAMILY
     },
@@ -44,6 +50,7 @@ pub const COMMANDS: &[Command] = &[
         flags: WRITE | FAST | ALL_SHARDS,
         summary: "Swaps two Redis databases.",
         since: "4.0.0",
+        acl: &["@keyspace", "@dangerous"],
         handler: swapdb,
         ..FAMILY
     },
@@ -53,6 +60,7 @@ pub const COMMANDS: &[Command] = &[
         flags: LOADING | STALE | FAST,
         summary: "Returns the server time.",
         since: "2.6.0",
+        tips: &["nondeterministic_output"],
         handler: time,
         ..FAMILY
     },
@@ -71,6 +79,12 @@ pub const COMMANDS: &[Command] = &[
         flags: LOADING | STALE,
         summary: "Returns information and statistics about the server.",
         since: "1.0.0",
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
+        acl: &["@dangerous"],
         handler: info_cmd,
         ..FAMILY
     },

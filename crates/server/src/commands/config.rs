@@ -36,6 +36,7 @@ const CONFIG: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Sets configuration parameters in-flight.",
         since: "2.0.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
         handler: config_set,
         ..FAMILY
     },

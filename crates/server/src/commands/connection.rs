@@ -20,13 +20,14 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | SUBSCRIBED,
         summary: "Returns the server's liveliness response.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: ping,
         ..FAMILY
     },
     Command {
         name: "echo",
         arity: 2,
-        flags: FAST,
+        flags: FAST | LOADING | STALE,
         summary: "Returns the given string.",
         since: "1.0.0",
         handler: echo,
@@ -35,7 +36,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "hello",
         arity: -1,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Handshakes with the Redis server.",
         since: "6.0.0",
         handler: hello,
@@ -44,7 +45,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "auth",
         arity: -2,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Authenticates the connection.",
         since: "1.0.0",
         handler: auth,
@@ -71,7 +72,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "reset",
         arity: 1,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED | ALLOW_BUSY,
         summary: "Resets the connection.",
         since: "6.2.0",
         handler: reset,
@@ -93,7 +94,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "id",
         arity: 2,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns the unique client ID of the connection.",
         since: "5.0.0",
         handler: client_id,
@@ -102,7 +103,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "setname",
         arity: 3,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Sets the connection name.",
         since: "2.6.9",
         handler: client_setname,
@@ -111,7 +112,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "getname",
         arity: 2,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns the name of the connection.",
         since: "2.6.9",
         handler: client_getname,
@@ -123,6 +124,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Lists open connections.",
         since: "2.4.0",
+        tips: &["nondeterministic_output"],
         handler: client_list,
         ..FAMILY
     },
@@ -132,6 +134,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns information about the connection.",
         since: "6.2.0",
+        tips: &["nondeterministic_output"],
         handler: client_info,
         ..FAMILY
     },

@@ -12,7 +12,7 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::num::longdouble;
 use crate::services::notify;
@@ -44,7 +44,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hsetnx",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Set the value of a hash field, only if the field does not exist",
     since: "2.0.0",
@@ -97,6 +99,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the fields and values in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
     handler: hgetall,
     ..Command::DEFAULT
 },
@@ -104,7 +107,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hdel",
     arity: -3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Delete one or more hash fields",
     since: "2.0.0",
@@ -116,7 +121,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hlen",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Get the number of fields in a hash",
     since: "2.0.0",
@@ -128,7 +135,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hexists",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Determine if a hash field exists",
     since: "2.0.0",
@@ -145,6 +154,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the fields in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
     handler: hkeys,
     ..Command::DEFAULT
 },
@@ -157,6 +167,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the values in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
     handler: hvals,
     ..Command::DEFAULT
 },
@@ -164,7 +175,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hincrby",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Increment the integer value of a hash field by the given number",
     since: "2.0.0",
@@ -176,7 +189,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hincrbyfloat",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Increment the float value of a hash field by the given amount",
     since: "2.6.0",
@@ -188,7 +203,9 @@ pub const COMMANDS: &[Command] = &[
     name: "hstrlen",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Get the length of the value of a hash field",
     since: "3.2.0",
@@ -205,6 +222,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random fields from a hash",
     since: "6.2.0",
     complexity: "O(N) where N is the number of fields returned",
+    tips: &["nondeterministic_output"],
     handler: hrandfield,
     ..Command::DEFAULT
 },
@@ -217,6 +235,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate hash fields and associated values",
     since: "2.8.0",
     complexity: SCAN_COMPLEXITY,
+    tips: &["nondeterministic_output"],
     handler: hscan,
     ..Command::DEFAULT
 },

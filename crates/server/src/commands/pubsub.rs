@@ -5,7 +5,7 @@
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::exec::command::{flags::*, CmdResult, Command};
+use crate::exec::command::{flags::*, ks, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::services::pubsub::{Mailbox, Space, Subscriptions};
 use bytes::Bytes;
@@ -68,6 +68,9 @@ pub const COMMANDS: &[Command] = &[
     name: "ssubscribe",
     arity: -2,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, -1, 1),
+    ]),
     summary: "Listen for messages published to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of shard channels to subscribe to.",
@@ -78,6 +81,9 @@ pub const COMMANDS: &[Command] = &[
     name: "sunsubscribe",
     arity: -1,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, -1, 1),
+    ]),
     summary: "Stop listening for messages posted to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
@@ -88,6 +94,9 @@ pub const COMMANDS: &[Command] = &[
     name: "spublish",
     arity: 3,
     flags: PUBSUB | LOADING | STALE | FAST,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, 0, 1),
+    ]),
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",

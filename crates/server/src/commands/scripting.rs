@@ -2,7 +2,7 @@
 //! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
 //! crate::services::scripting.
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::script::{self, Script};
 use crate::services::scripting::{self, Library, Target};
@@ -15,25 +15,15 @@ const FAMILY: Command = Command {
     ..Command::DEFAULT
 };
 
-/// EVAL-style key positions: argv[2] is numkeys, the keys follow it.
-fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
-    let n = argv
-        .get(2)
-        .and_then(|a| crate::exec::command::parse_i64(a))
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
-    (3..3 + n).take_while(|i| *i < argv.len()).collect()
-}
-
-const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLEKEYS;
-const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLEKEYS;
+const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | MOVABLEKEYS;
+const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY | MOVABLEKEYS;
 
 pub static COMMANDS: &[Command] = &[
     Command {
         name: "eval",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
         handler: eval,
@@ -43,7 +33,7 @@ pub static COMMANDS: &[Command] = &[
         name: "evalsha",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
         handler: evalsha,
@@ -53,7 +43,7 @@ pub static COMMANDS: &[Command] = &[
         name: "eval_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
         handler: eval_ro,
@@ -63,7 +53,7 @@ pub static COMMANDS: &[Command] = &[
         name: "evalsha_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
         handler: evalsha_ro,
@@ -73,7 +63,7 @@ pub static COMMANDS: &[Command] = &[
         name: "fcall",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Invokes a function.",
         since: "7.0.0",
         handler: fcall,
@@ -83,7 +73,7 @@ pub static COMMANDS: &[Command] = &[
         name: "fcall_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Invokes a read-only function.",
         since: "7.0.0",
         handler: fcall_ro,
@@ -118,15 +108,20 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT | STALE,
         summary: "Loads a server-side Lua script to the script cache.",
         since: "2.6.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
         handler: script_load,
         ..FAMILY
     },
     Command {
         name: "exists",
         arity: -3,
-        flags: NOSCRIPT | STALE,
+        flags: NOSCRIPT,
         summary: "Determines whether server-side Lua scripts exist in the script cache.",
         since: "2.6.0",
+        tips: &[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ],
         handler: script_exists,
         ..FAMILY
     },
@@ -136,6 +131,7 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT,
         summary: "Removes all server-side Lua scripts from the script cache.",
         since: "2.6.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
         handler: script_flush,
         ..FAMILY
     },
@@ -145,6 +141,7 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Terminates a server-side Lua script during execution.",
         since: "2.6.0",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
         handler: script_kill,
         ..FAMILY
     },
@@ -166,6 +163,7 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Creates a library.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: function_load,
         ..FAMILY
     },
@@ -175,6 +173,7 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | NOSCRIPT,
         summary: "Deletes a library and its functions.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: function_delete,
         ..FAMILY
     },
@@ -184,6 +183,7 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | NOSCRIPT,
         summary: "Deletes all libraries and functions.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: function_flush,
         ..FAMILY
     },
@@ -193,6 +193,7 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT,
         summary: "Returns information about all libraries.",
         since: "7.0.0",
+        tips: &["nondeterministic_output_order"],
         handler: function_list,
         ..FAMILY
     },
@@ -211,6 +212,7 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Restores all libraries from a payload.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: function_restore,
         ..FAMILY
     },
@@ -220,6 +222,11 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Returns information about a function during execution.",
         since: "7.0.0",
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
         handler: function_stats,
         ..FAMILY
     },
@@ -229,6 +236,7 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Terminates a function during execution.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
         handler: function_kill,
         ..FAMILY
     },

@@ -6,7 +6,7 @@
 //! transactions on disjoint keys run in parallel on different threads.
 
 use crate::exec::client::Client;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::effects::Group;
 use crate::exec::plan::LockPlan;
@@ -64,11 +64,7 @@ pub static COMMANDS: &[Command] = &[
         name: "watch",
         arity: -2,
         flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED,
-        keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 1,
-        },
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 1, -1, 1)]),
         summary: "Monitors changes to keys to determine the execution of a transaction.",
         since: "2.2.0",
         complexity: "O(1) for every key.",

@@ -18,6 +18,7 @@ pub mod client;
 pub mod command;
 pub mod ctx;
 pub mod effects;
+pub mod keyspec;
 pub mod plan;
 pub mod replay;
 pub mod script;

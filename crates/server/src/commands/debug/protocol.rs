@@ -11,6 +11,8 @@ pub(super) fn protocol(ctx: &mut Ctx<'_>) -> CmdResult {
     match ctx.argv[2].to_ascii_lowercase().as_slice() {
         b"string" => out.bulk(b"Hello World"),
         b"integer" => out.int(12345),
+        // Redis's sample value (not pi).
+        #[allow(clippy::approx_constant)]
         b"double" => out.double(3.141),
         b"bignum" => out.bignum("1234567999999999999999999999999999999"),
         b"null" => out.null(),

@@ -17,7 +17,7 @@ mod presence;
 mod rename;
 mod walk;
 
-use crate::exec::command::{flags, Command, Keys};
+use crate::exec::command::{flags, ks, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use strata_engine::Locked;
 
@@ -28,36 +28,23 @@ use presence::{del, exists, touch, type_, unlink};
 use rename::{copy, move_, rename, renamenx};
 use walk::{keys, randomkey, scan};
 
-const ALL_KEYS: Keys = Keys::Range {
-    first: 1,
-    last: -1,
-    step: 1,
-};
 const KEY1: Keys = Keys::Range {
     first: 1,
     last: 1,
     step: 1,
 };
-const KEYS_1_2: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-const KEY2: Keys = Keys::Range {
-    first: 2,
-    last: 2,
-    step: 1,
-};
-
 pub const COMMANDS: &[Command] = &[
     Command {
     name: "del",
     arity: -2,
     flags: flags::WRITE,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RM | ks::DELETE, 1, -1, 1),
+    ]),
     summary: "Delete a key",
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
     handler: del,
     ..Command::DEFAULT
 },
@@ -65,10 +52,13 @@ pub const COMMANDS: &[Command] = &[
     name: "unlink",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RM | ks::DELETE, 1, -1, 1),
+    ]),
     summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
     since: "4.0.0",
     complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
     handler: unlink,
     ..Command::DEFAULT
 },
@@ -76,10 +66,13 @@ pub const COMMANDS: &[Command] = &[
     name: "exists",
     arity: -2,
     flags: flags::READONLY | flags::FAST,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, -1, 1),
+    ]),
     summary: "Determine if a key exists",
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to check.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
     handler: exists,
     ..Command::DEFAULT
 },
@@ -87,7 +80,9 @@ pub const COMMANDS: &[Command] = &[
     name: "type",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     summary: "Determine the type stored at key",
     since: "1.0.0",
     complexity: "O(1)",
@@ -98,7 +93,10 @@ pub const COMMANDS: &[Command] = &[
     name: "rename",
     arity: 3,
     flags: flags::WRITE,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::OW | ks::UPDATE, 2, 0, 1),
+    ]),
     summary: "Rename a key",
     since: "1.0.0",
     complexity: "O(1)",
@@ -109,7 +107,10 @@ pub const COMMANDS: &[Command] = &[
     name: "renamenx",
     arity: 3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::OW | ks::INSERT, 2, 0, 1),
+    ]),
     summary: "Rename a key, only if the new key does not exist",
     since: "1.0.0",
     complexity: "O(1)",
@@ -120,7 +121,10 @@ pub const COMMANDS: &[Command] = &[
     name: "copy",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::ALL_SHARDS,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
+        KeySpec::range(ks::OW | ks::UPDATE, 2, 0, 1),
+    ]),
     summary: "Copy a key",
     since: "6.2.0",
     complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
@@ -131,7 +135,9 @@ pub const COMMANDS: &[Command] = &[
     name: "move",
     arity: 3,
     flags: flags::WRITE | flags::FAST | flags::ALL_SHARDS,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     summary: "Move a key to another database",
     since: "1.0.0",
     complexity: "O(1)",
@@ -145,6 +151,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Find all keys matching the given pattern",
     since: "1.0.0",
     complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+    tips: &["request_policy:all_shards", "nondeterministic_output_order"],
+    acl: &["@keyspace", "@dangerous"],
     handler: keys,
     ..Command::DEFAULT
 },
@@ -155,6 +163,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate the keys space",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+    tips: &["nondeterministic_output", "request_policy:special"],
     handler: scan,
     ..Command::DEFAULT
 },
@@ -165,6 +174,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a random key from the keyspace",
     since: "1.0.0",
     complexity: "O(1)",
+    tips: &["request_policy:all_shards", "nondeterministic_output"],
     handler: randomkey,
     ..Command::DEFAULT
 },
@@ -172,10 +182,13 @@ pub const COMMANDS: &[Command] = &[
     name: "touch",
     arity: -2,
     flags: flags::READONLY | flags::FAST,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, -1, 1),
+    ]),
     summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
     since: "3.2.1",
     complexity: "O(N) where N is the number of keys that will be touched.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
     handler: touch,
     ..Command::DEFAULT
 },
@@ -264,6 +277,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the time to live for a key in seconds",
     since: "1.0.0",
     complexity: "O(1)",
+    tips: &["nondeterministic_output"],
     handler: ttl,
     ..Command::DEFAULT
 },
@@ -275,6 +289,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the time to live for a key in milliseconds",
     since: "2.6.0",
     complexity: "O(1)",
+    tips: &["nondeterministic_output"],
     handler: pttl,
     ..Command::DEFAULT
 },
@@ -296,10 +311,11 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         name: "encoding",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Inspect the internal encoding of a Redis object",
         since: "2.2.3",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
         handler: object_encoding,
         ..Command::DEFAULT
     },
@@ -307,10 +323,11 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         name: "freq",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Get the logarithmic access frequency counter of a Redis object",
         since: "4.0.0",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
         handler: object_freq,
         ..Command::DEFAULT
     },
@@ -328,10 +345,11 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         name: "idletime",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Get the time since a Redis object was last accessed",
         since: "2.2.3",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
         handler: object_idletime,
         ..Command::DEFAULT
     },
@@ -339,10 +357,11 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         name: "refcount",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Get the number of references to the value of the key",
         since: "2.2.3",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
         handler: object_refcount,
         ..Command::DEFAULT
     },

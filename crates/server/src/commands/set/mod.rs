@@ -16,8 +16,7 @@
 //! SMISMEMBER SCARD SSCAN), `random` (SPOP SRANDMEMBER) and `setops` (the intersections,
 //! unions and differences, SMEMBERS among them).
 
-use crate::exec::command::{flags, Command, Keys};
-use bytes::Bytes;
+use crate::exec::command::{flags, ks, Command, KeySpec, Keys};
 use strata_engine::SetValue;
 
 /// Writes a set element (`SetValue`'s iterator item) as a bulk string.
@@ -53,7 +52,9 @@ pub const COMMANDS: &[Command] = &[
     name: "sadd",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Add one or more members to a set",
     since: "1.0.0",
@@ -65,7 +66,9 @@ pub const COMMANDS: &[Command] = &[
     name: "srem",
     arity: -3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Remove one or more members from a set",
     since: "1.0.0",
@@ -82,6 +85,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the members in a set",
     since: "1.0.0",
     complexity: "O(N) where N is the set cardinality.",
+    tips: &["nondeterministic_output_order"],
     handler: smembers,
     ..Command::DEFAULT
 },
@@ -89,7 +93,9 @@ pub const COMMANDS: &[Command] = &[
     name: "sismember",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Determine if a given value is a member of a set",
     since: "1.0.0",
@@ -113,7 +119,9 @@ pub const COMMANDS: &[Command] = &[
     name: "scard",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Get the number of members in a set",
     since: "1.0.0",
@@ -125,11 +133,14 @@ pub const COMMANDS: &[Command] = &[
     name: "spop",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Remove and return one or multiple random members from a set",
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+    tips: &["nondeterministic_output"],
     handler: spop,
     ..Command::DEFAULT
 },
@@ -142,6 +153,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random members from a set",
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+    tips: &["nondeterministic_output"],
     handler: srandmember,
     ..Command::DEFAULT
 },
@@ -149,11 +161,10 @@ pub const COMMANDS: &[Command] = &[
     name: "smove",
     arity: 4,
     flags: flags::WRITE | flags::FAST,
-    keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1),
+    ]),
     group: "set",
     summary: "Move a member from one set to another",
     since: "1.0.0",
@@ -170,6 +181,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sets",
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    tips: &["nondeterministic_output_order"],
     handler: sinter,
     ..Command::DEFAULT
 },
@@ -177,7 +189,9 @@ pub const COMMANDS: &[Command] = &[
     name: "sintercard",
     arity: -3,
     flags: flags::READONLY | flags::MOVABLEKEYS,
-    keys: Keys::Custom(numkeys_at_1),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     group: "set",
     summary: "Intersect multiple sets and return the cardinality of the result",
     since: "7.0.0",
@@ -194,6 +208,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add multiple sets",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    tips: &["nondeterministic_output_order"],
     handler: sunion,
     ..Command::DEFAULT
 },
@@ -206,6 +221,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Subtract multiple sets",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    tips: &["nondeterministic_output_order"],
     handler: sdiff,
     ..Command::DEFAULT
 },
@@ -213,7 +229,10 @@ pub const COMMANDS: &[Command] = &[
     name: "sinterstore",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "set",
     summary: "Intersect multiple sets and store the resulting set in a key",
     since: "1.0.0",
@@ -225,7 +244,10 @@ pub const COMMANDS: &[Command] = &[
     name: "sunionstore",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "set",
     summary: "Add multiple sets and store the resulting set in a key",
     since: "1.0.0",
@@ -237,7 +259,10 @@ pub const COMMANDS: &[Command] = &[
     name: "sdiffstore",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "set",
     summary: "Subtract multiple sets and store the resulting set in a key",
     since: "1.0.0",
@@ -254,23 +279,11 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate Set elements",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    tips: &["nondeterministic_output"],
     handler: sscan,
     ..Command::DEFAULT
 },
 ];
-
-/// SINTERCARD's keys: `numkeys` at argv[1], the keys after it (none when malformed).
-fn numkeys_at_1(argv: &[Bytes]) -> Vec<usize> {
-    let n = argv
-        .get(1)
-        .and_then(|a| crate::exec::command::parse_i64(a))
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
-    if n == 0 || n > argv.len().saturating_sub(2) {
-        return Vec::new();
-    }
-    (2..2 + n).collect()
-}
 
 /// The union of `sets`, built as Redis builds it: into a new intset that converts as
 /// members arrive.

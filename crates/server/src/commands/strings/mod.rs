@@ -14,14 +14,14 @@ mod numbers;
 mod ranges;
 mod set;
 
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use std::cell::Cell;
 
 use lcs::lcs;
 use numbers::{decr, decrby, incr, incrby, incrbyfloat};
 use ranges::{append, getrange, setrange, strlen};
-use set::{get, getdel, getex, getset, mget, mset, msetnx, psetex, set, setex, setnx};
+use set::{get, getdel, getex, getset, mget, mset, msetnx, psetex, set, set_keys, setex, setnx};
 
 const KEY1: Keys = Keys::Range {
     first: 1,
@@ -47,7 +47,15 @@ pub const COMMANDS: &[Command] = &[
     name: "set",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Custom(
+        set_keys,
+        &[KeySpec::range(
+            ks::RW | ks::ACCESS | ks::UPDATE | ks::VARIABLE_FLAGS,
+            1,
+            0,
+            1,
+        )],
+    ),
     group: "string",
     summary: "Set the string value of a key",
     since: "1.0.0",
@@ -58,7 +66,9 @@ pub const COMMANDS: &[Command] = &[
     name: "setnx",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the value of a key, only if the key does not exist",
     since: "1.0.0",
@@ -69,7 +79,9 @@ pub const COMMANDS: &[Command] = &[
     name: "setex",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the value and expiration of a key",
     since: "2.0.0",
@@ -80,7 +92,9 @@ pub const COMMANDS: &[Command] = &[
     name: "psetex",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the value and expiration in milliseconds of a key",
     since: "2.6.0",
@@ -100,6 +114,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the values of all the given keys",
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to retrieve.",
+    tips: &["request_policy:multi_shard"],
     handler: mget,
     ..Command::DEFAULT
 },
@@ -107,15 +122,14 @@ pub const COMMANDS: &[Command] = &[
     name: "mset",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 2,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, -1, 2),
+    ]),
     group: "string",
     summary: "Set multiple keys to multiple values",
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
+    tips: &["request_policy:multi_shard", "response_policy:all_succeeded"],
     handler: mset,
     ..Command::DEFAULT
 },
@@ -123,15 +137,14 @@ pub const COMMANDS: &[Command] = &[
     name: "msetnx",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 2,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::INSERT, 1, -1, 2),
+    ]),
     group: "string",
     summary: "Set multiple keys to multiple values, only if none of the keys exist",
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_min"],
     handler: msetnx,
     ..Command::DEFAULT
 },
@@ -139,7 +152,9 @@ pub const COMMANDS: &[Command] = &[
     name: "getset",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the string value of a key and return its old value",
     since: "1.0.0",
@@ -150,7 +165,9 @@ pub const COMMANDS: &[Command] = &[
     name: "getdel",
     arity: 2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Get the value of a key and delete the key",
     since: "6.2.0",
@@ -161,7 +178,9 @@ pub const COMMANDS: &[Command] = &[
     name: "getex",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Get the value of a key and optionally set its expiration",
     since: "6.2.0",
@@ -172,7 +191,9 @@ pub const COMMANDS: &[Command] = &[
     name: "append",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Append a value to a key",
     since: "2.0.0",
@@ -184,7 +205,9 @@ pub const COMMANDS: &[Command] = &[
     name: "strlen",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Get the length of the value stored in a key",
     since: "2.2.0",
@@ -195,7 +218,9 @@ pub const COMMANDS: &[Command] = &[
     name: "incr",
     arity: 2,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Increment the integer value of a key by one",
     since: "1.0.0",
@@ -206,7 +231,9 @@ pub const COMMANDS: &[Command] = &[
     name: "decr",
     arity: 2,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Decrement the integer value of a key by one",
     since: "1.0.0",
@@ -217,7 +244,9 @@ pub const COMMANDS: &[Command] = &[
     name: "incrby",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Increment the integer value of a key by the given amount",
     since: "1.0.0",
@@ -228,7 +257,9 @@ pub const COMMANDS: &[Command] = &[
     name: "decrby",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Decrement the integer value of a key by the given number",
     since: "1.0.0",
@@ -239,7 +270,9 @@ pub const COMMANDS: &[Command] = &[
     name: "incrbyfloat",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Increment the float value of a key by the given amount",
     since: "2.6.0",

@@ -2,7 +2,7 @@
 //! GETEX, with the SET/GETEX option parsing and the expiry they share.
 
 use super::opt_name;
-use crate::exec::command::{parse_i64, CmdError, CmdResult};
+use crate::exec::command::{ks, parse_i64, CmdError, CmdResult, KeyAt};
 use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use bytes::Bytes;
@@ -94,6 +94,18 @@ fn expire_ms(arg: &[u8], flags: u32, now: u64, cmd: &str) -> Result<u64, CmdErro
         return Err(invalid_expire(cmd));
     }
     Ok(ms as u64)
+}
+
+/// SET's key: overwritten, or read and updated when GET returns the old value (Redis's
+/// setGetKeys: an argument spelled GET, in any case, from the third on).
+pub(super) fn set_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let flags = if get {
+        ks::RW | ks::ACCESS | ks::UPDATE
+    } else {
+        ks::OW | ks::UPDATE
+    };
+    vec![KeyAt { pos: 1, flags }]
 }
 
 pub(super) fn get(ctx: &mut Ctx<'_>) -> CmdResult {

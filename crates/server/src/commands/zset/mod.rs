@@ -17,9 +17,8 @@ mod setops;
 mod spec;
 mod write;
 
-use crate::exec::command::{flags, parse_i64, CmdError, Command, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
-use bytes::Bytes;
 use strata_engine::{Value, ZSetValue};
 use strata_resp::{Protocol, Reply};
 
@@ -34,33 +33,6 @@ const KEY1: Keys = Keys::Range {
     last: 1,
     step: 1,
 };
-const KEYS_1_2: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
-/// Keys of `CMD numkeys key...` (ZUNION, ZINTER, ZDIFF, ZINTERCARD, ZMPOP).
-fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
-    keys_after_count(argv, 1)
-}
-
-/// Keys of `CMD destination numkeys key...` (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE).
-fn store_keys(argv: &[Bytes]) -> Vec<usize> {
-    let mut k = vec![1];
-    if argv.len() > 1 {
-        k.extend(keys_after_count(argv, 2));
-    }
-    k
-}
-
-fn keys_after_count(argv: &[Bytes], at: usize) -> Vec<usize> {
-    let n = argv.get(at).and_then(|a| parse_i64(a)).unwrap_or(0);
-    let avail = argv.len().saturating_sub(at + 1);
-    let n = usize::try_from(n).unwrap_or(0).min(avail);
-    (at + 1..at + 1 + n).collect()
-}
-
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
     group: "sorted-set",
@@ -92,7 +64,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zincrby",
     arity: 4,
     flags: W | D | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     summary: "Increment the score of a member in a sorted set",
     since: "1.2.0",
     complexity: "O(log(N)) where N is the number of elements in the sorted set.",
@@ -103,7 +77,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zrem",
     arity: -3,
     flags: W | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove one or more members from a sorted set",
     since: "1.2.0",
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
@@ -136,7 +112,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zcard",
     arity: 2,
     flags: R | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     summary: "Get the number of members in a sorted set",
     since: "1.2.0",
     complexity: "O(1)",
@@ -180,7 +158,10 @@ pub const COMMANDS: &[Command] = &[
     name: "zrangestore",
     arity: -5,
     flags: W | D,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, 0, 1),
+    ]),
     summary: "Store a range of members from sorted set into another key",
     since: "6.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
@@ -268,7 +249,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zremrangebyrank",
     arity: 4,
     flags: W,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove all members in a sorted set within the given indexes",
     since: "2.0.0",
     complexity: REM_CPLX,
@@ -279,7 +262,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zremrangebyscore",
     arity: 4,
     flags: W,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove all members in a sorted set within the given scores",
     since: "1.2.0",
     complexity: REM_CPLX,
@@ -290,7 +275,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zremrangebylex",
     arity: 4,
     flags: W,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove all members in a sorted set between the given lexicographical range",
     since: "2.8.9",
     complexity: REM_CPLX,
@@ -301,7 +288,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zpopmin",
     arity: -2,
     flags: W | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove and return members with the lowest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
@@ -312,7 +301,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zpopmax",
     arity: -2,
     flags: W | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove and return members with the highest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
@@ -327,6 +318,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random elements from a sorted set",
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements returned",
+    tips: &["nondeterministic_output"],
     handler: zrandmember,
     ..FAMILY
 },
@@ -334,7 +326,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zunion",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Add multiple sorted sets",
     since: "6.2.0",
     complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
@@ -345,7 +339,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zinter",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Intersect multiple sorted sets",
     since: "6.2.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
@@ -356,7 +352,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zdiff",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Subtract multiple sorted sets",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
@@ -367,7 +365,10 @@ pub const COMMANDS: &[Command] = &[
     name: "zunionstore",
     arity: -4,
     flags: W | D | M,
-    keys: Keys::Custom(store_keys),
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::keynum(ks::RO | ks::ACCESS, 2),
+    ]),
     summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
@@ -378,7 +379,10 @@ pub const COMMANDS: &[Command] = &[
     name: "zinterstore",
     arity: -4,
     flags: W | D | M,
-    keys: Keys::Custom(store_keys),
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::keynum(ks::RO | ks::ACCESS, 2),
+    ]),
     summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
@@ -389,7 +393,10 @@ pub const COMMANDS: &[Command] = &[
     name: "zdiffstore",
     arity: -4,
     flags: W | D | M,
-    keys: Keys::Custom(store_keys),
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::keynum(ks::RO | ks::ACCESS, 2),
+    ]),
     summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
@@ -400,7 +407,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zintercard",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Intersect multiple sorted sets and return the cardinality of the result",
     since: "7.0.0",
     complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
@@ -411,7 +420,9 @@ pub const COMMANDS: &[Command] = &[
     name: "zmpop",
     arity: -4,
     flags: W | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RW | ks::ACCESS | ks::DELETE, 1),
+    ]),
     summary: "Remove and return members with scores in a sorted set",
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
@@ -426,6 +437,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate sorted sets elements and associated scores",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    tips: &["nondeterministic_output"],
     handler: zscan,
     ..FAMILY
 },
