@@ -271,7 +271,7 @@ fn client_list_fields_as_redis_gives_them() {
             .trim_start_matches(':')
             .trim()
             .to_string();
-        let mut of_b = |a: &mut RespConn| {
+        let of_b = |a: &mut RespConn| {
             client_fields(&text(a.call(&["CLIENT", "LIST", "ID", &id]).unwrap()))
         };
         let mut out = vec![client_fields(&text(b.call(&["CLIENT", "INFO"]).unwrap()))];

@@ -93,3 +93,74 @@ fn command_info_matches_redis_for_every_shared_command() {
     assert!(compared > 200, "only {compared} commands compared");
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }
+
+/// Every command's documentation map (COMMAND DOCS), by full name, subcommands included.
+fn docs(p: &Proc) -> BTreeMap<String, RawReply> {
+    fn walk(name: String, doc: &RawReply, out: &mut BTreeMap<String, RawReply>) {
+        for kv in doc.elems.chunks(2) {
+            if text(&kv[0]) == "subcommands" {
+                for sub in kv[1].elems.chunks(2) {
+                    walk(text(&sub[0]), &sub[1], out);
+                }
+            }
+        }
+        out.insert(name, doc.clone());
+    }
+    let all = RespConn::new(p)
+        .call(&["COMMAND", "DOCS"])
+        .expect("COMMAND DOCS");
+    let mut out = BTreeMap::new();
+    for kv in all.elems.chunks(2) {
+        walk(text(&kv[0]), &kv[1], &mut out);
+    }
+    out
+}
+
+/// An argument list, without what documents history (`since`, `deprecated_since`).
+fn args_shape(args: &RawReply) -> String {
+    let mut s = String::new();
+    for a in &args.elems {
+        s.push('{');
+        for kv in a.elems.chunks(2) {
+            let k = text(&kv[0]);
+            match k.as_str() {
+                "since" | "deprecated_since" => {}
+                "arguments" => s.push_str(&format!("arguments: [{}] ", args_shape(&kv[1]))),
+                "flags" => s.push_str(&format!("flags: {:?} ", members(&kv[1]))),
+                _ => s.push_str(&format!("{k}: {} ", text(&kv[1]))),
+            }
+        }
+        s.push('}');
+    }
+    s
+}
+
+/// The arguments of a documentation map, if it lists any.
+fn arguments(doc: &RawReply) -> Option<String> {
+    doc.elems
+        .chunks(2)
+        .find(|kv| text(&kv[0]) == "arguments")
+        .map(|kv| args_shape(&kv[1]))
+}
+
+/// COMMAND DOCS lists each command's arguments as Redis does: names, types, tokens, key
+/// specs, optional and repeated ones, groups (the history of each, `since`, is left out).
+#[test]
+fn command_docs_arguments_match_redis() {
+    let redis = common::redis(&[]);
+    let strata = common::strata(&[]);
+    let want = docs(&redis);
+    let got = docs(&strata);
+    let mut compared = 0;
+    let mut diffs = Vec::new();
+    for (name, g) in &got {
+        let Some(w) = want.get(name) else { continue };
+        compared += 1;
+        let (a, b) = (arguments(w), arguments(g));
+        if a != b {
+            diffs.push(format!("{name}:\n  redis  {a:?}\n  strata {b:?}"));
+        }
+    }
+    assert!(compared > 200, "only {compared} commands compared");
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}

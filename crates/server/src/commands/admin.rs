@@ -30,6 +30,7 @@ pub const COMMANDS: &[Command] = &[
         since: "1.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         acl: &["@keyspace", "@dangerous"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: flushdb,
         ..FAMILY
     },
@@ -41,6 +42,7 @@ pub const COMMANDS: &[Command] = &[
         since: "1.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         acl: &["@keyspace", "@dangerous"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: flushall,
         ..FAMILY
     },
@@ -51,6 +53,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Swaps two Redis databases.",
         since: "4.0.0",
         acl: &["@keyspace", "@dangerous"],
+        args: "index1#int index2#int",
         handler: swapdb,
         ..FAMILY
     },
@@ -70,6 +73,7 @@ pub const COMMANDS: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
         summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         since: "1.0.0",
+        args: "[nosave_save=(NOSAVE | SAVE)] [NOW] [FORCE] [ABORT]",
         handler: shutdown,
         ..FAMILY
     },
@@ -85,6 +89,7 @@ pub const COMMANDS: &[Command] = &[
             "response_policy:special",
         ],
         acl: &["@dangerous"],
+        args: "[section]...",
         handler: info_cmd,
         ..FAMILY
     },

@@ -36,6 +36,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and get the first element in a list, or block until one is available",
     since: "2.0.0",
     complexity: "O(N) where N is the number of provided keys.",
+    args: "key#key... timeout#double",
     handler: blpop,
     ..Command::DEFAULT
 },
@@ -50,6 +51,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and get the last element in a list, or block until one is available",
     since: "2.0.0",
     complexity: "O(N) where N is the number of provided keys.",
+    args: "key#key... timeout#double",
     handler: brpop,
     ..Command::DEFAULT
 },
@@ -65,6 +67,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
     since: "6.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 wherefrom=(LEFT | RIGHT) whereto=(LEFT | RIGHT) timeout#double",
     handler: blmove,
     ..Command::DEFAULT
 },
@@ -80,6 +83,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
     since: "2.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 timeout#double",
     handler: brpoplpush,
     ..Command::DEFAULT
 },
@@ -94,6 +98,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Pop elements from a list, or block until one is available",
     since: "7.0.0",
     complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+    args: "timeout#double numkeys#int key#key... where=(LEFT | RIGHT) [COUNT:count#int]",
     handler: blmpop,
     ..Command::DEFAULT
 },
@@ -108,6 +113,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key... timeout#double",
     handler: bzpopmin,
     ..Command::DEFAULT
 },
@@ -122,6 +128,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key... timeout#double",
     handler: bzpopmax,
     ..Command::DEFAULT
 },
@@ -136,6 +143,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and return members with scores in a sorted set or block until one is available",
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "timeout#double numkeys#int key#key... where=(MIN | MAX) [COUNT:count#int]",
     handler: bzmpop,
     ..Command::DEFAULT
 },

@@ -27,6 +27,7 @@ const CONFIG: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Returns the effective values of configuration parameters.",
         since: "2.0.0",
+        args: "parameter=(parameter)...",
         handler: config_get,
         ..FAMILY
     },
@@ -37,6 +38,7 @@ const CONFIG: &[Command] = &[
         summary: "Sets configuration parameters in-flight.",
         since: "2.0.0",
         tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "parameter_value=(parameter value)...",
         handler: config_set,
         ..FAMILY
     },

@@ -21,6 +21,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Returns the server's liveliness response.",
         since: "1.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[message]",
         handler: ping,
         ..FAMILY
     },
@@ -30,6 +31,7 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | LOADING | STALE,
         summary: "Returns the given string.",
         since: "1.0.0",
+        args: "message",
         handler: echo,
         ..FAMILY
     },
@@ -39,6 +41,7 @@ pub const COMMANDS: &[Command] = &[
         flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Handshakes with the Redis server.",
         since: "6.0.0",
+        args: "[arguments=(protover#int [AUTH:username_password=(username password)] [SETNAME:clientname])]",
         handler: hello,
         ..FAMILY
     },
@@ -48,6 +51,7 @@ pub const COMMANDS: &[Command] = &[
         flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Authenticates the connection.",
         since: "1.0.0",
+        args: "[username] password",
         handler: auth,
         ..FAMILY
     },
@@ -57,6 +61,7 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | LOADING | STALE,
         summary: "Changes the selected database.",
         since: "1.0.0",
+        args: "index#int",
         handler: select,
         ..FAMILY
     },
@@ -106,6 +111,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Sets the connection name.",
         since: "2.6.9",
+        args: "connection-name",
         handler: client_setname,
         ..FAMILY
     },
@@ -125,6 +131,7 @@ const CLIENT: &[Command] = &[
         summary: "Lists open connections.",
         since: "2.4.0",
         tips: &["nondeterministic_output"],
+        args: "[TYPE:normal_master_replica_pubsub=(NORMAL | MASTER | REPLICA | PUBSUB)] [ID:id=(client-id#int...)]",
         handler: client_list,
         ..FAMILY
     },
@@ -144,6 +151,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Terminates open connections.",
         since: "2.4.0",
+        args: "filter=('ip:port' | new-format=([ID:client-id#int] | [TYPE:normal_master_slave_pubsub=(NORMAL | MASTER | SLAVE | REPLICA | PUBSUB)] | [USER:username] | [ADDR:'ip:port'] | [LADDR:'ip:port'] | [SKIPME:'yes/no'])...)",
         handler: client_kill,
         ..FAMILY
     },
@@ -153,6 +161,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Sets the client eviction mode of the connection.",
         since: "7.0.0",
+        args: "enabled=(ON | OFF)",
         handler: client_no_evict,
         ..FAMILY
     },
@@ -172,6 +181,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Instructs the server whether to reply to commands.",
         since: "3.2.0",
+        args: "on_off_skip=(ON | OFF | SKIP)",
         handler: client_reply,
         ..FAMILY
     },
@@ -181,6 +191,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Unblocks a client blocked by a blocking command from a different connection.",
         since: "5.0.0",
+        args: "client-id#int [timeout_error=(TIMEOUT | ERROR)]",
         handler: client_unblock,
         ..FAMILY
     },

@@ -37,6 +37,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the string value of a hash field",
     since: "2.0.0",
     complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+    args: "key#key field_value=(field value)...",
     handler: hset,
     ..Command::DEFAULT
 },
@@ -51,6 +52,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the value of a hash field, only if the field does not exist",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field value",
     handler: hsetnx,
     ..Command::DEFAULT
 },
@@ -63,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the value of a hash field",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hget,
     ..Command::DEFAULT
 },
@@ -75,6 +78,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set multiple hash fields to multiple values",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being set.",
+    args: "key#key field_value=(field value)...",
     handler: hset,
     ..Command::DEFAULT
 },
@@ -87,6 +91,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the values of all the given hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being requested.",
+    args: "key#key field...",
     handler: hmget,
     ..Command::DEFAULT
 },
@@ -100,6 +105,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hgetall,
     ..Command::DEFAULT
 },
@@ -114,6 +120,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Delete one or more hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields to be removed.",
+    args: "key#key field...",
     handler: hdel,
     ..Command::DEFAULT
 },
@@ -128,6 +135,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the number of fields in a hash",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: hlen,
     ..Command::DEFAULT
 },
@@ -142,6 +150,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine if a hash field exists",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hexists,
     ..Command::DEFAULT
 },
@@ -155,6 +164,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hkeys,
     ..Command::DEFAULT
 },
@@ -168,6 +178,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hvals,
     ..Command::DEFAULT
 },
@@ -182,6 +193,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Increment the integer value of a hash field by the given number",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field increment#int",
     handler: hincrby,
     ..Command::DEFAULT
 },
@@ -196,6 +208,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Increment the float value of a hash field by the given amount",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key field increment#double",
     handler: hincrbyfloat,
     ..Command::DEFAULT
 },
@@ -210,6 +223,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the length of the value of a hash field",
     since: "3.2.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hstrlen,
     ..Command::DEFAULT
 },
@@ -223,6 +237,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) where N is the number of fields returned",
     tips: &["nondeterministic_output"],
+    args: "key#key [options=(count#int [WITHVALUES])]",
     handler: hrandfield,
     ..Command::DEFAULT
 },
@@ -236,6 +251,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: SCAN_COMPLEXITY,
     tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: hscan,
     ..Command::DEFAULT
 },

@@ -33,6 +33,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Adds the specified elements to the specified HyperLogLog.",
     since: "2.8.9",
     complexity: "O(1) to add every element.",
+    args: "key#key [element]...",
     handler: pfadd,
     ..Command::DEFAULT
 },
@@ -47,6 +48,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
     since: "2.8.9",
     complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
+    args: "key#key...",
     handler: pfcount,
     ..Command::DEFAULT
 },
@@ -62,6 +64,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Merge N different HyperLogLogs into a single one.",
     since: "2.8.9",
     complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+    args: "destkey#key sourcekey#key1...",
     handler: pfmerge,
     ..Command::DEFAULT
 },
@@ -76,6 +79,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Internal commands for debugging HyperLogLog values",
     since: "2.8.9",
     complexity: "N/A",
+    args: "subcommand key#key",
     handler: pfdebug,
     ..Command::DEFAULT
 },

@@ -5,6 +5,7 @@ use crate::exec::command::{
     flags, flags::*, ks, Begin, CmdError, CmdResult, Command, Find, KeySpec, Keys,
 };
 use crate::exec::ctx::Ctx;
+use crate::exec::docs;
 use crate::exec::keyspec::legacy_range;
 use bytes::Bytes;
 
@@ -42,6 +43,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns information about one, multiple or all commands.",
         since: "2.8.13",
         tips: &["nondeterministic_output_order"],
+        args: "[command-name]...",
         handler: command_info,
         ..FAMILY
     },
@@ -51,6 +53,7 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns documentary information about one, multiple or all commands.",
         since: "7.0.0",
         tips: &["nondeterministic_output_order"],
+        args: "[command-name]...",
         handler: command_docs,
         ..FAMILY
     },
@@ -60,6 +63,8 @@ const SUBCOMMANDS: &[Command] = &[
         summary: "Returns a list of command names.",
         since: "7.0.0",
         tips: &["nondeterministic_output_order"],
+        args:
+            "[FILTERBY:filterby=(MODULE:module-name | ACLCAT:category | PATTERN:pattern#pattern)]",
         handler: command_list,
         ..FAMILY
     },
@@ -282,7 +287,10 @@ fn command_docs(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn write_doc(out: &mut strata_resp::Reply<'_>, cmd: &Command, fullname: &str) {
     let has_subs = !cmd.subcommands.is_empty() && !cmd.has(OPAQUE);
-    out.map(4 + has_subs as usize);
+    // Declarations are checked to parse (exec::docs's tests); one that did not would
+    // list no arguments rather than fail the command.
+    let args = docs::parse(cmd.args).unwrap_or_default();
+    out.map(4 + !args.is_empty() as usize + has_subs as usize);
     for (k, v) in [
         ("summary", cmd.summary),
         ("since", cmd.since),
@@ -292,6 +300,10 @@ fn write_doc(out: &mut strata_resp::Reply<'_>, cmd: &Command, fullname: &str) {
         out.bulk(k.as_bytes());
         out.bulk(v.as_bytes());
     }
+    if !args.is_empty() {
+        out.bulk(b"arguments");
+        write_args(out, &args);
+    }
     if has_subs {
         out.bulk(b"subcommands");
         out.map(cmd.subcommands.len());
@@ -299,6 +311,59 @@ fn write_doc(out: &mut strata_resp::Reply<'_>, cmd: &Command, fullname: &str) {
             let full = format!("{fullname}|{}", s.name);
             out.bulk(full.as_bytes());
             write_doc(out, s, &full);
+        }
+    }
+}
+
+/// Arguments as COMMAND DOCS gives them: a map each (name, type, the key spec of a key,
+/// token, flags, and the arguments of a group).
+fn write_args(out: &mut strata_resp::Reply<'_>, args: &[docs::Arg]) {
+    out.array(args.len());
+    for a in args {
+        let flags: Vec<&str> = [
+            (a.optional, "optional"),
+            (a.multiple, "multiple"),
+            (a.multiple_token, "multiple_token"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        let inner = match &a.kind {
+            docs::Kind::OneOf(v) | docs::Kind::Block(v) => Some(v),
+            _ => None,
+        };
+        let key = match a.kind {
+            docs::Kind::Key(i) | docs::Kind::Pattern(Some(i)) => Some(i),
+            _ => None,
+        };
+        out.map(
+            2 + key.is_some() as usize
+                + a.token.is_some() as usize
+                + !flags.is_empty() as usize
+                + inner.is_some() as usize,
+        );
+        out.bulk(b"name");
+        out.bulk(a.name.as_bytes());
+        out.bulk(b"type");
+        out.bulk(a.kind.name().as_bytes());
+        if let Some(i) = key {
+            out.bulk(b"key_spec_index");
+            out.int(i64::from(i));
+        }
+        if let Some(t) = &a.token {
+            out.bulk(b"token");
+            out.bulk(t.as_bytes());
+        }
+        if !flags.is_empty() {
+            out.bulk(b"flags");
+            out.set(flags.len());
+            for f in flags {
+                out.simple(f);
+            }
+        }
+        if let Some(v) = inner {
+            out.bulk(b"arguments");
+            write_args(out, v);
         }
     }
 }

@@ -27,6 +27,7 @@ pub static COMMANDS: &[Command] = &[
         flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
         summary: "Asynchronously saves the database(s) to disk.",
         since: "1.0.0",
+        args: "[SCHEDULE]",
         handler: bgsave,
         ..FAMILY
     },

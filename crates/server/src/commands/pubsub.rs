@@ -25,6 +25,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Listen for messages published to the given channels",
     complexity: "O(N) where N is the number of channels to subscribe to.",
+    args: "channel...",
     handler: subscribe,
     ..FAMILY
 },
@@ -34,6 +35,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Stop listening for messages posted to the given channels",
     complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+    args: "[channel]...",
     handler: unsubscribe,
     ..FAMILY
 },
@@ -43,6 +45,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Listen for messages published to channels matching the given patterns",
     complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+    args: "pattern=(pattern#pattern)...",
     handler: psubscribe,
     ..FAMILY
 },
@@ -52,6 +55,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Stop listening for messages posted to channels matching the given patterns",
     complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+    args: "[pattern#pattern]...",
     handler: punsubscribe,
     ..FAMILY
 },
@@ -61,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | LOADING | STALE | FAST,
     summary: "Post a message to a channel",
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+    args: "channel message",
     handler: publish,
     ..FAMILY
 },
@@ -74,6 +79,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Listen for messages published to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of shard channels to subscribe to.",
+    args: "shardchannel...",
     handler: ssubscribe,
     ..FAMILY
 },
@@ -87,6 +93,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Stop listening for messages posted to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+    args: "[shardchannel]...",
     handler: sunsubscribe,
     ..FAMILY
 },
@@ -100,6 +107,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+    args: "shardchannel message",
     handler: spublish,
     ..FAMILY
 },
@@ -125,6 +133,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "List active channels",
     since: "2.8.0",
     complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+    args: "[pattern#pattern]",
     handler: pubsub_channels,
     ..Command::DEFAULT
 },
@@ -136,6 +145,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "Get the count of subscribers for channels",
     since: "2.8.0",
     complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+    args: "[channel]...",
     handler: pubsub_numsub,
     ..Command::DEFAULT
 },
@@ -157,6 +167,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "List active shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+    args: "[pattern#pattern]",
     handler: pubsub_shardchannels,
     ..Command::DEFAULT
 },
@@ -168,6 +179,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "Get the count of subscribers for shard channels",
     since: "7.0.0",
     complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+    args: "[shardchannel]...",
     handler: pubsub_shardnumsub,
     ..Command::DEFAULT
 },

@@ -26,6 +26,7 @@ pub static COMMANDS: &[Command] = &[
         keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
+        args: "script numkeys#int [key#key]... [arg]...",
         handler: eval,
         ..FAMILY
     },
@@ -36,6 +37,7 @@ pub static COMMANDS: &[Command] = &[
         keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
+        args: "sha1 numkeys#int [key#key]... [arg]...",
         handler: evalsha,
         ..FAMILY
     },
@@ -46,6 +48,7 @@ pub static COMMANDS: &[Command] = &[
         keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
+        args: "script numkeys#int [key#key]... [arg]...",
         handler: eval_ro,
         ..FAMILY
     },
@@ -56,6 +59,7 @@ pub static COMMANDS: &[Command] = &[
         keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
+        args: "sha1 numkeys#int [key#key]... [arg]...",
         handler: evalsha_ro,
         ..FAMILY
     },
@@ -66,6 +70,7 @@ pub static COMMANDS: &[Command] = &[
         keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Invokes a function.",
         since: "7.0.0",
+        args: "function numkeys#int [key#key]... [arg]...",
         handler: fcall,
         ..FAMILY
     },
@@ -76,6 +81,7 @@ pub static COMMANDS: &[Command] = &[
         keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Invokes a read-only function.",
         since: "7.0.0",
+        args: "function numkeys#int [key#key]... [arg]...",
         handler: fcall_ro,
         ..FAMILY
     },
@@ -109,6 +115,7 @@ const SCRIPT: &[Command] = &[
         summary: "Loads a server-side Lua script to the script cache.",
         since: "2.6.0",
         tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "script",
         handler: script_load,
         ..FAMILY
     },
@@ -122,6 +129,7 @@ const SCRIPT: &[Command] = &[
             "request_policy:all_shards",
             "response_policy:agg_logical_and",
         ],
+        args: "sha1...",
         handler: script_exists,
         ..FAMILY
     },
@@ -132,6 +140,7 @@ const SCRIPT: &[Command] = &[
         summary: "Removes all server-side Lua scripts from the script cache.",
         since: "2.6.0",
         tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: script_flush,
         ..FAMILY
     },
@@ -164,6 +173,7 @@ const FUNCTION: &[Command] = &[
         summary: "Creates a library.",
         since: "7.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[REPLACE] function-code",
         handler: function_load,
         ..FAMILY
     },
@@ -174,6 +184,7 @@ const FUNCTION: &[Command] = &[
         summary: "Deletes a library and its functions.",
         since: "7.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "library-name",
         handler: function_delete,
         ..FAMILY
     },
@@ -184,6 +195,7 @@ const FUNCTION: &[Command] = &[
         summary: "Deletes all libraries and functions.",
         since: "7.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: function_flush,
         ..FAMILY
     },
@@ -194,6 +206,7 @@ const FUNCTION: &[Command] = &[
         summary: "Returns information about all libraries.",
         since: "7.0.0",
         tips: &["nondeterministic_output_order"],
+        args: "[LIBRARYNAME:library-name-pattern] [WITHCODE]",
         handler: function_list,
         ..FAMILY
     },
@@ -213,6 +226,7 @@ const FUNCTION: &[Command] = &[
         summary: "Restores all libraries from a payload.",
         since: "7.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "serialized-value [policy=(FLUSH | APPEND | REPLACE)]",
         handler: function_restore,
         ..FAMILY
     },

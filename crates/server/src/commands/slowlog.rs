@@ -29,6 +29,7 @@ const SLOWLOG_SUBS: &[Command] = &[
         arity: -2,
         summary: "Get the slow log's entries",
         tips: &["request_policy:all_nodes", "nondeterministic_output"],
+        args: "[count#int]",
         handler: slowlog_get,
         ..FAMILY
     },

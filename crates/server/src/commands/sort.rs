@@ -57,6 +57,7 @@ pub const COMMANDS: &[Command] = &[
         since: "1.0.0",
         complexity: COMPLEXITY,
         acl: &["@set", "@sortedset", "@list", "@dangerous"],
+        args: "key#key [BY:pattern#pattern1] [LIMIT:offset_count=(offset#int count#int)] [GET:pattern#pattern1]...+ [order=(ASC | DESC)] [sorting=ALPHA] [STORE:destination#key2]",
         handler: sort,
         ..Command::DEFAULT
     },
@@ -73,6 +74,7 @@ pub const COMMANDS: &[Command] = &[
         since: "7.0.0",
         complexity: COMPLEXITY,
         acl: &["@set", "@sortedset", "@list", "@dangerous"],
+        args: "key#key [BY:pattern#pattern1] [LIMIT:offset_count=(offset#int count#int)] [GET:pattern#pattern1]...+ [order=(ASC | DESC)] [sorting=ALPHA]",
         handler: sort_ro,
         ..Command::DEFAULT
     },

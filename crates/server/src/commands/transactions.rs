@@ -68,6 +68,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Monitors changes to keys to determine the execution of a transaction.",
         since: "2.2.0",
         complexity: "O(1) for every key.",
+        args: "key#key...",
         handler: watch,
         ..FAMILY
     },

@@ -113,6 +113,8 @@ pub struct Command {
     pub summary: &'static str,
     pub since: &'static str,
     pub complexity: &'static str,
+    /// The arguments COMMAND DOCS lists, in the notation of `exec::docs`.
+    pub args: &'static str,
     /// Redis's command tips (COMMAND INFO): how a cluster client should route it, whether
     /// its output is deterministic.
     pub tips: &'static [&'static str],
@@ -134,6 +136,7 @@ impl Command {
         summary: "",
         since: "1.0.0",
         complexity: "O(1)",
+        args: "",
         tips: &[],
         acl: &[],
         handler: no_handler,

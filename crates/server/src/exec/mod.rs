@@ -17,6 +17,7 @@ pub mod blocked;
 pub mod client;
 pub mod command;
 pub mod ctx;
+pub mod docs;
 pub mod effects;
 pub mod keyspec;
 pub mod plan;

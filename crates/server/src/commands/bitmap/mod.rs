@@ -29,6 +29,7 @@ pub const COMMANDS: &[Command] = &[
     group: "bitmap",
     summary: "Sets or clears the bit at offset in the string value stored at key",
     since: "2.2.0",
+    args: "key#key offset#int value#int",
     handler: setbit,
     ..Command::DEFAULT
 },
@@ -40,6 +41,7 @@ pub const COMMANDS: &[Command] = &[
     group: "bitmap",
     summary: "Returns the bit value at offset in the string value stored at key",
     since: "2.2.0",
+    args: "key#key offset#int",
     handler: getbit,
     ..Command::DEFAULT
 },
@@ -52,6 +54,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Count set bits in a string",
     since: "2.6.0",
     complexity: "O(N)",
+    args: "key#key [index=(start#int end#int [index_unit=(BYTE | BIT)])]",
     handler: bitcount,
     ..Command::DEFAULT
 },
@@ -64,6 +67,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Find first bit set or clear in a string",
     since: "2.8.7",
     complexity: "O(N)",
+    args: "key#key bit#int [index=(start#int [end_index=(end#int [index_unit=(BYTE | BIT)])])]",
     handler: bitpos,
     ..Command::DEFAULT
 },
@@ -79,6 +83,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Perform bitwise operations between strings",
     since: "2.6.0",
     complexity: "O(N)",
+    args: "operation destkey#key key#key1...",
     handler: bitop,
     ..Command::DEFAULT
 },
@@ -99,6 +104,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Perform arbitrary bitfield integer operations on strings",
     since: "3.2.0",
     complexity: "O(1) for each subcommand specified",
+    args: "key#key [operation=(GET:encoding_offset=(encoding offset#int) | write=([OVERFLOW:wrap_sat_fail=(WRAP | SAT | FAIL)] write_operation=(SET:encoding_offset_value=(encoding offset#int value#int) | INCRBY:encoding_offset_increment=(encoding offset#int increment#int))))]...",
     handler: bitfield,
     ..Command::DEFAULT
 },
@@ -111,6 +117,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
     since: "6.0.0",
     complexity: "O(1) for each subcommand specified",
+    args: "key#key [GET:encoding_offset=(encoding offset#int)]...+",
     handler: bitfield_ro,
     ..Command::DEFAULT
 },

@@ -45,6 +45,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
     tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: del,
     ..Command::DEFAULT
 },
@@ -59,6 +60,7 @@ pub const COMMANDS: &[Command] = &[
     since: "4.0.0",
     complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
     tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: unlink,
     ..Command::DEFAULT
 },
@@ -73,6 +75,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to check.",
     tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: exists,
     ..Command::DEFAULT
 },
@@ -86,6 +89,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine the type stored at key",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: type_,
     ..Command::DEFAULT
 },
@@ -100,6 +104,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Rename a key",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key newkey#key1",
     handler: rename,
     ..Command::DEFAULT
 },
@@ -114,6 +119,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Rename a key, only if the new key does not exist",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key newkey#key1",
     handler: renamenx,
     ..Command::DEFAULT
 },
@@ -128,6 +134,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Copy a key",
     since: "6.2.0",
     complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+    args: "source#key destination#key1 [DB:destination-db#int] [REPLACE]",
     handler: copy,
     ..Command::DEFAULT
 },
@@ -141,6 +148,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Move a key to another database",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key db#int",
     handler: move_,
     ..Command::DEFAULT
 },
@@ -153,6 +161,7 @@ pub const COMMANDS: &[Command] = &[
     complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
     tips: &["request_policy:all_shards", "nondeterministic_output_order"],
     acl: &["@keyspace", "@dangerous"],
+    args: "pattern#pattern",
     handler: keys,
     ..Command::DEFAULT
 },
@@ -164,6 +173,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
     tips: &["nondeterministic_output", "request_policy:special"],
+    args: "cursor#int [MATCH:pattern#pattern] [COUNT:count#int] [TYPE:type]",
     handler: scan,
     ..Command::DEFAULT
 },
@@ -189,6 +199,7 @@ pub const COMMANDS: &[Command] = &[
     since: "3.2.1",
     complexity: "O(N) where N is the number of keys that will be touched.",
     tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: touch,
     ..Command::DEFAULT
 },
@@ -211,6 +222,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set a key's time to live in seconds",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key seconds#int [condition=(NX | XX | GT | LT)]",
     handler: expire,
     ..Command::DEFAULT
 },
@@ -222,6 +234,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set a key's time to live in milliseconds",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key milliseconds#int [condition=(NX | XX | GT | LT)]",
     handler: pexpire,
     ..Command::DEFAULT
 },
@@ -233,6 +246,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the expiration for a key as a UNIX timestamp",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "key#key unix-time-seconds#time [condition=(NX | XX | GT | LT)]",
     handler: expireat,
     ..Command::DEFAULT
 },
@@ -244,6 +258,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key unix-time-milliseconds#time [condition=(NX | XX | GT | LT)]",
     handler: pexpireat,
     ..Command::DEFAULT
 },
@@ -255,6 +270,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the expiration Unix timestamp for a key",
     since: "7.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: expiretime,
     ..Command::DEFAULT
 },
@@ -266,6 +282,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the expiration Unix timestamp for a key in milliseconds",
     since: "7.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: pexpiretime,
     ..Command::DEFAULT
 },
@@ -278,6 +295,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(1)",
     tips: &["nondeterministic_output"],
+    args: "key#key",
     handler: ttl,
     ..Command::DEFAULT
 },
@@ -290,6 +308,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.6.0",
     complexity: "O(1)",
     tips: &["nondeterministic_output"],
+    args: "key#key",
     handler: pttl,
     ..Command::DEFAULT
 },
@@ -301,6 +320,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove the expiration from a key",
     since: "2.2.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: persist,
     ..Command::DEFAULT
 },
@@ -316,6 +336,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "2.2.3",
         complexity: "O(1)",
         tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_encoding,
         ..Command::DEFAULT
     },
@@ -328,6 +349,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "4.0.0",
         complexity: "O(1)",
         tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_freq,
         ..Command::DEFAULT
     },
@@ -350,6 +372,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "2.2.3",
         complexity: "O(1)",
         tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_idletime,
         ..Command::DEFAULT
     },
@@ -362,6 +385,7 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         since: "2.2.3",
         complexity: "O(1)",
         tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_refcount,
         ..Command::DEFAULT
     },

@@ -55,6 +55,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Prepend one or multiple elements to a list",
     since: "1.0.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: lpush,
     ..Command::DEFAULT
 },
@@ -69,6 +70,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Append one or multiple elements to a list",
     since: "1.0.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: rpush,
     ..Command::DEFAULT
 },
@@ -83,6 +85,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Prepend an element to a list, only if the list exists",
     since: "2.2.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: lpushx,
     ..Command::DEFAULT
 },
@@ -97,6 +100,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Append an element to a list, only if the list exists",
     since: "2.2.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: rpushx,
     ..Command::DEFAULT
 },
@@ -111,6 +115,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and get the first elements in a list",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements returned",
+    args: "key#key [count#int]",
     handler: lpop,
     ..Command::DEFAULT
 },
@@ -125,6 +130,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and get the last elements in a list",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements returned",
+    args: "key#key [count#int]",
     handler: rpop,
     ..Command::DEFAULT
 },
@@ -139,6 +145,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the length of a list",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: llen,
     ..Command::DEFAULT
 },
@@ -151,6 +158,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get a range of elements from a list",
     since: "1.0.0",
     complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
+    args: "key#key start#int stop#int",
     handler: lrange,
     ..Command::DEFAULT
 },
@@ -163,6 +171,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get an element from a list by its index",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
+    args: "key#key index#int",
     handler: lindex,
     ..Command::DEFAULT
 },
@@ -175,6 +184,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the value of an element in a list by its index",
     since: "1.0.0",
     complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
+    args: "key#key index#int element",
     handler: lset,
     ..Command::DEFAULT
 },
@@ -189,6 +199,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Insert an element before or after another element in a list",
     since: "2.2.0",
     complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
+    args: "key#key where=(BEFORE | AFTER) pivot element",
     handler: linsert,
     ..Command::DEFAULT
 },
@@ -203,6 +214,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove elements from a list",
     since: "1.0.0",
     complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
+    args: "key#key count#int element",
     handler: lrem,
     ..Command::DEFAULT
 },
@@ -217,6 +229,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Trim a list to the specified range",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements to be removed by the operation.",
+    args: "key#key start#int stop#int",
     handler: ltrim,
     ..Command::DEFAULT
 },
@@ -229,6 +242,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return the index of matching elements on a list",
     since: "6.0.6",
     complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
+    args: "key#key element [RANK:rank#int] [COUNT:num-matches#int] [MAXLEN:len#int]",
     handler: lpos,
     ..Command::DEFAULT
 },
@@ -244,6 +258,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Pop an element from a list, push it to another list and return it",
     since: "6.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 wherefrom=(LEFT | RIGHT) whereto=(LEFT | RIGHT)",
     handler: lmove,
     ..Command::DEFAULT
 },
@@ -259,6 +274,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove the last element in a list, prepend it to another list and return it",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1",
     handler: rpoplpush,
     ..Command::DEFAULT
 },
@@ -273,6 +289,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Pop elements from a list",
     since: "7.0.0",
     complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+    args: "numkeys#int key#key... where=(LEFT | RIGHT) [COUNT:count#int]",
     handler: lmpop,
     ..Command::DEFAULT
 },

@@ -59,6 +59,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add one or more members to a set",
     since: "1.0.0",
     complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+    args: "key#key member...",
     handler: sadd,
     ..Command::DEFAULT
 },
@@ -73,6 +74,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove one or more members from a set",
     since: "1.0.0",
     complexity: "O(N) where N is the number of members to be removed.",
+    args: "key#key member...",
     handler: srem,
     ..Command::DEFAULT
 },
@@ -86,6 +88,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the set cardinality.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: smembers,
     ..Command::DEFAULT
 },
@@ -100,6 +103,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine if a given value is a member of a set",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key member",
     handler: sismember,
     ..Command::DEFAULT
 },
@@ -112,6 +116,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Returns the membership associated with the given elements for a set",
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements being checked for membership",
+    args: "key#key member...",
     handler: smismember,
     ..Command::DEFAULT
 },
@@ -126,6 +131,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the number of members in a set",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: scard,
     ..Command::DEFAULT
 },
@@ -141,6 +147,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
     tips: &["nondeterministic_output"],
+    args: "key#key [count#int]",
     handler: spop,
     ..Command::DEFAULT
 },
@@ -154,6 +161,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
     tips: &["nondeterministic_output"],
+    args: "key#key [count#int]",
     handler: srandmember,
     ..Command::DEFAULT
 },
@@ -169,6 +177,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Move a member from one set to another",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 member",
     handler: smove,
     ..Command::DEFAULT
 },
@@ -182,6 +191,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key...",
     handler: sinter,
     ..Command::DEFAULT
 },
@@ -196,6 +206,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sets and return the cardinality of the result",
     since: "7.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    args: "numkeys#int key#key... [LIMIT:limit#int]",
     handler: sintercard,
     ..Command::DEFAULT
 },
@@ -209,6 +220,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key...",
     handler: sunion,
     ..Command::DEFAULT
 },
@@ -222,6 +234,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
     tips: &["nondeterministic_output_order"],
+    args: "key#key...",
     handler: sdiff,
     ..Command::DEFAULT
 },
@@ -237,6 +250,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sets and store the resulting set in a key",
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    args: "destination#key key#key1...",
     handler: sinterstore,
     ..Command::DEFAULT
 },
@@ -252,6 +266,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add multiple sets and store the resulting set in a key",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    args: "destination#key key#key1...",
     handler: sunionstore,
     ..Command::DEFAULT
 },
@@ -267,6 +282,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Subtract multiple sets and store the resulting set in a key",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    args: "destination#key key#key1...",
     handler: sdiffstore,
     ..Command::DEFAULT
 },
@@ -280,6 +296,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
     tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: sscan,
     ..Command::DEFAULT
 },

@@ -40,6 +40,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Get the value of a key",
     since: "1.0.0",
+    args: "key#key",
     handler: get,
     ..Command::DEFAULT
 },
@@ -59,6 +60,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Set the string value of a key",
     since: "1.0.0",
+    args: "key#key value [condition=(NX | XX)] [GET] [expiration=(EX:seconds#int | PX:milliseconds#int | EXAT:unix-time-seconds#time | PXAT:unix-time-milliseconds#time | KEEPTTL)]",
     handler: set,
     ..Command::DEFAULT
 },
@@ -72,6 +74,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Set the value of a key, only if the key does not exist",
     since: "1.0.0",
+    args: "key#key value",
     handler: setnx,
     ..Command::DEFAULT
 },
@@ -85,6 +88,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Set the value and expiration of a key",
     since: "2.0.0",
+    args: "key#key seconds#int value",
     handler: setex,
     ..Command::DEFAULT
 },
@@ -98,6 +102,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Set the value and expiration in milliseconds of a key",
     since: "2.6.0",
+    args: "key#key milliseconds#int value",
     handler: psetex,
     ..Command::DEFAULT
 },
@@ -115,6 +120,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to retrieve.",
     tips: &["request_policy:multi_shard"],
+    args: "key#key...",
     handler: mget,
     ..Command::DEFAULT
 },
@@ -130,6 +136,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
     tips: &["request_policy:multi_shard", "response_policy:all_succeeded"],
+    args: "key_value=(key#key value)...",
     handler: mset,
     ..Command::DEFAULT
 },
@@ -145,6 +152,7 @@ pub const COMMANDS: &[Command] = &[
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
     tips: &["request_policy:multi_shard", "response_policy:agg_min"],
+    args: "key_value=(key#key value)...",
     handler: msetnx,
     ..Command::DEFAULT
 },
@@ -158,6 +166,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Set the string value of a key and return its old value",
     since: "1.0.0",
+    args: "key#key value",
     handler: getset,
     ..Command::DEFAULT
 },
@@ -171,6 +180,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Get the value of a key and delete the key",
     since: "6.2.0",
+    args: "key#key",
     handler: getdel,
     ..Command::DEFAULT
 },
@@ -184,6 +194,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Get the value of a key and optionally set its expiration",
     since: "6.2.0",
+    args: "key#key [expiration=(EX:seconds#int | PX:milliseconds#int | EXAT:unix-time-seconds#time | PXAT:unix-time-milliseconds#time | PERSIST)]",
     handler: getex,
     ..Command::DEFAULT
 },
@@ -198,6 +209,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Append a value to a key",
     since: "2.0.0",
     complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
+    args: "key#key value",
     handler: append,
     ..Command::DEFAULT
 },
@@ -211,6 +223,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Get the length of the value stored in a key",
     since: "2.2.0",
+    args: "key#key",
     handler: strlen,
     ..Command::DEFAULT
 },
@@ -224,6 +237,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Increment the integer value of a key by one",
     since: "1.0.0",
+    args: "key#key",
     handler: incr,
     ..Command::DEFAULT
 },
@@ -237,6 +251,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Decrement the integer value of a key by one",
     since: "1.0.0",
+    args: "key#key",
     handler: decr,
     ..Command::DEFAULT
 },
@@ -250,6 +265,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Increment the integer value of a key by the given amount",
     since: "1.0.0",
+    args: "key#key increment#int",
     handler: incrby,
     ..Command::DEFAULT
 },
@@ -263,6 +279,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Decrement the integer value of a key by the given number",
     since: "1.0.0",
+    args: "key#key decrement#int",
     handler: decrby,
     ..Command::DEFAULT
 },
@@ -276,6 +293,7 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Increment the float value of a key by the given amount",
     since: "2.6.0",
+    args: "key#key increment#double",
     handler: incrbyfloat,
     ..Command::DEFAULT
 },
@@ -288,6 +306,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get a substring of the string stored at a key",
     since: "2.4.0",
     complexity: GETRANGE_COMPLEXITY,
+    args: "key#key start#int end#int",
     handler: getrange,
     ..Command::DEFAULT
 },
@@ -300,6 +319,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Overwrite part of a string at key starting at the specified offset",
     since: "2.2.0",
     complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+    args: "key#key offset#int value",
     handler: setrange,
     ..Command::DEFAULT
 },
@@ -312,6 +332,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get a substring of the string stored at a key",
     since: "1.0.0",
     complexity: GETRANGE_COMPLEXITY,
+    args: "key#key start#int end#int",
     handler: getrange,
     ..Command::DEFAULT
 },
@@ -328,6 +349,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Find longest common substring",
     since: "7.0.0",
     complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+    args: "key1#key key2#key [LEN] [IDX] [MINMATCHLEN:len#int] [WITHMATCHLEN]",
     handler: lcs,
     ..Command::DEFAULT
 },

@@ -57,6 +57,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add one or more members to a sorted set, or update its score if it already exists",
     since: "1.2.0",
     complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+    args: "key#key [condition=(NX | XX)] [comparison=(GT | LT)] [change=CH] [increment=INCR] score_member=(score#double member)...",
     handler: zadd,
     ..FAMILY
 },
@@ -70,6 +71,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Increment the score of a member in a sorted set",
     since: "1.2.0",
     complexity: "O(log(N)) where N is the number of elements in the sorted set.",
+    args: "key#key increment#int member",
     handler: zincrby,
     ..FAMILY
 },
@@ -83,6 +85,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove one or more members from a sorted set",
     since: "1.2.0",
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
+    args: "key#key member...",
     handler: zrem,
     ..FAMILY
 },
@@ -94,6 +97,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the score associated with the given member in a sorted set",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "key#key member",
     handler: zscore,
     ..FAMILY
 },
@@ -105,6 +109,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the score associated with the given members in a sorted set",
     since: "6.2.0",
     complexity: "O(N) where N is the number of members being requested.",
+    args: "key#key member...",
     handler: zmscore,
     ..FAMILY
 },
@@ -118,6 +123,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the number of members in a sorted set",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: zcard,
     ..FAMILY
 },
@@ -129,6 +135,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Count the members in a sorted set with scores within the given values",
     since: "2.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key min#double max#double",
     handler: range::zcount,
     ..FAMILY
 },
@@ -140,6 +147,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Count the number of members in a sorted set between a given lexicographical range",
     since: "2.8.9",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key min max",
     handler: range::zlexcount,
     ..FAMILY
 },
@@ -151,6 +159,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set",
     since: "1.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+    args: "key#key start stop [sortby=(BYSCORE | BYLEX)] [REV] [LIMIT:offset_count=(offset#int count#int)] [WITHSCORES]",
     handler: range::zrange,
     ..FAMILY
 },
@@ -165,6 +174,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Store a range of members from sorted set into another key",
     since: "6.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
+    args: "dst#key src#key1 min max [sortby=(BYSCORE | BYLEX)] [REV] [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrangestore,
     ..FAMILY
 },
@@ -176,6 +186,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by score",
     since: "1.0.5",
     complexity: RANGE_CPLX,
+    args: "key#key min#double max#double [WITHSCORES] [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrangebyscore,
     ..FAMILY
 },
@@ -187,6 +198,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by score, with scores ordered from high to low",
     since: "2.2.0",
     complexity: RANGE_CPLX,
+    args: "key#key max#double min#double [WITHSCORES] [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrevrangebyscore,
     ..FAMILY
 },
@@ -198,6 +210,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by lexicographical range",
     since: "2.8.9",
     complexity: RANGE_CPLX,
+    args: "key#key min max [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrangebylex,
     ..FAMILY
 },
@@ -209,6 +222,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
     since: "2.8.9",
     complexity: RANGE_CPLX,
+    args: "key#key max min [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrevrangebylex,
     ..FAMILY
 },
@@ -220,6 +234,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by index, with scores ordered from high to low",
     since: "1.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+    args: "key#key start#int stop#int [WITHSCORES]",
     handler: range::zrevrange,
     ..FAMILY
 },
@@ -231,6 +246,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine the index of a member in a sorted set",
     since: "2.0.0",
     complexity: "O(log(N))",
+    args: "key#key member",
     handler: zrank,
     ..FAMILY
 },
@@ -242,6 +258,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine the index of a member in a sorted set, with scores ordered from high to low",
     since: "2.0.0",
     complexity: "O(log(N))",
+    args: "key#key member",
     handler: zrevrank,
     ..FAMILY
 },
@@ -255,6 +272,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove all members in a sorted set within the given indexes",
     since: "2.0.0",
     complexity: REM_CPLX,
+    args: "key#key start#int stop#int",
     handler: range::zremrangebyrank,
     ..FAMILY
 },
@@ -268,6 +286,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove all members in a sorted set within the given scores",
     since: "1.2.0",
     complexity: REM_CPLX,
+    args: "key#key min#double max#double",
     handler: range::zremrangebyscore,
     ..FAMILY
 },
@@ -281,6 +300,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove all members in a sorted set between the given lexicographical range",
     since: "2.8.9",
     complexity: REM_CPLX,
+    args: "key#key min max",
     handler: range::zremrangebylex,
     ..FAMILY
 },
@@ -294,6 +314,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and return members with the lowest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "key#key [count#int]",
     handler: zpopmin,
     ..FAMILY
 },
@@ -307,6 +328,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and return members with the highest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "key#key [count#int]",
     handler: zpopmax,
     ..FAMILY
 },
@@ -319,6 +341,7 @@ pub const COMMANDS: &[Command] = &[
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements returned",
     tips: &["nondeterministic_output"],
+    args: "key#key [options=(count#int [WITHSCORES])]",
     handler: zrandmember,
     ..FAMILY
 },
@@ -332,6 +355,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add multiple sorted sets",
     since: "6.2.0",
     complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+    args: "numkeys#int key#key... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)] [WITHSCORES]",
     handler: zunion,
     ..FAMILY
 },
@@ -345,6 +369,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sorted sets",
     since: "6.2.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+    args: "numkeys#int key#key... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)] [WITHSCORES]",
     handler: zinter,
     ..FAMILY
 },
@@ -358,6 +383,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Subtract multiple sorted sets",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+    args: "numkeys#int key#key... [WITHSCORES]",
     handler: zdiff,
     ..FAMILY
 },
@@ -372,6 +398,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+    args: "destination#key numkeys#int key#key1... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)]",
     handler: zunionstore,
     ..FAMILY
 },
@@ -386,6 +413,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+    args: "destination#key numkeys#int key#key1... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)]",
     handler: zinterstore,
     ..FAMILY
 },
@@ -400,6 +428,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+    args: "destination#key numkeys#int key#key1...",
     handler: zdiffstore,
     ..FAMILY
 },
@@ -413,6 +442,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sorted sets and return the cardinality of the result",
     since: "7.0.0",
     complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
+    args: "numkeys#int key#key... [LIMIT:limit#int]",
     handler: zintercard,
     ..FAMILY
 },
@@ -426,6 +456,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove and return members with scores in a sorted set",
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "numkeys#int key#key... where=(MIN | MAX) [COUNT:count#int]",
     handler: zmpop,
     ..FAMILY
 },
@@ -438,6 +469,7 @@ pub const COMMANDS: &[Command] = &[
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
     tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: zscan,
     ..FAMILY
 },
