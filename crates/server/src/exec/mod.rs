@@ -131,7 +131,12 @@ pub fn execute(
         Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
     };
     if matches!(origin, Origin::Client) && suppress_reply(client, mode_before) {
-        out.truncate(start_len);
+        // What the (un)subscribe commands answer are push messages, which Redis sends
+        // whatever CLIENT REPLY says.
+        let pushes = matches!(outcome, Outcome::Ran(c) if c.has(flags::PUBSUB) && c.has(flags::SUBSCRIBED));
+        if !pushes {
+            out.truncate(start_len);
+        }
     }
     outcome
 }
@@ -141,12 +146,16 @@ pub fn execute(
 fn suppress_reply(client: &mut Client, mode_before: ReplyMode) -> bool {
     match mode_before {
         ReplyMode::On => false,
-        ReplyMode::Skip => {
-            if client.reply == ReplyMode::Skip {
+        // The command after SKIP is not answered, unless it is CLIENT REPLY ON (which
+        // clears SKIP first, as in Redis).
+        ReplyMode::Skip => match client.reply {
+            ReplyMode::Skip => {
                 client.reply = ReplyMode::On;
+                true
             }
-            true
-        }
+            ReplyMode::On => false,
+            ReplyMode::Off => true,
+        },
         ReplyMode::Off => client.reply != ReplyMode::On,
     }
 }
