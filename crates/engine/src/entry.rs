@@ -171,8 +171,9 @@ impl Slot {
         }
     }
 
-    /// A general-form block: head, expiry and long key length if any, key.
-    fn general(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> Slot {
+    /// A general-form block: head, expiry and long key length if any, key. A string in
+    /// this form is one edits left so (OBJECT ENCODING "raw").
+    pub(crate) fn general(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> Slot {
         let klen32 = (key.len() <= SHORT_KEY_MAX).then_some(key.len() as u32);
         let mut flags = 0u8;
         let mut tail = [0u8; 16];
@@ -595,11 +596,17 @@ impl<'a> EntryRef<'a> {
         }
     }
 
+    /// A string in the general form (edited in place, OBJECT ENCODING "raw").
+    pub(crate) fn is_raw_str(&self) -> bool {
+        matches!(self.value(), Some(Value::Str(_)))
+    }
+
     /// The entry's value and expiry, copied out.
     pub fn to_owned_value(&self) -> crate::value::Owned {
         crate::value::Owned {
             value: self.to_value(),
             expire_at: self.expire_at(),
+            raw: self.is_raw_str(),
         }
     }
 

@@ -25,10 +25,19 @@ pub(crate) struct Shard(pub Mutex<ShardData>);
 /// under the key's shard lock: it must not lock shards.
 pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
-/// What every database shares about expiry: the hook told of expired keys, and a freeze.
+/// Called with (database index, key) for every key a store creates, while
+/// `Keyspace::announce_created` is on (the server publishes `new` keyspace events from
+/// it). Same rules as `ExpiredHook`: it runs under the key's shard lock.
+pub type CreatedHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+/// What every database shares: the hooks told of expired and created keys, and the
+/// expiry freeze.
 #[derive(Default)]
-pub(crate) struct Expiry {
-    hook: std::sync::OnceLock<ExpiredHook>,
+pub(crate) struct Hooks {
+    expired: std::sync::OnceLock<ExpiredHook>,
+    created: std::sync::OnceLock<CreatedHook>,
+    /// Whether stores look up and announce the keys they create.
+    announce_created: std::sync::atomic::AtomicBool,
     /// Until this Unix ms, expired keys stay in place (reading as missing): nothing is
     /// removed, lazily or actively (the server's CLIENT PAUSE keeps the data set still).
     frozen_until: AtomicU64,
@@ -39,7 +48,7 @@ pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
     index: usize,
-    pub(crate) expiry: std::sync::Arc<Expiry>,
+    pub(crate) hooks: std::sync::Arc<Hooks>,
     /// The keyspace's access policy (what an access writes in an entry's access bits).
     pub(crate) access: std::sync::Arc<Access>,
     /// Which shards hold keys (with a TTL), for eviction's sampling (`crate::evict`).
@@ -86,7 +95,7 @@ impl Db {
     fn new(
         index: usize,
         shard_bits: u32,
-        expiry: &std::sync::Arc<Expiry>,
+        hooks: &std::sync::Arc<Hooks>,
         access: &std::sync::Arc<Access>,
         owner: usize,
     ) -> Db {
@@ -105,7 +114,7 @@ impl Db {
                 .collect(),
             mask: n - 1,
             index,
-            expiry: expiry.clone(),
+            hooks: hooks.clone(),
             access: access.clone(),
             occupancy,
         }
@@ -123,7 +132,20 @@ impl Db {
 
     /// Reports an expired key to the hook, if one is set.
     pub(crate) fn expired(&self, key: &[u8]) {
-        if let Some(h) = self.expiry.hook.get() {
+        if let Some(h) = self.hooks.expired.get() {
+            h(self.index, key);
+        }
+    }
+
+    /// Whether stores announce the keys they create (one relaxed load).
+    #[inline]
+    pub(crate) fn announcing(&self) -> bool {
+        self.hooks.announce_created.load(Ordering::Relaxed)
+    }
+
+    /// Reports a created key to the hook, if one is set.
+    pub(crate) fn created(&self, key: &[u8]) {
+        if let Some(h) = self.hooks.created.get() {
             h(self.index, key);
         }
     }
@@ -131,7 +153,7 @@ impl Db {
     /// Whether expired keys may be removed at `now` (Unix ms): not while expiry is frozen.
     #[inline]
     pub(crate) fn may_expire(&self, now: u64) -> bool {
-        now > self.expiry.frozen_until.load(Ordering::Relaxed)
+        now > self.hooks.frozen_until.load(Ordering::Relaxed)
     }
 
     /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
@@ -311,6 +333,14 @@ impl Db {
         }
         crate::shard::PreImages::for_epoch(&mut g.pre, epoch);
         g.preserve(h, key);
+    }
+
+    /// Calls `f` with every entry, expired ones not yet collected included, one shard
+    /// after another, each under its shard's lock (DEBUG DIGEST: `f` must not lock shards).
+    pub fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'_>)) {
+        for s in self.shards.iter() {
+            s.acquire().iter().for_each(&mut f);
+        }
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
@@ -507,7 +537,7 @@ pub struct Keyspace {
     pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
-    expiry: std::sync::Arc<Expiry>,
+    hooks: std::sync::Arc<Hooks>,
     access: std::sync::Arc<Access>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
@@ -518,18 +548,18 @@ impl Keyspace {
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let expiry = std::sync::Arc::new(Expiry::default());
+        let hooks = std::sync::Arc::new(Hooks::default());
         let access = std::sync::Arc::new(Access::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &expiry, &access, id))
+                .map(|i| Db::new(i, shard_bits, &hooks, &access, id))
                 .collect(),
             access,
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
-            expiry,
+            hooks,
         }
     }
 
@@ -545,14 +575,25 @@ impl Keyspace {
 
     /// Installs the expired-key hook (once; later calls are ignored).
     pub fn set_expired_hook(&self, hook: ExpiredHook) {
-        let _ = self.expiry.hook.set(hook);
+        let _ = self.hooks.expired.set(hook);
     }
 
     /// Keeps expired keys in place until `until_ms` (Unix ms; 0 lifts it): they read as
     /// missing, but neither lookups nor the active cycle remove them, so the data set does
     /// not change (Redis does so while clients are paused).
     pub fn freeze_expiry_until(&self, until_ms: u64) {
-        self.expiry.frozen_until.store(until_ms, Ordering::Relaxed);
+        self.hooks.frozen_until.store(until_ms, Ordering::Relaxed);
+    }
+
+    /// Installs the created-key hook (once; later calls are ignored).
+    pub fn set_created_hook(&self, hook: CreatedHook) {
+        let _ = self.hooks.created.set(hook);
+    }
+
+    /// Turns the announcing of created keys on or off. Off (the default), stores cost
+    /// nothing more; on, each first looks its key up.
+    pub fn announce_created(&self, on: bool) {
+        self.hooks.announce_created.store(on, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {

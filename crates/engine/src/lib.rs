@@ -28,7 +28,9 @@ pub use embedded::Table;
 pub use embedded_budget::Budget;
 pub use entry::{EntryRef, Kind};
 pub use evict::{Policy, Pool};
-pub use keyspace::{Capture, Captured, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT};
+pub use keyspace::{
+    Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT,
+};
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};
 pub use shard::key_eq;

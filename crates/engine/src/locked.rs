@@ -44,6 +44,8 @@ pub struct Locked<'a> {
     /// A collection was edited in place under the embedded table's accounting: measure it
     /// again when this guard lets go (`crate::ledger`).
     edited: Cell<bool>,
+    /// Keys created through this guard are not announced (`Db::created`): loading.
+    quiet: bool,
 }
 
 impl<'a> Locked<'a> {
@@ -56,7 +58,22 @@ impl<'a> Locked<'a> {
             stamp: Cell::new(None),
             touch: true,
             edited: Cell::new(false),
+            quiet: false,
         }
+    }
+
+    /// Keys created through this guard are not announced to the created-key hook (a
+    /// snapshot being loaded creates keys that are not new).
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
+    /// Before a store: whether it creates `key` and must announce it. Only when someone
+    /// listens does it look the key up (expiring it if its time has passed, as Redis's
+    /// write lookup does first); otherwise it costs one relaxed load.
+    fn creating(&mut self, key: &[u8]) -> bool {
+        !self.quiet && self.db.announcing() && !self.live(key).1
     }
 
     /// Reads through this guard stop updating access times (CLIENT NO-TOUCH).
@@ -182,17 +199,25 @@ impl<'a> Locked<'a> {
 
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
+        let created = self.creating(key);
         let h = hash(key);
         let stamp = self.stamp();
         self.shard(h).put_str(h, key, value, expire_at, stamp);
+        if created {
+            self.db.created(key);
+        }
     }
 
     /// Stores a value of any type.
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
+        let created = self.creating(key);
         let h = hash(key);
         let stamp = self.stamp();
         self.shard(h).put(h, key, value, expire_at, stamp);
+        if created {
+            self.db.created(key);
+        }
     }
 
     fn resolve_ttl(&mut self, key: &[u8], ttl: Ttl) -> Option<u64> {
@@ -299,10 +324,12 @@ impl<'a> Locked<'a> {
     /// Removes and returns an entry (RENAME, MOVE).
     pub fn take(&mut self, key: &[u8]) -> Option<Owned> {
         let Unlinked(entry) = self.unlink(key)?;
-        let expire_at = entry.view().expire_at();
+        let view = entry.view();
+        let (expire_at, raw) = (view.expire_at(), view.is_raw_str());
         Some(Owned {
             value: entry.into_value(),
             expire_at,
+            raw,
         })
     }
 
@@ -315,12 +342,21 @@ impl<'a> Locked<'a> {
         Some(self.shard(h).find(h, key)?.to_owned_value())
     }
 
-    /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one.
+    /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one;
+    /// a string keeps its form ("raw" stays raw).
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
+        let created = self.creating(key);
         let h = hash(key);
         let stamp = self.stamp();
-        self.shard(h)
-            .put(h, key, owned.value, owned.expire_at, stamp);
+        let shard = self.shard(h);
+        if owned.raw {
+            shard.put_general(h, key, owned.value, owned.expire_at, stamp);
+        } else {
+            shard.put(h, key, owned.value, owned.expire_at, stamp);
+        }
+        if created {
+            self.db.created(key);
+        }
     }
 
     /// Sets an existing entry's LRU stamp (a loaded or restored key's idle time); false if
@@ -331,6 +367,13 @@ impl<'a> Locked<'a> {
             self.shard(h).set_access(h, key, lru);
         }
         found
+    }
+
+    /// The entry as stored, without expiring it first (DEBUG looks at keys whose time has
+    /// passed as they are).
+    pub fn peek_raw(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let h = hash(key);
+        self.shard(h).find(h, key)
     }
 
     /// The entry's expiry as stored, without expiring it first (WATCH needs to know that a

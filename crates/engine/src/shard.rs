@@ -243,6 +243,25 @@ impl ShardData {
         })
     }
 
+    /// Inserts or replaces a value kept in the general form, a string included (one moved
+    /// with its "raw" encoding).
+    pub fn put_general(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<u64>,
+        stamp: Stamp,
+    ) {
+        self.accounted(h, key, |d| {
+            let lru = d
+                .find(h, key)
+                .map_or(stamp.fresh(), |e| stamp.touched(e.lru()));
+            d.remove_inline(h, key);
+            d.put_block(h, Slot::general(key, expire_at, lru, value));
+        })
+    }
+
     /// Inserts or replaces a block entry. The caller removed any inline entry of that key.
     fn put_block(&mut self, h: u64, slot: Slot) {
         use hashbrown::hash_table::Entry;

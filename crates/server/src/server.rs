@@ -40,8 +40,8 @@ pub struct Server {
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
     pub active_expire: AtomicBool,
-    /// DEBUG PAUSE-CRON: tests stop the background cycle.
-    pub cron_paused: AtomicBool,
+    /// The other switches DEBUG flips for tests.
+    pub debug: crate::services::debug::DebugSwitches,
     pub clock: Clock,
     /// Channel and pattern subscriptions of every client.
     pub pubsub: crate::services::pubsub::Hub,
@@ -123,7 +123,11 @@ impl Server {
     /// the keyspace event goes out.
     pub fn removed_by_server(&self, db: usize, key: &[u8], event: &str, lazy: bool) {
         use crate::services::notify;
-        self.watches.touch(db, key);
+        if event == "expired" {
+            self.watches.touch_expired(db, key);
+        } else {
+            self.watches.touch(db, key);
+        }
         if self.tracking.active() {
             self.tracking.touched(key, None);
         }
@@ -197,7 +201,7 @@ impl Server {
             evict: Default::default(),
             ops_per_sec: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
-            cron_paused: AtomicBool::new(false),
+            debug: Default::default(),
             clock: Clock::new(),
             pubsub: Default::default(),
             slowlog: Default::default(),
@@ -225,6 +229,17 @@ impl Server {
                     s.removed_by_server(db, key, "expired", false);
                 }
             }));
+        // Keys created while `new` events are asked for publish them.
+        let weak = Arc::downgrade(&server);
+        server
+            .keyspace
+            .set_created_hook(Box::new(move |db: usize, key: &[u8]| {
+                let Some(s) = weak.upgrade() else { return };
+                let flags = s.notify_flags.load(Ordering::Relaxed);
+                if flags & crate::services::notify::NEW != 0 {
+                    crate::services::notify::emit(&s.pubsub, flags, "new", key, db, None);
+                }
+            }));
         server
     }
 }
@@ -236,7 +251,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = u64::from(server.config.get().hz.clamp(1, 500));
         let period = Duration::from_millis(1000 / hz);
-        if server.cron_paused.load(Ordering::Relaxed) {
+        if server.debug.pause_cron.load(Ordering::Relaxed) {
             std::thread::sleep(period);
             continue;
         }

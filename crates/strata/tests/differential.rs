@@ -392,8 +392,9 @@ fn diff_files() {
         })
         .collect();
 
-    let redis = common::redis(&[]);
-    let strata = common::strata(&[]);
+    // DEBUG is refused unless enabled (tests/diff/debug.txt needs it).
+    let redis = common::redis(&["--enable-debug-command", "yes"]);
+    let strata = common::strata(&["--enable-debug-command", "yes"]);
     let mut used = Vec::new();
     let mut failed = Vec::new();
     let mut report = String::new();

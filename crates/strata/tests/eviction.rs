@@ -315,8 +315,10 @@ fn lowering_maxmemory_evicts_at_once() {
     // Generous: the whole test suite shares two cores with this server.
     let end = Instant::now() + Duration::from_secs(30);
     loop {
+        // Within a connection's buffers of the limit: the INFO this loop sends allocates
+        // too, after the eviction that brought memory under it.
         let now = used(&mut c);
-        if now <= limit {
+        if now <= limit + (64 << 10) {
             break;
         }
         assert!(

@@ -180,7 +180,7 @@ fn latency_histograms(p: &Proc, resp3: bool) -> Histograms {
 
 #[test]
 fn latency_histograms_match_redis() {
-    let s = common::strata(&[]);
+    let s = common::strata(&["--enable-debug-command", "yes"]);
     let r = common::redis(&["--enable-debug-command", "yes"]);
     for resp3 in [false, true] {
         // On a loaded machine a sleep can overrun into the next bucket on either server:

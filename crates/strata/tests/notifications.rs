@@ -46,11 +46,12 @@ enum Step<'a> {
     Wake(&'a [&'a str]),
 }
 
-/// Runs `steps` on `p` and returns (replies, events).
-fn run(p: &Proc, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
+/// Runs `steps` on `p` with `notify-keyspace-events` set to `flags` and returns
+/// (replies, events).
+fn run(p: &Proc, flags: &str, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
     let mut w = RespConn::new(p);
     w.call(&["flushall"]).unwrap();
-    w.call(&["config", "set", "notify-keyspace-events", "KEA"])
+    w.call(&["config", "set", "notify-keyspace-events", flags])
         .unwrap();
     let mut sub = p.raw();
     sub.write_all(&encode_command(&[
@@ -102,10 +103,14 @@ fn run(p: &Proc, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
 }
 
 fn compare(steps: &[Step<'_>], min_events: usize) {
+    compare_with("KEA", steps, min_events)
+}
+
+fn compare_with(flags: &str, steps: &[Step<'_>], min_events: usize) {
     let s = common::strata(&["--threads", "4"]);
     let r = common::redis(&[]);
-    let (sr, se) = run(&s, steps);
-    let (rr, re) = run(&r, steps);
+    let (sr, se) = run(&s, flags, steps);
+    let (rr, re) = run(&r, flags, steps);
     assert_eq!(sr, rr, "replies");
     assert!(
         re.len() >= min_events,
@@ -580,4 +585,50 @@ fn stream_events_match_redis() {
         ],
         40,
     );
+}
+
+/// `new` (flag n): every command that creates a key announces it, before its own event;
+/// storing over an existing key does not, except RENAME and COPY ... REPLACE, which
+/// create their destination anew. Alone (`KEn`) and with everything else (`KEAn`).
+#[test]
+fn new_events_match_redis() {
+    let cmds: &[&[&str]] = &[
+        &["set", "s", "1"],
+        &["set", "s", "2"],
+        &["setnx", "s2", "1"],
+        &["mset", "m1", "1", "m2", "2", "s", "3"],
+        &["getset", "g", "1"],
+        &["incr", "i"],
+        &["incrbyfloat", "f", "1.5"],
+        &["append", "a", "x"],
+        &["setrange", "r", "2", "x"],
+        &["setbit", "b", "7", "1"],
+        &["bitfield", "bf", "set", "u8", "0", "1"],
+        &["bitop", "or", "bo", "b", "b"],
+        &["pfadd", "h", "x"],
+        &["lpush", "l", "a", "b"],
+        &["rpush", "l", "c"],
+        &["lmove", "l", "l2", "left", "right"],
+        &["hset", "hh", "f", "v"],
+        &["hincrby", "hi", "f", "1"],
+        &["sadd", "st", "a", "b"],
+        &["sunionstore", "su", "st"],
+        &["sunionstore", "su", "st"],
+        &["smove", "st", "st2", "a"],
+        &["zadd", "z", "1", "a"],
+        &["zincrby", "zi", "1", "a"],
+        &["zunionstore", "zu", "1", "z"],
+        &["sort", "l", "alpha", "store", "so"],
+        &["rename", "s", "s3"],
+        &["rename", "s3", "m1"],
+        &["copy", "m1", "c1"],
+        &["copy", "m1", "c1", "replace"],
+        &["copy", "m1", "c1"],
+        &["move", "c1", "5"],
+        &["set", "ex", "1", "px", "100000"],
+        &["expire", "ex", "1000"],
+        &["del", "a"],
+    ];
+    compare_with("KEn", &calls(cmds), 25);
+    compare_with("KEAn", &calls(cmds), 60);
 }

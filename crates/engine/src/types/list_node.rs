@@ -14,7 +14,7 @@ const SIZE_SAFETY_LIMIT: usize = 8192;
 /// Node byte limits for list-max-listpack-size -1..-5.
 const OPT_LEVEL: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 /// A listpack's header (6 bytes) and terminator (1): counted so nodes fill as Redis's do.
-const LP_OVERHEAD: usize = 7;
+pub(crate) const LP_OVERHEAD: usize = 7;
 
 /// An element as stored: the canonical decimal text of an i64 is kept as that integer (as
 /// listpack does), anything else as bytes. So two elements are equal exactly when their

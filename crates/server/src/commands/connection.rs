@@ -21,33 +21,38 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | SUBSCRIBED,
         summary: "Returns the server's liveliness response.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[message]",
         handler: ping,
         ..FAMILY
     },
     Command {
         name: "echo",
         arity: 2,
-        flags: FAST,
+        flags: FAST | LOADING | STALE,
         summary: "Returns the given string.",
         since: "1.0.0",
+        args: "message",
         handler: echo,
         ..FAMILY
     },
     Command {
         name: "hello",
         arity: -1,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Handshakes with the Redis server.",
         since: "6.0.0",
+        args: "[arguments=(protover#int [AUTH:username_password=(username password)] [SETNAME:clientname])]",
         handler: hello,
         ..FAMILY
     },
     Command {
         name: "auth",
         arity: -2,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Authenticates the connection.",
         since: "1.0.0",
+        args: "[username] password",
         handler: auth,
         ..FAMILY
     },
@@ -57,6 +62,7 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | LOADING | STALE,
         summary: "Changes the selected database.",
         since: "1.0.0",
+        args: "index#int",
         handler: select,
         ..FAMILY
     },
@@ -72,7 +78,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "reset",
         arity: 1,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED | ALLOW_BUSY,
         summary: "Resets the connection.",
         since: "6.2.0",
         handler: reset,
@@ -94,7 +100,7 @@ const CLIENT: &[Command] = &[
     Command {
         name: "id",
         arity: 2,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns the unique client ID of the connection.",
         since: "5.0.0",
         handler: client_id,
@@ -103,16 +109,17 @@ const CLIENT: &[Command] = &[
     Command {
         name: "setname",
         arity: 3,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Sets the connection name.",
         since: "2.6.9",
+        args: "connection-name",
         handler: client_setname,
         ..FAMILY
     },
     Command {
         name: "getname",
         arity: 2,
-        flags: FAST | NOSCRIPT | LOADING | STALE,
+        flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns the name of the connection.",
         since: "2.6.9",
         handler: client_getname,
@@ -124,6 +131,8 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Lists open connections.",
         since: "2.4.0",
+        tips: &["nondeterministic_output"],
+        args: "[TYPE:normal_master_replica_pubsub=(NORMAL | MASTER | REPLICA | PUBSUB)] [ID:id=(client-id#int...)]",
         handler: client_list,
         ..FAMILY
     },
@@ -133,6 +142,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns information about the connection.",
         since: "6.2.0",
+        tips: &["nondeterministic_output"],
         handler: client_info,
         ..FAMILY
     },
@@ -142,6 +152,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Terminates open connections.",
         since: "2.4.0",
+        args: "filter=('ip:port' | new-format=([ID:client-id#int] | [TYPE:normal_master_slave_pubsub=(NORMAL | MASTER | SLAVE | REPLICA | PUBSUB)] | [USER:username] | [ADDR:'ip:port'] | [LADDR:'ip:port'] | [SKIPME:'yes/no'])...)",
         handler: client_kill,
         ..FAMILY
     },
@@ -151,6 +162,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Sets the client eviction mode of the connection.",
         since: "7.0.0",
+        args: "enabled=(ON | OFF)",
         handler: client_no_evict,
         ..FAMILY
     },
@@ -170,6 +182,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Instructs the server whether to reply to commands.",
         since: "3.2.0",
+        args: "on_off_skip=(ON | OFF | SKIP)",
         handler: client_reply,
         ..FAMILY
     },
@@ -179,6 +192,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Unblocks a client blocked by a blocking command from a different connection.",
         since: "5.0.0",
+        args: "client-id#int [timeout_error=(TIMEOUT | ERROR)]",
         handler: client_unblock,
         ..FAMILY
     },
@@ -471,8 +485,12 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
     if c.monitor.load(Ordering::Relaxed) {
         flags.push('O');
     }
+    let multi = c.multi.load(Ordering::Relaxed);
     if sub + psub + ssub > 0 {
         flags.push('P');
+    }
+    if multi >= 0 {
+        flags.push('x');
     }
     if c.blocked.load(Ordering::Relaxed) {
         flags.push('b');
@@ -487,6 +505,9 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
             flags.push(letter);
         }
     }
+    if c.watch_dirty.load(Ordering::Relaxed) {
+        flags.push('d');
+    }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
@@ -497,10 +518,11 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
+        c.fd,
         name,
         c.created.elapsed().as_secs(),
         c.idle_secs(),
@@ -509,7 +531,13 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         sub,
         psub,
         ssub,
+        multi,
         c.qbuf.load(Ordering::Relaxed),
+        if multi >= 0 {
+            c.multi_mem.load(Ordering::Relaxed)
+        } else {
+            0
+        },
         cmd,
         c.tracking.redirect(),
         c.resp.load(Ordering::Relaxed)

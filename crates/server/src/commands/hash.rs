@@ -12,7 +12,7 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::exec::command::{flags, parse_i64, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::num::longdouble;
 use crate::services::notify;
@@ -37,6 +37,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the string value of a hash field",
     since: "2.0.0",
     complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+    args: "key#key field_value=(field value)...",
     handler: hset,
     ..Command::DEFAULT
 },
@@ -44,11 +45,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hsetnx",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Set the value of a hash field, only if the field does not exist",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field value",
     handler: hsetnx,
     ..Command::DEFAULT
 },
@@ -61,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the value of a hash field",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hget,
     ..Command::DEFAULT
 },
@@ -73,6 +78,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set multiple hash fields to multiple values",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being set.",
+    args: "key#key field_value=(field value)...",
     handler: hset,
     ..Command::DEFAULT
 },
@@ -85,6 +91,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the values of all the given hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being requested.",
+    args: "key#key field...",
     handler: hmget,
     ..Command::DEFAULT
 },
@@ -97,6 +104,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the fields and values in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hgetall,
     ..Command::DEFAULT
 },
@@ -104,11 +113,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hdel",
     arity: -3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Delete one or more hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields to be removed.",
+    args: "key#key field...",
     handler: hdel,
     ..Command::DEFAULT
 },
@@ -116,11 +128,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hlen",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Get the number of fields in a hash",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: hlen,
     ..Command::DEFAULT
 },
@@ -128,11 +143,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hexists",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Determine if a hash field exists",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hexists,
     ..Command::DEFAULT
 },
@@ -145,6 +163,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the fields in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hkeys,
     ..Command::DEFAULT
 },
@@ -157,6 +177,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the values in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hvals,
     ..Command::DEFAULT
 },
@@ -164,11 +186,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hincrby",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Increment the integer value of a hash field by the given number",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field increment#int",
     handler: hincrby,
     ..Command::DEFAULT
 },
@@ -176,11 +201,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hincrbyfloat",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Increment the float value of a hash field by the given amount",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key field increment#double",
     handler: hincrbyfloat,
     ..Command::DEFAULT
 },
@@ -188,11 +216,14 @@ pub const COMMANDS: &[Command] = &[
     name: "hstrlen",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Get the length of the value of a hash field",
     since: "3.2.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hstrlen,
     ..Command::DEFAULT
 },
@@ -205,6 +236,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random fields from a hash",
     since: "6.2.0",
     complexity: "O(N) where N is the number of fields returned",
+    tips: &["nondeterministic_output"],
+    args: "key#key [options=(count#int [WITHVALUES])]",
     handler: hrandfield,
     ..Command::DEFAULT
 },
@@ -217,6 +250,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate hash fields and associated values",
     since: "2.8.0",
     complexity: SCAN_COMPLEXITY,
+    tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: hscan,
     ..Command::DEFAULT
 },

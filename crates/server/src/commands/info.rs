@@ -388,9 +388,13 @@ fn memory_section(server: &Server, s: &mut String) {
     field(
         s,
         "lazyfree_pending_objects",
-        crate::services::evict::LAZY_PENDING.load(Ordering::Relaxed),
+        crate::services::lazyfree::pending_objects(),
     );
-    field(s, "lazyfreed_objects", 0);
+    field(
+        s,
+        "lazyfreed_objects",
+        crate::services::lazyfree::freed_objects(),
+    );
 }
 
 fn stats_section(server: &Server, s: &mut String) {

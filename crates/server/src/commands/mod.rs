@@ -13,6 +13,7 @@ pub mod blocking;
 mod caching;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod geo;
 pub mod hash;
 pub mod hll;
@@ -42,6 +43,7 @@ pub mod zset;
 pub const FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     admin::COMMANDS,
+    debug::COMMANDS,
     config::COMMANDS,
     introspection::COMMANDS,
     memory::COMMANDS,
@@ -69,11 +71,7 @@ pub const FAMILIES: &[&[Command]] = &[
 /// Redis's answer to a container's subcommand given more arguments than it takes, e.g.
 /// "ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP."
 pub fn wrong_subcommand_args(ctx: &Ctx<'_>) -> CmdError {
-    CmdError::Custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(ctx.arg(1)),
-        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
-    ))
+    crate::exec::table::wrong_subcommand_args(ctx.argv)
 }
 
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before

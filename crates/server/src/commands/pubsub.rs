@@ -5,7 +5,7 @@
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::exec::command::{flags::*, CmdResult, Command};
+use crate::exec::command::{flags::*, ks, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::services::pubsub::{Space, Subscriptions};
 use bytes::Bytes;
@@ -24,6 +24,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Listen for messages published to the given channels",
     complexity: "O(N) where N is the number of channels to subscribe to.",
+    args: "channel...",
     handler: subscribe,
     ..FAMILY
 },
@@ -33,6 +34,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Stop listening for messages posted to the given channels",
     complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+    args: "[channel]...",
     handler: unsubscribe,
     ..FAMILY
 },
@@ -42,6 +44,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Listen for messages published to channels matching the given patterns",
     complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+    args: "pattern=(pattern#pattern)...",
     handler: psubscribe,
     ..FAMILY
 },
@@ -51,6 +54,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Stop listening for messages posted to channels matching the given patterns",
     complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+    args: "[pattern#pattern]...",
     handler: punsubscribe,
     ..FAMILY
 },
@@ -60,6 +64,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
     summary: "Post a message to a channel",
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+    args: "channel message",
     handler: publish,
     ..FAMILY
 },
@@ -67,9 +72,13 @@ pub const COMMANDS: &[Command] = &[
     name: "ssubscribe",
     arity: -2,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, -1, 1),
+    ]),
     summary: "Listen for messages published to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of shard channels to subscribe to.",
+    args: "shardchannel...",
     handler: ssubscribe,
     ..FAMILY
 },
@@ -77,9 +86,13 @@ pub const COMMANDS: &[Command] = &[
     name: "sunsubscribe",
     arity: -1,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, -1, 1),
+    ]),
     summary: "Stop listening for messages posted to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+    args: "[shardchannel]...",
     handler: sunsubscribe,
     ..FAMILY
 },
@@ -87,9 +100,13 @@ pub const COMMANDS: &[Command] = &[
     name: "spublish",
     arity: 3,
     flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, 0, 1),
+    ]),
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+    args: "shardchannel message",
     handler: spublish,
     ..FAMILY
 },
@@ -115,6 +132,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "List active channels",
     since: "2.8.0",
     complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+    args: "[pattern#pattern]",
     handler: pubsub_channels,
     ..Command::DEFAULT
 },
@@ -126,6 +144,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "Get the count of subscribers for channels",
     since: "2.8.0",
     complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+    args: "[channel]...",
     handler: pubsub_numsub,
     ..Command::DEFAULT
 },
@@ -147,6 +166,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "List active shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+    args: "[pattern#pattern]",
     handler: pubsub_shardchannels,
     ..Command::DEFAULT
 },
@@ -158,6 +178,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "Get the count of subscribers for shard channels",
     since: "7.0.0",
     complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+    args: "[shardchannel]...",
     handler: pubsub_shardnumsub,
     ..Command::DEFAULT
 },

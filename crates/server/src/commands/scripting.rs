@@ -2,7 +2,7 @@
 //! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
 //! crate::services::scripting.
 
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::script::{self, Script};
 use crate::services::scripting::{self, Library, Target};
@@ -15,27 +15,19 @@ const FAMILY: Command = Command {
     ..Command::DEFAULT
 };
 
-/// EVAL-style key positions: argv[2] is numkeys, the keys follow it.
-fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
-    let n = argv
-        .get(2)
-        .and_then(|a| crate::exec::command::parse_i64(a))
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
-    (3..3 + n).take_while(|i| *i < argv.len()).collect()
-}
-
-const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLEKEYS;
-const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLEKEYS;
+const EVAL_FLAGS: u32 =
+    NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE | MOVABLEKEYS;
+const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY | MOVABLEKEYS;
 
 pub static COMMANDS: &[Command] = &[
     Command {
         name: "eval",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
+        args: "script numkeys#int [key#key]... [arg]...",
         handler: eval,
         call_flags: Some(super::script_flags::eval),
         ..FAMILY
@@ -44,9 +36,10 @@ pub static COMMANDS: &[Command] = &[
         name: "evalsha",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
+        args: "sha1 numkeys#int [key#key]... [arg]...",
         handler: evalsha,
         call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
@@ -55,9 +48,10 @@ pub static COMMANDS: &[Command] = &[
         name: "eval_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
+        args: "script numkeys#int [key#key]... [arg]...",
         handler: eval_ro,
         call_flags: Some(super::script_flags::eval),
         ..FAMILY
@@ -66,9 +60,10 @@ pub static COMMANDS: &[Command] = &[
         name: "evalsha_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
+        args: "sha1 numkeys#int [key#key]... [arg]...",
         handler: evalsha_ro,
         call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
@@ -77,9 +72,10 @@ pub static COMMANDS: &[Command] = &[
         name: "fcall",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Invokes a function.",
         since: "7.0.0",
+        args: "function numkeys#int [key#key]... [arg]...",
         handler: fcall,
         call_flags: Some(super::script_flags::fcall),
         ..FAMILY
@@ -88,9 +84,10 @@ pub static COMMANDS: &[Command] = &[
         name: "fcall_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Invokes a read-only function.",
         since: "7.0.0",
+        args: "function numkeys#int [key#key]... [arg]...",
         handler: fcall_ro,
         call_flags: Some(super::script_flags::fcall),
         ..FAMILY
@@ -124,15 +121,22 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT | STALE,
         summary: "Loads a server-side Lua script to the script cache.",
         since: "2.6.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "script",
         handler: script_load,
         ..FAMILY
     },
     Command {
         name: "exists",
         arity: -3,
-        flags: NOSCRIPT | STALE,
+        flags: NOSCRIPT,
         summary: "Determines whether server-side Lua scripts exist in the script cache.",
         since: "2.6.0",
+        tips: &[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ],
+        args: "sha1...",
         handler: script_exists,
         ..FAMILY
     },
@@ -142,6 +146,8 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT,
         summary: "Removes all server-side Lua scripts from the script cache.",
         since: "2.6.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: script_flush,
         ..FAMILY
     },
@@ -151,6 +157,7 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Terminates a server-side Lua script during execution.",
         since: "2.6.0",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
         handler: script_kill,
         ..FAMILY
     },
@@ -172,6 +179,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Creates a library.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[REPLACE] function-code",
         handler: function_load,
         ..FAMILY
     },
@@ -181,6 +190,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | NOSCRIPT,
         summary: "Deletes a library and its functions.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "library-name",
         handler: function_delete,
         ..FAMILY
     },
@@ -190,6 +201,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | NOSCRIPT,
         summary: "Deletes all libraries and functions.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: function_flush,
         ..FAMILY
     },
@@ -199,6 +212,8 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT,
         summary: "Returns information about all libraries.",
         since: "7.0.0",
+        tips: &["nondeterministic_output_order"],
+        args: "[LIBRARYNAME:library-name-pattern] [WITHCODE]",
         handler: function_list,
         ..FAMILY
     },
@@ -217,6 +232,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Restores all libraries from a payload.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "serialized-value [policy=(FLUSH | APPEND | REPLACE)]",
         handler: function_restore,
         ..FAMILY
     },
@@ -226,6 +243,11 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Returns information about a function during execution.",
         since: "7.0.0",
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
         handler: function_stats,
         ..FAMILY
     },
@@ -235,6 +257,7 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Terminates a function during execution.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
         handler: function_kill,
         ..FAMILY
     },
@@ -708,7 +731,7 @@ fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
     let policy = match ctx.argv.len() {
         3 => b"append".to_vec(),
         4 => ctx.lower(3),
-        _ => return Err(CmdError::SYNTAX),
+        _ => return Err(super::wrong_subcommand_args(ctx)),
     };
     if !matches!(policy.as_slice(), b"flush" | b"append" | b"replace") {
         return Err(CmdError::err(

@@ -55,10 +55,14 @@ impl Hook {
                 e.stream_node_max_entries
                     .store(c.stream_node_max_entries as u64, Ordering::Relaxed);
             }
-            Hook::Notify => server.notify_flags.store(
-                crate::services::notify::effective(c.notify_keyspace_events.0),
-                Ordering::Relaxed,
-            ),
+            Hook::Notify => {
+                let flags = crate::services::notify::effective(c.notify_keyspace_events.0);
+                server.notify_flags.store(flags, Ordering::Relaxed);
+                // `new` events need the engine to say which stores create keys.
+                server
+                    .keyspace
+                    .announce_created(flags & crate::services::notify::NEW != 0);
+            }
             Hook::ScriptTimeout => server
                 .scripts
                 .busy_threshold_ms

@@ -217,7 +217,7 @@ directives! {
     /// Who may CONFIG SET the protected directives (`dir`, `dbfilename`).
     enable_protected_configs: ProtectedAction = "no", "enable-protected-configs", START;
     /// DEBUG is always enabled in Strata.
-    enable_debug_command: ProtectedAction = "no", "enable-debug-command", START | INERT;
+    enable_debug_command: ProtectedAction = "no", "enable-debug-command", START;
     enable_module_command: ProtectedAction = "no", "enable-module-command", START | INERT;
     aclfile: String = "", "aclfile", START | INERT;
     acllog_max_len: u64 [int(0, LONG_MAX)] = "128", "acllog-max-len", LIVE | INERT;

@@ -39,7 +39,7 @@ pub fn admit(
             script: Some(rules),
             ..
         }) => {
-            if cmd.has(flags::NOSCRIPT) {
+            if cmd.has(flags::NOSCRIPT) && !server.debug.allow_noscript.load(Ordering::Relaxed) {
                 return refuse("ERR This Redis command is not allowed from script");
             }
             let write = cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE);
@@ -53,6 +53,14 @@ pub fn admit(
             }
         }
         Origin::Nested(_) | Origin::Client => {}
+    }
+    // As Redis, only a client's own request is checked (not a script's call, nor EXEC's
+    // commands, which were checked when queued).
+    if cmd.has(flags::PROTECTED) && matches!(origin, Origin::Client) {
+        let setting = server.config.get().enable_debug_command;
+        if !crate::config::protected_allowed(setting, client.info.is_local()) {
+            return refuse(DEBUG_NOT_ALLOWED);
+        }
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return refuse("NOAUTH Authentication required.");
@@ -110,6 +118,9 @@ pub fn call_flags(server: &Server, client: &Client, id: usize, argv: &[Bytes]) -
         None => cmd.flags,
     }
 }
+
+/// Redis's refusal of DEBUG under `enable-debug-command no` (or `local`, to a remote client).
+const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
 fn refuse(text: &'static str) -> Admit {
     Admit::Refuse(CmdError::Static(text))

@@ -8,7 +8,7 @@ use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
@@ -61,6 +61,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+        let dirty = info.watch_dirty.clone();
         Client {
             id: info.id,
             db: 0,
@@ -74,7 +75,10 @@ impl Client {
             pubsub_mode: false,
             subs: None,
             multi: None,
-            watch: Default::default(),
+            watch: crate::services::watch::ClientWatch {
+                dirty,
+                keys: Vec::new(),
+            },
             last_lsn: 0,
             caching: false,
             rerun: false,
@@ -91,6 +95,13 @@ impl Client {
         self.info.psub.store(p, Ordering::Relaxed);
         self.info.ssub.store(sh, Ordering::Relaxed);
         self.pubsub_mode = c + p + sh > 0 && self.proto == Protocol::Resp2;
+    }
+
+    /// Starts (Some) or ends (None) a transaction, keeping CLIENT LIST's `multi=` true.
+    pub fn set_multi(&mut self, m: Option<Box<crate::commands::transactions::Multi>>) {
+        let queued = m.as_ref().map_or(-1, |m| m.queued.len() as i64);
+        self.info.multi.store(queued, Ordering::Relaxed);
+        self.multi = m;
     }
 
     pub fn set_db(&mut self, db: usize) {
@@ -113,6 +124,8 @@ pub struct ClientInfo {
     pub id: u64,
     pub addr: String,
     pub laddr: String,
+    /// The socket's descriptor (-1 for the journal's replay client).
+    pub fd: i32,
     pub created: Instant,
     pub name: Mutex<Option<Bytes>>,
     pub db: AtomicUsize,
@@ -137,6 +150,13 @@ pub struct ClientInfo {
     pub tracking: ClientTracking,
     /// What other clients send it: pub/sub messages, invalidations, MONITOR lines.
     pub mail: Mailbox,
+    /// Commands queued since MULTI, -1 outside a transaction (CLIENT LIST multi=, flags=x).
+    pub multi: AtomicI64,
+    /// The bytes of the queued commands' arguments (CLIENT LIST multi-mem=).
+    pub multi_mem: AtomicUsize,
+    /// A key this client WATCHes was modified (CLIENT LIST flags=d); the client's
+    /// `ClientWatch` shares it.
+    pub watch_dirty: crate::services::watch::Dirty,
     killed: AtomicBool,
     /// Left the registry: the connection is gone.
     closed: AtomicBool,
@@ -146,11 +166,12 @@ pub struct ClientInfo {
 }
 
 impl ClientInfo {
-    pub fn new(id: u64, addr: String, laddr: String) -> ClientInfo {
+    pub fn new(id: u64, addr: String, laddr: String, fd: i32) -> ClientInfo {
         ClientInfo {
             id,
             addr,
             laddr,
+            fd,
             created: Instant::now(),
             name: Mutex::new(None),
             db: AtomicUsize::new(0),
@@ -167,6 +188,9 @@ impl ClientInfo {
             monitor: AtomicBool::new(false),
             tracking: ClientTracking::default(),
             mail: Mailbox::default(),
+            multi: AtomicI64::new(-1),
+            multi_mem: AtomicUsize::new(0),
+            watch_dirty: Default::default(),
             killed: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             waker: Mutex::new(None),
@@ -270,6 +294,13 @@ impl ClientInfo {
                 Poll::Pending
             }
         })
+    }
+
+    /// Connected over the loopback interface (`enable-*` settings of `local` admit it).
+    pub fn is_local(&self) -> bool {
+        self.addr
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback())
     }
 
     pub fn touch(&self, now: Tick) {

@@ -5,6 +5,7 @@
 
 use crate::exec::client::Client;
 use crate::exec::ctx::Ctx;
+pub use crate::exec::keyspec::{ks, Begin, Find, KeyAt, KeySpec};
 use crate::server::Server;
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -29,6 +30,8 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 14;
     pub const MOVABLEKEYS: u32 = 1 << 15;
     pub const ALLOW_BUSY: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
 
     // Strata's own flags, which COMMAND INFO does not show: what the request path needs to
     // know of a command, so that no list of command names lives outside the declarations.
@@ -41,6 +44,14 @@ pub mod flags {
     /// Reaches keys it does not name, or keys of other databases (FLUSHALL, KEYS, MOVE,
     /// SORT ... BY...): a write of it holds every shard.
     pub const ALL_SHARDS: u32 = 1 << 26;
+    /// Runs only where `enable-debug-command` allows the client (DEBUG): refused before
+    /// anything else is checked, as Redis refuses its protected commands.
+    pub const PROTECTED: u32 = 1 << 27;
+    /// On a container: its subcommands are how Strata declares one Redis command whose
+    /// own parsing reads argv[1] (DEBUG). COMMAND shows the command alone, and a
+    /// subcommand given a wrong number of arguments gets Redis's "unknown subcommand or
+    /// wrong number of arguments" error.
+    pub const OPAQUE: u32 = 1 << 28;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -56,26 +67,33 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        // MAY_REPLICATE acts (CLIENT PAUSE WRITE holds it) but Redis does not list it.
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }
 
-/// Where a command's keys are in its argv (argv[0] is the command name).
+/// Where a command's keys are in its argv (argv[0] is the command name), and what it
+/// does to them.
 #[derive(Clone, Copy, Debug)]
 pub enum Keys {
     None,
     /// Redis's legacy (first, last, step); a negative `last` counts from the end
-    /// (-1 = the last argument).
+    /// (-1 = the last argument). Its one key spec says RW/update for a write, RO/access
+    /// otherwise.
     Range {
         first: i32,
         last: i32,
         step: i32,
     },
-    /// Computed from the arguments (BITOP, LCS...). Flag the command MOVABLEKEYS.
-    Custom(fn(&[Bytes]) -> Vec<usize>),
+    /// Redis 7's key specs: keys are found with them, COMMAND INFO shows them.
+    Specs(&'static [KeySpec]),
+    /// Keys, or their flags, only the command's parsing knows (SORT's STORE, SET's GET),
+    /// with the specs COMMAND INFO shows.
+    Custom(fn(&[Bytes]) -> Vec<KeyAt>, &'static [KeySpec]),
 }
 
 /// A command's result: the handler wrote its reply into `ctx.out`, or failed with an
@@ -99,6 +117,14 @@ pub struct Command {
     pub summary: &'static str,
     pub since: &'static str,
     pub complexity: &'static str,
+    /// The arguments COMMAND DOCS lists, in the notation of `exec::docs`.
+    pub args: &'static str,
+    /// Redis's command tips (COMMAND INFO): how a cluster client should route it, whether
+    /// its output is deterministic.
+    pub tips: &'static [&'static str],
+    /// ACL categories beyond those its flags give, instead of its group's (Redis declares
+    /// them by hand where they differ: SORT is @list @set @sortedset @dangerous).
+    pub acl: &'static [&'static str],
     pub handler: Handler,
     pub subcommands: &'static [Command],
     /// For a command whose flags depend on the call (a script's declared flags, EXEC's
@@ -118,6 +144,9 @@ impl Command {
         summary: "",
         since: "1.0.0",
         complexity: "O(1)",
+        args: "",
+        tips: &[],
+        acl: &[],
         handler: no_handler,
         subcommands: &[],
         call_flags: None,
@@ -149,12 +178,69 @@ impl Command {
                     f(i as usize);
                 }
             }
-            Keys::Custom(g) => g(argv).into_iter().for_each(f),
+            Keys::Specs(specs) => {
+                for s in specs.iter().filter(|s| s.flags & ks::NOT_KEY == 0) {
+                    s.for_each(argv, &mut f);
+                }
+            }
+            Keys::Custom(g, _) => g(argv).into_iter().for_each(|k| f(k.pos)),
         }
     }
 
-    /// ACL categories, derived from flags and group as Redis derives most of them, listed
-    /// in the order of Redis's category table (COMMAND INFO shows them so).
+    /// The key specs COMMAND INFO shows: the declared ones, or the one a legacy range
+    /// stands for.
+    pub fn key_specs(&self) -> Cow<'static, [KeySpec]> {
+        match self.keys {
+            Keys::None => Cow::Borrowed(&[]),
+            Keys::Range { first, last, step } => {
+                let flags = if self.has(flags::WRITE) {
+                    ks::RW | ks::UPDATE
+                } else {
+                    ks::RO | ks::ACCESS
+                };
+                let lastkey = if last < 0 { last } else { last - first };
+                Cow::Owned(vec![KeySpec::range(flags, first, lastkey, step)])
+            }
+            Keys::Specs(specs) | Keys::Custom(_, specs) => Cow::Borrowed(specs),
+        }
+    }
+
+    /// The keys in `argv` with their flags (COMMAND GETKEYSANDFLAGS).
+    pub fn keys_and_flags(&self, argv: &[Bytes]) -> Vec<KeyAt> {
+        match self.keys {
+            Keys::None => Vec::new(),
+            Keys::Range { .. } => {
+                let flags = self.key_specs().first().map_or(0, |s| s.flags);
+                self.key_positions(argv)
+                    .into_iter()
+                    .map(|pos| KeyAt { pos, flags })
+                    .collect()
+            }
+            Keys::Specs(specs) => {
+                let mut v = Vec::new();
+                for s in specs.iter().filter(|s| s.flags & ks::NOT_KEY == 0) {
+                    s.for_each(argv, |pos| {
+                        v.push(KeyAt {
+                            pos,
+                            flags: s.flags,
+                        })
+                    });
+                }
+                v
+            }
+            Keys::Custom(g, _) => g(argv),
+        }
+    }
+
+    /// Whether the command has keys at all (not only channels flagged NOT_KEY).
+    pub fn has_keys(&self) -> bool {
+        self.key_specs().iter().any(|s| s.flags & ks::NOT_KEY == 0)
+    }
+
+    /// ACL categories: the declared ones, or the group's (not for a container, whose
+    /// subcommands carry it), and those Redis derives from flags (setImplicitACLCategories:
+    /// @read only outside @scripting); listed in the order of Redis's category table
+    /// (COMMAND INFO shows them so).
     pub fn acl_categories(&self) -> Vec<&'static str> {
         let group = match self.group {
             "generic" => "@keyspace",
@@ -168,18 +254,27 @@ impl Command {
             "hyperloglog" => "@hyperloglog",
             "geo" => "@geo",
             "stream" => "@stream",
+            "scripting" => "@scripting",
+            "transactions" => "@transaction",
             _ => "",
         };
+        let declared = |cat: &str| {
+            if self.acl.is_empty() {
+                self.subcommands.is_empty() && cat == group
+            } else {
+                self.acl.contains(&cat)
+            }
+        };
+        let scripting = declared("@scripting");
         let has = |cat: &str| match cat {
-            "@read" => self.has(flags::READONLY),
+            "@read" => self.has(flags::READONLY) && !scripting,
             "@write" => self.has(flags::WRITE),
             "@pubsub" => self.has(flags::PUBSUB),
-            "@admin" | "@dangerous" => self.has(flags::ADMIN),
+            "@admin" | "@dangerous" => self.has(flags::ADMIN) || declared(cat),
             "@fast" => self.has(flags::FAST),
             "@slow" => !self.has(flags::FAST),
             "@blocking" => self.has(flags::BLOCKING),
-            // A container (CONFIG, XINFO...) is in no group category: its subcommands are.
-            other => other == group && self.subcommands.is_empty(),
+            other => declared(other),
         };
         ACL_CATEGORY_ORDER
             .iter()

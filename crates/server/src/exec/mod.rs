@@ -17,7 +17,9 @@ pub mod blocked;
 pub mod client;
 pub mod command;
 pub mod ctx;
+pub mod docs;
 pub mod effects;
+pub mod keyspec;
 pub mod plan;
 pub mod replay;
 pub mod script;
@@ -149,7 +151,11 @@ pub fn execute(
     };
     // A paused command has not run: it comes back as if it had just arrived.
     if top && !matches!(outcome, Outcome::Paused) {
-        if suppress_reply(client, mode_before) {
+        // What the (un)subscribe commands answer are push messages, which Redis sends
+        // whatever CLIENT REPLY says.
+        if suppress_reply(client, mode_before)
+            && !matches!(outcome, Outcome::Ran(c) if c.has(flags::PUBSUB) && c.has(flags::SUBSCRIBED))
+        {
             out.truncate(start_len);
         }
         if w.server.tracking.active() || !after.tracking.is_empty() {
@@ -164,12 +170,16 @@ pub fn execute(
 fn suppress_reply(client: &mut Client, mode_before: ReplyMode) -> bool {
     match mode_before {
         ReplyMode::On => false,
-        ReplyMode::Skip => {
-            if client.reply == ReplyMode::Skip {
+        // The command after SKIP is not answered, unless it is CLIENT REPLY ON (which
+        // clears SKIP first, as in Redis).
+        ReplyMode::Skip => match client.reply {
+            ReplyMode::Skip => {
                 client.reply = ReplyMode::On;
+                true
             }
-            true
-        }
+            ReplyMode::On => false,
+            ReplyMode::Off => true,
+        },
         ReplyMode::Off => client.reply != ReplyMode::On,
     }
 }
@@ -207,6 +217,14 @@ fn run(
 ) -> Outcome {
     let server = w.server;
     let cmd = server.table.commands[id];
+    // CLIENT LIST's cmd=: the client's own last command, queued or refused ones included
+    // (not those EXEC or a script runs for it).
+    if matches!(origin, Origin::Client) {
+        client
+            .info
+            .last_cmd
+            .store(id, std::sync::atomic::Ordering::Relaxed);
+    }
     match admit::admit(server, client, id, call.argv, origin) {
         admit::Admit::Run => {}
         admit::Admit::Queue => {
@@ -216,10 +234,6 @@ fn run(
         admit::Admit::Pause => return Outcome::Paused,
         admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
     }
-    client
-        .info
-        .last_cmd
-        .store(id, std::sync::atomic::Ordering::Relaxed);
     let started = w.clock;
     let db = client.db;
     let write = cmd.has(flags::WRITE);

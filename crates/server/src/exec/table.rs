@@ -1,7 +1,7 @@
 //! Stage 1: the command table built from every family's declarations; resolving a request
 //! to its command or subcommand, and the arity check.
 
-use crate::exec::command::{CmdError, Command};
+use crate::exec::command::{flags, CmdError, Command};
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -96,6 +96,12 @@ impl Table {
         Some(id)
     }
 
+    /// Whether COMMAND lists this command: every one but the subcommands of an OPAQUE
+    /// container.
+    pub fn is_listed(&self, id: usize) -> bool {
+        self.parent[id].is_none_or(|p| !self.commands[p].has(flags::OPAQUE))
+    }
+
     /// Top-level commands, in declaration order.
     pub fn top_level(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.commands.len()).filter(|&i| self.parent[i].is_none())
@@ -117,7 +123,13 @@ impl Table {
         }
         let full = [cmd.name.as_bytes(), b"|", &argv[1]].concat();
         match self.find(&full) {
+            Some(sid) if cmd.has(flags::OPAQUE) => {
+                check_arity(self.commands[sid], argv, &self.fullnames[sid])
+                    .map(|_| sid)
+                    .map_err(|_| wrong_subcommand_args(argv))
+            }
             Some(sid) => check_arity(self.commands[sid], argv, &self.fullnames[sid]).map(|_| sid),
+            None if cmd.has(flags::OPAQUE) => Err(wrong_subcommand_args(argv)),
             None => Err(CmdError::Custom(format!(
                 "ERR unknown subcommand '{}'. Try {} HELP.",
                 truncate(&argv[1], 128),
@@ -150,6 +162,16 @@ fn check_arity(cmd: &Command, argv: &[Bytes], fullname: &str) -> Result<(), CmdE
         return Err(CmdError::arity(fullname));
     }
     Ok(())
+}
+
+/// Redis's answer to a subcommand it parses itself given the wrong number of arguments:
+/// "ERR unknown subcommand or wrong number of arguments for 'x'. Try DEBUG HELP."
+pub fn wrong_subcommand_args(argv: &[Bytes]) -> CmdError {
+    CmdError::Custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        truncate(argv.get(1).map_or(&[][..], |a| a), 128),
+        String::from_utf8_lossy(&argv[0]).to_ascii_uppercase()
+    ))
 }
 
 fn truncate(b: &[u8], max: usize) -> String {

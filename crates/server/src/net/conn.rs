@@ -104,6 +104,7 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
         server.clients.next_id(),
         peer.to_string(),
         local.to_string(),
+        std::os::fd::AsRawFd::as_raw_fd(&stream),
     ));
     server.clients.add(info.clone());
     let authenticated = server.config.get().requirepass.is_empty();
@@ -204,6 +205,9 @@ async fn serve_client(
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
+        // CLIENT LIST's qbuf counts the commands of this read while they run, as Redis's
+        // query buffer holds them until the batch is done.
+        info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         loop {
             if limits.stale(server, client) {
                 limits = ConnLimits::load(server, &mut parser, client.authenticated);

@@ -139,7 +139,14 @@ pub fn load_key(
         });
     }
     match (value, &e.value) {
-        (Some(value), _) => l.put_owned(&e.key, Owned { value, expire_at }),
+        (Some(value), _) => l.put_owned(
+            &e.key,
+            Owned {
+                value,
+                expire_at,
+                raw: false,
+            },
+        ),
         (None, RdbValue::String(s)) => l.set_str(&e.key, s, expire_at.map_or(Ttl::Clear, Ttl::At)),
         (None, _) => {}
     }

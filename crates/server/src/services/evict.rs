@@ -286,10 +286,9 @@ impl Evictor {
     }
 }
 
-/// Bytes of evicted values queued for the lazy-free thread and not yet freed, and how
-/// many values (INFO lazyfree_pending_objects).
+/// Bytes of evicted values queued for the lazy-free thread and not yet freed (the thread
+/// counts the values, INFO lazyfree_pending_objects).
 static LAZY_BYTES: AtomicU64 = AtomicU64::new(0);
-pub static LAZY_PENDING: AtomicU64 = AtomicU64::new(0);
 
 /// An evicted value on its way to the lazy-free thread, counted until freed.
 struct LazyEntry(#[allow(dead_code)] strata_engine::Unlinked, u64);
@@ -299,8 +298,7 @@ impl LazyEntry {
     fn free_later(entry: strata_engine::Unlinked) -> i64 {
         let bytes = entry.memory_usage() as u64;
         LAZY_BYTES.fetch_add(bytes, Relaxed);
-        LAZY_PENDING.fetch_add(1, Relaxed);
-        lazyfree::free_later(LazyEntry(entry, bytes));
+        lazyfree::free_later(LazyEntry(entry, bytes), 1);
         bytes as i64
     }
 }
@@ -308,7 +306,6 @@ impl LazyEntry {
 impl Drop for LazyEntry {
     fn drop(&mut self) {
         LAZY_BYTES.fetch_sub(self.1, Relaxed);
-        LAZY_PENDING.fetch_sub(1, Relaxed);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Services that commands and the request path use, each owning its state.
 
 pub mod blocking;
+pub mod debug;
 pub mod evict;
 pub mod latency;
 pub mod lazyfree;

@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn lines_quote_and_redact_as_redis() {
         let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_000_042);
-        let info = ClientInfo::new(7, "127.0.0.1:5555".into(), "127.0.0.1:6379".into());
+        let info = ClientInfo::new(7, "127.0.0.1:5555".into(), "127.0.0.1:6379".into(), -1);
         let argv = [
             Bytes::from_static(b"SET"),
             Bytes::from_static(b"k \"q\"\\"),

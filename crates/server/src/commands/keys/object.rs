@@ -3,7 +3,7 @@
 use super::lock_notouch;
 use crate::exec::command::{parse_i64, CmdError, CmdResult};
 use crate::exec::ctx::Ctx;
-use strata_engine::clock;
+use strata_engine::{clock, EntryRef};
 
 const OBJECT_HELP: &[&str] = &[
     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -51,17 +51,10 @@ struct ObjInfo {
 fn object_lookup(ctx: &mut Ctx<'_>) -> Option<ObjInfo> {
     let key = ctx.arg(2);
     let mut l = lock_notouch(ctx, &[key]);
-    let info = l.get(key).map(|e| {
-        let encoding = e.encoding();
-        let small_int = encoding == "int"
-            && e.as_str()
-                .and_then(parse_i64)
-                .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
-        ObjInfo {
-            encoding,
-            small_int,
-            lru: e.lru(),
-        }
+    let info = l.get(key).map(|e| ObjInfo {
+        encoding: e.encoding(),
+        small_int: shared_int(&e),
+        lru: e.lru(),
     });
     drop(l);
     if info.is_none() {
@@ -77,19 +70,36 @@ pub(super) fn object_encoding(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// REFCOUNT: Redis shares the integer objects 0..9999 (refcount INT_MAX) unless maxmemory
-/// is set with an LRU/LFU policy; every other value has one reference.
+/// One of the integers Redis keeps as shared objects (0..9999).
+fn shared_int(e: &EntryRef<'_>) -> bool {
+    e.encoding() == "int"
+        && e.as_str()
+            .and_then(parse_i64)
+            .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
+}
+
+/// Redis shares the integer objects 0..9999 (refcount INT_MAX) unless maxmemory is set
+/// with an LRU/LFU policy; every other value has one reference.
+fn refcount_of(ctx: &Ctx<'_>, small_int: bool) -> i64 {
+    let config = ctx.config().get();
+    let no_shared = config.maxmemory != 0 && config.maxmemory_policy.is_lru_or_lfu();
+    if small_int && !no_shared {
+        SHARED_REFCOUNT
+    } else {
+        1
+    }
+}
+
+/// The reference count OBJECT REFCOUNT (and DEBUG OBJECT) report for an entry.
+pub(crate) fn refcount(ctx: &Ctx<'_>, e: &EntryRef<'_>) -> i64 {
+    refcount_of(ctx, shared_int(e))
+}
+
 pub(super) fn object_refcount(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
     };
-    let config = ctx.config().get();
-    let no_shared = config.maxmemory != 0 && config.maxmemory_policy.is_lru_or_lfu();
-    ctx.out.int(if info.small_int && !no_shared {
-        SHARED_REFCOUNT
-    } else {
-        1
-    });
+    ctx.out.int(refcount_of(ctx, info.small_int));
     Ok(())
 }
 

@@ -21,7 +21,7 @@ mod info;
 mod range;
 mod read;
 
-use crate::exec::command::{flags, CmdError, Command, Keys};
+use crate::exec::command::{flags, ks, Begin, CmdError, Command, Find, KeySpec, Keys};
 use bytes::Bytes;
 use strata_engine::stream::{Entry, StreamError, StreamId, ID_TEXT_MAX};
 use strata_resp::Reply;
@@ -126,7 +126,21 @@ pub const COMMANDS: &[Command] = &[
         name: "xread",
         arity: -4,
         flags: R | flags::BLOCKING | flags::MOVABLEKEYS,
-        keys: Keys::Custom(read::stream_keys),
+        keys: Keys::Custom(
+            read::stream_keys,
+            &[KeySpec {
+                flags: ks::RO | ks::ACCESS,
+                begin: Begin::Keyword {
+                    keyword: "STREAMS",
+                    startfrom: 1,
+                },
+                find: Find::Range {
+                    lastkey: -1,
+                    step: 1,
+                    limit: 2,
+                },
+            }],
+        ),
         summary: "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
         complexity: READ_CPLX,
         handler: read::xread,
@@ -136,7 +150,21 @@ pub const COMMANDS: &[Command] = &[
         name: "xreadgroup",
         arity: -7,
         flags: W | flags::BLOCKING | flags::MOVABLEKEYS,
-        keys: Keys::Custom(read::stream_keys),
+        keys: Keys::Custom(
+            read::stream_keys,
+            &[KeySpec {
+                flags: ks::RO | ks::ACCESS,
+                begin: Begin::Keyword {
+                    keyword: "STREAMS",
+                    startfrom: 4,
+                },
+                find: Find::Range {
+                    lastkey: -1,
+                    step: 1,
+                    limit: 2,
+                },
+            }],
+        ),
         summary: "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.",
         complexity: "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
         handler: read::xreadgroup,

@@ -11,7 +11,7 @@
 use super::claim::Records;
 use super::{count_arg, id_bytes, no_group, parse_id, reply_counted, reply_entry, reply_id};
 use crate::commands::blocking::rerun;
-use crate::exec::command::{parse_i64, CmdError, CmdResult};
+use crate::exec::command::{ks, parse_i64, CmdError, CmdResult, KeyAt};
 use crate::exec::ctx::Ctx;
 use crate::services::blocking::BlockRequest;
 use crate::services::notify;
@@ -25,7 +25,7 @@ const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// XREAD/XREADGROUP key positions: the first half of the arguments after STREAMS (none
 /// when the options before it do not parse, or the keys and IDs do not pair up).
-pub(super) fn stream_keys(argv: &[Bytes]) -> Vec<usize> {
+pub(super) fn stream_keys(argv: &[Bytes]) -> Vec<KeyAt> {
     let mut i = 1;
     while i < argv.len() {
         match argv[i].to_ascii_lowercase().as_slice() {
@@ -37,7 +37,12 @@ pub(super) fn stream_keys(argv: &[Bytes]) -> Vec<usize> {
                 if rest == 0 || !rest.is_multiple_of(2) {
                     return Vec::new();
                 }
-                return (i + 1..=i + rest / 2).collect();
+                return (i + 1..=i + rest / 2)
+                    .map(|pos| KeyAt {
+                        pos,
+                        flags: ks::RO | ks::ACCESS,
+                    })
+                    .collect();
             }
             _ => return Vec::new(),
         }

@@ -424,7 +424,7 @@ mod tests {
     use super::*;
 
     fn client(id: u64, resp3: bool) -> Arc<ClientInfo> {
-        let c = Arc::new(ClientInfo::new(id, format!("c{id}"), "s".into()));
+        let c = Arc::new(ClientInfo::new(id, format!("c{id}"), "s".into(), -1));
         c.resp.store(if resp3 { 3 } else { 2 }, Ordering::Relaxed);
         c
     }
