@@ -8,7 +8,8 @@ use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
 use hashbrown::HashTable;
 use parking_lot::{Mutex, MutexGuard};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Redis's default number of databases (SELECT 0..15).
@@ -23,12 +24,51 @@ pub(crate) struct Shard(pub Mutex<ShardData>);
 /// under the key's shard lock: it must not lock shards.
 pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
+/// What an entry's 24 access bits hold: the LRU clock of its last access (the default),
+/// or, with `lfu` (an LFU `maxmemory-policy`), Redis's LFU form: the minute of its last
+/// access and a counter of accesses, counted up logarithmically (`lfu_log_factor`) and
+/// decayed by one per `lfu_decay_time` minutes. Switching reinterprets the bits, as in
+/// Redis ("data will take some time to adjust").
+#[derive(Debug)]
+pub struct Access {
+    pub lfu: AtomicBool,
+    pub lfu_log_factor: AtomicU32,
+    pub lfu_decay_time: AtomicU64,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access {
+            lfu: AtomicBool::new(false),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_time: AtomicU64::new(1),
+        }
+    }
+}
+
+impl Access {
+    /// How an access at `now_ms` stamps entries.
+    pub fn stamp(&self, now_ms: u64) -> clock::Stamp {
+        if self.lfu.load(Ordering::Relaxed) {
+            clock::Stamp::Lfu {
+                minutes: clock::lfu_minutes(now_ms),
+                now_ms,
+                log_factor: self.lfu_log_factor.load(Ordering::Relaxed),
+                decay_minutes: self.lfu_decay_time.load(Ordering::Relaxed),
+            }
+        } else {
+            clock::Stamp::Lru(clock::lru_clock(now_ms))
+        }
+    }
+}
+
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
     index: usize,
     pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    pub(crate) access: Arc<Access>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -72,6 +112,7 @@ impl Db {
         index: usize,
         shard_bits: u32,
         hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+        access: &Arc<Access>,
         owner: usize,
     ) -> Db {
         let n = 1usize << shard_bits;
@@ -87,6 +128,7 @@ impl Db {
             mask: n - 1,
             index,
             on_expired: hook.clone(),
+            access: access.clone(),
         }
     }
 
@@ -466,6 +508,8 @@ pub struct Keyspace {
     dbs: Box<[Db]>,
     /// Encoding thresholds for collections (from the server's config).
     pub encodings: crate::types::Encodings,
+    /// LRU or LFU access stamps (from the server's config).
+    pub access: Arc<Access>,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
     on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
@@ -479,12 +523,14 @@ impl Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let hook = std::sync::Arc::new(std::sync::OnceLock::new());
+        let access = Arc::new(Access::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook, id))
+                .map(|i| Db::new(i, shard_bits, &hook, &access, id))
                 .collect(),
             id,
             encodings: Default::default(),
+            access,
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
             on_expired: hook,

@@ -21,7 +21,9 @@ mod value;
 
 pub use embedded::Table;
 pub use entry::{EntryRef, Kind};
-pub use keyspace::{Capture, Captured, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT};
+pub use keyspace::{
+    Access, Capture, Captured, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT,
+};
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};
 pub use types::{stream, Encodings, HashValue, ListValue, SetValue, StreamValue, ZSetValue};

@@ -2,6 +2,7 @@
 //! here, so lazy expiry, hit/miss counting and LRU touching happen in exactly one place.
 
 use crate::clock;
+use crate::clock::Stamp;
 use crate::entry::EntryRef;
 use crate::keyspace::Db;
 use crate::session::ShardGuard;
@@ -37,7 +38,9 @@ pub struct Locked<'a> {
     /// The command's time in Unix ms; 0 until first needed when the caller gave none
     /// (most lookups touch no entry with an expiry and need no clock at all).
     now: Cell<u64>,
-    lru: Cell<u32>,
+    /// How this command's accesses stamp entries (LRU clock or LFU), once the clock is
+    /// read.
+    stamp: Cell<Option<Stamp>>,
     touch: bool,
 }
 
@@ -48,7 +51,7 @@ impl<'a> Locked<'a> {
             db,
             guards,
             now: Cell::new(now),
-            lru: Cell::new(if now == 0 { 0 } else { clock::lru_clock(now) }),
+            stamp: Cell::new(None),
             touch: true,
         }
     }
@@ -65,17 +68,27 @@ impl<'a> Locked<'a> {
             0 => {
                 let t = clock::now_ms();
                 self.now.set(t);
-                self.lru.set(clock::lru_clock(t));
                 t
             }
             t => t,
         }
     }
 
-    /// The LRU stamp for entries written or read now.
+    /// How entries accessed now are stamped.
+    fn stamp(&self) -> Stamp {
+        match self.stamp.get() {
+            Some(s) => s,
+            None => {
+                let s = self.db.access.stamp(self.now());
+                self.stamp.set(Some(s));
+                s
+            }
+        }
+    }
+
+    /// The access stamp of an entry created now.
     fn lru(&self) -> u32 {
-        self.now();
-        self.lru.get()
+        self.stamp().fresh()
     }
 
     fn shard(&mut self, h: u64) -> &mut ShardData {
@@ -121,8 +134,8 @@ impl<'a> Locked<'a> {
             self.shard(h).misses += 1;
             return None;
         }
-        let lru = if self.touch { Some(self.lru()) } else { None };
-        self.shard(h).read(h, key, lru)
+        let stamp = if self.touch { Some(self.stamp()) } else { None };
+        self.shard(h).read(h, key, stamp)
     }
 
     /// A lookup that changes no statistics and no access time (write paths, TYPE, TTL...).
@@ -197,11 +210,11 @@ impl<'a> Locked<'a> {
         if !found {
             return Ok(None);
         }
-        let lru = self.lru();
+        let stamp = self.stamp();
         let Some(slot) = self.shard(h).block_mut(h, key) else {
             return Ok(None);
         };
-        slot.touch(lru);
+        slot.touch(stamp.touched(slot.lru()));
         if slot.view().kind() != crate::Kind::String {
             return Err(WrongType);
         }
@@ -220,7 +233,7 @@ impl<'a> Locked<'a> {
         if self.shard(h).volatile != 0 && !self.live(key).1 {
             return Ok(None);
         }
-        let lru = self.lru();
+        let stamp = self.stamp();
         let slot = match self.shard(h).find_mut(h, key) {
             None => return Ok(None),
             Some(FoundMut::Inline(_)) => return Err(WrongType),
@@ -229,7 +242,7 @@ impl<'a> Locked<'a> {
         match slot.obj_if_mut() {
             None => Err(WrongType),
             Some(o) => {
-                o.set_lru(lru);
+                o.set_lru(stamp.touched(o.lru()));
                 match o.value {
                     Value::Str(_) => Err(WrongType),
                     _ => Ok(Some(&mut o.value)),
@@ -297,12 +310,13 @@ impl<'a> Locked<'a> {
         self.shard(h).put(h, key, owned.value, owned.expire_at, lru);
     }
 
-    /// Sets an existing entry's LRU stamp (a loaded or restored key's idle time); false if
-    /// there is no such key.
+    /// Sets an existing entry's 24 access bits as they are (a loaded or restored key's
+    /// idle time or LFU counter: `clock::lru_clock`, `clock::lfu_stamp`); false if there
+    /// is no such key.
     pub fn set_lru(&mut self, key: &[u8], lru: u32) -> bool {
         let (h, found) = self.live(key);
         if found {
-            self.shard(h).touch(h, key, lru);
+            self.shard(h).touch(h, key, Stamp::Lru(lru));
         }
         found
     }
@@ -323,12 +337,12 @@ impl<'a> Locked<'a> {
     /// Like Redis's write lookups, this refreshes the key's access time.
     pub fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
         let (h, found) = self.live(key);
-        let lru = self.lru();
+        let stamp = self.stamp();
         let shard = self.shard(h);
         if !(found && shard.set_expire(h, key, expire_at)) {
             return false;
         }
-        shard.touch(h, key, lru);
+        shard.touch(h, key, stamp);
         true
     }
 }

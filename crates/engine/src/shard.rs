@@ -1,6 +1,7 @@
 //! One shard: a hash table of entries behind its own lock, plus counters kept under that
 //! lock (so hot paths touch no shared atomics).
 
+use crate::clock::Stamp;
 use crate::entry::{EntryRef, Slot};
 use crate::inline::Inline;
 use crate::value::Value;
@@ -148,10 +149,10 @@ impl ShardData {
     }
 
     /// A read's probe: counts a keyspace hit or miss, and stamps the entry's access time
-    /// when `lru` is given. (`find_mut` with the fields split, so that the counters can be
+    /// (or LFU counter) when `stamp` is given. (`find_mut` with the fields split, so that the counters can be
     /// written while the entry found stays borrowed.)
     #[inline]
-    pub fn read(&mut self, h: u64, key: &[u8], lru: Option<u32>) -> Option<EntryRef<'_>> {
+    pub fn read(&mut self, h: u64, key: &[u8], stamp: Option<Stamp>) -> Option<EntryRef<'_>> {
         self.slots_hint(h);
         let ShardData {
             small,
@@ -162,8 +163,8 @@ impl ShardData {
         } = self;
         if let Some(s) = small.find_mut(h, |s| key_eq(s.key(), key)) {
             *hits += 1;
-            if let Some(lru) = lru {
-                s.touch(lru);
+            if let Some(stamp) = stamp {
+                s.touch(stamp.touched(s.lru()));
             }
             return Some(EntryRef::inline(s));
         }
@@ -172,17 +173,17 @@ impl ShardData {
             return None;
         };
         *hits += 1;
-        if let Some(lru) = lru {
-            s.touch(lru);
+        if let Some(stamp) = stamp {
+            s.touch(stamp.touched(s.lru()));
         }
         Some(s.view())
     }
 
-    /// Stamps an existing entry's access time.
-    pub fn touch(&mut self, h: u64, key: &[u8], lru: u32) {
+    /// Stamps an existing entry's access time (or LFU counter).
+    pub fn touch(&mut self, h: u64, key: &[u8], stamp: Stamp) {
         match self.find_mut(h, key) {
-            Some(FoundMut::Inline(s)) => s.touch(lru),
-            Some(FoundMut::Block(s)) => s.touch(lru),
+            Some(FoundMut::Inline(s)) => s.touch(stamp.touched(s.lru())),
+            Some(FoundMut::Block(s)) => s.touch(stamp.touched(s.lru())),
             None => {}
         }
     }
@@ -540,7 +541,7 @@ fn slots_end<T>(table: &HashTable<T>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{hash, key_eq, Removed, ShardData};
+    use super::{hash, key_eq, Removed, ShardData, Stamp};
     use crate::entry::Slot;
     use crate::inline::Inline;
     use crate::value::Value;
@@ -678,7 +679,7 @@ mod tests {
         assert!(d.set_expire(h, k, None), "clearing no expiry");
         assert_eq!(where_(&d), (true, false, Some((v(b"s"), None)), 0));
         // An edit takes the block form, keeping the value and the access time.
-        d.touch(h, k, 77);
+        d.touch(h, k, Stamp::Lru(77));
         let slot = d.block_mut(h, k).expect("entry");
         assert_eq!((slot.view().as_str(), slot.lru()), (Some(&b"s"[..]), 77));
         assert_eq!(where_(&d), (false, true, Some((v(b"s"), None)), 0));
@@ -703,10 +704,10 @@ mod tests {
             d.put_str(hash(k), k, v, None, 5);
             let e = d.read(hash(k), k, None).expect("entry");
             assert_eq!((e.as_str(), e.lru()), (Some(v), 5));
-            let e = d.read(hash(k), k, Some(6)).expect("entry");
+            let e = d.read(hash(k), k, Some(Stamp::Lru(6))).expect("entry");
             assert_eq!((e.as_str(), e.lru()), (Some(v), 6));
         }
-        assert!(d.read(hash(b"c"), b"c", Some(1)).is_none());
+        assert!(d.read(hash(b"c"), b"c", Some(Stamp::Lru(1))).is_none());
         assert_eq!(
             (d.hits, d.misses, d.small.len(), d.table.len()),
             (4, 1, 1, 1)

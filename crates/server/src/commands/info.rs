@@ -388,6 +388,7 @@ fn stats_section(server: &Server, s: &mut String) {
     );
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
+    field(s, "migrate_cached_sockets", server.migrations.cached());
     field(s, "total_error_replies", errors);
 }
 

@@ -12,6 +12,7 @@ pub mod bitmap;
 pub mod blocking;
 pub mod config;
 pub mod connection;
+pub mod dump;
 pub mod hash;
 pub mod hll;
 pub mod hyperloglog;
@@ -19,6 +20,7 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
@@ -37,6 +39,8 @@ pub const FAMILIES: &[&[Command]] = &[
     config::COMMANDS,
     introspection::COMMANDS,
     strings::COMMANDS,
+    dump::COMMANDS,
+    migrate::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,
     hash::COMMANDS,

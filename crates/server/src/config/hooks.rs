@@ -11,6 +11,8 @@ use std::sync::atomic::Ordering;
 pub enum Hook {
     /// The listpack/intset thresholds the engine checks as collections grow.
     Encodings,
+    /// Whether keys keep LRU access times or LFU counters, and the LFU parameters.
+    Access,
     /// The flags the keyspace-notification fast path reads.
     Notify,
     /// When a running script makes other clients get -BUSY.
@@ -47,6 +49,12 @@ impl Hook {
                     .store(c.stream_node_max_bytes, Ordering::Relaxed);
                 e.stream_node_max_entries
                     .store(c.stream_node_max_entries as u64, Ordering::Relaxed);
+            }
+            Hook::Access => {
+                let a = &server.keyspace.access;
+                a.lfu.store(c.maxmemory_policy.is_lfu(), Ordering::Relaxed);
+                a.lfu_log_factor.store(c.lfu_log_factor, Ordering::Relaxed);
+                a.lfu_decay_time.store(c.lfu_decay_time, Ordering::Relaxed);
             }
             Hook::Notify => server.notify_flags.store(
                 crate::services::notify::effective(c.notify_keyspace_events.0),

@@ -66,14 +66,16 @@ directives! {
     activerehashing: bool = "yes", "activerehashing", LIVE | INERT;
     /// Memory limit: reported, not enforced yet.
     maxmemory: u64 [memory(0, ULLONG_MAX)] = "0", "maxmemory", LIVE;
-    /// Eviction policy: reported and read by OBJECT, not enforced yet.
-    maxmemory_policy: MaxmemoryPolicy = "noeviction", "maxmemory-policy", LIVE;
+    /// Eviction policy: not enforced yet; an LFU policy makes keys keep LFU counters
+    /// (OBJECT FREQ, RESTORE ... FREQ, RDB files) instead of access times.
+    maxmemory_policy: MaxmemoryPolicy = "noeviction", "maxmemory-policy", LIVE => Access;
     maxmemory_samples: u32 [int(1, INT_MAX)] = "5", "maxmemory-samples", LIVE | INERT;
     maxmemory_eviction_tenacity: u32 [int(0, 100)] = "10",
         "maxmemory-eviction-tenacity", LIVE | INERT;
-    lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE | INERT;
+    /// How slowly LFU counters grow with accesses.
+    lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE => Access;
     /// Minutes per decrement of the LFU counter (OBJECT FREQ).
-    lfu_decay_time: u64 [int(0, INT_MAX)] = "1", "lfu-decay-time", LIVE;
+    lfu_decay_time: u64 [int(0, INT_MAX)] = "1", "lfu-decay-time", LIVE => Access;
     /// FLUSHALL/FLUSHDB free memory in the background by default.
     lazyfree_lazy_user_flush: bool = "no", "lazyfree-lazy-user-flush", LIVE;
     lazyfree_lazy_eviction: bool = "no", "lazyfree-lazy-eviction", LIVE | INERT;

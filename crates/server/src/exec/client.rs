@@ -43,6 +43,9 @@ pub struct Client {
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
+    /// The result of the work its last command deferred (`Ctx::defer`), for that command's
+    /// second run.
+    pub resume: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl Client {
@@ -62,6 +65,7 @@ impl Client {
             multi: None,
             watch: Default::default(),
             last_lsn: 0,
+            resume: None,
         }
     }
 

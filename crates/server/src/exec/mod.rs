@@ -73,19 +73,29 @@ pub struct ScriptRules {
 }
 
 /// What a command leaves for its connection to do after it: its own push messages, to be
-/// placed before its reply; keys it made ready for blocked clients; its request to block.
+/// placed before its reply; keys it made ready for blocked clients; its request to block;
+/// work to run off the worker thread before the command runs again (`Ctx::defer`).
 #[derive(Default)]
 pub struct After {
     pub self_push: Vec<u8>,
     pub ready_keys: Vec<(usize, Bytes)>,
     pub block: Option<Box<BlockRequest>>,
+    pub defer: Option<Deferred>,
 }
+
+/// Blocking work a command hands to the worker's blocking pool (MIGRATE's network round
+/// trips). Its result is given back to the command, run again as the same client, in
+/// `Client::resume`.
+pub type Deferred = Box<dyn FnOnce() -> Box<dyn std::any::Any + Send> + Send>;
 
 impl After {
     /// True when there is nothing to do (checked after every command).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.self_push.is_empty() && self.ready_keys.is_empty() && self.block.is_none()
+        self.self_push.is_empty()
+            && self.ready_keys.is_empty()
+            && self.block.is_none()
+            && self.defer.is_none()
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod blocking;
 pub mod lazyfree;
+pub mod migrate;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;

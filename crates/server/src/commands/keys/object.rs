@@ -105,8 +105,7 @@ pub(super) fn object_idletime(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FREQ. The engine keeps an access clock but no LFU counter, so this reports Redis's
-/// initial counter decayed by the time since the last access (`rdb::meta::lfu_freq`).
+/// FREQ: the key's LFU counter, decayed to now (an LFU policy keeps one per key).
 pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
@@ -116,6 +115,6 @@ pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let decay = ctx.config().get().lfu_decay_time;
     ctx.out
-        .int(crate::rdb::meta::lfu_freq(info.lru, ctx.now_ms, decay) as i64);
+        .int(crate::rdb::meta::lfu_freq(info.lru, ctx.now_ms, decay).into());
     Ok(())
 }
