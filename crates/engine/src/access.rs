@@ -120,7 +120,8 @@ impl Stamp {
     }
 }
 
-fn lfu_pair(minutes: u16, counter: u8) -> u32 {
+/// The 24 access bits in LFU form: the access minute, then the counter.
+pub fn lfu_pair(minutes: u16, counter: u8) -> u32 {
     (u32::from(minutes) << 8) | u32::from(counter)
 }
 

@@ -66,6 +66,8 @@ pub struct Server {
     pub sinks: crate::exec::sink::Sinks,
     /// Script bodies, function libraries and running scripts.
     pub scripts: crate::services::scripting::Scripts,
+    /// MIGRATE's cached connections to its targets.
+    pub migrations: crate::services::migrate::Migrations,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
     /// Each worker thread's queue of connections: new ones, and ones moved to it.
@@ -216,6 +218,7 @@ impl Server {
             sinks: Default::default(),
             me: Default::default(),
             scripts: Default::default(),
+            migrations: Default::default(),
             workers: Default::default(),
         });
         let _ = server.me.set(Arc::downgrade(&server));
@@ -280,6 +283,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
             server.ops_per_sec.store(rate as u64, Ordering::Relaxed);
             last = (Instant::now(), total);
             close_idle_clients(server);
+            server.migrations.close_idle();
             crate::services::snapshot::cron(server);
         }
         std::thread::sleep(period);

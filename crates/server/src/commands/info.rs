@@ -466,7 +466,7 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "tracking_total_keys", keys);
     field(s, "tracking_total_items", items);
     field(s, "tracking_total_prefixes", prefixes);
-    field(s, "migrate_cached_sockets", 0);
+    field(s, "migrate_cached_sockets", server.migrations.cached());
     field(s, "slave_expires_tracked_keys", 0);
     field(s, "total_error_replies", errors);
 }

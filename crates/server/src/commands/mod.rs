@@ -14,6 +14,7 @@ mod caching;
 pub mod config;
 pub mod connection;
 pub mod debug;
+pub mod dump;
 pub mod geo;
 pub mod hash;
 pub mod hll;
@@ -25,6 +26,7 @@ pub mod latency;
 pub mod list;
 pub mod lolwut;
 pub mod memory;
+pub mod migrate;
 mod pause;
 pub mod persistence;
 pub mod pubsub;
@@ -48,6 +50,8 @@ pub const FAMILIES: &[&[Command]] = &[
     introspection::COMMANDS,
     memory::COMMANDS,
     strings::COMMANDS,
+    dump::COMMANDS,
+    migrate::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,
     hash::COMMANDS,

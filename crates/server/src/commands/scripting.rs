@@ -677,98 +677,42 @@ fn function_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FUNCTION DUMP: every library's code, in Strata's own payload format (a magic, then
-/// length-prefixed codes, then a CRC32). Not interchangeable with Redis's RDB payload.
+/// FUNCTION DUMP: every library's code as Redis's payload (FUNCTION2 records, the RDB
+/// version, a CRC64), which redis-server's FUNCTION RESTORE takes too.
 fn function_dump(ctx: &mut Ctx<'_>) -> CmdResult {
     let libs = ctx.scripts().libraries.read();
-    let mut buf = DUMP_MAGIC.to_vec();
-    for l in libs.values() {
-        buf.extend_from_slice(&(l.code.len() as u32).to_le_bytes());
-        buf.extend_from_slice(&l.code);
-    }
-    let crc = crc32(&buf);
-    buf.extend_from_slice(&crc.to_le_bytes());
+    let payload = strata_rdb::dump_functions(libs.values().map(|l| &l.code[..]));
     drop(libs);
-    ctx.out.bulk(&buf);
+    ctx.out.bulk(&payload);
     Ok(())
 }
 
-const DUMP_MAGIC: &[u8] = b"STRFN1";
-
-fn crc32(data: &[u8]) -> u32 {
-    // Bitwise CRC-32 (IEEE): payloads are small and rare.
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-fn parse_dump(p: &[u8]) -> Option<Vec<Bytes>> {
-    let body = p.get(..p.len().checked_sub(4)?)?;
-    let crc = u32::from_le_bytes(p[p.len() - 4..].try_into().ok()?);
-    if crc32(body) != crc || !body.starts_with(DUMP_MAGIC) {
-        return None;
-    }
-    let mut rest = &body[DUMP_MAGIC.len()..];
-    let mut codes = Vec::new();
-    while !rest.is_empty() {
-        let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-        codes.push(Bytes::copy_from_slice(rest.get(4..4 + n)?));
-        rest = &rest[4 + n..];
-    }
-    Some(codes)
-}
-
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: all of the payload's libraries or
+/// none, with Redis's errors.
 fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
-    let policy = match ctx.argv.len() {
-        3 => b"append".to_vec(),
-        4 => ctx.lower(3),
-        _ => return Err(super::wrong_subcommand_args(ctx)),
-    };
-    if !matches!(policy.as_slice(), b"flush" | b"append" | b"replace") {
-        return Err(CmdError::err(
-            "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
-        ));
+    use crate::services::scripting::RestorePolicy;
+    if ctx.argv.len() > 4 {
+        return Err(super::wrong_subcommand_args(ctx));
     }
-    let codes = parse_dump(ctx.arg(2))
-        .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
-    let scripts = &ctx.scripts();
-    let before: Vec<(String, Library)> = std::mem::take(&mut *scripts.libraries.write())
-        .into_iter()
-        .collect();
-    let keep_old = policy.as_slice() != b"flush";
-    if keep_old {
-        scripts
-            .libraries
-            .write()
-            .extend(before.iter().map(|(n, l)| {
-                (
-                    n.clone(),
-                    Library {
-                        code: l.code.clone(),
-                        info: l.info.clone(),
-                    },
-                )
-            }));
-    }
-    let replace = policy.as_slice() == b"replace";
-    for code in codes {
-        if let Err(e) = load_library(ctx, code, replace) {
-            // All or nothing, as Redis: put the old libraries back.
-            *scripts.libraries.write() = before.into_iter().collect();
-            scripts.functions_changed();
-            return Err(e);
-        }
-    }
-    scripts.functions_changed();
+    let policy =
+        match ctx.argv.len() {
+            3 => RestorePolicy::Append,
+            _ => match ctx.lower(3).as_slice() {
+                b"append" => RestorePolicy::Append,
+                b"replace" => RestorePolicy::Replace,
+                b"flush" => RestorePolicy::Flush,
+                _ => return Err(CmdError::err(
+                    "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+                )),
+            },
+        };
+    let codes = strata_rdb::restore_functions(ctx.arg(2)).map_err(|e| match e {
+        strata_rdb::PayloadError::BadData(e) => CmdError::Custom(format!("ERR {}", e.kind())),
+        e => CmdError::Custom(format!("ERR {e}")),
+    })?;
+    ctx.scripts()
+        .restore_libraries(codes, policy)
+        .map_err(CmdError::Custom)?;
     ctx.out.ok();
     Ok(())
 }

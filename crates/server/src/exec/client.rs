@@ -57,6 +57,9 @@ pub struct Client {
     /// command was admitted (Redis's pre_command_oom_state): a script it runs may then not
     /// start writing.
     pub oom_at_start: bool,
+    /// The result of the work its last command deferred (`Ctx::defer`), for that command's
+    /// second run.
+    pub resume: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl Client {
@@ -83,6 +86,7 @@ impl Client {
             caching: false,
             rerun: false,
             oom_at_start: false,
+            resume: None,
         }
     }
 

@@ -323,6 +323,16 @@ impl<'a> Ctx<'a> {
         self.nest.as_ref().is_some_and(|n| n.script.is_some())
     }
 
+    /// Hands blocking `work` (network I/O) to the worker's blocking pool: the connection
+    /// waits for it without holding up the worker thread's other clients, then runs this
+    /// command again, as this client, with `work`'s result in `client.resume`. The handler
+    /// then returns Ok(()) without a reply (and records no effect). Only where
+    /// `may_block` holds; elsewhere do the work in place.
+    pub fn defer(&mut self, work: crate::exec::Deferred) {
+        self.after.defer = Some(work);
+        self.no_effect();
+    }
+
     /// Logs `argv` instead of this command's argv.
     pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
         self.effect = Effect::Commands(vec![argv]);

@@ -80,7 +80,8 @@ pub struct ScriptRules {
 }
 
 /// What a command leaves for its connection to do after it: its own push messages, to be
-/// placed before its reply; keys it made ready for blocked clients; its request to block.
+/// placed before its reply; keys it made ready for blocked clients; its request to block;
+/// work to run off the worker thread before the command runs again (`Ctx::defer`).
 /// Invalidations for the client itself (`tracking`) are placed after the reply by
 /// `execute`, once the outermost command ends.
 #[derive(Default)]
@@ -89,13 +90,22 @@ pub struct After {
     pub ready_keys: Vec<(usize, Bytes)>,
     pub block: Option<Box<BlockRequest>>,
     pub tracking: Vec<u8>,
+    pub defer: Option<Deferred>,
 }
+
+/// Blocking work a command hands to the worker's blocking pool (MIGRATE's network round
+/// trips). Its result is given back to the command, run again as the same client, in
+/// `Client::resume`.
+pub type Deferred = Box<dyn FnOnce() -> Box<dyn std::any::Any + Send> + Send>;
 
 impl After {
     /// True when there is nothing to do (checked after every command).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.self_push.is_empty() && self.ready_keys.is_empty() && self.block.is_none()
+        self.self_push.is_empty()
+            && self.ready_keys.is_empty()
+            && self.block.is_none()
+            && self.defer.is_none()
     }
 }
 

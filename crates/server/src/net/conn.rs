@@ -202,6 +202,7 @@ async fn serve_client(
         pending = false;
         let mut blocked = None;
         let mut paused = None;
+        let mut deferred = None;
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
@@ -231,11 +232,20 @@ async fn serve_client(
                         break;
                     }
                     if !after.is_empty() {
-                        if let Some(req) = after_command(&mut wk, &mut after, &mut out, start) {
+                        match after_command(&mut wk, &mut after, &mut out, start) {
                             // Blocked: answer what came before, then wait; the commands
                             // after it stay in the buffer until it is served.
-                            blocked = Some(blocked::begin(&mut wk, client, &argv, *req));
-                            break;
+                            Some(Wait::Block(req)) => {
+                                blocked = Some(blocked::begin(&mut wk, client, &argv, *req));
+                                break;
+                            }
+                            // Deferred work: the same, until it is done and the command
+                            // has run again.
+                            Some(Wait::Defer(work)) => {
+                                deferred = Some((argv.to_vec(), work));
+                                break;
+                            }
+                            None => {}
                         }
                     }
                     if client.close_after_reply {
@@ -310,6 +320,13 @@ async fn serve_client(
             resume = Some(argv);
             pending = true;
         }
+        if let Some((argv, work)) = deferred {
+            if !run_deferred(server, stats, client, &argv, work, &mut out).await {
+                return None;
+            }
+            // Write its reply, and run what was pipelined after it.
+            pending = true;
+        }
         if let Some(w) = blocked {
             match wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await {
                 Some(reply) => {
@@ -380,9 +397,15 @@ fn movable(c: &Client) -> bool {
     c.subs.is_none() && c.multi.is_none()
 }
 
+/// What a command asked its connection to wait for.
+enum Wait {
+    Block(Box<BlockRequest>),
+    Defer(exec::Deferred),
+}
+
 /// The slow path after a command that left something in `after`: place the client's own
 /// push messages before its reply, serve clients blocked on keys the command made ready,
-/// and return a block request if the command asked to block.
+/// and return what to wait for if the command asked to block or deferred work.
 #[cold]
 #[inline(never)]
 fn after_command(
@@ -390,7 +413,7 @@ fn after_command(
     after: &mut After,
     out: &mut Vec<u8>,
     start: usize,
-) -> Option<Box<BlockRequest>> {
+) -> Option<Wait> {
     if !after.self_push.is_empty() {
         let push = std::mem::take(&mut after.self_push);
         out.splice(start..start, push);
@@ -399,7 +422,53 @@ fn after_command(
         let keys = std::mem::take(&mut after.ready_keys);
         blocked::serve_ready(wk, keys);
     }
-    after.block.take()
+    if let Some(req) = after.block.take() {
+        return Some(Wait::Block(req));
+    }
+    after.defer.take().map(Wait::Defer)
+}
+
+/// Runs a command's deferred work on the blocking pool, then the command again with its
+/// result, writing the reply into `out`. False when the client went away meanwhile (the
+/// work's result is dropped).
+async fn run_deferred(
+    server: &Server,
+    stats: &ThreadStats,
+    client: &mut Client,
+    argv: &[bytes::Bytes],
+    work: exec::Deferred,
+    out: &mut Vec<u8>,
+) -> bool {
+    let done = tokio::select! {
+        biased;
+        _ = client.info.killed() => return false,
+        r = tokio::task::spawn_blocking(work) => r,
+    };
+    let Ok(result) = done else {
+        return false;
+    };
+    client.resume = Some(result);
+    let mut wk = Worker {
+        server,
+        stats,
+        clock: Tick::now(),
+    };
+    let mut after = After::default();
+    let start = out.len();
+    exec::execute(
+        &mut wk,
+        client,
+        Call::new(argv),
+        Origin::Client,
+        out,
+        &mut after,
+    );
+    client.resume = None;
+    if !after.is_empty() {
+        // A second run finishes what the first began: it neither blocks nor defers.
+        let _ = after_command(&mut wk, &mut after, out, start);
+    }
+    true
 }
 
 /// Writes `buf` completely, giving up if the client is killed meanwhile (a client that

@@ -2,14 +2,14 @@
 //! a file with progress reports and a summary ([`Loader`]).
 
 use super::convert::rdb_to_value;
-use super::meta::idle_stamp;
+use super::meta::loaded_stamp;
 use crate::server::Server;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::time::{Duration, Instant};
-use strata_engine::{clock, Keyspace, Owned, Ttl};
+use strata_engine::{clock, Encodings, Keyspace, Locked, Owned, Ttl, Value};
 use strata_rdb::{Entry, Item, RdbValue, Reader};
 
 /// What to do with keys that cannot simply be added.
@@ -100,8 +100,8 @@ impl From<strata_rdb::Error> for LoadError {
 }
 
 /// Stores one key of a file or payload into `ks` as of `now_ms` (Unix ms): its value
-/// built in the engine's form under `ks.encodings`, its expiry, and its idle time when
-/// the file has one.
+/// built in the engine's form under `ks.encodings`, its expiry, and its idle time or LFU
+/// counter when the file has the one the policy keeps.
 pub fn load_key(
     ks: &Keyspace,
     e: &Entry,
@@ -121,16 +121,11 @@ pub fn load_key(
             databases: ks.db_count(),
         })?;
     // Built before the lock is taken: a large value must not hold up the shard.
-    let value = match &e.value {
-        RdbValue::String(_) => None,
-        v => Some(
-            rdb_to_value(v, &ks.encodings).map_err(|why| LoadError::BadValue {
-                db: e.db,
-                key: e.key.clone(),
-                why,
-            })?,
-        ),
-    };
+    let value = prepare(&e.value, &ks.encodings).map_err(|why| LoadError::BadValue {
+        db: e.db,
+        key: e.key.clone(),
+        why,
+    })?;
     let mut l = ks.db(db).lock1_at(now_ms.max(1), &e.key);
     if !opts.replace && l.contains(&e.key) {
         return Err(LoadError::Duplicate {
@@ -138,22 +133,44 @@ pub fn load_key(
             key: e.key.clone(),
         });
     }
-    match (value, &e.value) {
-        (Some(value), _) => l.put_owned(
-            &e.key,
-            Owned {
-                value,
-                expire_at,
-                raw: false,
-            },
-        ),
-        (None, RdbValue::String(s)) => l.set_str(&e.key, s, expire_at.map_or(Ttl::Clear, Ttl::At)),
-        (None, _) => {}
-    }
-    if let Some(idle) = e.meta.idle_secs {
-        l.set_lru(&e.key, idle_stamp(idle, now_ms));
+    value.store(&mut l, &e.key, expire_at);
+    let lfu = ks.access().is_lfu();
+    if let Some(stamp) = loaded_stamp(&e.meta, lfu, now_ms) {
+        l.set_lru(&e.key, stamp);
     }
     Ok(Loaded::Stored)
+}
+
+/// A decoded value ready to store: a string stays in the decoder's bytes (copied once,
+/// into the entry); any other type is built in the engine's form, before a lock is taken.
+pub enum Prepared<'a> {
+    Str(&'a [u8]),
+    Value(Value),
+}
+
+/// Builds `v` for storing under `enc`, or says why the engine cannot hold it.
+pub fn prepare<'a>(v: &'a RdbValue, enc: &Encodings) -> Result<Prepared<'a>, &'static str> {
+    Ok(match v {
+        RdbValue::String(s) => Prepared::Str(s),
+        v => Prepared::Value(rdb_to_value(v, enc)?),
+    })
+}
+
+impl Prepared<'_> {
+    /// Stores it at `key` (replacing what is there) with its expiry (Unix ms).
+    pub fn store(self, l: &mut Locked<'_>, key: &[u8], expire_at: Option<u64>) {
+        match self {
+            Prepared::Str(s) => l.set_str(key, s, expire_at.map_or(Ttl::Clear, Ttl::At)),
+            Prepared::Value(value) => l.put_owned(
+                key,
+                Owned {
+                    value,
+                    expire_at,
+                    raw: false,
+                },
+            ),
+        }
+    }
 }
 
 /// Where a load is, for progress reports.

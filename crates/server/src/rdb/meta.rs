@@ -3,8 +3,8 @@
 //! `maxmemory-policy` of that kind.
 
 use crate::config::{MaxmemoryPolicy, Values};
-use strata_engine::clock;
 use strata_engine::EntryRef;
+use strata_engine::{access, clock};
 use strata_rdb::KeyMeta;
 
 /// Which access attribute is written, from `maxmemory-policy`.
@@ -30,16 +30,10 @@ impl Access {
     }
 }
 
-/// Redis's LFU_INIT_VAL: the counter of a key not yet read.
-pub const LFU_INIT_VAL: u64 = 5;
-
-/// The LFU counter of an entry last touched at LRU stamp `lru`: the initial counter
-/// decayed by one per `decay_minutes` since, as Redis's LFUDecrAndReturn does for a key
-/// never counted up (the engine keeps the access time, not a counter).
-pub fn lfu_freq(lru: u32, now_ms: u64, decay_minutes: u64) -> u64 {
-    let idle_min = clock::idle_ms(lru, now_ms) / 60_000;
-    let periods = idle_min.checked_div(decay_minutes).unwrap_or(0);
-    LFU_INIT_VAL.saturating_sub(periods)
+/// The LFU counter of an entry whose access bits are `lru`, decayed to `now_ms` (OBJECT
+/// FREQ's answer under an LFU policy).
+pub fn lfu_freq(lru: u32, now_ms: u64, decay_minutes: u64) -> u8 {
+    access::lfu_counter(lru, now_ms, decay_minutes.min(u64::from(u32::MAX)) as u32)
 }
 
 /// The attributes written before `e` at `now_ms`.
@@ -52,13 +46,23 @@ pub fn key_meta(e: EntryRef<'_>, access: Access, now_ms: u64) -> KeyMeta {
         Access::None => {}
         Access::Lru => m.idle_secs = Some(clock::idle_ms(e.lru(), now_ms) / 1000),
         Access::Lfu { decay_minutes } => {
-            m.lfu_freq = Some(lfu_freq(e.lru(), now_ms, decay_minutes).min(255) as u8)
+            m.lfu_freq = Some(lfu_freq(e.lru(), now_ms, decay_minutes))
         }
     }
     m
 }
 
-/// The LRU stamp a key loaded at `now_ms` with `idle_secs` of idle time gets.
-pub fn idle_stamp(idle_secs: u64, now_ms: u64) -> u32 {
-    clock::lru_clock(now_ms.saturating_sub(idle_secs.saturating_mul(1000)))
+/// The access bits a key loaded (or restored) at `now_ms` with `meta` gets, as Redis's
+/// objectSetLRUOrLFU: its LFU counter under an LFU policy (`lfu`), else its idle time;
+/// None when `meta` has nothing that applies (the key counts as accessed now).
+pub fn loaded_stamp(meta: &KeyMeta, lfu: bool, now_ms: u64) -> Option<u32> {
+    if lfu {
+        let freq = meta.lfu_freq?;
+        Some(access::lfu_pair(access::lfu_minutes(now_ms), freq))
+    } else {
+        let idle = meta.idle_secs?;
+        Some(clock::lru_clock(
+            now_ms.saturating_sub(idle.saturating_mul(1000)),
+        ))
+    }
 }

@@ -16,16 +16,23 @@
 //! - Loading: [`load_key`] stores one key (`strata_rdb::Entry`) with its expiry and idle
 //!   time; [`Loader`] feeds every item of a `strata_rdb::Reader` (keys, function
 //!   libraries) into a server with progress reports and a [`Summary`].
+//! - Payloads: [`dump_payload`] (DUMP, MIGRATE; a per-thread encoder under the server's
+//!   options), [`payload_error`] (RESTORE's replies), [`prepare`] and
+//!   [`Prepared::store`] for a decoded value.
 //! - Tools: [`tools::export`], [`tools::import`], [`tools::import_at_start`].
 
 mod convert;
 mod load;
 pub mod meta;
+mod payload;
 mod save;
 pub mod tools;
 
 pub use convert::{entry_to_rdb, rdb_to_value, value_to_rdb};
-pub use load::{load_key, LoadError, LoadOptions, Loaded, Loader, Progress, Summary};
+pub use load::{
+    load_key, prepare, LoadError, LoadOptions, Loaded, Loader, Prepared, Progress, Summary,
+};
+pub use payload::{dump_payload, payload_error};
 pub use save::{aux_fields, write_functions, write_keyspace, write_options, write_rdb, Written};
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod latency;
 pub mod lazyfree;
 pub mod mailbox;
 pub mod memory;
+pub mod migrate;
 pub mod monitor;
 pub mod notify;
 pub mod pause;

@@ -15,9 +15,19 @@ use strata_scripting::{LibraryInfo, Lua};
 
 /// A loaded function library: its code (every thread loads it into its own state) and what
 /// FUNCTION LOAD learnt from it.
+#[derive(Clone)]
 pub struct Library {
     pub code: Bytes,
     pub info: LibraryInfo,
+}
+
+/// How FUNCTION RESTORE treats the libraries already loaded: APPEND refuses a name
+/// taken, REPLACE swaps libraries of the same name, FLUSH drops them all first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestorePolicy {
+    Append,
+    Replace,
+    Flush,
 }
 
 /// A script or function running now (SCRIPT KILL, FUNCTION STATS, -BUSY).
@@ -105,6 +115,52 @@ impl Scripts {
         drop(libs);
         self.functions_changed();
         Ok(name)
+    }
+
+    /// FUNCTION RESTORE: the libraries of `codes` (checked together in a fresh state),
+    /// joined to the loaded ones by `policy`, all or none. The error is Redis's reply.
+    pub fn restore_libraries(
+        &self,
+        codes: Vec<Bytes>,
+        policy: RestorePolicy,
+    ) -> Result<(), String> {
+        let mut fresh = Lua::new();
+        let mut new = Vec::with_capacity(codes.len());
+        for code in codes {
+            let info = fresh.load_library(&code)?;
+            new.push(Library { code, info });
+        }
+        let mut libs = self.libraries.write();
+        let mut next: BTreeMap<String, Library> = match policy {
+            RestorePolicy::Flush => BTreeMap::new(),
+            RestorePolicy::Append => {
+                if let Some(l) = new.iter().find(|l| libs.contains_key(&l.info.name)) {
+                    return Err(format!("ERR Library {} already exists", l.info.name));
+                }
+                libs.clone()
+            }
+            RestorePolicy::Replace => libs
+                .iter()
+                .filter(|(n, _)| !new.iter().any(|l| &l.info.name == *n))
+                .map(|(n, l)| (n.clone(), l.clone()))
+                .collect(),
+        };
+        let kept: std::collections::HashSet<&str> = next
+            .values()
+            .flat_map(|l| l.info.functions.iter().map(|f| f.name.as_str()))
+            .collect();
+        let clash = new
+            .iter()
+            .flat_map(|l| &l.info.functions)
+            .find(|f| kept.contains(f.name.as_str()));
+        if let Some(f) = clash {
+            return Err(format!("ERR Function {} already exists", f.name));
+        }
+        next.extend(new.into_iter().map(|l| (l.info.name.clone(), l)));
+        *libs = next;
+        drop(libs);
+        self.functions_changed();
+        Ok(())
     }
 
     pub fn functions_changed(&self) {
