@@ -171,8 +171,9 @@ impl Slot {
         }
     }
 
-    /// A general-form block: head, expiry and long key length if any, key.
-    fn general(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> Slot {
+    /// A general-form block: head, expiry and long key length if any, key. A string in
+    /// this form is one edits left so (OBJECT ENCODING "raw").
+    pub(crate) fn general(key: &[u8], expire_at: Option<u64>, lru: u32, value: Value) -> Slot {
         let klen32 = (key.len() <= SHORT_KEY_MAX).then_some(key.len() as u32);
         let mut flags = 0u8;
         let mut tail = [0u8; 16];
@@ -446,6 +447,15 @@ impl Slot {
     fn obj_layout(&self) -> Layout {
         obj_layout(0, self.obj_tail().len())
     }
+
+    /// The bytes this entry's block was allocated with (its value's heap aside).
+    pub(crate) fn block_len(&self) -> usize {
+        if self.is_obj() {
+            self.obj_layout().size()
+        } else {
+            self.bytes().len()
+        }
+    }
 }
 
 impl Drop for Slot {
@@ -503,6 +513,20 @@ impl<'a> EntryRef<'a> {
             Form::Block(slot) => slot.key(),
             Form::Inline(s) => s.key(),
         }
+    }
+
+    /// The bytes of the entry's block; None for an inline string, which has none.
+    pub(crate) fn block_len(&self) -> Option<usize> {
+        match self.0 {
+            Form::Block(slot) => Some(slot.block_len()),
+            Form::Inline(_) => None,
+        }
+    }
+
+    /// The bytes this entry takes (`crate::memory::entry_bytes`): MEMORY USAGE's answer,
+    /// collections estimated from their first `samples` elements (0: all).
+    pub fn memory_usage(&self, samples: usize) -> usize {
+        crate::memory::entry_bytes(self, samples)
     }
 
     /// The general form, for a block entry that has one.
@@ -572,11 +596,17 @@ impl<'a> EntryRef<'a> {
         }
     }
 
+    /// A string in the general form (edited in place, OBJECT ENCODING "raw").
+    pub(crate) fn is_raw_str(&self) -> bool {
+        matches!(self.value(), Some(Value::Str(_)))
+    }
+
     /// The entry's value and expiry, copied out.
     pub fn to_owned_value(&self) -> crate::value::Owned {
         crate::value::Owned {
             value: self.to_value(),
             expire_at: self.expire_at(),
+            raw: self.is_raw_str(),
         }
     }
 

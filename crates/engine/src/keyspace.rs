@@ -1,8 +1,10 @@
 //! Databases and their shards, and the operations that span a whole database: counting,
 //! flushing, SCAN, KEYS, RANDOMKEY, SWAPDB and the active expiry cycle.
 
+use crate::access::{Access, Stamp};
 use crate::clock;
 use crate::entry::{EntryRef, Kind, Slot};
+use crate::evict::Occupancy;
 use crate::glob;
 use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
@@ -23,12 +25,34 @@ pub(crate) struct Shard(pub Mutex<ShardData>);
 /// under the key's shard lock: it must not lock shards.
 pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
+/// Called with (database index, key) for every key a store creates, while
+/// `Keyspace::announce_created` is on (the server publishes `new` keyspace events from
+/// it). Same rules as `ExpiredHook`: it runs under the key's shard lock.
+pub type CreatedHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+/// What every database shares: the hooks told of expired and created keys, and the
+/// expiry freeze.
+#[derive(Default)]
+pub(crate) struct Hooks {
+    expired: std::sync::OnceLock<ExpiredHook>,
+    created: std::sync::OnceLock<CreatedHook>,
+    /// Whether stores look up and announce the keys they create.
+    announce_created: std::sync::atomic::AtomicBool,
+    /// Until this Unix ms, expired keys stay in place (reading as missing): nothing is
+    /// removed, lazily or actively (the server's CLIENT PAUSE keeps the data set still).
+    frozen_until: AtomicU64,
+}
+
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
     index: usize,
-    pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    pub(crate) hooks: std::sync::Arc<Hooks>,
+    /// The keyspace's access policy (what an access writes in an entry's access bits).
+    pub(crate) access: std::sync::Arc<Access>,
+    /// Which shards hold keys (with a TTL), for eviction's sampling (`crate::evict`).
+    pub(crate) occupancy: std::sync::Arc<Occupancy>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -71,23 +95,34 @@ impl Db {
     fn new(
         index: usize,
         shard_bits: u32,
-        hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+        hooks: &std::sync::Arc<Hooks>,
+        access: &std::sync::Arc<Access>,
         owner: usize,
     ) -> Db {
         let n = 1usize << shard_bits;
+        let occupancy = std::sync::Arc::new(Occupancy::new(n));
         Db {
             shards: (0..n)
-                .map(|_| {
+                .map(|i| {
                     Shard(Mutex::new(ShardData {
                         owner,
+                        index: i as u32,
+                        occupancy: Some(occupancy.clone()),
                         ..Default::default()
                     }))
                 })
                 .collect(),
             mask: n - 1,
             index,
-            on_expired: hook.clone(),
+            hooks: hooks.clone(),
+            access: access.clone(),
+            occupancy,
         }
+    }
+
+    /// The stamp of an access now (the coarse clock; see `Access::stamp_now`).
+    pub(crate) fn stamp_now(&self) -> Stamp {
+        self.access.stamp_now()
     }
 
     /// This database's number (SELECT n).
@@ -97,9 +132,28 @@ impl Db {
 
     /// Reports an expired key to the hook, if one is set.
     pub(crate) fn expired(&self, key: &[u8]) {
-        if let Some(h) = self.on_expired.get() {
+        if let Some(h) = self.hooks.expired.get() {
             h(self.index, key);
         }
+    }
+
+    /// Whether stores announce the keys they create (one relaxed load).
+    #[inline]
+    pub(crate) fn announcing(&self) -> bool {
+        self.hooks.announce_created.load(Ordering::Relaxed)
+    }
+
+    /// Reports a created key to the hook, if one is set.
+    pub(crate) fn created(&self, key: &[u8]) {
+        if let Some(h) = self.hooks.created.get() {
+            h(self.index, key);
+        }
+    }
+
+    /// Whether expired keys may be removed at `now` (Unix ms): not while expiry is frozen.
+    #[inline]
+    pub(crate) fn may_expire(&self, now: u64) -> bool {
+        now > self.hooks.frozen_until.load(Ordering::Relaxed)
     }
 
     /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
@@ -122,8 +176,8 @@ impl Db {
         self.lock1_at(0, key)
     }
 
-    /// A read of one key that changes no access time (the embedded table's lookups): `f`
-    /// gets the live entry or None, under the key's shard lock.
+    /// A read of one key that changes no access time unless `touch` (the embedded
+    /// table's lookups): `f` gets the live entry or None, under the key's shard lock.
     ///
     /// The common case (no session or kept shard on this thread, no key with a TTL in the
     /// shard) takes the mutex directly and probes once. Measured: that short path lets the
@@ -132,14 +186,19 @@ impl Db {
     /// hash and the probe, into the caller's loop, it overlaps further: 1.25x at 1M and 10M
     /// rows (docs/benchmarks.md, "Short strings inline").
     #[inline]
-    pub fn read1<R>(&self, key: &[u8], f: impl FnOnce(Option<EntryRef<'_>>) -> R) -> R {
+    pub fn read1<R>(
+        &self,
+        key: &[u8],
+        touch: bool,
+        f: impl FnOnce(Option<EntryRef<'_>>) -> R,
+    ) -> R {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return f(g.read(h, key, None));
+            return f(g.read(h, key, touch.then(|| self.stamp_now())));
         }
         let idx = self.shard_index(h);
         let guard = self.shards[idx].acquire();
-        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(true);
+        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(!touch);
         f(l.get_hashed(h, key))
     }
 
@@ -150,7 +209,7 @@ impl Db {
     pub fn set_str1(&self, key: &[u8], value: &[u8]) {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return g.put_str(h, key, value, None, clock::lru_now());
+            return g.put_str(h, key, value, None, self.stamp_now());
         }
         self.lock1(key)
             .set_str(key, value, crate::locked::Ttl::Clear);
@@ -276,6 +335,14 @@ impl Db {
         g.preserve(h, key);
     }
 
+    /// Calls `f` with every entry, expired ones not yet collected included, one shard
+    /// after another, each under its shard's lock (DEBUG DIGEST: `f` must not lock shards).
+    pub fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'_>)) {
+        for s in self.shards.iter() {
+            s.acquire().iter().for_each(&mut f);
+        }
+    }
+
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.acquire().len()).sum()
@@ -342,6 +409,31 @@ impl Db {
         (next, out)
     }
 
+    /// Starts a walk of shard `idx` for a reader that must not hold its lock for long (an
+    /// RDB export, a replica's full sync): the keys not expired at `now` are listed under
+    /// one hold of the lock, then [`ShardWalk::next_batch`] reads their entries a batch per
+    /// hold. Each entry is read whole under the lock and given once; keys deleted or
+    /// expired meanwhile are skipped, keys added meanwhile are not seen. Not a point in
+    /// time across shards or batches: the snapshot capture is.
+    pub fn walk_shard(&self, idx: usize, now: u64) -> ShardWalk<'_> {
+        let mut walk = ShardWalk {
+            db: self,
+            idx,
+            now,
+            keys: Vec::new(),
+            ends: Vec::new(),
+            next: 0,
+        };
+        if let Some(shard) = self.shards.get(idx) {
+            let g = shard.acquire();
+            for e in g.iter().filter(|e| !e.is_expired(now)) {
+                walk.keys.extend_from_slice(e.key());
+                walk.ends.push(walk.keys.len());
+            }
+        }
+        walk
+    }
+
     /// All live keys matching `pattern` (KEYS).
     pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
         let filter = ScanFilter {
@@ -374,7 +466,9 @@ impl Db {
                 attempt - n
             };
             let mut g = self.shards[idx].acquire();
-            g.purge_expired(now, |k| self.expired(k));
+            if self.may_expire(now) {
+                g.purge_expired(now, |k| self.expired(k));
+            }
             let len = g.len();
             if len == 0 {
                 continue;
@@ -383,6 +477,49 @@ impl Db {
             return g.iter().nth(pick).map(|e| e.key().to_vec());
         }
         None
+    }
+}
+
+/// A walk of one shard's entries in batches (see [`Db::walk_shard`]).
+pub struct ShardWalk<'a> {
+    db: &'a Db,
+    idx: usize,
+    now: u64,
+    /// The keys listed at the start, back to back; `ends[i]` is where key i ends.
+    keys: Vec<u8>,
+    ends: Vec<usize>,
+    next: usize,
+}
+
+impl ShardWalk<'_> {
+    /// Keys listed at the start of the walk.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Calls `f` with the entries of the next `batch` keys still present and live, all
+    /// under one hold of the shard's lock. False once every key has been visited.
+    pub fn next_batch(&mut self, batch: usize, mut f: impl FnMut(EntryRef<'_>)) -> bool {
+        if self.next >= self.ends.len() {
+            return false;
+        }
+        let end = self.next.saturating_add(batch.max(1)).min(self.ends.len());
+        let g = self.db.shards[self.idx].acquire();
+        for i in self.next..end {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            let key = &self.keys[start..self.ends[i]];
+            if let Some(e) = g.find(hash(key), key) {
+                if !e.is_expired(self.now) {
+                    f(e);
+                }
+            }
+        }
+        self.next = end;
+        true
     }
 }
 
@@ -400,7 +537,8 @@ pub struct Keyspace {
     pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
-    on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    hooks: std::sync::Arc<Hooks>,
+    access: std::sync::Arc<Access>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
 }
@@ -410,16 +548,18 @@ impl Keyspace {
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let hook = std::sync::Arc::new(std::sync::OnceLock::new());
+        let hooks = std::sync::Arc::new(Hooks::default());
+        let access = std::sync::Arc::new(Access::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook, id))
+                .map(|i| Db::new(i, shard_bits, &hooks, &access, id))
                 .collect(),
+            access,
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
-            on_expired: hook,
+            hooks,
         }
     }
 
@@ -427,9 +567,33 @@ impl Keyspace {
         self.id
     }
 
+    /// What accesses write in entries' access bits: LRU clocks or LFU counters, and the
+    /// LFU parameters (the server sets them from its configuration).
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
     /// Installs the expired-key hook (once; later calls are ignored).
     pub fn set_expired_hook(&self, hook: ExpiredHook) {
-        let _ = self.on_expired.set(hook);
+        let _ = self.hooks.expired.set(hook);
+    }
+
+    /// Keeps expired keys in place until `until_ms` (Unix ms; 0 lifts it): they read as
+    /// missing, but neither lookups nor the active cycle remove them, so the data set does
+    /// not change (Redis does so while clients are paused).
+    pub fn freeze_expiry_until(&self, until_ms: u64) {
+        self.hooks.frozen_until.store(until_ms, Ordering::Relaxed);
+    }
+
+    /// Installs the created-key hook (once; later calls are ignored).
+    pub fn set_created_hook(&self, hook: CreatedHook) {
+        let _ = self.hooks.created.set(hook);
+    }
+
+    /// Turns the announcing of created keys on or off. Off (the default), stores cost
+    /// nothing more; on, each first looks its key up.
+    pub fn announce_created(&self, on: bool) {
+        self.hooks.announce_created.store(on, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {
@@ -492,6 +656,9 @@ impl Keyspace {
         let per_db = self.dbs[0].shards.len();
         let total = per_db * self.dbs.len();
         let now = clock::now_ms();
+        if !self.dbs[0].may_expire(now) {
+            return 0;
+        }
         let mut removed = 0;
         let mut pos = self.expire_cursor.load(Ordering::Relaxed) % total;
         for visited in 0..total {

@@ -23,4 +23,7 @@ pub struct Owned {
     pub value: Value,
     /// Absolute expiry in Unix milliseconds.
     pub expire_at: Option<u64>,
+    /// A string in the form edits leave it ("raw"), kept so when put back: Redis keeps a
+    /// value's encoding across RENAME, MOVE and COPY.
+    pub raw: bool,
 }

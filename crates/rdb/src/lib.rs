@@ -63,7 +63,8 @@
 //! [`dump`] (or a reusable [`Dumper`]) makes a payload Redis's RESTORE accepts; [`restore`]
 //! checks one like RESTORE does. [`PayloadError`]'s `Display` is Redis's reply text:
 //! "DUMP payload version or checksum are wrong" or "Bad data format" (the detail is its
-//! [`std::error::Error::source`]).
+//! [`std::error::Error::source`]). [`dump_functions`] and [`restore_functions`] do the same
+//! for FUNCTION DUMP and FUNCTION RESTORE's payloads (function library records).
 //!
 //! # Values
 //!
@@ -100,7 +101,7 @@ mod zipmap;
 pub use encode::WriteOptions;
 pub use error::{Error, ErrorKind, PayloadError};
 pub use members::{Members, MembersIter, Pairs, Scored};
-pub use payload::{dump, restore, Dumper};
+pub use payload::{dump, dump_functions, restore, restore_functions, Dumper};
 pub use reader::{Entry, Item, KeyMeta, Reader};
 pub use value::{
     PendingEntry, RdbValue, StreamConsumer, StreamEntry, StreamGroup, StreamId, StreamValue,

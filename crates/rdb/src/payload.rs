@@ -7,7 +7,8 @@ use crate::encode::{Encoder, WriteOptions};
 use crate::error::{Error, PayloadError};
 use crate::source::Source;
 use crate::value::RdbValue;
-use crate::{types, RDB_VERSION};
+use crate::{opcodes, types, RDB_VERSION};
+use bytes::Bytes;
 
 const FOOTER: usize = 10;
 const SMALL_BUF: usize = 64 * 1024;
@@ -33,10 +34,7 @@ impl Dumper {
         out.push(ty);
         // Writing into a Vec cannot fail.
         let _ = self.enc.write_value(&mut out, value, ty);
-        out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-        let crc = crc64(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        seal(out)
     }
 }
 
@@ -45,10 +43,31 @@ pub fn dump(value: &RdbValue) -> Vec<u8> {
     Dumper::default().dump(value)
 }
 
-/// Decodes a DUMP payload, checking it like RESTORE does: a footer with an RDB version
-/// no newer than 10 and a matching CRC64 ([`PayloadError::VersionOrChecksum`]), then a
-/// well-formed, non-empty value filling the rest ([`PayloadError::BadData`]).
-pub fn restore(payload: &[u8]) -> Result<RdbValue, PayloadError> {
+/// FUNCTION DUMP's payload: one FUNCTION2 record per library (its full code, the
+/// `#!<engine> name=<lib>` line included), then the RDB version and CRC64, as Redis 7.0
+/// writes it.
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut enc = Encoder::new(WriteOptions::default());
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(opcodes::FUNCTION2);
+        // Writing into a Vec cannot fail.
+        let _ = enc.write_string(&mut out, code);
+    }
+    seal(out)
+}
+
+/// Appends the footer: the RDB version and the CRC64 of everything before it.
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks a payload's footer (at least 10 bytes, an RDB version no newer than 10, a
+/// matching CRC64) and returns its body.
+fn body(payload: &[u8]) -> Result<&[u8], PayloadError> {
     let body_len = payload
         .len()
         .checked_sub(FOOTER)
@@ -59,10 +78,72 @@ pub fn restore(payload: &[u8]) -> Result<RdbValue, PayloadError> {
     if version > RDB_VERSION || u64::from_le_bytes(crc) != crc64(&payload[..body_len + 2]) {
         return Err(PayloadError::VersionOrChecksum);
     }
-    let body = &payload[..body_len];
-    let size = body.len().min(SMALL_BUF);
+    Ok(&payload[..body_len])
+}
+
+/// A source over a payload's body (no checksum to fold: the footer was checked).
+fn source(body: &[u8]) -> Source<&[u8]> {
+    let size = body.len().clamp(1, SMALL_BUF);
     let mut src = Source::with_sizes(body, size, size);
     src.set_checksum(false);
+    src
+}
+
+/// Decodes a FUNCTION DUMP payload as FUNCTION RESTORE does: the footer is checked
+/// ([`PayloadError::VersionOrChecksum`]), then the body must be function records up to
+/// it: FUNCTION2 (a library's code) or the 7.0 release candidates' form (name, engine,
+/// description, code), turned into the code with its `#!<engine> name=<lib>` line. A
+/// malformed body is [`PayloadError::BadData`], whose detail is Redis's reply text ("given
+/// type is not a function", "Failed loading library payload"...).
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>, PayloadError> {
+    let mut src = source(body(payload)?);
+    let bad = |at: u64, what: &str| PayloadError::BadData(Error::corrupt(at, what));
+    let mut codes = Vec::new();
+    while !src.at_end().map_err(PayloadError::BadData)? {
+        let at = src.offset();
+        let ty = src.u8().map_err(|_| bad(at, "can not read data type"))?;
+        let code = match ty {
+            opcodes::FUNCTION2 => src
+                .string()
+                .map_err(|_| bad(at, "Failed loading library payload"))?,
+            opcodes::FUNCTION_PRE_GA => {
+                pre_release_function(&mut src).map_err(|what| bad(at, what))?
+            }
+            _ => return Err(bad(at, "given type is not a function")),
+        };
+        codes.push(code);
+    }
+    Ok(codes)
+}
+
+/// A library in the release candidates' record: its name, engine, an optional
+/// description (dropped, as Redis drops it) and code, as one code with its shebang line.
+fn pre_release_function(src: &mut Source<&[u8]>) -> Result<Bytes, &'static str> {
+    let name = src.string().map_err(|_| "Failed loading library name")?;
+    let engine = src.string().map_err(|_| "Failed loading engine name")?;
+    let has_desc = src
+        .length()
+        .map_err(|_| "Failed loading library description indicator")?;
+    if has_desc != 0 {
+        src.string()
+            .map_err(|_| "Failed loading library description")?;
+    }
+    let blob = src.string().map_err(|_| "Failed loading library blob")?;
+    let mut code = Vec::with_capacity(blob.len() + name.len() + engine.len() + 9);
+    code.extend_from_slice(b"#!");
+    code.extend_from_slice(&engine);
+    code.extend_from_slice(b" name=");
+    code.extend_from_slice(&name);
+    code.push(b'\n');
+    code.extend_from_slice(&blob);
+    Ok(code.into())
+}
+
+/// Decodes a DUMP payload, checking it like RESTORE does: a footer with an RDB version
+/// no newer than 10 and a matching CRC64 ([`PayloadError::VersionOrChecksum`]), then a
+/// well-formed, non-empty value filling the rest ([`PayloadError::BadData`]).
+pub fn restore(payload: &[u8]) -> Result<RdbValue, PayloadError> {
+    let mut src = source(body(payload)?);
     let bad = |e: Error| PayloadError::BadData(e);
     let ty = src.u8().map_err(bad)?;
     if !types::is_value_type(ty) {

@@ -150,3 +150,98 @@ fn refusals_match_redis_replies() {
     // An older version is fine.
     assert!(restore(&seal_version(body, 9)).is_ok());
 }
+
+const LIB_A: &str = "#!lua name=liba\nredis.register_function('fa', function() return 'a' end)";
+const LIB_B: &str = "#!lua name=libb\nredis.register_function{function_name='fb', \
+                     callback=function() return 'b' end, flags={'no-writes'}}";
+
+fn function_restore(con: &mut redis::Connection, payload: &[u8]) -> Result<(), String> {
+    redis::cmd("FUNCTION")
+        .arg("RESTORE")
+        .arg(payload)
+        .arg("FLUSH")
+        .query::<()>(con)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn function_payloads_cross_both_ways() {
+    let dir = TempDir::new("functions");
+    let r = Redis::start(dir.path(), &[]);
+    let mut con = r.con();
+    for lib in [LIB_A, LIB_B] {
+        let _: String = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg(lib)
+            .query(&mut con)
+            .expect("FUNCTION LOAD");
+    }
+    let theirs: Vec<u8> = redis::cmd("FUNCTION").arg("DUMP").query(&mut con).unwrap();
+    let mut codes = strata_rdb::restore_functions(&theirs).expect("redis's payload");
+    codes.sort();
+    assert_eq!(codes, [Bytes::from(LIB_A), Bytes::from(LIB_B)]);
+    let ours = strata_rdb::dump_functions([LIB_B.as_bytes(), LIB_A.as_bytes()]);
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut con).unwrap();
+    function_restore(&mut con, &ours).expect("redis takes ours");
+    let b: String = redis::cmd("FCALL")
+        .arg("fb")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(b, "b");
+    assert_eq!(
+        strata_rdb::restore_functions(&strata_rdb::dump_functions([])).unwrap(),
+        Vec::<Bytes>::new()
+    );
+
+    // Refusals: Redis's texts, for the same payloads.
+    let mut bad_crc = ours.clone();
+    let last = bad_crc.len() - 1;
+    bad_crc[last] ^= 1;
+    let body = ours[..ours.len() - 10].to_vec();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("bad crc", bad_crc),
+        ("short", vec![0; 5]),
+        (
+            "a value, not a function",
+            seal_version(vec![0, 1, b'x'], 10),
+        ),
+        (
+            "cut library",
+            seal_version(body[..body.len() - 20].to_vec(), 10),
+        ),
+    ];
+    for (what, payload) in cases {
+        let err = strata_rdb::restore_functions(&payload).expect_err(what);
+        let text = match &err {
+            PayloadError::VersionOrChecksum => err.to_string(),
+            PayloadError::BadData(e) => e.kind().to_string(),
+        };
+        let theirs = function_restore(&mut con, &payload).expect_err(what);
+        assert!(
+            theirs.contains(&text),
+            "{what}: redis said {theirs:?}, we say {text}"
+        );
+    }
+}
+
+/// The release candidates' record (opcode 246: name, engine, description, code) is
+/// read as the code with its shebang line, as Redis reads it.
+#[test]
+fn pre_release_function_records_are_translated() {
+    let mut body = vec![246u8];
+    for s in [&b"old"[..], b"LUA"] {
+        body.push(s.len() as u8);
+        body.extend_from_slice(s);
+    }
+    body.push(1);
+    body.push(4);
+    body.extend_from_slice(b"desc");
+    let code = b"redis.register_function('fo', function() return 1 end)";
+    body.push(code.len() as u8);
+    body.extend_from_slice(code);
+    let codes = strata_rdb::restore_functions(&seal_version(body, 10)).expect("decodes");
+    let mut want = b"#!LUA name=old\n".to_vec();
+    want.extend_from_slice(code);
+    assert_eq!(codes, [Bytes::from(want)]);
+}

@@ -68,6 +68,7 @@ pub struct Lua {
     /// library name -> its function names.
     libraries: HashMap<String, Vec<String>>,
     /// function name -> callback (in `func`) and flags.
+    /// By lower-cased name: FCALL finds a function in any case.
     functions: HashMap<String, (mlua::Function, ScriptFlags)>,
 }
 
@@ -145,7 +146,9 @@ impl Lua {
 
     /// The flags of a function of a loaded library.
     pub fn function_flags(&self, name: &str) -> Option<ScriptFlags> {
-        self.functions.get(name).map(|(_, flags)| *flags)
+        self.functions
+            .get(&name.to_ascii_lowercase())
+            .map(|(_, flags)| *flags)
     }
 
     /// The compiled function for an EVAL body, compiling and caching it on first use.
@@ -204,8 +207,11 @@ impl Lua {
         if funcs.is_empty() {
             return Err("ERR No functions registered".into());
         }
+        // Function names are one namespace across libraries, in any case (Redis's
+        // functions dictionary compares them case-insensitively). Within one library two
+        // names may differ in case only: FCALL then finds the first, as in Redis.
         for (fname, ..) in &funcs {
-            if self.functions.contains_key(fname) {
+            if self.functions.contains_key(&fname.to_ascii_lowercase()) {
                 return Err(format!("ERR Function {fname} already exists"));
             }
         }
@@ -215,8 +221,11 @@ impl Lua {
         };
         let mut names = Vec::new();
         for (fname, callback, description, flags) in funcs {
-            self.functions.insert(fname.clone(), (callback, flags));
-            names.push(fname.clone());
+            let folded = fname.to_ascii_lowercase();
+            if !self.functions.contains_key(&folded) {
+                self.functions.insert(folded.clone(), (callback, flags));
+                names.push(folded);
+            }
             info.functions.push(FunctionInfo {
                 name: fname,
                 description,
@@ -245,7 +254,7 @@ impl Lua {
         client_resp: u8,
         host: &mut dyn Host,
     ) -> Vec<u8> {
-        let Some((f, _)) = self.functions.get(function) else {
+        let Some((f, _)) = self.functions.get(&function.to_ascii_lowercase()) else {
             return b"-ERR Function not found\r\n".to_vec();
         };
         let input = engine::Input::Args(keys, args);

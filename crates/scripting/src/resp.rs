@@ -299,8 +299,10 @@ fn map_crlf(s: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// A string field, read raw (as Redis's conversions do: a table with an `__index` that
+/// raises, such as `_G` under the globals protection, converts like any other).
 fn get_str(t: &Table, key: &str) -> mlua::Result<Option<mlua::String>> {
-    match t.get::<Value>(key)? {
+    match t.raw_get::<Value>(key)? {
         Value::String(s) => Ok(Some(s)),
         _ => Ok(None),
     }
@@ -388,6 +390,7 @@ pub(crate) fn script_error_reply(buf: &mut Vec<u8>, err: &Value, name: &str) -> 
 /// `luaReplyToRedisReply` for the value a script returned. `script_resp` is what the script
 /// set with redis.setresp (it decides how booleans map), `client` the client's protocol.
 /// Iterative so deep tables cannot overflow the Rust stack; `used` mirrors Lua stack slots.
+/// Fields are read raw, as Redis reads them: metatables play no part.
 pub(crate) fn lua_to_reply(
     buf: &mut Vec<u8>,
     v: Value,
@@ -428,7 +431,7 @@ pub(crate) fn lua_to_reply(
                     r.buf.extend_from_slice(b"\r\n");
                     continue;
                 }
-                if let Some(d) = as_number(&t.get::<Value>("double")?) {
+                if let Some(d) = as_number(&t.raw_get::<Value>("double")?) {
                     r.double(d);
                     continue;
                 }
@@ -443,7 +446,7 @@ pub(crate) fn lua_to_reply(
                     }
                     continue;
                 }
-                if let Value::Table(vt) = t.get::<Value>("verbatim_string")? {
+                if let Value::Table(vt) = t.raw_get::<Value>("verbatim_string")? {
                     if let Some(fmt) = get_str(&vt, "format")? {
                         if let Some(s) = get_str(&vt, "string")? {
                             let s = s.as_bytes();
@@ -468,7 +471,7 @@ pub(crate) fn lua_to_reply(
                         }
                     }
                 }
-                if let Value::Table(m) = t.get::<Value>("map")? {
+                if let Value::Table(m) = t.raw_get::<Value>("map")? {
                     let pairs: Vec<(Value, Value)> =
                         m.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
                     r.map(pairs.len());
@@ -478,7 +481,7 @@ pub(crate) fn lua_to_reply(
                     }
                     continue;
                 }
-                if let Value::Table(s) = t.get::<Value>("set")? {
+                if let Value::Table(s) = t.raw_get::<Value>("set")? {
                     let keys: Vec<Value> = s
                         .pairs::<Value, Value>()
                         .map(|kv| kv.map(|(k, _)| k))
@@ -492,7 +495,7 @@ pub(crate) fn lua_to_reply(
                 let mut items = Vec::new();
                 let mut j: i64 = 1;
                 loop {
-                    let v: Value = t.get(j)?;
+                    let v: Value = t.raw_get(j)?;
                     if v.is_nil() {
                         break;
                     }

@@ -14,10 +14,11 @@ pub mod config;
 pub mod exec;
 pub mod net;
 pub mod num;
+pub mod rdb;
 pub mod server;
 pub mod services;
 pub mod tick;
 
 pub use config::Config;
-pub use net::start::{run, serve, start};
+pub use net::start::{run, serve, start, StartOptions};
 pub use server::Server;

@@ -1,12 +1,17 @@
-//! The one Strata binary: `strata serve`, `strata bench` and `strata check`.
+//! The one Strata binary: `strata serve`, `strata bench`, `strata check`, and
+//! `strata import`/`export` (Redis RDB files in and out of a data directory).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use strata_server::config::{Config, Loglevel};
 
-// jemalloc, as Redis uses: size classes fit small entries tightly and it scales across threads.
+// jemalloc, as Redis uses: size classes fit small entries tightly and it scales across
+// threads. Counted (INFO used_memory, maxmemory) by a thread-local add per allocation that
+// joins a shared counter every few KiB: see strata_server::services::memory for why, and
+// docs/memory.md for its measured cost per request.
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: strata_server::services::memory::Counting<tikv_jemallocator::Jemalloc> =
+    strata_server::services::memory::Counting(tikv_jemallocator::Jemalloc);
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +40,48 @@ The config file uses redis.conf syntax: one `name value` per line, # for comment
     /// Check a data directory's journal and snapshots: reports each file, the records in
     /// it and the first problem (file and byte offset). Changes nothing unless --truncate.
     Check(CheckArgs),
+    /// Load a Redis RDB file (any version Redis 7.0 reads) into a data directory, which
+    /// `strata serve --dir` then serves. The directory must hold no data unless --force.
+    #[command(
+        after_help = "Config directives can be given as --name value, as for serve \
+(for example --databases 32)."
+    )]
+    Import(ImportArgs),
+    /// Write a data directory's contents (its snapshot and journal, loaded as start-up
+    /// loads them) as an RDB file redis-server 7.0 loads, function libraries included.
+    /// The directory must not be in use by a running server.
+    #[command(
+        after_help = "Config directives can be given as --name value, as for serve \
+(for example --hash-max-listpack-entries 256 for the encodings written)."
+    )]
+    Export(ExportArgs),
+}
+
+#[derive(clap::Args)]
+struct ImportArgs {
+    /// The RDB file to load.
+    file: std::path::PathBuf,
+    /// Data directory to import into (default ./data).
+    #[arg(long)]
+    dir: Option<String>,
+    /// Replace whatever the data directory holds: the file becomes the whole data set.
+    #[arg(long)]
+    force: bool,
+    /// A config file in redis.conf syntax, applied before --name value directives.
+    #[arg(long)]
+    config: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// The RDB file to write (replaced if it exists).
+    file: std::path::PathBuf,
+    /// Data directory to export (default ./data).
+    #[arg(long)]
+    dir: Option<String>,
+    /// A config file in redis.conf syntax, applied before --name value directives.
+    #[arg(long)]
+    config: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -73,6 +120,10 @@ struct ServeArgs {
     /// Log level: debug, verbose, notice (default), warning or nothing.
     #[arg(long)]
     loglevel: Option<String>,
+    /// Load this Redis RDB file at start-up, after the data directory, which must hold no
+    /// data; a snapshot taken right after makes the import durable.
+    #[arg(long, value_name = "FILE")]
+    rdb_import: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -82,16 +133,23 @@ fn main() -> ExitCode {
     if let Some(code) = rerun_with_huge_pages(&args) {
         return code;
     }
-    let (args, directives) = if args.get(1).map(String::as_str) == Some("serve") {
-        split_directives(args)
-    } else {
+    let named: &[&str] = match args.get(1).map(String::as_str) {
+        Some("serve") => SERVE_NAMED,
+        Some("import" | "export") => TOOL_NAMED,
+        _ => &[],
+    };
+    let (args, directives) = if named.is_empty() {
         (args, Vec::new())
+    } else {
+        split_directives(args, named)
     };
     let cli = Cli::parse_from(args);
     match cli.command {
         Cmd::Serve(a) => serve(a, directives),
         Cmd::Bench(a) => strata_bench::cli::run(a),
         Cmd::Check(a) => check(a),
+        Cmd::Import(a) => import(a, directives),
+        Cmd::Export(a) => export(a, directives),
     }
 }
 
@@ -151,7 +209,8 @@ fn check(a: CheckArgs) -> ExitCode {
     }
 }
 
-const NAMED: &[&str] = &[
+/// Options clap parses itself, per subcommand; any other `--name` is a directive.
+const SERVE_NAMED: &[&str] = &[
     "port",
     "bind",
     "threads",
@@ -159,19 +218,24 @@ const NAMED: &[&str] = &[
     "maxclients",
     "dir",
     "loglevel",
+    "rdb-import",
 ];
+const TOOL_NAMED: &[&str] = &["dir", "force", "config"];
 
 /// Splits `--name value...` directives other than the named options out of the
 /// arguments. As in redis-server, a directive takes every following word up to the next
 /// `--`; names clap does not know are left for the configuration to judge.
-fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+fn split_directives(
+    args: Vec<String>,
+    named: &[&str],
+) -> (Vec<String>, Vec<(String, Vec<String>)>) {
     let mut rest = Vec::new();
     let mut directives = Vec::new();
     let mut it = args.into_iter().peekable();
     while let Some(a) = it.next() {
         let name = a
             .strip_prefix("--")
-            .filter(|n| !n.is_empty() && !n.contains('=') && *n != "help" && !NAMED.contains(n));
+            .filter(|n| !n.is_empty() && !n.contains('=') && *n != "help" && !named.contains(n));
         match name {
             Some(name) => {
                 let mut words = Vec::new();
@@ -186,27 +250,24 @@ fn split_directives(args: Vec<String>) -> (Vec<String>, Vec<(String, Vec<String>
     (rest, directives)
 }
 
-fn serve(a: ServeArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
-    let config = Config::new(a.config.clone());
+/// The configuration: the config file, then `--name value` directives, then the options
+/// clap parsed (`named`). None (after printing why) when any of it is refused.
+fn build_config(
+    file: Option<String>,
+    directives: Vec<(String, Vec<String>)>,
+    named: Vec<(&str, Option<String>)>,
+) -> Option<Config> {
+    let config = Config::new(file.clone());
     let mut load = config.load();
-    if let Some(path) = &a.config {
+    if let Some(path) = &file {
         let loaded = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {path}: {e}"))
             .and_then(|text| load.text(&text).map_err(|e| format!("{path}: {e}")));
         if let Err(e) = loaded {
             eprintln!("*** FATAL CONFIG FILE ERROR ***\n{e}");
-            return ExitCode::FAILURE;
+            return None;
         }
     }
-    let named = [
-        ("port", a.port.map(|v| v.to_string())),
-        ("bind", a.bind),
-        ("threads", a.threads.map(|v| v.to_string())),
-        ("requirepass", a.requirepass),
-        ("maxclients", a.maxclients.map(|v| v.to_string())),
-        ("dir", a.dir),
-        ("loglevel", a.loglevel),
-    ];
     let given = named
         .into_iter()
         .filter_map(|(n, v)| v.map(|v| (n.to_string(), vec![v])));
@@ -222,20 +283,74 @@ fn serve(a: ServeArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
                 "*** FATAL CONFIG ERROR *** --{name} {}: {e}",
                 words.join(" ")
             );
-            return ExitCode::FAILURE;
+            return None;
         }
     }
     load.finish();
+    Some(config)
+}
+
+fn serve(a: ServeArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
+    let named = vec![
+        ("port", a.port.map(|v| v.to_string())),
+        ("bind", a.bind),
+        ("threads", a.threads.map(|v| v.to_string())),
+        ("requirepass", a.requirepass),
+        ("maxclients", a.maxclients.map(|v| v.to_string())),
+        ("dir", a.dir),
+        ("loglevel", a.loglevel),
+    ];
+    let Some(config) = build_config(a.config, directives, named) else {
+        return ExitCode::FAILURE;
+    };
     init_logging(&config);
     tracing::info!(
         "Strata {} (Redis 7.0 protocol), pid {}",
         env!("CARGO_PKG_VERSION"),
         std::process::id()
     );
-    match strata_server::run(config) {
+    let opts = strata_server::StartOptions {
+        rdb_import: a.rdb_import,
+    };
+    match strata_server::run(config, opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn import(a: ImportArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
+    let Some(config) = build_config(a.config, directives, vec![("dir", a.dir)]) else {
+        return ExitCode::FAILURE;
+    };
+    init_logging(&config);
+    let opts = strata_server::rdb::tools::ImportOptions { force: a.force };
+    match strata_server::rdb::tools::import(config, &a.file, opts, |line| eprintln!("{line}")) {
+        Ok(summary) => {
+            println!("imported {summary}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("import failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn export(a: ExportArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
+    let Some(config) = build_config(a.config, directives, vec![("dir", a.dir)]) else {
+        return ExitCode::FAILURE;
+    };
+    init_logging(&config);
+    match strata_server::rdb::tools::export(config, &a.file) {
+        Ok(done) => {
+            println!("exported {done} to {}", a.file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("export failed: {e}");
             ExitCode::FAILURE
         }
     }

@@ -733,7 +733,10 @@ fn categories_and_key_flags_match_redis() {
 fn blocked_clients_are_checked_when_served_and_closed_with_their_user() {
     let p = strata(&[]);
     let mut admin = p.client();
-    ok(&mut admin, &["ACL", "SETUSER", "b", "on", ">pw", "+blpop", "~q*"]);
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "b", "on", ">pw", "+blpop", "~q*"],
+    );
     // Permission revoked while blocked: served with the refusal, the element stays.
     let mut waiter = RespConn::new(&p);
     waiter.call(&["AUTH", "b", "pw"]).unwrap();

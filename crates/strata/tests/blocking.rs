@@ -5,46 +5,11 @@
 
 mod common;
 
-use common::{encode_command, Proc, RespConn};
+use common::{
+    blocked_clients, call_text as call, encode_command, read_text as read, send_only as block,
+    wait_blocked, Proc, RespConn,
+};
 use std::time::{Duration, Instant};
-
-fn blocked_clients(c: &mut RespConn) -> usize {
-    let info = call(c, &["info", "clients"]);
-    info.split("blocked_clients:")
-        .nth(1)
-        .and_then(|r| r.split(['\r', '\\']).next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no blocked_clients in {info}"))
-}
-
-/// Waits until INFO reports `n` blocked clients.
-fn wait_blocked(c: &mut RespConn, n: usize) {
-    let end = Instant::now() + Duration::from_secs(5);
-    while blocked_clients(c) != n {
-        assert!(Instant::now() < end, "never reached {n} blocked clients");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Sends a command on a new connection without reading its reply.
-fn block(p: &Proc, cmd: &[&str]) -> RespConn {
-    let mut c = RespConn::new(p);
-    c.send(&encode_command(cmd)).unwrap();
-    c
-}
-
-/// A reply's bytes as text, CRLF written `\\r\\n`.
-fn text(r: common::RawReply) -> String {
-    String::from_utf8_lossy(&r.raw).replace("\r\n", "\\r\\n")
-}
-
-fn read(c: &mut RespConn) -> String {
-    text(c.read().unwrap())
-}
-
-fn call(c: &mut RespConn, cmd: &[&str]) -> String {
-    text(c.call(cmd).unwrap())
-}
 
 #[test]
 fn three_clients_are_served_in_arrival_order() {

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::RespConn;
+
 use redis::{Commands, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -183,7 +185,7 @@ fn concurrent_increments_across_threads_lose_nothing() {
 
 #[test]
 fn client_list_kill_reply_and_no_touch() {
-    let s = common::strata(&[]);
+    let s = common::strata(&["--enable-debug-command", "yes"]);
     let mut a = s.client();
     let mut b = s.client();
     let b_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut b).unwrap();
@@ -233,6 +235,71 @@ fn client_list_kill_reply_and_no_touch() {
         .unwrap();
     let flags: String = redis::cmd("CLIENT").arg("INFO").query(&mut a).unwrap();
     assert!(flags.contains("flags=T"), "{flags}");
+}
+
+/// The fields of a CLIENT LIST/INFO line that do not depend on addresses, times or
+/// memory: as redis-server gives them, in the same states.
+fn client_fields(line: &str) -> Vec<(String, String)> {
+    const SAME: &[&str] = &[
+        "flags", "db", "sub", "psub", "ssub", "multi", "qbuf", "obl", "oll", "omem", "events",
+        "cmd", "user", "redir", "resp",
+    ];
+    line.split_whitespace()
+        .filter_map(|f| f.split_once('='))
+        .filter(|(k, _)| SAME.contains(k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// CLIENT INFO and CLIENT LIST ID as another client sees it: plain, in a transaction with
+/// queued commands, with a watched key modified, subscribed. qbuf counts the request being
+/// run (26 bytes for CLIENT INFO), as Redis's query buffer does.
+#[test]
+fn client_list_fields_as_redis_gives_them() {
+    let redis = common::redis(&[]);
+    let strata = common::strata(&[]);
+    let lines = |p: &common::Proc| -> Vec<Vec<(String, String)>> {
+        let mut a = RespConn::new(p);
+        let mut b = RespConn::new(p);
+        let text = |r: common::RawReply| {
+            let raw = String::from_utf8_lossy(&r.raw).into_owned();
+            raw.split_once("\r\n")
+                .map(|(_, t)| t.to_string())
+                .unwrap_or(raw)
+        };
+        let id = String::from_utf8_lossy(&b.call(&["CLIENT", "ID"]).unwrap().raw)
+            .trim_start_matches(':')
+            .trim()
+            .to_string();
+        let of_b = |a: &mut RespConn| {
+            client_fields(&text(a.call(&["CLIENT", "LIST", "ID", &id]).unwrap()))
+        };
+        let mut out = vec![client_fields(&text(b.call(&["CLIENT", "INFO"]).unwrap()))];
+        b.call(&["SELECT", "3"]).unwrap();
+        b.call(&["SET", "w", "1"]).unwrap();
+        b.call(&["WATCH", "w"]).unwrap();
+        a.call(&["SELECT", "3"]).unwrap();
+        a.call(&["SET", "w", "2"]).unwrap();
+        out.push(of_b(&mut a));
+        b.call(&["MULTI"]).unwrap();
+        b.call(&["SET", "k", "v"]).unwrap();
+        b.call(&["GET", "k"]).unwrap();
+        out.push(of_b(&mut a));
+        b.call(&["EXEC"]).unwrap();
+        out.push(of_b(&mut a));
+        b.call(&["SUBSCRIBE", "ch"]).unwrap();
+        out.push(of_b(&mut a));
+        out
+    };
+    let want = lines(&redis);
+    assert_eq!(
+        want[0]
+            .iter()
+            .find(|(k, _)| k == "qbuf")
+            .map(|(_, v)| v.as_str()),
+        Some("26")
+    );
+    assert_eq!(lines(&strata), want);
 }
 
 #[test]
@@ -290,7 +357,7 @@ fn active_expiry_frees_untouched_keys() {
 
 #[test]
 fn lazy_expiry_when_active_cycle_is_off() {
-    let s = common::strata(&[]);
+    let s = common::strata(&["--enable-debug-command", "yes"]);
     let mut c = s.client();
     let _: () = redis::cmd("DEBUG")
         .arg("SET-ACTIVE-EXPIRE")

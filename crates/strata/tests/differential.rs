@@ -9,6 +9,9 @@
 //! - `!sort <cmd>`      sort the elements of an aggregate reply (a map's pairs) first
 //! - `!approx <cmd>`    integers (also inside aggregates) may differ by 1, or by 1% of the
 //!   larger (a PTTL in milliseconds)
+//! - `!ms <cmd>`        integers are milliseconds since an earlier command (idle times of
+//!   stream consumers and pending entries): they may differ by 100, or by 1% of the larger,
+//!   as the servers run each line a moment apart on a machine that may be loaded
 //! - `!any <cmd>`       only the reply's type must match
 //! - `!sleep N`         sleep N milliseconds
 //! - `!resp3`, `!resp2` HELLO 3 / HELLO 2 on both connections; HELLO's reply is compared
@@ -54,6 +57,7 @@ enum Mode {
     Exact,
     Sort,
     Approx,
+    Ms,
     Any,
 }
 
@@ -94,6 +98,7 @@ fn parse_file(path: &Path) -> Result<Vec<Line>, String> {
             None => Mode::Exact,
             Some("sort") => Mode::Sort,
             Some("approx") => Mode::Approx,
+            Some("ms") => Mode::Ms,
             Some("any") => Mode::Any,
             Some("sleep") => {
                 let ms = rest
@@ -189,7 +194,8 @@ fn same(mode: Mode, a: &RawReply, b: &RawReply) -> bool {
                 a.raw == b.raw
             }
         }
-        Mode::Approx => approx(a, b),
+        Mode::Approx => approx(a, b, 1),
+        Mode::Ms => approx(a, b, 100),
     }
 }
 
@@ -221,21 +227,25 @@ fn both_positive_within_one(a: &RawReply, b: &RawReply) -> bool {
     matches!((int_of(a), int_of(b)), (Some(x), Some(y)) if x > 0 && y > 0 && x.abs_diff(y) <= 1)
 }
 
-fn approx(a: &RawReply, b: &RawReply) -> bool {
+/// Integers may differ by `slack`, or by 1% of the larger.
+fn approx(a: &RawReply, b: &RawReply, slack: u64) -> bool {
     if a.kind != b.kind {
         return false;
     }
     if a.kind == b':' {
         return match (int_of(a), int_of(b)) {
             (Some(x), Some(y)) => {
-                x.abs_diff(y) <= 1.max(x.unsigned_abs().max(y.unsigned_abs()) / 100)
+                x.abs_diff(y) <= slack.max(x.unsigned_abs().max(y.unsigned_abs()) / 100)
             }
             _ => a.raw == b.raw,
         };
     }
     if a.is_aggregate() && b.is_aggregate() {
         return a.elems.len() == b.elems.len()
-            && a.elems.iter().zip(&b.elems).all(|(x, y)| approx(x, y));
+            && a.elems
+                .iter()
+                .zip(&b.elems)
+                .all(|(x, y)| approx(x, y, slack));
     }
     a.raw == b.raw
 }
@@ -315,6 +325,7 @@ fn run_file(
                 Mode::Exact => "",
                 Mode::Sort => " (sorted)",
                 Mode::Approx => " (integers ±1)",
+                Mode::Ms => " (milliseconds ±100)",
                 Mode::Any => " (type only)",
             };
             report.push(format!(
@@ -381,8 +392,9 @@ fn diff_files() {
         })
         .collect();
 
-    let redis = common::redis(&[]);
-    let strata = common::strata(&[]);
+    // DEBUG is refused unless enabled (tests/diff/debug.txt needs it).
+    let redis = common::redis(&["--enable-debug-command", "yes"]);
+    let strata = common::strata(&["--enable-debug-command", "yes"]);
     let mut used = Vec::new();
     let mut failed = Vec::new();
     let mut report = String::new();
@@ -733,6 +745,18 @@ fn runner_compare_modes() {
         &reply(b"*2\r\n:6\r\n:7\r\n")
     ));
     assert!(!same(Mode::Any, &reply(b"+OK\r\n"), &reply(b"-ERR\r\n")));
+    // Idle times may differ by 100 ms.
+    assert!(same(
+        Mode::Ms,
+        &reply(b"*2\r\n:2\r\n:7\r\n"),
+        &reply(b"*2\r\n:90\r\n:7\r\n")
+    ));
+    assert!(!same(Mode::Ms, &reply(b":2\r\n"), &reply(b":103\r\n")));
+    assert!(!same(
+        Mode::Ms,
+        &reply(b"$1\r\na\r\n"),
+        &reply(b"$1\r\nb\r\n")
+    ));
     // A PTTL may differ by 1%; TTLs only by one second, and only when both are positive.
     assert!(same(
         Mode::Approx,

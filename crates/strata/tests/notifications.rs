@@ -1,5 +1,5 @@
 //! Keyspace notifications of the collection families (lists, sorted sets, SORT STORE,
-//! HyperLogLog, the blocking pops, hashes, sets): the same writes on Strata and
+//! HyperLogLog, the blocking pops, hashes, sets, streams): the same writes on Strata and
 //! redis-server, each watched by a `__keyspace@*__:*` + `__keyevent@*__:*` subscriber
 //! with `notify-keyspace-events KEA`; the replies and the event streams must be identical.
 
@@ -46,11 +46,12 @@ enum Step<'a> {
     Wake(&'a [&'a str]),
 }
 
-/// Runs `steps` on `p` and returns (replies, events).
-fn run(p: &Proc, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
+/// Runs `steps` on `p` with `notify-keyspace-events` set to `flags` and returns
+/// (replies, events).
+fn run(p: &Proc, flags: &str, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
     let mut w = RespConn::new(p);
     w.call(&["flushall"]).unwrap();
-    w.call(&["config", "set", "notify-keyspace-events", "KEA"])
+    w.call(&["config", "set", "notify-keyspace-events", flags])
         .unwrap();
     let mut sub = p.raw();
     sub.write_all(&encode_command(&[
@@ -102,10 +103,14 @@ fn run(p: &Proc, steps: &[Step<'_>]) -> (Vec<String>, Vec<String>) {
 }
 
 fn compare(steps: &[Step<'_>], min_events: usize) {
+    compare_with("KEA", steps, min_events)
+}
+
+fn compare_with(flags: &str, steps: &[Step<'_>], min_events: usize) {
     let s = common::strata(&["--threads", "4"]);
     let r = common::redis(&[]);
-    let (sr, se) = run(&s, steps);
-    let (rr, re) = run(&r, steps);
+    let (sr, se) = run(&s, flags, steps);
+    let (rr, re) = run(&r, flags, steps);
     assert_eq!(sr, rr, "replies");
     assert!(
         re.len() >= min_events,
@@ -478,4 +483,152 @@ fn hash_set_events_match_redis() {
         ],
         120,
     );
+}
+
+#[test]
+fn stream_events_match_redis() {
+    use Step::*;
+    compare(
+        &[
+            Call(&["xadd", "s", "1-1", "f", "v"]),
+            Call(&["xadd", "s", "2-1", "f", "v"]),
+            Call(&["xadd", "s", "maxlen", "2", "3-1", "f", "v"]),
+            Call(&["xadd", "s", "maxlen", "~", "1", "4-1", "f", "v"]),
+            Call(&["xadd", "s", "nomkstream", "1-1", "f", "v"]),
+            Call(&["xadd", "none", "nomkstream", "1-1", "f", "v"]),
+            Call(&["xtrim", "s", "maxlen", "5"]),
+            Call(&["xtrim", "s", "minid", "4"]),
+            Call(&["xdel", "s", "9-9"]),
+            Call(&["xdel", "s", "4-1"]),
+            Call(&["xsetid", "s", "10-0"]),
+            Call(&["xadd", "s", "11-1", "f", "v"]),
+            Call(&["xadd", "s", "12-1", "f", "v"]),
+            Call(&["xgroup", "create", "s", "g", "0"]),
+            Call(&["xgroup", "create", "s", "g", "0"]),
+            Call(&["xgroup", "create", "mk", "g", "$", "mkstream"]),
+            Call(&["xgroup", "createconsumer", "s", "g", "c1"]),
+            Call(&["xgroup", "createconsumer", "s", "g", "c1"]),
+            Call(&[
+                "xreadgroup",
+                "group",
+                "g",
+                "c2",
+                "count",
+                "1",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Call(&["xreadgroup", "group", "g", "c2", "streams", "s", "0"]),
+            Call(&["xreadgroup", "group", "g", "c3", "streams", "s", "0"]),
+            Call(&[
+                "xreadgroup",
+                "group",
+                "g",
+                "c4",
+                "noack",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Call(&["xclaim", "s", "g", "c5", "0", "11-1"]),
+            Call(&["xclaim", "s", "g", "c6", "0", "99-1"]),
+            Call(&["xautoclaim", "s", "g", "c7", "0", "0"]),
+            Call(&["xack", "s", "g", "11-1"]),
+            Call(&["xgroup", "setid", "s", "g", "0"]),
+            Call(&["xgroup", "delconsumer", "s", "g", "c1"]),
+            Call(&["xgroup", "delconsumer", "s", "g", "nobody"]),
+            Call(&["xgroup", "destroy", "s", "g"]),
+            Call(&["xgroup", "destroy", "s", "g"]),
+            // Readers served by a later write; a group reader whose group goes.
+            Block(&["xread", "block", "0", "streams", "s", "$"]),
+            Block(&["xread", "block", "0", "streams", "s", "$"]),
+            Wake(&["xadd", "s", "13-1", "f", "v"]),
+            Call(&["xgroup", "create", "s", "g2", "$"]),
+            Block(&[
+                "xreadgroup",
+                "group",
+                "g2",
+                "r1",
+                "block",
+                "0",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Wake(&["xadd", "s", "14-1", "f", "v"]),
+            Block(&[
+                "xreadgroup",
+                "group",
+                "g2",
+                "r2",
+                "block",
+                "0",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Wake(&["xgroup", "destroy", "s", "g2"]),
+            Call(&["xgroup", "create", "s", "g3", "$"]),
+            Block(&[
+                "xreadgroup",
+                "group",
+                "g3",
+                "r3",
+                "block",
+                "0",
+                "streams",
+                "s",
+                ">",
+            ]),
+            Wake(&["del", "s"]),
+        ],
+        40,
+    );
+}
+
+/// `new` (flag n): every command that creates a key announces it, before its own event;
+/// storing over an existing key does not, except RENAME and COPY ... REPLACE, which
+/// create their destination anew. Alone (`KEn`) and with everything else (`KEAn`).
+#[test]
+fn new_events_match_redis() {
+    let cmds: &[&[&str]] = &[
+        &["set", "s", "1"],
+        &["set", "s", "2"],
+        &["setnx", "s2", "1"],
+        &["mset", "m1", "1", "m2", "2", "s", "3"],
+        &["getset", "g", "1"],
+        &["incr", "i"],
+        &["incrbyfloat", "f", "1.5"],
+        &["append", "a", "x"],
+        &["setrange", "r", "2", "x"],
+        &["setbit", "b", "7", "1"],
+        &["bitfield", "bf", "set", "u8", "0", "1"],
+        &["bitop", "or", "bo", "b", "b"],
+        &["pfadd", "h", "x"],
+        &["lpush", "l", "a", "b"],
+        &["rpush", "l", "c"],
+        &["lmove", "l", "l2", "left", "right"],
+        &["hset", "hh", "f", "v"],
+        &["hincrby", "hi", "f", "1"],
+        &["sadd", "st", "a", "b"],
+        &["sunionstore", "su", "st"],
+        &["sunionstore", "su", "st"],
+        &["smove", "st", "st2", "a"],
+        &["zadd", "z", "1", "a"],
+        &["zincrby", "zi", "1", "a"],
+        &["zunionstore", "zu", "1", "z"],
+        &["sort", "l", "alpha", "store", "so"],
+        &["rename", "s", "s3"],
+        &["rename", "s3", "m1"],
+        &["copy", "m1", "c1"],
+        &["copy", "m1", "c1", "replace"],
+        &["copy", "m1", "c1"],
+        &["move", "c1", "5"],
+        &["set", "ex", "1", "px", "100000"],
+        &["expire", "ex", "1000"],
+        &["del", "a"],
+    ];
+    compare_with("KEn", &calls(cmds), 25);
+    compare_with("KEAn", &calls(cmds), 60);
 }

@@ -22,6 +22,8 @@ use crate::value::Value;
 /// Redis's LISTPACK_MAX_SAFETY_SIZE: a listpack never grows past 1 GiB.
 const PACK_MAX_BYTES: usize = 1 << 30;
 const PACK_HDR: usize = 4;
+/// The most bytes a length prefix takes.
+const VARINT_MAX: usize = 10;
 
 /// A field and its value.
 pub type FieldValue<'a> = (&'a [u8], &'a [u8]);
@@ -58,6 +60,15 @@ impl HashValue {
         }
     }
 
+    /// Heap bytes (MEMORY USAGE), fields and values outside their slots estimated from the
+    /// first `samples` (0: all).
+    pub fn heap_bytes(&self, samples: usize) -> usize {
+        match &self.0 {
+            Repr::Pack(p) => crate::memory::heap_of_capacity(p.0.capacity()),
+            Repr::Table(t) => t.heap_bytes(samples),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -71,6 +82,43 @@ impl HashValue {
 
     pub fn contains(&self, field: &[u8]) -> bool {
         self.get(field).is_some()
+    }
+
+    /// A hash of `pairs`, whose fields are distinct (loading a dump: its reader refuses
+    /// repeated fields), in the form HSET would have given it under `enc`. Builds the
+    /// listpack in one allocation instead of a search and a reallocation per field.
+    pub fn from_distinct<'a, I>(pairs: I, enc: &Encodings) -> HashValue
+    where
+        I: ExactSizeIterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    {
+        let max = enc.hash_value();
+        let mut bytes = PACK_HDR;
+        let mut fits = pairs.len() <= enc.hash_entries();
+        for (f, v) in pairs.clone() {
+            if !fits {
+                break;
+            }
+            fits = f.len() <= max && v.len() <= max;
+            bytes = bytes.saturating_add(f.len() + v.len() + 2 * VARINT_MAX);
+        }
+        if fits && bytes <= PACK_MAX_BYTES {
+            let mut p = Pack(Vec::with_capacity(bytes));
+            p.0.resize(PACK_HDR, 0);
+            for (f, v) in pairs.clone() {
+                put_varint(&mut p.0, f.len());
+                p.0.extend_from_slice(f);
+                put_varint(&mut p.0, v.len());
+                p.0.extend_from_slice(v);
+            }
+            p.set_count(pairs.len());
+            p.0.shrink_to_fit();
+            return HashValue(Repr::Pack(p));
+        }
+        let mut t = Dense::with_capacity(pairs.len());
+        for (f, v) in pairs {
+            t.push_new(Pair::new(f, v));
+        }
+        HashValue(Repr::Table(Box::new(t)))
     }
 
     /// Redis's hashTypeTryConversion, before a write of the strings whose lengths are

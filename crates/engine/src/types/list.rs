@@ -110,6 +110,18 @@ impl ListValue {
         self.len() == 0
     }
 
+    /// What DEBUG OBJECT reports of a quicklist: the number of nodes, their listpack bytes
+    /// (entries and listpack header, as Redis counts a node's size) and the list's
+    /// `list-max-listpack-size`.
+    pub fn shape(&self) -> (usize, usize, i32) {
+        let bytes = self
+            .nodes
+            .iter()
+            .map(|n| n.bytes() + node::LP_OVERHEAD)
+            .sum();
+        (self.nodes.len(), bytes, self.fill())
+    }
+
     /// Heap bytes held by the list (its node buffers and node table).
     pub fn heap_bytes(&self) -> usize {
         self.nodes.table_bytes() + self.nodes.iter().map(Node::capacity).sum::<usize>()

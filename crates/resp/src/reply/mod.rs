@@ -148,6 +148,24 @@ impl<'a> Reply<'a> {
         self.buf.extend_from_slice(b"\r\n");
     }
 
+    /// RESP3 `(digits` (a big number); RESP2 a bulk string of the same digits. The caller
+    /// guarantees `digits` has no CR or LF.
+    pub fn bignum(&mut self, digits: &str) {
+        if !self.resp3() {
+            return self.bulk(digits.as_bytes());
+        }
+        self.buf.push(b'(');
+        self.buf.extend_from_slice(digits.as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// RESP3 `|pairs`: an attribute map whose `pairs` keys and values follow, then the
+    /// reply it annotates. RESP2 has no attributes: the caller writes none there.
+    pub fn attribute(&mut self, pairs: usize) {
+        debug_assert!(self.resp3());
+        self.len_header(b'|', pairs);
+    }
+
     /// A bulk string holding the decimal text of `n`.
     pub fn bulk_int(&mut self, n: i64) {
         let mut tmp = [0u8; 20];

@@ -43,6 +43,19 @@ fn scalars() {
 }
 
 #[test]
+fn bignum_and_attribute() {
+    let n = "1234567999999999999999999999999999999";
+    check(
+        |r| r.bignum(n),
+        format!("$37\r\n{n}\r\n").as_bytes(),
+        format!("({n}\r\n").as_bytes(),
+    );
+    let mut b = Vec::new();
+    Reply::new(&mut b, Protocol::Resp3).attribute(1);
+    assert_eq!(b, b"|1\r\n");
+}
+
+#[test]
 fn aggregates() {
     check(|r| r.array(3), b"*3\r\n", b"*3\r\n");
     check(|r| r.array(0), b"*0\r\n", b"*0\r\n");

@@ -2,7 +2,9 @@
 //! (CAT), DRYRUN, GENPASS, the log (LOG) and the ACL file (LOAD SAVE). The rules
 //! themselves live in `services::acl`.
 
-use crate::exec::command::{cat, flags::*, CmdError, CmdResult, Command};
+use crate::exec::command::{
+    acl_category_bit, flags::*, CmdError, CmdResult, Command, ACL_CATEGORIES,
+};
 use crate::exec::ctx::Ctx;
 use crate::services::acl::{self, file, selector::has_spaces, user::hex};
 use bytes::Bytes;
@@ -33,6 +35,7 @@ const ACL: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "List the ACL categories or the commands inside a category",
         complexity: "O(1) since the categories and commands are a fixed set.",
+        args: "[categoryname]",
         handler: acl_cat,
         ..SUB
     },
@@ -41,6 +44,7 @@ const ACL: &[Command] = &[
         arity: -3,
         summary: "Remove the specified ACL users and the associated rules",
         complexity: "O(1) amortized time considering the typical user.",
+        args: "username...",
         handler: acl_deluser,
         ..SUB
     },
@@ -50,6 +54,7 @@ const ACL: &[Command] = &[
         summary:
             "Returns whether the user can execute the given command without executing the command.",
         since: "7.0.0",
+        args: "username command [arg]...",
         handler: acl_dryrun,
         ..SUB
     },
@@ -58,6 +63,7 @@ const ACL: &[Command] = &[
         arity: -2,
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Generate a pseudorandom secure password to use for ACL users",
+        args: "[bits#int]",
         handler: acl_genpass,
         ..SUB
     },
@@ -67,6 +73,7 @@ const ACL: &[Command] = &[
         summary: "Get the rules for a specific ACL user",
         complexity:
             "O(N). Where N is the number of password, command and pattern rules that the user has.",
+        args: "username",
         handler: acl_getuser,
         ..SUB
     },
@@ -99,6 +106,7 @@ const ACL: &[Command] = &[
         arity: -2,
         summary: "List latest events denied because of ACLs in place",
         complexity: "O(N) with N being the number of entries shown.",
+        args: "[operation=(count#int | RESET)]",
         handler: acl_log,
         ..SUB
     },
@@ -115,6 +123,7 @@ const ACL: &[Command] = &[
         arity: -3,
         summary: "Modify or create the rules for a specific ACL user",
         complexity: "O(N). Where N is the number of rules provided.",
+        args: "username [rule]...",
         handler: acl_setuser,
         ..SUB
     },
@@ -146,13 +155,13 @@ const SUB: Command = Command {
 fn acl_cat(ctx: &mut Ctx<'_>) -> CmdResult {
     match ctx.argv.len() {
         2 => {
-            ctx.out.array(cat::NAMES.len());
-            for n in cat::NAMES {
-                ctx.out.bulk(n.as_bytes());
+            ctx.out.array(ACL_CATEGORIES.len());
+            for n in ACL_CATEGORIES {
+                ctx.out.bulk(&n.as_bytes()[1..]);
             }
         }
         3 => {
-            let Some(c) = cat::by_name(ctx.arg(2)) else {
+            let Some(c) = acl_category_bit(ctx.arg(2)) else {
                 let name = ctx.arg(2);
                 return Err(CmdError::err(format!(
                     "Unknown category '{}'",
@@ -161,7 +170,7 @@ fn acl_cat(ctx: &mut Ctx<'_>) -> CmdResult {
             };
             let table = ctx.commands();
             let names: Vec<&String> = (0..table.commands.len())
-                .filter(|&id| table.commands[id].acl_categories() & c != 0)
+                .filter(|&id| table.is_listed(id) && table.categories(id) & c != 0)
                 .map(|id| &table.fullnames[id])
                 .collect();
             ctx.out.array(names.len());

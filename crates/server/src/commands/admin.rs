@@ -1,10 +1,8 @@
-//! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME LASTSAVE SHUTDOWN DEBUG INFO.
+//! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME SHUTDOWN INFO.
 
 use crate::commands::info;
-use crate::exec::command::{cat, flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
@@ -19,8 +17,9 @@ pub const COMMANDS: &[Command] = &[
         flags: READONLY | FAST | ALL_SHARDS,
         summary: "Returns the number of keys in the database.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
+        acl: &["@keyspace"],
         handler: dbsize,
-        acl: cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -29,8 +28,10 @@ pub const COMMANDS: &[Command] = &[
         flags: WRITE | ALL_SHARDS,
         summary: "Removes all keys from the current database.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        acl: &["@keyspace", "@dangerous"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: flushdb,
-        acl: cat::DANGEROUS | cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -39,8 +40,10 @@ pub const COMMANDS: &[Command] = &[
         flags: WRITE | ALL_SHARDS,
         summary: "Removes all keys from all databases.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        acl: &["@keyspace", "@dangerous"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: flushall,
-        acl: cat::DANGEROUS | cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -49,8 +52,9 @@ pub const COMMANDS: &[Command] = &[
         flags: WRITE | FAST | ALL_SHARDS,
         summary: "Swaps two Redis databases.",
         since: "4.0.0",
+        acl: &["@keyspace", "@dangerous"],
+        args: "index1#int index2#int",
         handler: swapdb,
-        acl: cat::DANGEROUS | cat::KEYSPACE,
         ..FAMILY
     },
     Command {
@@ -59,6 +63,7 @@ pub const COMMANDS: &[Command] = &[
         flags: LOADING | STALE | FAST,
         summary: "Returns the server time.",
         since: "2.6.0",
+        tips: &["nondeterministic_output"],
         handler: time,
         ..FAMILY
     },
@@ -68,6 +73,7 @@ pub const COMMANDS: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
         summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         since: "1.0.0",
+        args: "[nosave_save=(NOSAVE | SAVE)] [NOW] [FORCE] [ABORT]",
         handler: shutdown,
         ..FAMILY
     },
@@ -77,62 +83,14 @@ pub const COMMANDS: &[Command] = &[
         flags: LOADING | STALE,
         summary: "Returns information and statistics about the server.",
         since: "1.0.0",
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
+        acl: &["@dangerous"],
+        args: "[section]...",
         handler: info_cmd,
-        acl: cat::DANGEROUS,
-        ..FAMILY
-    },
-    Command {
-        name: "debug",
-        arity: -2,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        summary: "A container for debugging commands.",
-        since: "1.0.0",
-        handler: super::container,
-        subcommands: DEBUG,
-        ..FAMILY
-    },
-];
-
-const DEBUG: &[Command] = &[
-    Command {
-        name: "sleep",
-        arity: 3,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        summary: "Blocks the worker thread for the given number of seconds (a float).",
-        since: "1.0.0",
-        handler: debug_sleep,
-        ..FAMILY
-    },
-    Command {
-        name: "object",
-        arity: 3,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        keys: Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1,
-        },
-        summary: "Shows low-level information about a key.",
-        since: "1.0.0",
-        handler: debug_object,
-        ..FAMILY
-    },
-    Command {
-        name: "set-active-expire",
-        arity: 3,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        summary: "Turns the active expiry cycle on (1) or off (0).",
-        since: "1.0.0",
-        handler: debug_set_active_expire,
-        ..FAMILY
-    },
-    Command {
-        name: "help",
-        arity: 2,
-        flags: LOADING | STALE,
-        summary: "Returns helpful text about the different subcommands.",
-        since: "1.0.0",
-        handler: debug_help,
         ..FAMILY
     },
 ];
@@ -155,40 +113,66 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, CmdError> {
     }
 }
 
-/// Frees flushed tables on a background thread when asked to (ASYNC), else right here.
-fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
+/// Frees flushed tables holding `keys` keys on a background thread when asked to
+/// (ASYNC), else right here.
+fn dispose<T: Send + 'static>(garbage: T, keys: usize, in_background: bool) {
     if in_background {
-        crate::services::lazyfree::free_later(garbage);
+        crate::services::lazyfree::free_later(garbage, keys as u64);
     }
 }
 
 fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    touch_watched(ctx, &[ctx.client.db]);
-    dispose(ctx.db().flush(), lazy);
+    touch_watched(ctx, &[(ctx.client.db, None)]);
+    let keys = ctx.db().len();
+    let tracked = ctx.invalidate_all();
+    dispose((ctx.db().flush(), tracked), keys, lazy);
+    // XREADGROUP clients blocked on a stream that went answer an error.
+    ctx.signal_db_ready(ctx.client.db);
     ctx.out.ok();
     Ok(())
 }
 
 fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
-    touch_watched(ctx, &all);
-    dispose(ctx.keyspace().flush_all(), lazy);
+    touch_watched_all(ctx);
+    let ks = ctx.keyspace();
+    let keys = (0..ks.db_count()).map(|d| ks.db(d).len()).sum();
+    let tracked = ctx.invalidate_all();
+    dispose((ctx.keyspace().flush_all(), tracked), keys, lazy);
+    for db in 0..ctx.keyspace().db_count() {
+        ctx.signal_db_ready(db);
+    }
     ctx.out.ok();
     Ok(())
 }
 
-/// Before FLUSHDB, FLUSHALL or SWAPDB changes databases `dbs`: fails the EXEC of every
-/// client watching a key of those databases that exists in one of them (as Redis does).
-fn touch_watched(ctx: &Ctx<'_>, dbs: &[usize]) {
-    let w = &ctx.watches();
+/// `touch_watched` for every database emptied (FLUSHALL, DEBUG RELOAD).
+pub(crate) fn touch_watched_all(ctx: &Ctx<'_>) {
+    let all: Vec<(usize, Option<usize>)> =
+        (0..ctx.keyspace().db_count()).map(|d| (d, None)).collect();
+    touch_watched(ctx, &all);
+}
+
+/// Before FLUSHDB, FLUSHALL or SWAPDB replaces the contents of databases: for each
+/// (emptied, replaced with), fails the EXEC of every client watching a key of the emptied
+/// database that exists there or in the one replacing it, as Redis's
+/// touchAllWatchedKeysInDb. Looking a key up removes it if it has expired, which tells
+/// the watches that saw it expired already (their key going away changes nothing).
+fn touch_watched(ctx: &Ctx<'_>, dbs: &[(usize, Option<usize>)]) {
+    let w = ctx.watches();
     let exists = |db: usize, k: &[u8]| ctx.keyspace().db(db).lock1(k).contains(k);
-    let hit: Vec<_> = dbs
-        .iter()
-        .flat_map(|d| w.keys_in(Some(*d)))
-        .filter(|(_, k)| dbs.iter().any(|d| exists(*d, k)))
-        .collect();
+    let mut hit = Vec::new();
+    for &(emptied, replaced_with) in dbs {
+        for k in w.keys_in(emptied) {
+            // Both looked up: each removes its own copy if it has expired.
+            let here = exists(emptied, &k);
+            let there = replaced_with.is_some_and(|r| exists(r, &k));
+            if here || there {
+                hit.push((emptied, k));
+            }
+        }
+    }
     w.touch_keys(&hit);
 }
 
@@ -203,11 +187,17 @@ fn swapdb(ctx: &mut Ctx<'_>) -> CmdResult {
     if !(0..n).contains(&a) || !(0..n).contains(&b) {
         return Err(CmdError::DB_RANGE);
     }
-    touch_watched(ctx, &[a as usize, b as usize]);
-    ctx.keyspace().swap(a as usize, b as usize);
+    let (a, b) = (a as usize, b as usize);
+    if a == b {
+        // Nothing moves (Redis does not touch watched keys either).
+        ctx.out.ok();
+        return Ok(());
+    }
+    touch_watched(ctx, &[(a, Some(b)), (b, Some(a))]);
+    ctx.keyspace().swap(a, b);
     // Clients blocked in either database may find their keys there now.
-    ctx.signal_db_ready(a as usize);
-    ctx.signal_db_ready(b as usize);
+    ctx.signal_db_ready(a);
+    ctx.signal_db_ready(b);
     ctx.out.ok();
     Ok(())
 }
@@ -257,50 +247,4 @@ fn info_cmd(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = info::render(ctx.server(), &sections);
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
-}
-
-fn debug_sleep(ctx: &mut Ctx<'_>) -> CmdResult {
-    // Redis parses with strtod and treats junk as 0.
-    let secs: f64 = std::str::from_utf8(ctx.arg(2))
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.0);
-    if secs.is_finite() && secs > 0.0 {
-        std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
-    }
-    ctx.out.ok();
-    Ok(())
-}
-
-fn debug_object(ctx: &mut Ctx<'_>) -> CmdResult {
-    let key = ctx.arg(2);
-    let mut l = ctx.lock1(key);
-    let now = l.now();
-    let Some(e) = l.peek(key) else {
-        return Err(CmdError::NO_SUCH_KEY);
-    };
-    let idle = strata_engine::clock::idle_ms(e.lru(), now) / 1000;
-    let len = e.as_str().map(<[u8]>::len).unwrap_or(0);
-    let text = format!(
-        "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
-        e.key().as_ptr(),
-        e.encoding(),
-        len,
-        e.lru(),
-        idle
-    );
-    drop(l);
-    ctx.out.simple(&text);
-    Ok(())
-}
-
-fn debug_set_active_expire(ctx: &mut Ctx<'_>) -> CmdResult {
-    let on = ctx.int_arg(2)? != 0;
-    ctx.server().active_expire.store(on, Ordering::Relaxed);
-    ctx.out.ok();
-    Ok(())
-}
-
-fn debug_help(ctx: &mut Ctx<'_>) -> CmdResult {
-    super::help(ctx, "DEBUG", DEBUG)
 }

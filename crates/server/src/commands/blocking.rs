@@ -13,24 +13,12 @@
 
 use super::list::{self, parse_mpop, pop_count_reply, Where};
 use super::zset::{self, parse_zmpop, zpop_reply};
-use crate::exec::command::{flags, key, parse_i64, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::services::blocking::parse_timeout;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use strata_resp::Reply;
-
-/// All arguments but the first and the last (BLPOP key [key ...] timeout).
-const KEYS_BUT_LAST: Keys = Keys::Range {
-    first: 1,
-    last: -2,
-    step: 1,
-};
-const KEYS_1_2: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
 
 const W: u32 = flags::WRITE;
 const B: u32 = flags::BLOCKING;
@@ -41,119 +29,125 @@ pub const COMMANDS: &[Command] = &[
     name: "blpop",
     arity: -3,
     flags: W | NS | B,
-    keys: KEYS_BUT_LAST,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, -2, 1),
+    ]),
     group: "list",
     summary: "Remove and get the first element in a list, or block until one is available",
     since: "2.0.0",
     complexity: "O(N) where N is the number of provided keys.",
+    args: "key#key... timeout#double",
     handler: blpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "brpop",
     arity: -3,
     flags: W | NS | B,
-    keys: KEYS_BUT_LAST,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, -2, 1),
+    ]),
     group: "list",
     summary: "Remove and get the last element in a list, or block until one is available",
     since: "2.0.0",
     complexity: "O(N) where N is the number of provided keys.",
+    args: "key#key... timeout#double",
     handler: brpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "blmove",
     arity: 6,
     flags: W | flags::DENYOOM | NS | B,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1),
+    ]),
     group: "list",
     summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
     since: "6.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 wherefrom=(LEFT | RIGHT) whereto=(LEFT | RIGHT) timeout#double",
     handler: blmove,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "brpoplpush",
     arity: 4,
     flags: W | flags::DENYOOM | NS | B,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1),
+    ]),
     group: "list",
     summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
     since: "2.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 timeout#double",
     handler: brpoplpush,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "blmpop",
     arity: -5,
     flags: W | B | flags::MOVABLEKEYS,
-    keys: Keys::Custom(mpop_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RW | ks::ACCESS | ks::DELETE, 2),
+    ]),
     group: "list",
     summary: "Pop elements from a list, or block until one is available",
     since: "7.0.0",
     complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+    args: "timeout#double numkeys#int key#key... where=(LEFT | RIGHT) [COUNT:count#int]",
     handler: blmpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "bzpopmin",
     arity: -3,
     flags: W | NS | B | flags::FAST,
-    keys: KEYS_BUT_LAST,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, -2, 1),
+    ]),
     group: "sorted-set",
     summary: "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key... timeout#double",
     handler: bzpopmin,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "bzpopmax",
     arity: -3,
     flags: W | NS | B | flags::FAST,
-    keys: KEYS_BUT_LAST,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, -2, 1),
+    ]),
     group: "sorted-set",
     summary: "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key... timeout#double",
     handler: bzpopmax,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "bzmpop",
     arity: -5,
     flags: W | B | flags::MOVABLEKEYS,
-    keys: Keys::Custom(mpop_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RW | ks::ACCESS | ks::DELETE, 2),
+    ]),
     group: "sorted-set",
     summary: "Remove and return members with scores in a sorted set or block until one is available",
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "timeout#double numkeys#int key#key... where=(MIN | MAX) [COUNT:count#int]",
     handler: bzmpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
 ];
-
-/// BLMPOP/BZMPOP key positions: `numkeys` keys after `timeout numkeys` (none when numkeys
-/// is not a valid count within the arguments).
-fn mpop_keys(argv: &[Bytes]) -> Vec<usize> {
-    let Some(n) = argv.get(2).and_then(|a| parse_i64(a)) else {
-        return Vec::new();
-    };
-    match usize::try_from(n) {
-        Ok(n) if n >= 1 && n < argv.len().saturating_sub(2) => (3..3 + n).collect(),
-        _ => Vec::new(),
-    }
-}
 
 /// The reply of a timeout (and of CLIENT UNBLOCK ... TIMEOUT).
 fn timed_out(out: &mut Reply<'_>) {
@@ -163,7 +157,7 @@ fn timed_out(out: &mut Reply<'_>) {
 /// True when the command runs as a waiter being served (crate::services::blocking::serve_ready, or
 /// the waiter's own check right after registering): the client is still registered as
 /// blocked while its command re-runs, and never while it runs a command itself.
-fn rerun(ctx: &Ctx<'_>) -> bool {
+pub(crate) fn rerun(ctx: &Ctx<'_>) -> bool {
     ctx.client.info.blocked.load(Ordering::Relaxed)
 }
 
@@ -334,6 +328,13 @@ fn zset_pop_or_block(
 mod tests {
     use super::*;
 
+    /// The key positions the declaration finds in `argv` (by the command named first).
+    fn keys_of(argv: &[bytes::Bytes]) -> Vec<usize> {
+        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+        let cmd = COMMANDS.iter().find(|c| c.name == name).expect("declared");
+        cmd.key_positions(argv)
+    }
+
     #[test]
     fn mpop_key_positions() {
         let argv = |s: &[&str]| {
@@ -342,12 +343,12 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            mpop_keys(&argv(&["blmpop", "0", "2", "a", "b", "left"])),
+            keys_of(&argv(&["blmpop", "0", "2", "a", "b", "left"])),
             vec![3, 4]
         );
-        assert!(mpop_keys(&argv(&["blmpop", "0", "3", "a", "b"])).is_empty());
-        assert!(mpop_keys(&argv(&["blmpop", "0", "0", "a", "left"])).is_empty());
-        assert!(mpop_keys(&argv(&["bzmpop", "0", "-1", "a", "min"])).is_empty());
-        assert!(mpop_keys(&argv(&["bzmpop", "0"])).is_empty());
+        assert!(keys_of(&argv(&["blmpop", "0", "3", "a", "b"])).is_empty());
+        assert!(keys_of(&argv(&["blmpop", "0", "0", "a", "left"])).is_empty());
+        assert!(keys_of(&argv(&["bzmpop", "0", "-1", "a", "min"])).is_empty());
+        assert!(keys_of(&argv(&["bzmpop", "0"])).is_empty());
     }
 }

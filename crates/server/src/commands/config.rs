@@ -27,6 +27,7 @@ const CONFIG: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Returns the effective values of configuration parameters.",
         since: "2.0.0",
+        args: "parameter=(parameter)...",
         handler: config_get,
         ..FAMILY
     },
@@ -36,6 +37,8 @@ const CONFIG: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Sets configuration parameters in-flight.",
         since: "2.0.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "parameter_value=(parameter value)...",
         handler: config_set,
         ..FAMILY
     },
@@ -94,12 +97,7 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
         .map(|p| (p[0].as_str(), p[1].as_str()))
         .collect();
     // `enable-protected-configs local` admits loopback clients.
-    let local = ctx
-        .client
-        .info
-        .addr
-        .parse::<std::net::SocketAddr>()
-        .is_ok_and(|a| a.ip().is_loopback());
+    let local = ctx.client.info.is_local();
     let server = ctx.server();
     let hooks = server
         .config
@@ -112,6 +110,11 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.server().stats.reset();
+    ctx.server()
+        .evict
+        .evicted
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    crate::services::lazyfree::reset_stats();
     for i in 0..ctx.keyspace().db_count() {
         ctx.keyspace().db(i).reset_stats();
     }

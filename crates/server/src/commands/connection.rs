@@ -6,6 +6,7 @@ use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::server::Server;
 use crate::services::acl::{Context, Reason};
+use crate::services::tracking::mode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strata_resp::Protocol;
@@ -23,33 +24,38 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | SUBSCRIBED,
         summary: "Returns the server's liveliness response.",
         since: "1.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[message]",
         handler: ping,
         ..FAMILY
     },
     Command {
         name: "echo",
         arity: 2,
-        flags: FAST,
+        flags: FAST | LOADING | STALE,
         summary: "Returns the given string.",
         since: "1.0.0",
+        args: "message",
         handler: echo,
         ..FAMILY
     },
     Command {
         name: "hello",
         arity: -1,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Handshakes with the Redis server.",
         since: "6.0.0",
+        args: "[arguments=(protover#int [AUTH:username_password=(username password)] [SETNAME:clientname])]",
         handler: hello,
         ..FAMILY
     },
     Command {
         name: "auth",
         arity: -2,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         summary: "Authenticates the connection.",
         since: "1.0.0",
+        args: "[username] password",
         handler: auth,
         ..FAMILY
     },
@@ -59,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
         flags: FAST | LOADING | STALE,
         summary: "Changes the selected database.",
         since: "1.0.0",
+        args: "index#int",
         handler: select,
         ..FAMILY
     },
@@ -74,7 +81,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "reset",
         arity: 1,
-        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED,
+        flags: NO_AUTH | FAST | NOSCRIPT | LOADING | STALE | SUBSCRIBED | NOT_QUEUED | ALLOW_BUSY,
         summary: "Resets the connection.",
         since: "6.2.0",
         handler: reset,
@@ -108,6 +115,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Sets the connection name.",
         since: "2.6.9",
+        args: "connection-name",
         handler: client_setname,
         ..FAMILY
     },
@@ -126,6 +134,8 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Lists open connections.",
         since: "2.4.0",
+        tips: &["nondeterministic_output"],
+        args: "[TYPE:normal_master_replica_pubsub=(NORMAL | MASTER | REPLICA | PUBSUB)] [ID:id=(client-id#int...)]",
         handler: client_list,
         ..FAMILY
     },
@@ -135,6 +145,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Returns information about the connection.",
         since: "6.2.0",
+        tips: &["nondeterministic_output"],
         handler: client_info,
         ..FAMILY
     },
@@ -144,6 +155,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Terminates open connections.",
         since: "2.4.0",
+        args: "filter=('ip:port' | new-format=([ID:client-id#int] | [TYPE:normal_master_slave_pubsub=(NORMAL | MASTER | SLAVE | REPLICA | PUBSUB)] | [USER:username] | [ADDR:'ip:port'] | [LADDR:'ip:port'] | [SKIPME:'yes/no'])...)",
         handler: client_kill,
         ..FAMILY
     },
@@ -153,6 +165,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Sets the client eviction mode of the connection.",
         since: "7.0.0",
+        args: "enabled=(ON | OFF)",
         handler: client_no_evict,
         ..FAMILY
     },
@@ -172,6 +185,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Instructs the server whether to reply to commands.",
         since: "3.2.0",
+        args: "on_off_skip=(ON | OFF | SKIP)",
         handler: client_reply,
         ..FAMILY
     },
@@ -181,7 +195,66 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Unblocks a client blocked by a blocking command from a different connection.",
         since: "5.0.0",
+        args: "client-id#int [timeout_error=(TIMEOUT | ERROR)]",
         handler: client_unblock,
+        ..FAMILY
+    },
+    Command {
+        name: "pause",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Suspends commands processing.",
+        since: "2.9.50",
+        handler: super::pause::client_pause,
+        ..FAMILY
+    },
+    Command {
+        name: "unpause",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resumes processing commands from paused clients.",
+        since: "6.2.0",
+        complexity: "O(N) Where N is the number of paused clients",
+        handler: super::pause::client_unpause,
+        ..FAMILY
+    },
+    Command {
+        name: "tracking",
+        arity: -3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Controls server-assisted client-side caching for the connection.",
+        since: "6.0.0",
+        complexity: "O(1). Some options may introduce additional complexity.",
+        handler: super::caching::client_tracking,
+        ..FAMILY
+    },
+    Command {
+        name: "caching",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Instructs the server whether to track the keys in the next request.",
+        since: "6.0.0",
+        handler: super::caching::client_caching,
+        ..FAMILY
+    },
+    Command {
+        name: "getredir",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Returns the client ID to which the connection's tracking notifications are redirected.",
+        since: "6.0.0",
+        handler: super::caching::client_getredir,
+        ..FAMILY
+    },
+    Command {
+        name: "trackinginfo",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Returns information about server-assisted client-side caching for the connection.",
+        since: "6.2.0",
+        handler: super::caching::client_trackinginfo,
         ..FAMILY
     },
     Command {
@@ -250,6 +323,10 @@ fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
         3 => (ctx.arg(1), ctx.arg(2)),
         _ => return Err(CmdError::SYNTAX),
     };
+    // MONITOR shows neither a user name nor a password.
+    for i in 1..ctx.argv.len() {
+        ctx.redact(i);
+    }
     if ctx.argv.len() == 2 && ctx.server().acl.default_user().rules().nopass {
         return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
     }
@@ -276,6 +353,8 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
         let more = ctx.argv.len() - 1 - j;
         let opt = ctx.lower(j);
         if opt == b"auth" && more >= 2 {
+            ctx.redact(j + 1);
+            ctx.redact(j + 2);
             authenticate(ctx, ctx.arg(j + 1), ctx.arg(j + 2))?;
             j += 3;
         } else if opt == b"setname" && more >= 1 {
@@ -343,15 +422,18 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.pubsub().remove_all(&mut subs);
     }
     super::transactions::forget(ctx.watches(), ctx.client);
-    let acl = &ctx.server().acl;
-    let open = !acl.auth_required();
-    ctx.client.set_user(acl.default_user().clone());
+    let server = ctx.server();
+    server.monitors.remove(&ctx.client.info);
+    server.tracking.disable(&ctx.client.info);
+    let open = !server.acl.auth_required();
+    ctx.client.set_user(server.acl.default_user().clone());
     let c = &mut *ctx.client;
     c.set_db(0);
     c.set_proto(Protocol::Resp2);
     c.reply = ReplyMode::On;
     c.no_evict = false;
     c.no_touch = false;
+    c.caching = false;
     c.info.no_evict.store(false, Ordering::Relaxed);
     c.info.no_touch.store(false, Ordering::Relaxed);
     *c.info.name.lock() = None;
@@ -412,11 +494,31 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
         c.psub.load(Ordering::Relaxed),
         c.ssub.load(Ordering::Relaxed),
     );
+    if c.monitor.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
+    let multi = c.multi.load(Ordering::Relaxed);
     if sub + psub + ssub > 0 {
         flags.push('P');
     }
+    if multi >= 0 {
+        flags.push('x');
+    }
     if c.blocked.load(Ordering::Relaxed) {
         flags.push('b');
+    }
+    let tracking = c.tracking.flags();
+    for (bit, letter) in [
+        (mode::ON, 't'),
+        (mode::BROKEN_REDIRECT, 'R'),
+        (mode::BCAST, 'B'),
+    ] {
+        if tracking & bit != 0 {
+            flags.push(letter);
+        }
+    }
+    if c.watch_dirty.load(Ordering::Relaxed) {
+        flags.push('d');
     }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
@@ -428,10 +530,11 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
+        c.fd,
         name,
         c.created.elapsed().as_secs(),
         c.idle_secs(),
@@ -440,9 +543,16 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
         sub,
         psub,
         ssub,
+        multi,
         c.qbuf.load(Ordering::Relaxed),
+        if multi >= 0 {
+            c.multi_mem.load(Ordering::Relaxed)
+        } else {
+            0
+        },
         cmd,
         c.user_name(),
+        c.tracking.redirect(),
         c.resp.load(Ordering::Relaxed)
     )
 }

@@ -12,7 +12,7 @@
 
 use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
 use super::scan;
-use crate::exec::command::{flags, key, parse_i64, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::num::longdouble;
 use crate::services::notify;
@@ -37,21 +37,23 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the string value of a hash field",
     since: "2.0.0",
     complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+    args: "key#key field_value=(field value)...",
     handler: hset,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "hsetnx",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Set the value of a hash field, only if the field does not exist",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field value",
     handler: hsetnx,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -63,8 +65,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the value of a hash field",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hget,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -76,8 +78,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set multiple hash fields to multiple values",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being set.",
+    args: "key#key field_value=(field value)...",
     handler: hset,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -89,8 +91,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the values of all the given hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields being requested.",
+    args: "key#key field...",
     handler: hmget,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -102,47 +104,54 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the fields and values in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hgetall,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "hdel",
     arity: -3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Delete one or more hash fields",
     since: "2.0.0",
     complexity: "O(N) where N is the number of fields to be removed.",
+    args: "key#key field...",
     handler: hdel,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "hlen",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Get the number of fields in a hash",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: hlen,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
     name: "hexists",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Determine if a hash field exists",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hexists,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -154,8 +163,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the fields in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hkeys,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -167,47 +177,54 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the values in a hash",
     since: "2.0.0",
     complexity: "O(N) where N is the size of the hash.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: hvals,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "hincrby",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Increment the integer value of a hash field by the given number",
     since: "2.0.0",
     complexity: "O(1)",
+    args: "key#key field increment#int",
     handler: hincrby,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "hincrbyfloat",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Increment the float value of a hash field by the given amount",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key field increment#double",
     handler: hincrbyfloat,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "hstrlen",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "hash",
     summary: "Get the length of the value of a hash field",
     since: "3.2.0",
     complexity: "O(1)",
+    args: "key#key field",
     handler: hstrlen,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -219,8 +236,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random fields from a hash",
     since: "6.2.0",
     complexity: "O(N) where N is the number of fields returned",
+    tips: &["nondeterministic_output"],
+    args: "key#key [options=(count#int [WITHVALUES])]",
     handler: hrandfield,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -232,8 +250,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate hash fields and associated values",
     since: "2.8.0",
     complexity: SCAN_COMPLEXITY,
+    tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: hscan,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];

@@ -7,7 +7,7 @@
 //! the stored value, as Redis does (the value changes; the key's TTL does not).
 
 use crate::commands::hll;
-use crate::exec::command::{flags, key, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use strata_engine::{Locked, Ttl};
 
@@ -26,68 +26,61 @@ pub const COMMANDS: &[Command] = &[
     name: "pfadd",
     arity: -2,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: Keys::Range {
-            first: 1,
-            last: 1,
-            step: 1,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "hyperloglog",
     summary: "Adds the specified elements to the specified HyperLogLog.",
     since: "2.8.9",
     complexity: "O(1) to add every element.",
+    args: "key#key [element]...",
     handler: pfadd,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "pfcount",
     arity: -2,
-    flags: flags::READONLY,
-    keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 1,
-        },
+    flags: flags::READONLY | flags::MAY_REPLICATE,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS, 1, -1, 1),
+    ]),
     group: "hyperloglog",
     summary: "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
     since: "2.8.9",
     complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
+    args: "key#key...",
     handler: pfcount,
-    key_use: KeyUse::Fixed(&[key::RW | key::ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "pfmerge",
     arity: -2,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 1,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::INSERT, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "hyperloglog",
     summary: "Merge N different HyperLogLogs into a single one.",
     since: "2.8.9",
     complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+    args: "destkey#key sourcekey#key1...",
     handler: pfmerge,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_INSERT, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "pfdebug",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::ADMIN,
-    keys: Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS, 2, 0, 1),
+    ]),
     group: "hyperloglog",
     summary: "Internal commands for debugging HyperLogLog values",
     since: "2.8.9",
     complexity: "N/A",
+    args: "subcommand key#key",
     handler: pfdebug,
-    key_use: KeyUse::Fixed(&[key::RW | key::ACCESS]),
     ..Command::DEFAULT
 },
     Command {

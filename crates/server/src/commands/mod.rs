@@ -11,8 +11,11 @@ pub mod acl;
 pub mod admin;
 pub mod bitmap;
 pub mod blocking;
+mod caching;
 pub mod config;
 pub mod connection;
+pub mod debug;
+pub mod dump;
 pub mod geo;
 pub mod hash;
 pub mod hll;
@@ -20,15 +23,22 @@ pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
+pub mod memory;
+pub mod migrate;
+mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
 pub(crate) mod scan;
+mod script_flags;
 pub mod scripting;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod stream;
 pub mod strings;
 pub mod transactions;
 pub mod zset;
@@ -37,9 +47,13 @@ pub const FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     acl::COMMANDS,
     admin::COMMANDS,
+    debug::COMMANDS,
     config::COMMANDS,
     introspection::COMMANDS,
+    memory::COMMANDS,
     strings::COMMANDS,
+    dump::COMMANDS,
+    migrate::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,
     hash::COMMANDS,
@@ -47,6 +61,7 @@ pub const FAMILIES: &[&[Command]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     geo::COMMANDS,
+    stream::COMMANDS,
     blocking::COMMANDS,
     hyperloglog::COMMANDS,
     sort::COMMANDS,
@@ -55,16 +70,14 @@ pub const FAMILIES: &[&[Command]] = &[
     transactions::COMMANDS,
     pubsub::COMMANDS,
     slowlog::COMMANDS,
+    latency::COMMANDS,
+    lolwut::COMMANDS,
 ];
 
 /// Redis's answer to a container's subcommand given more arguments than it takes, e.g.
 /// "ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP."
 pub fn wrong_subcommand_args(ctx: &Ctx<'_>) -> CmdError {
-    CmdError::Custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(ctx.arg(1)),
-        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
-    ))
+    crate::exec::table::wrong_subcommand_args(ctx.argv)
 }
 
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before

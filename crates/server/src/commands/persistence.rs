@@ -1,6 +1,6 @@
 //! SAVE BGSAVE BGREWRITEAOF LASTSAVE: snapshots on demand (see crate::services::snapshot).
 
-use crate::exec::command::{cat, flags::*, CmdError, CmdResult, Command};
+use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::services::snapshot;
 use std::sync::atomic::Ordering;
@@ -15,7 +15,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "save",
         arity: 1,
-        flags: ADMIN | NOSCRIPT | NO_MULTI,
+        flags: ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING,
         summary: "Synchronously saves the database(s) to disk.",
         since: "1.0.0",
         handler: save,
@@ -24,16 +24,17 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "bgsave",
         arity: -1,
-        flags: ADMIN | NOSCRIPT,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
         summary: "Asynchronously saves the database(s) to disk.",
         since: "1.0.0",
+        args: "[SCHEDULE]",
         handler: bgsave,
         ..FAMILY
     },
     Command {
         name: "bgrewriteaof",
         arity: 1,
-        flags: ADMIN | NOSCRIPT,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
         summary: "Asynchronously rewrites the append-only file to disk.",
         since: "1.0.0",
         handler: bgrewriteaof,
@@ -45,8 +46,9 @@ pub static COMMANDS: &[Command] = &[
         flags: LOADING | STALE | FAST,
         summary: "Returns the Unix timestamp of the last successful save to disk.",
         since: "1.0.0",
+        tips: &["nondeterministic_output"],
+        acl: &["@admin", "@dangerous"],
         handler: lastsave,
-        acl: cat::ADMIN | cat::DANGEROUS,
         ..FAMILY
     },
 ];

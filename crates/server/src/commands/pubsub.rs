@@ -5,11 +5,10 @@
 //! The shard commands declare no key arguments, unlike Redis's: here a channel name must
 //! not take part in planning the command's key locks.
 
-use crate::exec::command::{flags::*, Channels, CmdResult, Command};
+use crate::exec::command::{flags::*, ks, Channels, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
-use crate::services::pubsub::{Mailbox, Space, Subscriptions};
+use crate::services::pubsub::{Space, Subscriptions};
 use bytes::Bytes;
-use std::sync::Arc;
 
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
@@ -26,6 +25,7 @@ pub const COMMANDS: &[Command] = &[
     channels: Channels::Subscribe,
     summary: "Listen for messages published to the given channels",
     complexity: "O(N) where N is the number of channels to subscribe to.",
+    args: "channel...",
     handler: subscribe,
     ..FAMILY
 },
@@ -35,6 +35,7 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Stop listening for messages posted to the given channels",
     complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+    args: "[channel]...",
     handler: unsubscribe,
     ..FAMILY
 },
@@ -45,6 +46,7 @@ pub const COMMANDS: &[Command] = &[
     channels: Channels::Patterns,
     summary: "Listen for messages published to channels matching the given patterns",
     complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+    args: "pattern=(pattern#pattern)...",
     handler: psubscribe,
     ..FAMILY
 },
@@ -54,16 +56,18 @@ pub const COMMANDS: &[Command] = &[
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     summary: "Stop listening for messages posted to channels matching the given patterns",
     complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+    args: "[pattern#pattern]...",
     handler: punsubscribe,
     ..FAMILY
 },
     Command {
     name: "publish",
     arity: 3,
-    flags: PUBSUB | LOADING | STALE | FAST,
+    flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
     channels: Channels::Publish,
     summary: "Post a message to a channel",
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+    args: "channel message",
     handler: publish,
     ..FAMILY
 },
@@ -72,9 +76,13 @@ pub const COMMANDS: &[Command] = &[
     arity: -2,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
     channels: Channels::Subscribe,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, -1, 1),
+    ]),
     summary: "Listen for messages published to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of shard channels to subscribe to.",
+    args: "shardchannel...",
     handler: ssubscribe,
     ..FAMILY
 },
@@ -82,20 +90,28 @@ pub const COMMANDS: &[Command] = &[
     name: "sunsubscribe",
     arity: -1,
     flags: PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, -1, 1),
+    ]),
     summary: "Stop listening for messages posted to the given shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+    args: "[shardchannel]...",
     handler: sunsubscribe,
     ..FAMILY
 },
     Command {
     name: "spublish",
     arity: 3,
-    flags: PUBSUB | LOADING | STALE | FAST,
+    flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
     channels: Channels::Publish,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::NOT_KEY, 1, 0, 1),
+    ]),
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+    args: "shardchannel message",
     handler: spublish,
     ..FAMILY
 },
@@ -121,6 +137,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "List active channels",
     since: "2.8.0",
     complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+    args: "[pattern#pattern]",
     handler: pubsub_channels,
     ..Command::DEFAULT
 },
@@ -132,6 +149,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "Get the count of subscribers for channels",
     since: "2.8.0",
     complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+    args: "[channel]...",
     handler: pubsub_numsub,
     ..Command::DEFAULT
 },
@@ -153,6 +171,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "List active shard channels",
     since: "7.0.0",
     complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+    args: "[pattern#pattern]",
     handler: pubsub_shardchannels,
     ..Command::DEFAULT
 },
@@ -164,6 +183,7 @@ const PUBSUB_SUBS: &[Command] = &[
     summary: "Get the count of subscribers for shard channels",
     since: "7.0.0",
     complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+    args: "[shardchannel]...",
     handler: pubsub_shardnumsub,
     ..Command::DEFAULT
 },
@@ -180,13 +200,12 @@ const PUBSUB_SUBS: &[Command] = &[
 },
 ];
 
-/// The client's subscriptions, created (with its mailbox) on first use.
+/// The client's subscriptions, created on first use.
 fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
     let info = ctx.client.info.clone();
-    let proto = ctx.client.proto;
     ctx.client.subs.get_or_insert_with(|| {
         Box::new(Subscriptions {
-            mailbox: Arc::new(Mailbox::new(info, proto)),
+            client: info,
             channels: Vec::new(),
             patterns: Vec::new(),
             shard: Vec::new(),
@@ -196,12 +215,7 @@ fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
 
 /// Messages that arrived before this (un)subscribe go out before its reply, as in Redis.
 fn drain_mail(ctx: &mut Ctx<'_>) {
-    if let Some(s) = &ctx.client.subs {
-        if s.mailbox.has_mail() {
-            let n = s.mailbox.take(ctx.out.buf);
-            s.mailbox.written(n);
-        }
-    }
+    ctx.client.info.mail.drain_into(ctx.out.buf);
 }
 
 fn confirm(ctx: &mut Ctx<'_>, kind: &[u8], name: Option<&[u8]>, count: usize) {

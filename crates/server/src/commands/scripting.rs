@@ -2,7 +2,7 @@
 //! LOAD|DELETE|FLUSH|LIST|DUMP|RESTORE|STATS|KILL, FCALL FCALL_RO. How scripts run:
 //! crate::services::scripting.
 
-use crate::exec::command::{flags::*, key, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags::*, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::script::{self, Script};
 use crate::services::scripting::{self, Library, Target};
@@ -15,88 +15,81 @@ const FAMILY: Command = Command {
     ..Command::DEFAULT
 };
 
-/// EVAL-style key positions: argv[2] is numkeys, the keys follow it.
-fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
-    let n = argv
-        .get(2)
-        .and_then(|a| crate::exec::command::parse_i64(a))
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
-    // More keys than arguments names none (Redis's invalid key spec: ACL sees no keys).
-    if 3 + n > argv.len() {
-        return Vec::new();
-    }
-    (3..3 + n).collect()
-}
-
-const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLEKEYS;
-const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLEKEYS;
+const EVAL_FLAGS: u32 =
+    NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE | MOVABLEKEYS;
+const RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY | MOVABLEKEYS;
 
 pub static COMMANDS: &[Command] = &[
     Command {
         name: "eval",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
+        args: "script numkeys#int [key#key]... [arg]...",
         handler: eval,
-        key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
+        call_flags: Some(super::script_flags::eval),
         ..FAMILY
     },
     Command {
         name: "evalsha",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
+        args: "sha1 numkeys#int [key#key]... [arg]...",
         handler: evalsha,
-        key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
+        call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
     },
     Command {
         name: "eval_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
+        args: "script numkeys#int [key#key]... [arg]...",
         handler: eval_ro,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
+        call_flags: Some(super::script_flags::eval),
         ..FAMILY
     },
     Command {
         name: "evalsha_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
+        args: "sha1 numkeys#int [key#key]... [arg]...",
         handler: evalsha_ro,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
+        call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
     },
     Command {
         name: "fcall",
         arity: -3,
         flags: EVAL_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RW | ks::ACCESS | ks::UPDATE, 2)]),
         summary: "Invokes a function.",
         since: "7.0.0",
+        args: "function numkeys#int [key#key]... [arg]...",
         handler: fcall,
-        key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
+        call_flags: Some(super::script_flags::fcall),
         ..FAMILY
     },
     Command {
         name: "fcall_ro",
         arity: -3,
         flags: RO_FLAGS,
-        keys: Keys::Custom(numkeys_keys),
+        keys: Keys::Specs(&[KeySpec::keynum(ks::RO | ks::ACCESS, 2)]),
         summary: "Invokes a read-only function.",
         since: "7.0.0",
+        args: "function numkeys#int [key#key]... [arg]...",
         handler: fcall_ro,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
+        call_flags: Some(super::script_flags::fcall),
         ..FAMILY
     },
     Command {
@@ -128,15 +121,22 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT | STALE,
         summary: "Loads a server-side Lua script to the script cache.",
         since: "2.6.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "script",
         handler: script_load,
         ..FAMILY
     },
     Command {
         name: "exists",
         arity: -3,
-        flags: NOSCRIPT | STALE,
+        flags: NOSCRIPT,
         summary: "Determines whether server-side Lua scripts exist in the script cache.",
         since: "2.6.0",
+        tips: &[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ],
+        args: "sha1...",
         handler: script_exists,
         ..FAMILY
     },
@@ -146,6 +146,8 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT,
         summary: "Removes all server-side Lua scripts from the script cache.",
         since: "2.6.0",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: script_flush,
         ..FAMILY
     },
@@ -155,6 +157,7 @@ const SCRIPT: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Terminates a server-side Lua script during execution.",
         since: "2.6.0",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
         handler: script_kill,
         ..FAMILY
     },
@@ -176,6 +179,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Creates a library.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[REPLACE] function-code",
         handler: function_load,
         ..FAMILY
     },
@@ -185,6 +190,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | NOSCRIPT,
         summary: "Deletes a library and its functions.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "library-name",
         handler: function_delete,
         ..FAMILY
     },
@@ -194,6 +201,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | NOSCRIPT,
         summary: "Deletes all libraries and functions.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "[async=(ASYNC | SYNC)]",
         handler: function_flush,
         ..FAMILY
     },
@@ -203,6 +212,8 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT,
         summary: "Returns information about all libraries.",
         since: "7.0.0",
+        tips: &["nondeterministic_output_order"],
+        args: "[LIBRARYNAME:library-name-pattern] [WITHCODE]",
         handler: function_list,
         ..FAMILY
     },
@@ -221,6 +232,8 @@ const FUNCTION: &[Command] = &[
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Restores all libraries from a payload.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        args: "serialized-value [policy=(FLUSH | APPEND | REPLACE)]",
         handler: function_restore,
         ..FAMILY
     },
@@ -230,6 +243,11 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Returns information about a function during execution.",
         since: "7.0.0",
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
         handler: function_stats,
         ..FAMILY
     },
@@ -239,6 +257,7 @@ const FUNCTION: &[Command] = &[
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Terminates a function during execution.",
         since: "7.0.0",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
         handler: function_kill,
         ..FAMILY
     },
@@ -297,6 +316,7 @@ fn run_script(
             keys,
             args,
             read_only,
+            deny_oom: deny_oom(ctx, &flags),
         },
     );
     ctx.out.raw(&reply);
@@ -317,7 +337,18 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
             "Can not execute a script with write flag using *_ro command.",
         ));
     }
+    // A script with flags that may write counts as a command that needs memory (Redis
+    // derives its DENYOOM flag from them), unless it is flagged `allow-oom`.
+    if ctx.client.oom_at_start && !flags.allow_oom && ctx.server().evict.maxmemory() != 0 {
+        return Err(CmdError::Static(crate::services::evict::OOM));
+    }
     Ok(())
+}
+
+/// Whether the script's writes are refused while memory was over the limit at its start:
+/// any script but one with flags including `allow-oom` (Redis's SCRIPT_ALLOW_OOM).
+fn deny_oom(ctx: &Ctx<'_>, flags: &ScriptFlags) -> bool {
+    ctx.client.oom_at_start && (flags.eval_compat_mode || !flags.allow_oom)
 }
 
 /// EVAL's body, remembered for EVALSHA.
@@ -329,11 +360,13 @@ fn by_body(ctx: &Ctx<'_>) -> (String, Bytes) {
 }
 
 fn eval(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.show_to_monitors();
     let (sha, body) = by_body(ctx);
     eval_body(ctx, sha, body, false)
 }
 
 fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.show_to_monitors();
     let (sha, body) = by_body(ctx);
     eval_body(ctx, sha, body, true)
 }
@@ -341,6 +374,7 @@ fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 /// EVALSHA: a script this thread has compiled runs without the shared registry (no lock
 /// or reference count that other threads touch); otherwise its body comes from there.
 fn by_sha(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors();
     // from_utf8 first: from_utf8_lossy's scan was 1% of an EVALSHA's instructions.
     let arg = ctx.arg(1);
     let sha = std::str::from_utf8(arg).map_or_else(
@@ -365,6 +399,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors();
     let name = String::from_utf8_lossy(ctx.arg(1));
     // This thread's Lua state mirrors the registry's libraries (with_lua catches up).
     let flags = scripting::with_lua(ctx.scripts(), |lua| lua.function_flags(&name));
@@ -382,6 +417,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
             keys,
             args,
             read_only,
+            deny_oom: deny_oom(ctx, &flags),
         },
     );
     ctx.out.raw(&reply);
@@ -460,42 +496,11 @@ fn function_help(ctx: &mut Ctx<'_>) -> CmdResult {
 // ---------------------------------------------------------------------------------------
 // FUNCTION
 
-/// Validates `code` in this thread's state and adds it to the registry (REPLACE swaps a
-/// library of the same name). Every thread reloads the libraries on its next call.
+/// FUNCTION LOAD's registration, with Redis's error replies.
 fn load_library(ctx: &Ctx<'_>, code: Bytes, replace: bool) -> Result<String, CmdError> {
-    let scripts = &ctx.scripts();
-    let mut libs = scripts.libraries.write();
-    // A fresh state holding every other library checks name clashes exactly as Redis.
-    let mut lua = strata_scripting::Lua::new();
-    let name_hint = strata_scripting_name(&code);
-    for (n, l) in libs.iter() {
-        if replace && Some(n.as_str()) == name_hint.as_deref() {
-            continue;
-        }
-        let _ = lua.load_library(&l.code);
-    }
-    let info = lua.load_library(&code).map_err(CmdError::Custom)?;
-    if libs.contains_key(&info.name) && !replace {
-        return Err(CmdError::Custom(format!(
-            "ERR Library '{}' already exists",
-            info.name
-        )));
-    }
-    let name = info.name.clone();
-    libs.insert(name.clone(), Library { code, info });
-    drop(libs);
-    scripts.functions_changed();
-    Ok(name)
-}
-
-/// The library name of a `#!lua name=<lib>` shebang, if it parses.
-fn strata_scripting_name(code: &[u8]) -> Option<String> {
-    let line = code.split(|b| *b == b'\n').next()?;
-    let line = std::str::from_utf8(line).ok()?;
-    line.strip_prefix("#!")?
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("name="))
-        .map(str::to_string)
+    ctx.scripts()
+        .load_library(code, replace)
+        .map_err(CmdError::Custom)
 }
 
 fn function_load(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -672,98 +677,42 @@ fn function_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FUNCTION DUMP: every library's code, in Strata's own payload format (a magic, then
-/// length-prefixed codes, then a CRC32). Not interchangeable with Redis's RDB payload.
+/// FUNCTION DUMP: every library's code as Redis's payload (FUNCTION2 records, the RDB
+/// version, a CRC64), which redis-server's FUNCTION RESTORE takes too.
 fn function_dump(ctx: &mut Ctx<'_>) -> CmdResult {
     let libs = ctx.scripts().libraries.read();
-    let mut buf = DUMP_MAGIC.to_vec();
-    for l in libs.values() {
-        buf.extend_from_slice(&(l.code.len() as u32).to_le_bytes());
-        buf.extend_from_slice(&l.code);
-    }
-    let crc = crc32(&buf);
-    buf.extend_from_slice(&crc.to_le_bytes());
+    let payload = strata_rdb::dump_functions(libs.values().map(|l| &l.code[..]));
     drop(libs);
-    ctx.out.bulk(&buf);
+    ctx.out.bulk(&payload);
     Ok(())
 }
 
-const DUMP_MAGIC: &[u8] = b"STRFN1";
-
-fn crc32(data: &[u8]) -> u32 {
-    // Bitwise CRC-32 (IEEE): payloads are small and rare.
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-fn parse_dump(p: &[u8]) -> Option<Vec<Bytes>> {
-    let body = p.get(..p.len().checked_sub(4)?)?;
-    let crc = u32::from_le_bytes(p[p.len() - 4..].try_into().ok()?);
-    if crc32(body) != crc || !body.starts_with(DUMP_MAGIC) {
-        return None;
-    }
-    let mut rest = &body[DUMP_MAGIC.len()..];
-    let mut codes = Vec::new();
-    while !rest.is_empty() {
-        let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-        codes.push(Bytes::copy_from_slice(rest.get(4..4 + n)?));
-        rest = &rest[4 + n..];
-    }
-    Some(codes)
-}
-
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: all of the payload's libraries or
+/// none, with Redis's errors.
 fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
-    let policy = match ctx.argv.len() {
-        3 => b"append".to_vec(),
-        4 => ctx.lower(3),
-        _ => return Err(CmdError::SYNTAX),
-    };
-    if !matches!(policy.as_slice(), b"flush" | b"append" | b"replace") {
-        return Err(CmdError::err(
-            "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
-        ));
+    use crate::services::scripting::RestorePolicy;
+    if ctx.argv.len() > 4 {
+        return Err(super::wrong_subcommand_args(ctx));
     }
-    let codes = parse_dump(ctx.arg(2))
-        .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
-    let scripts = &ctx.scripts();
-    let before: Vec<(String, Library)> = std::mem::take(&mut *scripts.libraries.write())
-        .into_iter()
-        .collect();
-    let keep_old = policy.as_slice() != b"flush";
-    if keep_old {
-        scripts
-            .libraries
-            .write()
-            .extend(before.iter().map(|(n, l)| {
-                (
-                    n.clone(),
-                    Library {
-                        code: l.code.clone(),
-                        info: l.info.clone(),
-                    },
-                )
-            }));
-    }
-    let replace = policy.as_slice() == b"replace";
-    for code in codes {
-        if let Err(e) = load_library(ctx, code, replace) {
-            // All or nothing, as Redis: put the old libraries back.
-            *scripts.libraries.write() = before.into_iter().collect();
-            scripts.functions_changed();
-            return Err(e);
-        }
-    }
-    scripts.functions_changed();
+    let policy =
+        match ctx.argv.len() {
+            3 => RestorePolicy::Append,
+            _ => match ctx.lower(3).as_slice() {
+                b"append" => RestorePolicy::Append,
+                b"replace" => RestorePolicy::Replace,
+                b"flush" => RestorePolicy::Flush,
+                _ => return Err(CmdError::err(
+                    "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+                )),
+            },
+        };
+    let codes = strata_rdb::restore_functions(ctx.arg(2)).map_err(|e| match e {
+        strata_rdb::PayloadError::BadData(e) => CmdError::Custom(format!("ERR {}", e.kind())),
+        e => CmdError::Custom(format!("ERR {e}")),
+    })?;
+    ctx.scripts()
+        .restore_libraries(codes, policy)
+        .map_err(CmdError::Custom)?;
     ctx.out.ok();
     Ok(())
 }

@@ -28,6 +28,8 @@ const SLOWLOG_SUBS: &[Command] = &[
         name: "get",
         arity: -2,
         summary: "Get the slow log's entries",
+        tips: &["request_policy:all_nodes", "nondeterministic_output"],
+        args: "[count#int]",
         handler: slowlog_get,
         ..FAMILY
     },
@@ -35,6 +37,11 @@ const SLOWLOG_SUBS: &[Command] = &[
         name: "len",
         arity: 2,
         summary: "Get the slow log's length",
+        tips: &[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ],
         handler: slowlog_len,
         ..FAMILY
     },
@@ -42,6 +49,7 @@ const SLOWLOG_SUBS: &[Command] = &[
         name: "reset",
         arity: 2,
         summary: "Clear all entries from the slow log",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
         handler: slowlog_reset,
         ..FAMILY
     },

@@ -28,7 +28,7 @@
 //! (`BY nosort`) is its storage order: ascending for an intset, unspecified for a
 //! hashtable (as in Redis, where it differs too). Weights are read with strtod's rules.
 
-use crate::exec::command::{cat, flags, key, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, CmdError, CmdResult, Command, KeyAt, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -42,36 +42,51 @@ pub const COMMANDS: &[Command] = &[
         name: "sort",
         arity: -2,
         flags: flags::WRITE | flags::DENYOOM | flags::MOVABLEKEYS | flags::ALL_SHARDS,
-        keys: Keys::Custom(sort_keys),
+        keys: Keys::Custom(
+            sort_keys,
+            &[
+                KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
+                // BY and GET patterns: keys made from the elements sorted.
+                KeySpec::unknown(ks::RO | ks::ACCESS),
+                // STORE may come anywhere.
+                KeySpec::unknown(ks::OW | ks::UPDATE),
+            ],
+        ),
         group: "generic",
         summary: "Sort the elements in a list, set or sorted set",
         since: "1.0.0",
         complexity: COMPLEXITY,
+        acl: &["@set", "@sortedset", "@list", "@dangerous"],
+        args: "key#key [BY:pattern#pattern1] [LIMIT:offset_count=(offset#int count#int)] [GET:pattern#pattern1]...+ [order=(ASC | DESC)] [sorting=ALPHA] [STORE:destination#key2]",
         handler: sort,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
-        acl: cat::DANGEROUS | cat::LIST | cat::SET | cat::SORTEDSET | cat::NOT_GROUP,
         ..Command::DEFAULT
     },
     Command {
         name: "sort_ro",
         arity: -2,
         flags: flags::READONLY | flags::MOVABLEKEYS | flags::ALL_SHARDS,
-        keys: Keys::Custom(sort_ro_keys),
+        keys: Keys::Specs(&[
+            KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
+            KeySpec::unknown(ks::RO | ks::ACCESS),
+        ]),
         group: "generic",
         summary: "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
         since: "7.0.0",
         complexity: COMPLEXITY,
+        acl: &["@set", "@sortedset", "@list", "@dangerous"],
+        args: "key#key [BY:pattern#pattern1] [LIMIT:offset_count=(offset#int count#int)] [GET:pattern#pattern1]...+ [order=(ASC | DESC)] [sorting=ALPHA]",
         handler: sort_ro,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
-        acl: cat::DANGEROUS | cat::LIST | cat::SET | cat::SORTEDSET | cat::NOT_GROUP,
         ..Command::DEFAULT
     },
 ];
 
-/// Redis's sortGetKeys: the source, and the key after the last STORE (options with
-/// arguments are skipped as Redis skips them).
-fn sort_keys(argv: &[Bytes]) -> Vec<usize> {
-    let mut keys = vec![1];
+/// Redis's sortGetKeys: the source (read), and the key after the last STORE (written;
+/// options with arguments are skipped as Redis skips them).
+fn sort_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+    let mut keys = vec![KeyAt {
+        pos: 1,
+        flags: ks::RO | ks::ACCESS,
+    }];
     let mut store = None;
     let mut i = 2;
     while i < argv.len() {
@@ -85,12 +100,11 @@ fn sort_keys(argv: &[Bytes]) -> Vec<usize> {
         }
         i += 1;
     }
-    keys.extend(store);
+    keys.extend(store.map(|pos| KeyAt {
+        pos,
+        flags: ks::OW | ks::UPDATE,
+    }));
     keys
-}
-
-fn sort_ro_keys(_argv: &[Bytes]) -> Vec<usize> {
-    vec![1]
 }
 
 fn sort(ctx: &mut Ctx<'_>) -> CmdResult {

@@ -6,11 +6,12 @@
 //! transactions on disjoint keys run in parallel on different threads.
 
 use crate::exec::client::Client;
-use crate::exec::command::{flags::*, key, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags::*, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::exec::effects::Group;
 use crate::exec::plan::LockPlan;
 use crate::exec::{execute, Call, Nest, Origin};
+use crate::server::Server;
 use crate::services::snapshot::open_write;
 use crate::services::watch::Watches;
 use bytes::Bytes;
@@ -49,6 +50,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes all commands in a transaction.",
         since: "1.2.0",
         handler: exec,
+        call_flags: Some(queued_flags),
         ..FAMILY
     },
     Command {
@@ -64,16 +66,12 @@ pub static COMMANDS: &[Command] = &[
         name: "watch",
         arity: -2,
         flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED,
-        keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 1,
-        },
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 1, -1, 1)]),
         summary: "Monitors changes to keys to determine the execution of a transaction.",
         since: "2.2.0",
         complexity: "O(1) for every key.",
+        args: "key#key...",
         handler: watch,
-        key_use: KeyUse::Fixed(&[key::RO]),
         ..FAMILY
     },
     Command {
@@ -87,10 +85,27 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-/// Queues a command inside MULTI.
+/// EXEC's flags include those of the commands it will run (CLIENT PAUSE WRITE holds an
+/// EXEC of writes), as Redis's mstate.cmd_flags.
+fn queued_flags(server: &Server, client: &Client, declared: u32, _: &[Bytes]) -> u32 {
+    let queued = client.multi.as_ref().map_or(&[][..], |m| &m.queued[..]);
+    queued.iter().fold(declared, |f, (id, argv)| {
+        f | crate::exec::admit::call_flags(server, client, *id, argv)
+    })
+}
+
+/// Queues a command inside MULTI. Like Redis, a transaction that cannot run any more (a
+/// command was refused, or a watched key changed) keeps nothing, but still answers QUEUED.
 pub fn queue(client: &mut Client, id: usize, argv: &[Bytes], out: &mut Vec<u8>) {
-    if let Some(m) = &mut client.multi {
+    let doomed = client.watch.dirty.load(Ordering::Relaxed);
+    if let Some(m) = client.multi.as_mut().filter(|m| !m.aborted && !doomed) {
         m.queued.push((id, argv.to_vec()));
+        client
+            .info
+            .multi
+            .store(m.queued.len() as i64, Ordering::Relaxed);
+        let bytes: usize = argv.iter().map(|a| a.len()).sum();
+        client.info.multi_mem.fetch_add(bytes, Ordering::Relaxed);
     }
     Reply::new(out, client.proto).simple("QUEUED");
 }
@@ -99,15 +114,17 @@ fn multi(ctx: &mut Ctx<'_>) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(CmdError::err("MULTI calls can not be nested"));
     }
-    ctx.client.multi = Some(Box::default());
+    ctx.client.info.multi_mem.store(0, Ordering::Relaxed);
+    ctx.client.set_multi(Some(Box::default()));
     ctx.out.ok();
     Ok(())
 }
 
 fn discard(ctx: &mut Ctx<'_>) -> CmdResult {
-    if ctx.client.multi.take().is_none() {
+    if ctx.client.multi.is_none() {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
+    ctx.client.set_multi(None);
     ctx.watches().unwatch(&mut ctx.client.watch);
     ctx.out.ok();
     Ok(())
@@ -115,7 +132,7 @@ fn discard(ctx: &mut Ctx<'_>) -> CmdResult {
 
 /// Forgets a client's transaction and watches (RESET, disconnect).
 pub fn forget(watches: &Watches, client: &mut Client) {
-    client.multi = None;
+    client.set_multi(None);
     watches.unwatch(&mut client.watch);
 }
 
@@ -149,6 +166,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(multi) = ctx.client.multi.take() else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
+    ctx.client.set_multi(None);
     let server = ctx.server();
     if multi.aborted {
         server.watches.unwatch(&mut ctx.client.watch);
@@ -175,7 +193,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
         .watch
         .keys
         .iter()
-        .map(|(d, k, _)| server.keyspace.shard_of(*d, k))
+        .map(|(d, k)| server.keyspace.shard_of(*d, k))
         .collect();
     plan.merge(LockPlan::Shards(watched));
     let mut worker = ctx.worker();
@@ -226,13 +244,14 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// True when a watched key that was live at WATCH has expired since (Redis 7 fails the
-/// EXEC then, even though nothing wrote the key).
+/// True when a watched key that was live at WATCH (or removed since) has expired: Redis
+/// 7 fails the EXEC then, even though nothing wrote the key.
 fn watched_key_expired(ctx: &Ctx<'_>) -> bool {
-    ctx.client.watch.keys.iter().any(|(db, key, was_expired)| {
-        !was_expired && {
-            let mut l = ctx.keyspace().db(*db).lock1_at(ctx.now_ms, key);
-            matches!(l.peek_raw_expire(key), Some(Some(at)) if at <= ctx.now_ms)
-        }
+    let cw = &ctx.client.watch;
+    cw.keys.iter().any(|(db, key)| {
+        let mut l = ctx.keyspace().db(*db).lock1_at(ctx.now_ms, key);
+        let expired = matches!(l.peek_raw_expire(key), Some(Some(at)) if at <= ctx.now_ms);
+        drop(l);
+        expired && !ctx.watches().is_stale(cw, *db, key)
     })
 }

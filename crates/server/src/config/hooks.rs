@@ -1,8 +1,8 @@
 //! What a change of configuration does beyond storing the value: pushing it into the
 //! component that reads it on its own (the engine's encoding thresholds, the journal, the
-//! pub/sub limits...). Directives read where they are used (`hz`, `maxclients`,
-//! `maxclients`...) need no hook. Hooks run once at start and after a CONFIG SET, each
-//! at most once per change however many of its directives changed.
+//! pub/sub limits...). Directives read where they are used (`hz`,
+//! `maxclients`...) need no hook. Hooks run once at start and after a CONFIG SET, each at
+//! most once per change however many of its directives changed.
 
 use crate::server::Server;
 use std::sync::atomic::Ordering;
@@ -27,6 +27,13 @@ pub enum Hook {
     Appendonly,
     /// The default user's password.
     Requirepass,
+    /// The client-side caching table's key limit.
+    Tracking,
+    /// The latency monitor's threshold.
+    Latency,
+    /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
+    /// clocks or LFU counters).
+    Maxmemory,
 }
 
 impl Hook {
@@ -50,10 +57,14 @@ impl Hook {
                 e.stream_node_max_entries
                     .store(c.stream_node_max_entries as u64, Ordering::Relaxed);
             }
-            Hook::Notify => server.notify_flags.store(
-                crate::services::notify::effective(c.notify_keyspace_events.0),
-                Ordering::Relaxed,
-            ),
+            Hook::Notify => {
+                let flags = crate::services::notify::effective(c.notify_keyspace_events.0);
+                server.notify_flags.store(flags, Ordering::Relaxed);
+                // `new` events need the engine to say which stores create keys.
+                server
+                    .keyspace
+                    .announce_created(flags & crate::services::notify::NEW != 0);
+            }
             Hook::ScriptTimeout => server
                 .scripts
                 .busy_threshold_ms
@@ -80,6 +91,10 @@ impl Hook {
                     .acl
                     .set_default_password(&env, c.requirepass.as_bytes());
             }
+            Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
+            Hook::Latency => server
+                .latency
+                .set_threshold(c.latency_monitor_threshold.max(0) as u64),
             Hook::Appendonly => {
                 // Before start-up has opened the data directory there is nothing to switch.
                 if server.loading.load(Ordering::SeqCst) {
@@ -90,6 +105,30 @@ impl Hook {
                     if let Some(s) = server.arc() {
                         crate::services::persist::switch_journal(&s, on);
                     }
+                }
+            }
+            Hook::Maxmemory => {
+                let access = server.keyspace.access();
+                access.set_lfu(c.maxmemory_policy.is_lfu());
+                access.set_lfu_params(
+                    c.lfu_log_factor,
+                    c.lfu_decay_time.min(u32::MAX as u64) as u32,
+                );
+                server.evict.configure(
+                    c.maxmemory,
+                    c.maxmemory_policy,
+                    c.maxmemory_samples,
+                    c.maxmemory_eviction_tenacity,
+                    c.lazyfree_lazy_eviction,
+                );
+                let used = crate::services::memory::used();
+                if c.maxmemory != 0 && used > c.maxmemory {
+                    tracing::warn!(
+                        "maxmemory {} is below the memory in use ({used} bytes): keys will be evicted per maxmemory-policy {}, or writes refused",
+                        c.maxmemory,
+                        c.maxmemory_policy
+                    );
+                    server.evict.start_background(server);
                 }
             }
         }

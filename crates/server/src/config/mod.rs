@@ -236,8 +236,9 @@ impl Config {
     }
 }
 
-/// `enable-protected-configs` allows this client.
-fn protected_allowed(setting: ProtectedAction, local: bool) -> bool {
+/// A protected feature's setting (`enable-protected-configs`, `enable-debug-command`...)
+/// allows a client that is `local` (connected over loopback) or not.
+pub fn protected_allowed(setting: ProtectedAction, local: bool) -> bool {
     match setting {
         ProtectedAction::Yes => true,
         ProtectedAction::Local => local,

@@ -35,6 +35,7 @@ pub fn serve_ready(w: &mut Worker<'_>, mut ready: Vec<(usize, Bytes)>) {
             c.db = waiter.db;
             c.proto = waiter.proto;
             c.no_touch = waiter.no_touch;
+            c.rerun = true;
             let mut out = Vec::new();
             let mut after = After::default();
             w.clock = Tick::now();
@@ -45,9 +46,12 @@ pub fn serve_ready(w: &mut Worker<'_>, mut ready: Vec<(usize, Bytes)>) {
                 // Nothing this waiter can take. When the key is gone, later waiters would
                 // find nothing either; when it holds a value this waiter does not take (a
                 // zset under a key BLPOP and BZPOPMIN clients both wait on, a BLMOVE whose
-                // destination has another type), a later waiter may still be served.
+                // destination has another type), a later waiter may still be served; and
+                // an XREADGROUP waiter answers an error when its key is gone.
                 let now = server.clock.unix_ms(Tick::now());
-                if !server.keyspace.db(db).lock1_at(now, &key).contains(&key) {
+                if reg.change_watchers() == 0
+                    && !server.keyspace.db(db).lock1_at(now, &key).contains(&key)
+                {
                     break;
                 }
                 continue;

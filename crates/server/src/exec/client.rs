@@ -2,11 +2,14 @@
 //! from any thread.
 
 use crate::services::acl::user::User;
+use crate::services::mailbox::{Delivery, Mailbox};
+use crate::services::pubsub::BufferLimit;
+use crate::services::tracking::ClientTracking;
 use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
@@ -47,11 +50,26 @@ pub struct Client {
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
+    /// CLIENT CACHING YES/NO was given for the next command (or transaction).
+    pub caching: bool,
+    /// A blocked client's command re-run by the connection that served it once a key it
+    /// waits on is ready (`exec/blocked.rs`): it was already admitted, paused and shown to
+    /// MONITOR when it blocked, and it is not refused for memory now (Redis serves blocked
+    /// clients without processCommand's checks).
+    pub rerun: bool,
+    /// Memory was over `maxmemory` with nothing left to evict when this client's current
+    /// command was admitted (Redis's pre_command_oom_state): a script it runs may then not
+    /// start writing.
+    pub oom_at_start: bool,
+    /// The result of the work its last command deferred (`Ctx::defer`), for that command's
+    /// second run.
+    pub resume: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl Client {
     pub fn new(info: Arc<ClientInfo>, user: Option<Arc<User>>, authenticated: bool) -> Client {
         info.set_user(user.clone());
+        let dirty = info.watch_dirty.clone();
         Client {
             id: info.id,
             db: 0,
@@ -66,8 +84,15 @@ impl Client {
             pubsub_mode: false,
             subs: None,
             multi: None,
-            watch: Default::default(),
+            watch: crate::services::watch::ClientWatch {
+                dirty,
+                keys: Vec::new(),
+            },
             last_lsn: 0,
+            caching: false,
+            rerun: false,
+            oom_at_start: false,
+            resume: None,
         }
     }
 
@@ -88,6 +113,13 @@ impl Client {
         self.user = Some(user);
     }
 
+    /// Starts (Some) or ends (None) a transaction, keeping CLIENT LIST's `multi=` true.
+    pub fn set_multi(&mut self, m: Option<Box<crate::commands::transactions::Multi>>) {
+        let queued = m.as_ref().map_or(-1, |m| m.queued.len() as i64);
+        self.info.multi.store(queued, Ordering::Relaxed);
+        self.multi = m;
+    }
+
     pub fn set_db(&mut self, db: usize) {
         self.db = db;
         self.info.db.store(db, Ordering::Relaxed);
@@ -99,9 +131,6 @@ impl Client {
             if proto == Protocol::Resp3 { 3 } else { 2 },
             Ordering::Relaxed,
         );
-        if let Some(s) = &self.subs {
-            s.mailbox.set_proto(proto);
-        }
         self.update_pubsub();
     }
 }
@@ -111,6 +140,8 @@ pub struct ClientInfo {
     pub id: u64,
     pub addr: String,
     pub laddr: String,
+    /// The socket's descriptor (-1 for the journal's replay client).
+    pub fd: i32,
     pub created: Instant,
     pub name: Mutex<Option<Bytes>>,
     pub db: AtomicUsize,
@@ -127,22 +158,39 @@ pub struct ClientInfo {
     pub psub: AtomicUsize,
     /// Shard channel subscriptions (CLIENT LIST ssub=).
     pub ssub: AtomicUsize,
-    /// In a blocking command (CLIENT LIST flags=b).
+    /// In a blocking command, or held by CLIENT PAUSE (CLIENT LIST flags=b).
     pub blocked: AtomicBool,
     /// The client's ACL user, for other threads (CLIENT LIST user=, CLIENT KILL USER,
     /// ACL DELUSER); the connection's own copy is `Client::user`.
     user: Mutex<Option<Arc<User>>>,
+    /// In MONITOR mode (CLIENT LIST flags=O).
+    pub monitor: AtomicBool,
+    /// Client-side caching state (CLIENT TRACKING), read by writers on any thread.
+    pub tracking: ClientTracking,
+    /// What other clients send it: pub/sub messages, invalidations, MONITOR lines.
+    pub mail: Mailbox,
+    /// Commands queued since MULTI, -1 outside a transaction (CLIENT LIST multi=, flags=x).
+    pub multi: AtomicI64,
+    /// The bytes of the queued commands' arguments (CLIENT LIST multi-mem=).
+    pub multi_mem: AtomicUsize,
+    /// A key this client WATCHes was modified (CLIENT LIST flags=d); the client's
+    /// `ClientWatch` shares it.
+    pub watch_dirty: crate::services::watch::Dirty,
     killed: AtomicBool,
-    /// The task to wake on `kill`: the connection's (its waker is the same at every await).
-    kill_waker: Mutex<Option<Waker>>,
+    /// Left the registry: the connection is gone.
+    closed: AtomicBool,
+    /// The task to wake on `kill` or mail: the connection's (its waker is the same at every
+    /// await).
+    waker: Mutex<Option<Waker>>,
 }
 
 impl ClientInfo {
-    pub fn new(id: u64, addr: String, laddr: String) -> ClientInfo {
+    pub fn new(id: u64, addr: String, laddr: String, fd: i32) -> ClientInfo {
         ClientInfo {
             id,
             addr,
             laddr,
+            fd,
             created: Instant::now(),
             name: Mutex::new(None),
             db: AtomicUsize::new(0),
@@ -157,15 +205,26 @@ impl ClientInfo {
             ssub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
             user: Mutex::new(None),
+            monitor: AtomicBool::new(false),
+            tracking: ClientTracking::default(),
+            mail: Mailbox::default(),
+            multi: AtomicI64::new(-1),
+            multi_mem: AtomicUsize::new(0),
+            watch_dirty: Default::default(),
             killed: AtomicBool::new(false),
-            kill_waker: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            waker: Mutex::new(None),
         }
     }
 
     /// Asks the connection to close (CLIENT KILL, SHUTDOWN). It closes at its next wake-up.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
-        if let Some(w) = self.kill_waker.lock().as_ref() {
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self.waker.lock().as_ref() {
             w.wake_by_ref();
         }
     }
@@ -190,28 +249,94 @@ impl ClientInfo {
         self.killed.load(Ordering::SeqCst)
     }
 
-    /// Resolves once `kill` was called. Polled next to every read and write of the
-    /// connection, so it is cheap: one uncontended lock, and the waker is cloned only when
-    /// it changed (a connection's task keeps one waker, until it moves to another worker).
+    /// True once the connection is gone (it left the registry).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The protocol the client speaks now.
+    pub fn proto(&self) -> Protocol {
+        if self.resp.load(Ordering::Relaxed) == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    }
+
+    /// True while the client has subscriptions (Redis's CLIENT_PUBSUB).
+    pub fn subscribed(&self) -> bool {
+        self.sub.load(Ordering::Relaxed)
+            + self.psub.load(Ordering::Relaxed)
+            + self.ssub.load(Ordering::Relaxed)
+            > 0
+    }
+
+    /// Queues what `write` encodes (in the client's protocol, which it is given) in the
+    /// client's mailbox and wakes its connection. A client past `limit` is closed; false
+    /// then, or when it was already cut off.
+    pub fn send(&self, limit: BufferLimit, write: impl FnOnce(&mut Vec<u8>, Protocol)) -> bool {
+        let proto = self.proto();
+        match self.mail.queue(limit, |buf| write(buf, proto)) {
+            Delivery::Queued => {
+                self.wake();
+                true
+            }
+            Delivery::Dropped => false,
+            Delivery::Overflow => {
+                tracing::warn!(
+                    "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                    self.id,
+                    self.addr
+                );
+                self.kill();
+                false
+            }
+        }
+    }
+
+    /// Resolves once `kill` was called (`is_killed` tells) or mail arrived (`mail`).
+    /// Polled next to every read and write of the connection, so it is cheap: one
+    /// uncontended lock, and the waker is cloned only when it changed (a connection's task
+    /// keeps one waker, until it moves to another worker).
+    pub fn signalled(&self) -> impl std::future::Future<Output = ()> + '_ {
+        self.wait_for(|| self.is_killed() || self.mail.has_mail())
+    }
+
+    /// Resolves once `kill` was called.
     pub fn killed(&self) -> impl std::future::Future<Output = ()> + '_ {
-        std::future::poll_fn(|cx| {
-            if self.is_killed() {
+        self.wait_for(|| self.is_killed())
+    }
+
+    fn wait_for<'s>(
+        &'s self,
+        ready: impl Fn() -> bool + 's,
+    ) -> impl std::future::Future<Output = ()> + 's {
+        std::future::poll_fn(move |cx| {
+            if ready() {
                 return Poll::Ready(());
             }
             {
-                let mut w = self.kill_waker.lock();
+                let mut w = self.waker.lock();
                 if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                     *w = Some(cx.waker().clone());
                 }
             }
-            // `kill` sets the flag before it takes the lock: one that ran since the check
-            // above either finds the waker just stored or left the flag for this look.
-            if self.is_killed() {
+            // `kill` and `send` set their flag before they take the lock: one that ran
+            // since the check above either finds the waker just stored or left the flag
+            // for this look.
+            if ready() {
                 Poll::Ready(())
             } else {
                 Poll::Pending
             }
         })
+    }
+
+    /// Connected over the loopback interface (`enable-*` settings of `local` admit it).
+    pub fn is_local(&self) -> bool {
+        self.addr
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback())
     }
 
     pub fn touch(&self, now: Tick) {
@@ -243,7 +368,8 @@ impl Registry {
     }
 
     pub fn remove(&self, id: u64) {
-        if self.clients.lock().remove(&id).is_some() {
+        if let Some(info) = self.clients.lock().remove(&id) {
+            info.closed.store(true, Ordering::Release);
             self.connected.fetch_sub(1, Ordering::Relaxed);
         }
     }

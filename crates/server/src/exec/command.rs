@@ -3,7 +3,10 @@
 //! handler. Dispatch, arity checks, COMMAND INFO/DOCS/GETKEYS and key extraction all read
 //! these declarations; nothing repeats them.
 
+use crate::exec::client::Client;
 use crate::exec::ctx::Ctx;
+pub use crate::exec::keyspec::{ks, Begin, Find, KeyAt, KeySpec};
+use crate::server::Server;
 use bytes::Bytes;
 use std::borrow::Cow;
 use strata_engine::WrongType;
@@ -27,6 +30,8 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 14;
     pub const MOVABLEKEYS: u32 = 1 << 15;
     pub const ALLOW_BUSY: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
 
     // Strata's own flags, which COMMAND INFO does not show: what the request path needs to
     // know of a command, so that no list of command names lives outside the declarations.
@@ -39,6 +44,14 @@ pub mod flags {
     /// Reaches keys it does not name, or keys of other databases (FLUSHALL, KEYS, MOVE,
     /// SORT ... BY...): a write of it holds every shard.
     pub const ALL_SHARDS: u32 = 1 << 26;
+    /// Runs only where `enable-debug-command` allows the client (DEBUG): refused before
+    /// anything else is checked, as Redis refuses its protected commands.
+    pub const PROTECTED: u32 = 1 << 27;
+    /// On a container: its subcommands are how Strata declares one Redis command whose
+    /// own parsing reads argv[1] (DEBUG). COMMAND shows the command alone, and a
+    /// subcommand given a wrong number of arguments gets Redis's "unknown subcommand or
+    /// wrong number of arguments" error.
+    pub const OPAQUE: u32 = 1 << 28;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -54,67 +67,33 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        // MAY_REPLICATE acts (CLIENT PAUSE WRITE holds it) but Redis does not list it.
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }
 
-/// How a command uses each key it names: Redis's key-spec flags. ACL reads them (ACCESS
-/// needs a read pattern; UPDATE, INSERT and DELETE a write one; none of them, any pattern)
-/// and COMMAND INFO shows them.
-pub mod key {
-    pub const RO: u16 = 1 << 0;
-    pub const RW: u16 = 1 << 1;
-    pub const OW: u16 = 1 << 2;
-    pub const RM: u16 = 1 << 3;
-    pub const ACCESS: u16 = 1 << 4;
-    pub const UPDATE: u16 = 1 << 5;
-    pub const INSERT: u16 = 1 << 6;
-    pub const DELETE: u16 = 1 << 7;
-    pub const INCOMPLETE: u16 = 1 << 8;
-    pub const VARIABLE_FLAGS: u16 = 1 << 9;
-
-    /// The combinations commands declare, named as Redis's key specs spell them.
-    pub const RO_ACCESS: u16 = RO | ACCESS;
-    pub const RW_ACCESS_DELETE: u16 = RW | ACCESS | DELETE;
-    pub const RW_ACCESS_UPDATE: u16 = RW | ACCESS | UPDATE;
-    pub const RW_ACCESS_INSERT: u16 = RW | ACCESS | INSERT;
-    pub const RW_UPDATE: u16 = RW | UPDATE;
-    pub const RW_INSERT: u16 = RW | INSERT;
-    pub const RW_DELETE: u16 = RW | DELETE;
-    pub const OW_UPDATE: u16 = OW | UPDATE;
-    pub const OW_INSERT: u16 = OW | INSERT;
-    pub const RM_DELETE: u16 = RM | DELETE;
-
-    /// COMMAND INFO's names, in its order.
-    pub const NAMES: &[(u16, &str)] = &[
-        (RO, "RO"),
-        (RW, "RW"),
-        (OW, "OW"),
-        (RM, "RM"),
-        (ACCESS, "access"),
-        (UPDATE, "update"),
-        (INSERT, "insert"),
-        (DELETE, "delete"),
-        (INCOMPLETE, "incomplete"),
-        (VARIABLE_FLAGS, "variable_flags"),
-    ];
-}
-
-/// How each key a call names is used ([`key`] flags).
-#[derive(Clone, Copy)]
-pub enum KeyUse {
-    /// Not declared: read-only commands read (RO ACCESS), others read and update
-    /// (RW ACCESS UPDATE), which asks ACL for the most.
-    Derived,
-    /// One entry per key in the order the command's key positions list them (Redis's key
-    /// specs); the last entry covers every further key.
-    Fixed(&'static [u16]),
-    /// Decided by the arguments (SET ... GET, BITFIELD ... SET): the declared flags
-    /// (COMMAND INFO), and the flags of the key at argv position `pos` for one call.
-    Args(u16, fn(argv: &[Bytes], pos: usize) -> u16),
+/// Where a command's keys are in its argv (argv[0] is the command name), and what it
+/// does to them.
+#[derive(Clone, Copy, Debug)]
+pub enum Keys {
+    None,
+    /// Redis's legacy (first, last, step); a negative `last` counts from the end
+    /// (-1 = the last argument). Its one key spec says RW/update for a write, RO/access
+    /// otherwise.
+    Range {
+        first: i32,
+        last: i32,
+        step: i32,
+    },
+    /// Redis 7's key specs: keys are found with them, COMMAND INFO shows them.
+    Specs(&'static [KeySpec]),
+    /// Keys, or their flags, only the command's parsing knows (SORT's STORE, SET's GET),
+    /// with the specs COMMAND INFO shows.
+    Custom(fn(&[Bytes]) -> Vec<KeyAt>, &'static [KeySpec]),
 }
 
 /// The pub/sub channels a command names, which ACL checks against a user's channel
@@ -131,106 +110,12 @@ pub enum Channels {
     Patterns,
 }
 
-/// ACL categories, as bits in the order of Redis's category table (ACL CAT lists them so).
-pub mod cat {
-    pub const KEYSPACE: u32 = 1 << 0;
-    pub const READ: u32 = 1 << 1;
-    pub const WRITE: u32 = 1 << 2;
-    pub const SET: u32 = 1 << 3;
-    pub const SORTEDSET: u32 = 1 << 4;
-    pub const LIST: u32 = 1 << 5;
-    pub const HASH: u32 = 1 << 6;
-    pub const STRING: u32 = 1 << 7;
-    pub const BITMAP: u32 = 1 << 8;
-    pub const HYPERLOGLOG: u32 = 1 << 9;
-    pub const GEO: u32 = 1 << 10;
-    pub const STREAM: u32 = 1 << 11;
-    pub const PUBSUB: u32 = 1 << 12;
-    pub const ADMIN: u32 = 1 << 13;
-    pub const FAST: u32 = 1 << 14;
-    pub const SLOW: u32 = 1 << 15;
-    pub const BLOCKING: u32 = 1 << 16;
-    pub const DANGEROUS: u32 = 1 << 17;
-    pub const CONNECTION: u32 = 1 << 18;
-    pub const TRANSACTION: u32 = 1 << 19;
-    pub const SCRIPTING: u32 = 1 << 20;
-    /// On a declaration's `acl`: the command is not in its group's category (SORT is in
-    /// the generic group but not in @keyspace).
-    pub const NOT_GROUP: u32 = 1 << 31;
-
-    /// Every category's name, bit `i` named by entry `i`.
-    pub const NAMES: [&str; 21] = [
-        "keyspace",
-        "read",
-        "write",
-        "set",
-        "sortedset",
-        "list",
-        "hash",
-        "string",
-        "bitmap",
-        "hyperloglog",
-        "geo",
-        "stream",
-        "pubsub",
-        "admin",
-        "fast",
-        "slow",
-        "blocking",
-        "dangerous",
-        "connection",
-        "transaction",
-        "scripting",
-    ];
-
-    /// The bit of a category name, in any case.
-    pub fn by_name(name: &[u8]) -> Option<u32> {
-        NAMES
-            .iter()
-            .position(|n| n.as_bytes().eq_ignore_ascii_case(name))
-            .map(|i| 1 << i)
-    }
-
-    /// The category of a doc group, if the group has one.
-    pub fn of_group(group: &str) -> u32 {
-        match group {
-            "generic" => KEYSPACE,
-            "string" => STRING,
-            "bitmap" => BITMAP,
-            "connection" => CONNECTION,
-            "sorted-set" => SORTEDSET,
-            "hash" => HASH,
-            "set" => SET,
-            "list" => LIST,
-            "hyperloglog" => HYPERLOGLOG,
-            "geo" => GEO,
-            "stream" => STREAM,
-            "transactions" => TRANSACTION,
-            "scripting" => SCRIPTING,
-            _ => 0,
-        }
-    }
-}
-
-/// Where a command's keys are in its argv (argv[0] is the command name).
-#[derive(Clone, Copy, Debug)]
-pub enum Keys {
-    None,
-    /// Redis's legacy (first, last, step); a negative `last` counts from the end
-    /// (-1 = the last argument).
-    Range {
-        first: i32,
-        last: i32,
-        step: i32,
-    },
-    /// Computed from the arguments (BITOP, LCS...). Flag the command MOVABLEKEYS.
-    Custom(fn(&[Bytes]) -> Vec<usize>),
-}
-
 /// A command's result: the handler wrote its reply into `ctx.out`, or failed with an
 /// error that dispatch writes.
 pub type CmdResult = Result<(), CmdError>;
 pub type Handler = fn(&mut Ctx<'_>) -> CmdResult;
+/// The flags of one call of a command, from its declared flags and its arguments.
+pub type CallFlags = fn(&Server, &Client, u32, &[Bytes]) -> u32;
 
 /// One command (or one subcommand of a container such as CONFIG or CLIENT).
 pub struct Command {
@@ -241,20 +126,27 @@ pub struct Command {
     pub arity: i32,
     pub flags: u32,
     pub keys: Keys,
-    /// How it uses each of its keys (Redis's key-spec flags).
-    pub key_use: KeyUse,
     /// The pub/sub channels it names.
     pub channels: Channels,
-    /// ACL categories beyond those its flags and group give ([`cat`] bits; Redis's
-    /// explicit acl_categories), and [`cat::NOT_GROUP`] to leave its group's out.
-    pub acl: u32,
     /// Redis's doc group: "string", "generic", "connection", "server"...
     pub group: &'static str,
     pub summary: &'static str,
     pub since: &'static str,
     pub complexity: &'static str,
+    /// The arguments COMMAND DOCS lists, in the notation of `exec::docs`.
+    pub args: &'static str,
+    /// Redis's command tips (COMMAND INFO): how a cluster client should route it, whether
+    /// its output is deterministic.
+    pub tips: &'static [&'static str],
+    /// ACL categories beyond those its flags give, instead of its group's (Redis declares
+    /// them by hand where they differ: SORT is @list @set @sortedset @dangerous).
+    pub acl: &'static [&'static str],
     pub handler: Handler,
     pub subcommands: &'static [Command],
+    /// For a command whose flags depend on the call (a script's declared flags, EXEC's
+    /// queued commands): the flags of one call, given the declared `flags`, as Redis's
+    /// getCommandFlags. Admission reads them through `admit::call_flags`.
+    pub call_flags: Option<CallFlags>,
 }
 
 impl Command {
@@ -264,15 +156,17 @@ impl Command {
         arity: 1,
         flags: 0,
         keys: Keys::None,
-        key_use: KeyUse::Derived,
         channels: Channels::None,
-        acl: 0,
         group: "generic",
         summary: "",
         since: "1.0.0",
         complexity: "O(1)",
+        args: "",
+        tips: &[],
+        acl: &[],
         handler: no_handler,
         subcommands: &[],
+        call_flags: None,
     };
 
     pub fn has(&self, flag: u32) -> bool {
@@ -301,64 +195,157 @@ impl Command {
                     f(i as usize);
                 }
             }
-            Keys::Custom(g) => g(argv).into_iter().for_each(f),
+            Keys::Specs(specs) => {
+                for s in specs.iter().filter(|s| s.flags & ks::NOT_KEY == 0) {
+                    s.for_each(argv, &mut f);
+                }
+            }
+            Keys::Custom(g, _) => g(argv).into_iter().for_each(|k| f(k.pos)),
         }
     }
 
-    /// ACL categories ([`cat`] bits), as Redis sets them: the declared ones, the group's
-    /// (a container's subcommands carry it, not the container), and those its flags imply.
-    pub fn acl_categories(&self) -> u32 {
-        let mut c = self.acl & !cat::NOT_GROUP;
-        if self.acl & cat::NOT_GROUP == 0 && self.subcommands.is_empty() {
-            c |= cat::of_group(self.group);
+    /// The key specs COMMAND INFO shows: the declared ones, or the one a legacy range
+    /// stands for.
+    pub fn key_specs(&self) -> Cow<'static, [KeySpec]> {
+        match self.keys {
+            Keys::None => Cow::Borrowed(&[]),
+            Keys::Range { first, last, step } => {
+                let flags = if self.has(flags::WRITE) {
+                    ks::RW | ks::UPDATE
+                } else {
+                    ks::RO | ks::ACCESS
+                };
+                let lastkey = if last < 0 { last } else { last - first };
+                Cow::Owned(vec![KeySpec::range(flags, first, lastkey, step)])
+            }
+            Keys::Specs(specs) | Keys::Custom(_, specs) => Cow::Borrowed(specs),
         }
-        if self.has(flags::WRITE) {
-            c |= cat::WRITE;
-        }
-        // A read-only script command is not in @read: reading needs explicit permission.
-        if self.has(flags::READONLY) && c & cat::SCRIPTING == 0 {
-            c |= cat::READ;
-        }
-        if self.has(flags::ADMIN) {
-            c |= cat::ADMIN | cat::DANGEROUS;
-        }
-        if self.has(flags::PUBSUB) {
-            c |= cat::PUBSUB;
-        }
-        if self.has(flags::FAST) {
-            c |= cat::FAST;
-        }
-        if self.has(flags::BLOCKING) {
-            c |= cat::BLOCKING;
-        }
-        if c & cat::FAST == 0 {
-            c |= cat::SLOW;
-        }
-        c
     }
 
-    /// The categories' names with their `@`, in Redis's order (COMMAND INFO).
-    pub fn acl_category_names(&self) -> Vec<String> {
-        let c = self.acl_categories();
-        (0..cat::NAMES.len())
-            .filter(|i| c & (1 << i) != 0)
-            .map(|i| format!("@{}", cat::NAMES[i]))
+    /// The keys in `argv` with their flags (COMMAND GETKEYSANDFLAGS).
+    pub fn keys_and_flags(&self, argv: &[Bytes]) -> Vec<KeyAt> {
+        match self.keys {
+            Keys::None => Vec::new(),
+            Keys::Range { .. } => {
+                let flags = self.key_specs().first().map_or(0, |s| s.flags);
+                self.key_positions(argv)
+                    .into_iter()
+                    .map(|pos| KeyAt { pos, flags })
+                    .collect()
+            }
+            Keys::Specs(specs) => {
+                let mut v = Vec::new();
+                for s in specs.iter().filter(|s| s.flags & ks::NOT_KEY == 0) {
+                    s.for_each(argv, |pos| {
+                        v.push(KeyAt {
+                            pos,
+                            flags: s.flags,
+                        })
+                    });
+                }
+                v
+            }
+            Keys::Custom(g, _) => g(argv),
+        }
+    }
+
+    /// Whether the command has keys at all (not only channels flagged NOT_KEY).
+    pub fn has_keys(&self) -> bool {
+        self.key_specs().iter().any(|s| s.flags & ks::NOT_KEY == 0)
+    }
+
+    /// Whether the command is in ACL category `cat` ("@read"): the declared ones, or the
+    /// group's (not for a container, whose subcommands carry it), and those Redis derives
+    /// from flags (setImplicitACLCategories: @read only outside @scripting).
+    fn in_acl_category(&self, cat: &str) -> bool {
+        let group = match self.group {
+            "generic" => "@keyspace",
+            "string" => "@string",
+            "bitmap" => "@bitmap",
+            "connection" => "@connection",
+            "sorted-set" => "@sortedset",
+            "hash" => "@hash",
+            "set" => "@set",
+            "list" => "@list",
+            "hyperloglog" => "@hyperloglog",
+            "geo" => "@geo",
+            "stream" => "@stream",
+            "scripting" => "@scripting",
+            "transactions" => "@transaction",
+            _ => "",
+        };
+        let declared = |cat: &str| {
+            if self.acl.is_empty() {
+                self.subcommands.is_empty() && cat == group
+            } else {
+                self.acl.contains(&cat)
+            }
+        };
+        match cat {
+            "@read" => self.has(flags::READONLY) && !declared("@scripting"),
+            "@write" => self.has(flags::WRITE),
+            "@pubsub" => self.has(flags::PUBSUB),
+            "@admin" | "@dangerous" => self.has(flags::ADMIN) || declared(cat),
+            "@fast" => self.has(flags::FAST),
+            "@slow" => !self.has(flags::FAST),
+            "@blocking" => self.has(flags::BLOCKING),
+            other => declared(other),
+        }
+    }
+
+    /// ACL categories, listed in the order of Redis's category table (COMMAND INFO shows
+    /// them so).
+    pub fn acl_categories(&self) -> Vec<&'static str> {
+        ACL_CATEGORIES
+            .iter()
+            .copied()
+            .filter(|c| self.in_acl_category(c))
             .collect()
     }
 
-    /// The key-spec flags of the key at argv position `pos`, the `nth` key found.
-    pub fn key_flags(&self, argv: &[Bytes], nth: usize, pos: usize) -> u16 {
-        match self.key_use {
-            KeyUse::Derived if self.has(flags::READONLY) => key::RO_ACCESS,
-            KeyUse::Derived => key::RW_ACCESS_UPDATE,
-            KeyUse::Fixed(specs) => specs
-                .get(nth)
-                .or(specs.last())
-                .copied()
-                .unwrap_or(key::RW_ACCESS_UPDATE),
-            KeyUse::Args(_, f) => f(argv, pos),
-        }
+    /// The same categories as bits, bit `i` for `ACL_CATEGORIES[i]` (the table keeps them
+    /// so for ACL rules).
+    pub fn acl_category_bits(&self) -> u32 {
+        ACL_CATEGORIES
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| self.in_acl_category(c))
+            .fold(0, |bits, (i, _)| bits | 1 << i)
     }
+}
+
+/// Redis's ACL categories in the order of its ACLCommandCategories table (ACL CAT lists
+/// them so).
+pub const ACL_CATEGORIES: &[&str] = &[
+    "@keyspace",
+    "@read",
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@hash",
+    "@string",
+    "@bitmap",
+    "@hyperloglog",
+    "@geo",
+    "@stream",
+    "@pubsub",
+    "@admin",
+    "@fast",
+    "@slow",
+    "@blocking",
+    "@dangerous",
+    "@connection",
+    "@transaction",
+    "@scripting",
+];
+
+/// The bit of an ACL category named without its `@`, in any case (`+@read`, ACL CAT read).
+pub fn acl_category_bit(name: &[u8]) -> Option<u32> {
+    ACL_CATEGORIES
+        .iter()
+        .position(|c| c.as_bytes()[1..].eq_ignore_ascii_case(name))
+        .map(|i| 1 << i)
 }
 
 fn no_handler(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -418,6 +405,7 @@ impl From<strata_engine::embedded::Error> for CmdError {
             Error::WrongType => CmdError::WRONG_TYPE,
             Error::NotInteger => CmdError::NOT_INTEGER,
             Error::Overflow => CmdError::OVERFLOW,
+            Error::OutOfMemory => CmdError::Static(crate::services::evict::OOM),
         }
     }
 }
@@ -430,7 +418,25 @@ impl From<WrongType> for CmdError {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_i64;
+    use super::{parse_i64, Command};
+
+    /// As in Redis, a container is in no group's category; its subcommands are.
+    #[test]
+    fn containers_take_no_group_category() {
+        const SUB: Command = Command {
+            name: "sub",
+            group: "stream",
+            ..Command::DEFAULT
+        };
+        let container = Command {
+            name: "box",
+            group: "stream",
+            subcommands: &[SUB],
+            ..Command::DEFAULT
+        };
+        assert_eq!(container.acl_categories(), ["@slow"]);
+        assert_eq!(SUB.acl_categories(), ["@stream", "@slow"]);
+    }
 
     #[test]
     fn string2ll_rules() {

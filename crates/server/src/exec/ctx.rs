@@ -14,6 +14,7 @@ use crate::services::blocking::BlockRequest;
 use crate::services::pubsub::{Hub, Publisher};
 use crate::services::scripting::Scripts;
 use crate::services::stats::ThreadStats;
+use crate::services::tracking::Current;
 use crate::services::watch::Watches;
 use crate::services::{notify, slowlog::SlowLog};
 use bytes::Bytes;
@@ -39,11 +40,15 @@ pub struct Ctx<'a> {
     pub out: Reply<'a>,
     /// The time this command runs at, in Unix milliseconds (read once per command).
     pub now_ms: u64,
+    /// True while the journal replays (`now_ms` then stands still so nothing expires).
+    replaying: bool,
     /// What this command leaves for the effect sinks (its argv unless it rewrites it).
     effect: Effect,
     after: &'a mut After,
     /// The EXEC or script this command runs inside, if any.
     nest: Option<&'a mut Nest>,
+    /// Arguments MONITOR must not show (bit i: argv[i]).
+    redacted: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -54,6 +59,7 @@ impl<'a> Ctx<'a> {
         argv: &'a [Bytes],
         out: Reply<'a>,
         now_ms: u64,
+        replaying: bool,
         after: &'a mut After,
         nest: Option<&'a mut Nest>,
     ) -> Ctx<'a> {
@@ -64,15 +70,49 @@ impl<'a> Ctx<'a> {
             argv,
             out,
             now_ms,
+            replaying,
             effect: Effect::Argv,
             after,
             nest,
+            redacted: 0,
         }
     }
 
-    /// The effect the handler left (stage 5 records it).
-    pub(crate) fn into_effect(self) -> Effect {
-        self.effect
+    /// The effect the handler left (stage 5 records it) and the arguments it redacted.
+    pub(crate) fn into_effect(self) -> (Effect, u64) {
+        (self.effect, self.redacted)
+    }
+
+    /// Shows this command to MONITOR now: EVAL and FCALL (flagged skip_monitor) appear
+    /// before the calls their scripts make, as in Redis.
+    pub fn show_to_monitors(&self) {
+        if self.server.monitors.active() && !self.client.rerun {
+            crate::exec::show_to_monitors(
+                self.server,
+                self.client,
+                false,
+                self.argv,
+                self.redacted,
+            );
+        }
+    }
+
+    /// Hides argument `i` from MONITOR (a password): it shows as `(redacted)`.
+    pub fn redact(&mut self, i: usize) {
+        if i < 64 {
+            self.redacted |= 1 << i;
+        }
+    }
+
+    /// The time to store in values that keep it (a stream's delivery and seen times):
+    /// `now_ms`, but the wall clock while the journal replays, where `now_ms` stands
+    /// still, so that a replayed XCLAIM's TIME is never in the future.
+    pub fn clock_ms(&self) -> u64 {
+        if self.replaying {
+            self.server.clock.unix_ms(crate::tick::Tick::now())
+        } else {
+            self.now_ms
+        }
     }
 
     /// Server-wide state, for the administration commands that need it.
@@ -156,14 +196,18 @@ impl<'a> Ctx<'a> {
     }
 
     /// True when `notify` for `class` does anything: events of that class are published,
-    /// or some client WATCHes keys (callers use it to skip gathering what `notify` needs).
+    /// some client WATCHes keys or tracks them, or XREADGROUP clients wait for their keys
+    /// to change (callers use it to skip gathering what `notify` needs).
     #[inline]
     pub fn notifying(&self, class: u32) -> bool {
         self.server.notify_flags.load(Ordering::Relaxed) & class != 0
             || self.server.watches.active()
+            || self.server.blocking.change_watchers() != 0
+            || self.server.tracking.active()
     }
 
-    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB).
+    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB). Every changed
+    /// key passes here: WATCH and client-side caching learn of it here too.
     #[inline]
     pub fn notify_db(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
         let flags = self.server.notify_flags.load(Ordering::Relaxed);
@@ -171,6 +215,39 @@ impl<'a> Ctx<'a> {
             self.notify_slow(flags, event, key, db);
         }
         self.server.watches.touch(db, key);
+        // Every change of a key emits an event, so this is where a deletion or
+        // replacement of a stream that XREADGROUP clients wait on is noticed (the stream
+        // commands signal what concerns them themselves).
+        if class != notify::STREAM && self.server.blocking.change_watchers() != 0 {
+            self.after
+                .ready_keys
+                .push((db, Bytes::copy_from_slice(key)));
+        }
+        if self.server.tracking.active() {
+            self.invalidate(key);
+        }
+    }
+
+    /// Tells clients that may cache `key` that it changed. A message for this client itself
+    /// goes out after its reply.
+    #[cold]
+    #[inline(never)]
+    fn invalidate(&mut self, key: &[u8]) {
+        let me = Current {
+            id: self.client.id,
+            deferred: &mut self.after.tracking,
+        };
+        self.server.tracking.touched(key, Some(me));
+    }
+
+    /// FLUSHDB, FLUSHALL: every tracking client learns that every key changed; returns the
+    /// tracking table's old contents for the caller to free with the flushed data.
+    pub fn invalidate_all(&mut self) -> impl Send + 'static {
+        let me = Current {
+            id: self.client.id,
+            deferred: &mut self.after.tracking,
+        };
+        self.server.tracking.flushed(Some(me))
     }
 
     #[cold]
@@ -223,15 +300,16 @@ impl<'a> Ctx<'a> {
     /// command is re-run when a key is signalled, and `on_timeout` writes the reply if the
     /// deadline passes first.
     pub fn block_on(&mut self, keys: Vec<Bytes>, deadline_ms: u64, on_timeout: fn(&mut Reply<'_>)) {
+        self.block(BlockRequest::new(keys, deadline_ms, on_timeout));
+    }
+
+    /// `block_on` with the request's other options (XREAD, XREADGROUP).
+    pub fn block(&mut self, req: BlockRequest) {
         if !self.may_block() {
-            on_timeout(&mut self.out);
+            (req.on_timeout)(&mut self.out);
             return;
         }
-        self.after.block = Some(Box::new(BlockRequest {
-            keys,
-            deadline_ms,
-            on_timeout,
-        }));
+        self.after.block = Some(Box::new(req));
     }
 
     /// False inside EXEC or a script, where a blocking command that cannot be served at
@@ -256,6 +334,21 @@ impl<'a> Ctx<'a> {
     /// Runs inside EXEC or a script.
     pub fn nested(&self) -> bool {
         self.nest.is_some()
+    }
+
+    /// True inside a script's `redis.call` (XREAD refuses BLOCK there).
+    pub fn in_script(&self) -> bool {
+        self.nest.as_ref().is_some_and(|n| n.script.is_some())
+    }
+
+    /// Hands blocking `work` (network I/O) to the worker's blocking pool: the connection
+    /// waits for it without holding up the worker thread's other clients, then runs this
+    /// command again, as this client, with `work`'s result in `client.resume`. The handler
+    /// then returns Ok(()) without a reply (and records no effect). Only where
+    /// `may_block` holds; elsewhere do the work in place.
+    pub fn defer(&mut self, work: crate::exec::Deferred) {
+        self.after.defer = Some(work);
+        self.no_effect();
     }
 
     /// Logs `argv` instead of this command's argv.

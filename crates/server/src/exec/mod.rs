@@ -17,12 +17,15 @@ pub mod blocked;
 pub mod client;
 pub mod command;
 pub mod ctx;
+pub mod docs;
 pub mod effects;
+pub mod keyspec;
 pub mod plan;
 pub mod replay;
 pub mod script;
 pub mod sink;
 pub mod table;
+mod tracking;
 
 use crate::exec::client::{Client, ReplyMode};
 use crate::exec::command::{flags, CmdError, Command};
@@ -70,22 +73,39 @@ pub struct Nest {
 pub struct ScriptRules {
     /// A read-only script (EVAL_RO, FCALL_RO, `no-writes`): no write commands.
     pub read_only: bool,
+    /// Memory was over the limit when the script started and it may not change that:
+    /// commands flagged DENYOOM are refused until its first write (Redis's
+    /// scriptVerifyOOM; a script flagged `allow-oom` is never refused).
+    pub deny_oom: bool,
 }
 
 /// What a command leaves for its connection to do after it: its own push messages, to be
-/// placed before its reply; keys it made ready for blocked clients; its request to block.
+/// placed before its reply; keys it made ready for blocked clients; its request to block;
+/// work to run off the worker thread before the command runs again (`Ctx::defer`).
+/// Invalidations for the client itself (`tracking`) are placed after the reply by
+/// `execute`, once the outermost command ends.
 #[derive(Default)]
 pub struct After {
     pub self_push: Vec<u8>,
     pub ready_keys: Vec<(usize, Bytes)>,
     pub block: Option<Box<BlockRequest>>,
+    pub tracking: Vec<u8>,
+    pub defer: Option<Deferred>,
 }
+
+/// Blocking work a command hands to the worker's blocking pool (MIGRATE's network round
+/// trips). Its result is given back to the command, run again as the same client, in
+/// `Client::resume`.
+pub type Deferred = Box<dyn FnOnce() -> Box<dyn std::any::Any + Send> + Send>;
 
 impl After {
     /// True when there is nothing to do (checked after every command).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.self_push.is_empty() && self.ready_keys.is_empty() && self.block.is_none()
+        self.self_push.is_empty()
+            && self.ready_keys.is_empty()
+            && self.block.is_none()
+            && self.defer.is_none()
     }
 }
 
@@ -95,6 +115,9 @@ pub enum Outcome {
     Ran(&'static Command),
     /// Queued inside MULTI.
     Queued,
+    /// Held back by CLIENT PAUSE: nothing is written; the connection waits for the pause
+    /// to end and submits it again.
+    Paused,
     /// Not run. The error is written already, except for a script's call, whose host
     /// turns it into a Lua error.
     Refused(CmdError),
@@ -122,14 +145,32 @@ pub fn execute(
     out: &mut Vec<u8>,
     after: &mut After,
 ) -> Outcome {
+    let top = matches!(origin, Origin::Client);
+    if top && w.server.tracking.active() {
+        // Before a client's command, as Redis's processCommand: keys past the tracking
+        // table's limit go, their invalidations for this client before its reply.
+        tracking::before(w.server, client, out);
+    }
     let mode_before = client.reply;
     let start_len = out.len();
-    let outcome = match w.server.table.resolve(call.argv) {
+    let resolved = w.server.table.resolve(call.argv);
+    let id = resolved.as_ref().ok().copied();
+    let outcome = match resolved {
         Ok(id) => run(w, client, id, call, &mut origin, out, after),
         Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
     };
-    if matches!(origin, Origin::Client) && suppress_reply(client, mode_before) {
-        out.truncate(start_len);
+    // A paused command has not run: it comes back as if it had just arrived.
+    if top && !matches!(outcome, Outcome::Paused) {
+        // What the (un)subscribe commands answer are push messages, which Redis sends
+        // whatever CLIENT REPLY says.
+        if suppress_reply(client, mode_before)
+            && !matches!(outcome, Outcome::Ran(c) if c.has(flags::PUBSUB) && c.has(flags::SUBSCRIBED))
+        {
+            out.truncate(start_len);
+        }
+        if w.server.tracking.active() || !after.tracking.is_empty() {
+            tracking::after(w.server, client, id, out, after);
+        }
     }
     outcome
 }
@@ -139,12 +180,16 @@ pub fn execute(
 fn suppress_reply(client: &mut Client, mode_before: ReplyMode) -> bool {
     match mode_before {
         ReplyMode::On => false,
-        ReplyMode::Skip => {
-            if client.reply == ReplyMode::Skip {
+        // The command after SKIP is not answered, unless it is CLIENT REPLY ON (which
+        // clears SKIP first, as in Redis).
+        ReplyMode::Skip => match client.reply {
+            ReplyMode::Skip => {
                 client.reply = ReplyMode::On;
+                true
             }
-            true
-        }
+            ReplyMode::On => false,
+            ReplyMode::Off => true,
+        },
         ReplyMode::Off => client.reply != ReplyMode::On,
     }
 }
@@ -182,28 +227,44 @@ fn run(
 ) -> Outcome {
     let server = w.server;
     let cmd = server.table.commands[id];
+    // CLIENT LIST's cmd=: the client's own last command, queued or refused ones included
+    // (not those EXEC or a script runs for it).
+    if matches!(origin, Origin::Client) {
+        client
+            .info
+            .last_cmd
+            .store(id, std::sync::atomic::Ordering::Relaxed);
+    }
     match admit::admit(server, client, id, call.argv, origin) {
         admit::Admit::Run => {}
         admit::Admit::Queue => {
             crate::commands::transactions::queue(client, id, call.argv, out);
             return Outcome::Queued;
         }
+        admit::Admit::Pause => return Outcome::Paused,
         admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
     }
-    client
-        .info
-        .last_cmd
-        .store(id, std::sync::atomic::Ordering::Relaxed);
     let started = w.clock;
     let db = client.db;
     let write = cmd.has(flags::WRITE);
     let replaying = matches!(origin, Origin::Replay);
+    let by_script = matches!(
+        origin,
+        Origin::Nested(Nest {
+            script: Some(_),
+            ..
+        })
+    );
     let hold = match plan::hold(w, db, id, call.argv, origin) {
         Ok(h) => h,
         Err(e) => return refuse(w, client, id, origin, out, e),
     };
+    // A tracking client's read records its keys before it runs (see services::tracking).
+    if server.tracking.active() && !by_script && cmd.has(flags::READONLY) {
+        tracking::remember(server, client, cmd, call.argv);
+    }
     let proto = client.proto;
-    let (result, effect) = {
+    let (result, (effect, redacted)) = {
         let nest = match origin {
             Origin::Nested(n) => Some(&mut **n),
             _ => None,
@@ -216,7 +277,7 @@ fn run(
             server.clock.unix_ms(started)
         };
         let out = Reply::new(out, proto);
-        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, after, nest);
+        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, replaying, after, nest);
         let r = (cmd.handler)(&mut ctx);
         (r, ctx.into_effect())
     };
@@ -229,19 +290,30 @@ fn run(
     drop(hold);
     w.clock = Tick::now();
     let took = w.clock.micros_since(started);
-    w.stats.called(id, took);
+    if client
+        .info
+        .blocked
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        w.stats.ran_again(id, took);
+    } else {
+        w.stats.called(id, took);
+    }
     if !replaying {
-        let by_script = matches!(
-            origin,
-            Origin::Nested(Nest {
-                script: Some(_),
-                ..
-            })
-        );
         let who = (!by_script).then_some(&*client.info);
         server
             .slowlog
             .observe(took, &server.table.fullnames[id], call.argv, who);
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        server.latency.observe(event, took / 1000);
+        if server.monitors.active() && !client.rerun && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN)
+        {
+            show_to_monitors(server, client, by_script, call.argv, redacted);
+        }
     }
     if let Err(e) = result {
         w.stats.failed(id);
@@ -304,6 +376,24 @@ fn record(
             }
         }
     }
+}
+
+/// Sends a command's MONITOR line (run in the client's current database, as Redis).
+#[cold]
+pub(crate) fn show_to_monitors(
+    server: &Server,
+    client: &Client,
+    by_script: bool,
+    argv: &[Bytes],
+    redacted: u64,
+) {
+    use crate::services::monitor::Source;
+    let source = if by_script {
+        Source::Script
+    } else {
+        Source::Client(&client.info)
+    };
+    server.monitors.feed(client.db, source, argv, redacted);
 }
 
 /// Writes an error reply and counts it (INFO errorstats).

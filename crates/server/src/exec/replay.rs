@@ -25,7 +25,7 @@ pub fn replay(
     let started = Instant::now();
     let total = journal_bytes(dir);
     let stats = ThreadStats::new(server.table.commands.len());
-    let info = Arc::new(ClientInfo::new(0, "journal".into(), "journal".into()));
+    let info = Arc::new(ClientInfo::new(0, "journal".into(), "journal".into(), -1));
     let mut client = Client::new(info, None, true);
     let mut parser = Parser::new(Limits {
         max_bulk_len: usize::MAX / 2,

@@ -1,7 +1,7 @@
 //! Stage 1: the command table built from every family's declarations; resolving a request
 //! to its command or subcommand, and the arity check.
 
-use crate::exec::command::{CmdError, Command};
+use crate::exec::command::{flags, CmdError, Command};
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -14,6 +14,9 @@ pub struct Table {
     by_name: HashMap<Box<[u8]>, usize, foldhash::fast::FixedState>,
     /// The container (CONFIG, CLIENT...) of each subcommand, by id.
     parent: Vec<Option<usize>>,
+    /// Each command's ACL categories (`Command::acl_category_bits`), by id: ACL rules
+    /// and descriptions test them many times over.
+    categories: Vec<u32>,
     /// Distinguishes tables in `find`'s per-thread cache (tests build several).
     serial: u64,
 }
@@ -25,6 +28,7 @@ impl Table {
             fullnames: Vec::new(),
             by_name: HashMap::default(),
             parent: Vec::new(),
+            categories: Vec::new(),
             serial: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -52,6 +56,7 @@ impl Table {
         self.by_name.insert(key, id);
         self.fullnames.push(fullname);
         self.parent.push(parent);
+        self.categories.push(cmd.acl_category_bits());
         id
     }
 
@@ -94,6 +99,11 @@ impl Table {
             });
         }
         Some(id)
+    }
+
+    /// Command `id`'s ACL categories, as bits of `command::ACL_CATEGORIES`.
+    pub fn categories(&self, id: usize) -> u32 {
+        self.categories.get(id).copied().unwrap_or(0)
     }
 
     /// The container of subcommand `id`.
@@ -142,6 +152,12 @@ impl Table {
         }
     }
 
+    /// Whether COMMAND lists this command: every one but the subcommands of an OPAQUE
+    /// container.
+    pub fn is_listed(&self, id: usize) -> bool {
+        self.parent[id].is_none_or(|p| !self.commands[p].has(flags::OPAQUE))
+    }
+
     /// Top-level commands, in declaration order.
     pub fn top_level(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.commands.len()).filter(|&i| self.parent[i].is_none())
@@ -163,7 +179,13 @@ impl Table {
         }
         let full = [cmd.name.as_bytes(), b"|", &argv[1]].concat();
         match self.find(&full) {
+            Some(sid) if cmd.has(flags::OPAQUE) => {
+                check_arity(self.commands[sid], argv, &self.fullnames[sid])
+                    .map(|_| sid)
+                    .map_err(|_| wrong_subcommand_args(argv))
+            }
             Some(sid) => check_arity(self.commands[sid], argv, &self.fullnames[sid]).map(|_| sid),
+            None if cmd.has(flags::OPAQUE) => Err(wrong_subcommand_args(argv)),
             None => Err(CmdError::Custom(format!(
                 "ERR unknown subcommand '{}'. Try {} HELP.",
                 truncate(&argv[1], 128),
@@ -196,6 +218,16 @@ fn check_arity(cmd: &Command, argv: &[Bytes], fullname: &str) -> Result<(), CmdE
         return Err(CmdError::arity(fullname));
     }
     Ok(())
+}
+
+/// Redis's answer to a subcommand it parses itself given the wrong number of arguments:
+/// "ERR unknown subcommand or wrong number of arguments for 'x'. Try DEBUG HELP."
+pub fn wrong_subcommand_args(argv: &[Bytes]) -> CmdError {
+    CmdError::Custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        truncate(argv.get(1).map_or(&[][..], |a| a), 128),
+        String::from_utf8_lossy(&argv[0]).to_ascii_uppercase()
+    ))
 }
 
 fn truncate(b: &[u8], max: usize) -> String {

@@ -11,10 +11,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
+/// Start-up choices that are not configuration directives.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// `--rdb-import FILE`: an RDB file loaded after the data directory (which must hold
+    /// no data), then made durable by a snapshot (`rdb::tools::import_at_start`).
+    pub rdb_import: Option<std::path::PathBuf>,
+}
+
 /// Binds the listeners, starts the worker threads and serves until SHUTDOWN.
 /// Returns once the server has stopped.
-pub fn run(config: Config) -> std::io::Result<()> {
-    let (server, listeners) = start(config)?;
+pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
+    let (server, listeners) = start(config, &opts)?;
     for addr in &server.listen {
         tracing::info!(
             "Ready to accept connections on {addr} with {} worker threads",
@@ -25,13 +33,23 @@ pub fn run(config: Config) -> std::io::Result<()> {
 }
 
 /// Binds, builds the shared state and loads the data directory, without serving yet.
-pub fn start(config: Config) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
+pub fn start(
+    config: Config,
+    opts: &StartOptions,
+) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
     let (listeners, listen) = crate::net::listen::bind(&config)?;
     let server = Server::new(config, listen);
     crate::services::acl::file::load_at_start(&server).map_err(std::io::Error::other)?;
     // Signals are watched from here on, so one that arrives while loading is handled.
     crate::net::signals::watch(&server)?;
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
+    if let Some(path) = &opts.rdb_import {
+        crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
+    }
+    server
+        .memory
+        .startup
+        .store(server.memory.sample(), Ordering::Relaxed);
     server.loading.store(false, Ordering::SeqCst);
     Ok((server, listeners))
 }

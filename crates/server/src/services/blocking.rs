@@ -36,6 +36,24 @@ pub struct BlockRequest {
     pub deadline_ms: u64,
     /// Writes the command's reply for a timeout (a null array for BLPOP, ...).
     pub on_timeout: fn(&mut Reply<'_>),
+    /// The command to re-run instead of the one that blocked (XREAD's `$` becomes the ID
+    /// it stood for when the client blocked).
+    pub argv: Option<Vec<Bytes>>,
+    /// Also woken by any change of its keys, their deletion included: XREADGROUP answers
+    /// an error when its stream goes away (see `Ctx::notify_db`).
+    pub wake_on_change: bool,
+}
+
+impl BlockRequest {
+    pub fn new(keys: Vec<Bytes>, deadline_ms: u64, on_timeout: fn(&mut Reply<'_>)) -> Self {
+        BlockRequest {
+            keys,
+            deadline_ms,
+            on_timeout,
+            argv: None,
+            wake_on_change: false,
+        }
+    }
 }
 
 /// Parses a blocking command's timeout in seconds, as Redis 7's getTimeoutFromObjectOrReply
@@ -95,6 +113,7 @@ pub struct Waiter {
     pub(crate) no_touch: bool,
     pub(crate) argv: Vec<Bytes>,
     pub(crate) keys: Vec<Bytes>,
+    pub(crate) wake_on_change: bool,
     pub deadline_ms: u64,
     on_timeout: fn(&mut Reply<'_>),
     state: Mutex<State>,
@@ -117,6 +136,8 @@ struct Inner {
 #[derive(Default)]
 pub struct Blocking {
     count: AtomicUsize,
+    /// Blocked clients woken by any change of their keys (`BlockRequest::wake_on_change`).
+    change_watchers: AtomicUsize,
     inner: Mutex<Inner>,
 }
 
@@ -124,6 +145,11 @@ impl Blocking {
     /// Blocked clients (INFO blocked_clients); zero makes `signal_key_ready` free.
     pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// Blocked clients that any change of a key they wait on must wake.
+    pub fn change_watchers(&self) -> usize {
+        self.change_watchers.load(Ordering::Relaxed)
     }
 
     pub fn register(&self, w: &Arc<Waiter>) {
@@ -137,6 +163,9 @@ impl Blocking {
         }
         inner.by_client.insert(w.info.id, w.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
+        if w.wake_on_change {
+            self.change_watchers.fetch_add(1, Ordering::SeqCst);
+        }
         w.info.blocked.store(true, Ordering::Relaxed);
     }
 
@@ -160,6 +189,9 @@ impl Blocking {
             }
         }
         self.count.fetch_sub(1, Ordering::SeqCst);
+        if w.wake_on_change {
+            self.change_watchers.fetch_sub(1, Ordering::SeqCst);
+        }
         w.info.blocked.store(false, Ordering::Relaxed);
     }
 
@@ -217,8 +249,9 @@ impl Waiter {
             db: client.db,
             proto: client.proto,
             no_touch: client.no_touch,
-            argv: argv.to_vec(),
+            argv: req.argv.unwrap_or_else(|| argv.to_vec()),
             keys: req.keys,
+            wake_on_change: req.wake_on_change,
             deadline_ms: req.deadline_ms,
             on_timeout: req.on_timeout,
             state: Mutex::new(State::Blocked),
@@ -235,10 +268,12 @@ impl Waiter {
     }
 
     /// The deadline on tokio's clock (`now_ms` is the Unix time now), None for `timeout 0`.
+    /// Both times are truncated to the millisecond, so one more keeps a wait from ending
+    /// before its timeout.
     pub fn deadline(&self, now_ms: u64) -> Option<tokio::time::Instant> {
         (self.deadline_ms > 0).then(|| {
             tokio::time::Instant::now()
-                + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms))
+                + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms) + 1)
         })
     }
 

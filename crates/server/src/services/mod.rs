@@ -2,12 +2,21 @@
 
 pub mod acl;
 pub mod blocking;
+pub mod debug;
+pub mod evict;
+pub mod latency;
 pub mod lazyfree;
+pub mod mailbox;
+pub mod memory;
+pub mod migrate;
+pub mod monitor;
 pub mod notify;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
+pub mod tracking;
 pub mod watch;

@@ -19,12 +19,18 @@
 //!   `set` then `expire`.
 //! - expired (x): keys removed by lazy expiry (any command touching an expired key) and by
 //!   the active expiry cycle, reported by the engine through its expired-key hook.
-//! - Not emitted: `new` (flag n, added to Redis in 7.0 but needing a hook on every key
-//!   creation in the engine), `evicted` (no eviction yet), key-miss (m) and module (d).
+//! - evicted (e): keys evicted for maxmemory (`services::evict`).
+//! - new (n): a key created, by any command (and DEBUG POPULATE), before the command's
+//!   own event; RENAME and COPY ... REPLACE create their destination anew, as Redis's
+//!   delete-then-add does. Reported by the engine through its created-key hook, which
+//!   stores look up their key for only while this class is on.
+//! - Not emitted: key-miss (m) and module (d).
 //! - lists (l), sorted sets (z), hashes (h), sets (s), SORT STORE, HyperLogLog ($) and the
 //!   blocking pops: the events of Redis 7.0's t_list.c, t_zset.c, t_hash.c, t_set.c, sort.c
 //!   and hyperloglog.c, emitted from
 //!   commands/{list,zset,hash,set,sort,hyperloglog,blocking}.
+//! - streams (t): xadd, xtrim, xdel, xsetid and the xgroup-* events of Redis 7.0's
+//!   t_stream.c, emitted from commands/stream/.
 
 use crate::services::pubsub::Hub;
 use crate::services::pubsub::Publisher;

@@ -57,6 +57,12 @@ pub fn fsync_policy(policy: Appendfsync) -> Fsync {
 }
 
 impl Persist {
+    /// True while CONFIG SET appendonly is switching the journal (INFO counts a switch to
+    /// on as a rewrite in progress until its snapshot has started).
+    pub fn switching(&self) -> bool {
+        self.switching.is_locked()
+    }
+
     /// The journal, when `appendonly yes`.
     pub fn journal(&self) -> Option<Arc<Journal>> {
         self.journal.load_full()
@@ -190,6 +196,27 @@ pub fn open(server: &Arc<Server>) -> Result<(), String> {
         return Ok(());
     }
     attach_journal(server)
+}
+
+/// DEBUG LOADAOF: the data set as a restart would load it. What the journal holds is
+/// written out first; then, holding every shard, the keyspace is emptied, the newest
+/// snapshot loaded and the journal after it replayed.
+pub fn reload_all(server: &Arc<Server>) -> Result<(), String> {
+    if let Some(j) = server.persist.journal() {
+        j.sync().map_err(|e| e.to_string())?;
+    }
+    let ks = &server.keyspace;
+    let _all = (!strata_engine::Keyspace::in_session()).then(|| ks.session_all());
+    drop(ks.flush_all());
+    let how = crate::services::snapshot::Load {
+        skip_expired: false,
+        replace: true,
+    };
+    let (min_epoch, from) = match crate::services::snapshot::load_newest(server, how)? {
+        Some((meta, _)) => (meta.epoch, Some(meta.replay_from)),
+        None => (0, None),
+    };
+    crate::exec::replay::replay(server, &server.data_dir(), from, min_epoch).map(|_| ())
 }
 
 /// Opens the journal in the data directory, after its last valid block, and makes it an

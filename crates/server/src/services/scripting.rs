@@ -15,9 +15,19 @@ use strata_scripting::{LibraryInfo, Lua};
 
 /// A loaded function library: its code (every thread loads it into its own state) and what
 /// FUNCTION LOAD learnt from it.
+#[derive(Clone)]
 pub struct Library {
     pub code: Bytes,
     pub info: LibraryInfo,
+}
+
+/// How FUNCTION RESTORE treats the libraries already loaded: APPEND refuses a name
+/// taken, REPLACE swaps libraries of the same name, FLUSH drops them all first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestorePolicy {
+    Append,
+    Replace,
+    Flush,
 }
 
 /// A script or function running now (SCRIPT KILL, FUNCTION STATS, -BUSY).
@@ -61,6 +71,11 @@ impl Scripts {
         self.bodies.read().get(sha).cloned()
     }
 
+    /// EVAL scripts remembered (INFO number_of_cached_scripts).
+    pub fn cached(&self) -> usize {
+        self.bodies.read().len()
+    }
+
     pub fn has(&self, sha: &str) -> bool {
         self.bodies.read().contains_key(sha)
     }
@@ -75,6 +90,77 @@ impl Scripts {
     pub fn flush(&self) {
         self.bodies.write().clear();
         self.scripts_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Validates library `code` in a fresh state and adds it to the registry (`replace`
+    /// swaps a library of the same name). Every thread reloads the libraries on its next
+    /// call. The error is the reply Redis gives (FUNCTION LOAD, loading a dump).
+    pub fn load_library(&self, code: Bytes, replace: bool) -> Result<String, String> {
+        let mut libs = self.libraries.write();
+        // A fresh state holding every other library checks name clashes exactly as Redis.
+        let mut lua = Lua::new();
+        let name_hint = library_name(&code);
+        for (n, l) in libs.iter() {
+            if replace && Some(n.as_str()) == name_hint.as_deref() {
+                continue;
+            }
+            let _ = lua.load_library(&l.code);
+        }
+        let info = lua.load_library(&code)?;
+        if libs.contains_key(&info.name) && !replace {
+            return Err(format!("ERR Library '{}' already exists", info.name));
+        }
+        let name = info.name.clone();
+        libs.insert(name.clone(), Library { code, info });
+        drop(libs);
+        self.functions_changed();
+        Ok(name)
+    }
+
+    /// FUNCTION RESTORE: the libraries of `codes` (checked together in a fresh state),
+    /// joined to the loaded ones by `policy`, all or none. The error is Redis's reply.
+    pub fn restore_libraries(
+        &self,
+        codes: Vec<Bytes>,
+        policy: RestorePolicy,
+    ) -> Result<(), String> {
+        let mut fresh = Lua::new();
+        let mut new = Vec::with_capacity(codes.len());
+        for code in codes {
+            let info = fresh.load_library(&code)?;
+            new.push(Library { code, info });
+        }
+        let mut libs = self.libraries.write();
+        let mut next: BTreeMap<String, Library> = match policy {
+            RestorePolicy::Flush => BTreeMap::new(),
+            RestorePolicy::Append => {
+                if let Some(l) = new.iter().find(|l| libs.contains_key(&l.info.name)) {
+                    return Err(format!("ERR Library {} already exists", l.info.name));
+                }
+                libs.clone()
+            }
+            RestorePolicy::Replace => libs
+                .iter()
+                .filter(|(n, _)| !new.iter().any(|l| &l.info.name == *n))
+                .map(|(n, l)| (n.clone(), l.clone()))
+                .collect(),
+        };
+        let kept: std::collections::HashSet<&str> = next
+            .values()
+            .flat_map(|l| l.info.functions.iter().map(|f| f.name.as_str()))
+            .collect();
+        let clash = new
+            .iter()
+            .flat_map(|l| &l.info.functions)
+            .find(|f| kept.contains(f.name.as_str()));
+        if let Some(f) = clash {
+            return Err(format!("ERR Function {} already exists", f.name));
+        }
+        next.extend(new.into_iter().map(|l| (l.info.name.clone(), l)));
+        *libs = next;
+        drop(libs);
+        self.functions_changed();
+        Ok(())
     }
 
     pub fn functions_changed(&self) {
@@ -105,6 +191,16 @@ impl Scripts {
             .any(|r| r.busy.load(Ordering::Relaxed));
         self.busy.store(any, Ordering::Relaxed);
     }
+}
+
+/// The library name of a `#!lua name=<lib>` shebang, if it parses.
+fn library_name(code: &[u8]) -> Option<String> {
+    let line = code.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    line.strip_prefix("#!")?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("name="))
+        .map(str::to_string)
 }
 
 /// Runs `f` with this thread's Lua state, first catching up with SCRIPT FLUSH and library

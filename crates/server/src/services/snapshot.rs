@@ -459,21 +459,77 @@ fn write(
 /// Loads the newest snapshot in the data directory into the keyspace. Returns its epoch
 /// and the journal position to replay from.
 pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
+    let how = Load {
+        skip_expired: false,
+        replace: true,
+    };
+    let Some((loaded, _)) = load_newest(server, how)? else {
+        return Ok(None);
+    };
+    server.persist.snapshots.set_loaded(loaded.epoch);
+    server.persist.epoch.store(loaded.epoch, Ordering::SeqCst);
+    Ok(Some((loaded.epoch, loaded.replay_from)))
+}
+
+/// DEBUG RELOAD: empties the keyspace (when `flush`) and loads the newest snapshot into
+/// it, holding every shard meanwhile so that no command sees it half loaded. Keys whose
+/// time has passed are not loaded (Redis drops them on load too). With `merge` a key of
+/// the snapshot replaces one of its name; without, such a key is kept and the reload
+/// fails once loaded. The journal and the snapshot epochs are left as they are.
+pub fn reload(server: &Server, flush: bool, merge: bool) -> Result<(), String> {
+    let ks = &server.keyspace;
+    let _all = (!Keyspace::in_session()).then(|| ks.session_all());
+    if flush {
+        drop(ks.flush_all());
+    }
+    let load = Load {
+        skip_expired: true,
+        replace: merge,
+    };
+    match load_newest(server, load)? {
+        Some((_, 0)) | None => Ok(()),
+        Some((_, clashes)) => Err(format!("{clashes} keys of the snapshot exist already")),
+    }
+}
+
+/// How `load_newest` treats the snapshot's keys.
+#[derive(Clone, Copy)]
+pub(crate) struct Load {
+    /// Leave out keys whose time has passed.
+    pub skip_expired: bool,
+    /// A key of the snapshot replaces one of its name (else the one there stays).
+    pub replace: bool,
+}
+
+/// Loads the newest snapshot's entries. Returns its description and how many of its keys
+/// existed already; None when there is no snapshot.
+pub(crate) fn load_newest(
+    server: &Server,
+    how: Load,
+) -> Result<Option<(strata_storage::SnapshotMeta, u64)>, String> {
     let dir = server.data_dir();
     let Some(meta) = strata_storage::latest_snapshot(&dir).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let started = Instant::now();
     let ks = &server.keyspace;
+    let now = strata_engine::clock::now_ms();
     let mut n = 0u64;
     let mut last_log = Instant::now();
     let total = meta.entries.max(1);
+    let mut clashes = 0u64;
     let loaded = strata_storage::load_snapshot(&meta.path, &ks.encodings, |db, key, exp, value| {
-        if (db as usize) >= ks.db_count() {
+        if (db as usize) >= ks.db_count() || (how.skip_expired && exp.is_some_and(|at| at <= now)) {
             return;
         }
+        // Stores take the load's time as the keys' access time; nothing expires meanwhile
+        // (no store looks at expiry).
         let d = ks.db(db as usize);
-        let mut l = d.lock1_at(1, &key);
+        let mut l = d.lock1_at(now, &key).quiet();
+        if !how.replace && l.peek_raw_expire(&key).is_some() {
+            clashes += 1;
+            return;
+        }
         match value {
             Value::Str(s) => l.set_str(&key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
             value => l.put_owned(
@@ -481,6 +537,7 @@ pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
                 Owned {
                     value,
                     expire_at: exp,
+                    raw: false,
                 },
             ),
         }
@@ -501,9 +558,7 @@ pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
         loaded.epoch,
         started.elapsed().as_millis()
     );
-    server.persist.snapshots.set_loaded(loaded.epoch);
-    server.persist.epoch.store(loaded.epoch, Ordering::SeqCst);
-    Ok(Some((loaded.epoch, loaded.replay_from)))
+    Ok(Some((loaded, clashes)))
 }
 
 /// On the way out (SHUTDOWN, SIGTERM): as Redis, a snapshot when save rules are set or

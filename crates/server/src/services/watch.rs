@@ -2,6 +2,11 @@
 //! one of its keys is modified. Writers report modified keys through `Ctx::notify` (every
 //! command that changes a key emits a keyspace event there), expiry, FLUSHDB/FLUSHALL and
 //! SWAPDB; each costs one relaxed load while nobody watches anything.
+//!
+//! As in Redis 7, a watch remembers whether its key had already expired when it was
+//! watched ("stale"): removing such a key (lazily, by the active cycle, by a flush) changes
+//! nothing logically, so it does not fail the EXEC; it only turns the watch into a plain
+//! one on a missing key.
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -12,10 +17,17 @@ use std::sync::Arc;
 /// A client's "a watched key changed" flag.
 pub type Dirty = Arc<AtomicBool>;
 
+/// One client's watch of one key.
+struct Watcher {
+    dirty: Dirty,
+    /// The key had expired, unremoved, when watched, and has not been removed since.
+    stale: bool,
+}
+
 #[derive(Default)]
 pub struct Watches {
-    /// (db, key) → the flags of the clients watching it.
-    keys: Mutex<HashMap<(usize, Bytes), Vec<Dirty>>>,
+    /// (db, key) → its watchers.
+    keys: Mutex<HashMap<(usize, Bytes), Vec<Watcher>>>,
     /// Number of (client, key) watches; 0 lets writers skip the map.
     count: AtomicUsize,
 }
@@ -24,8 +36,8 @@ pub struct Watches {
 #[derive(Default)]
 pub struct ClientWatch {
     pub dirty: Dirty,
-    /// (db, key, whether the key had already expired when watched).
-    pub keys: Vec<(usize, Bytes, bool)>,
+    /// (db, key).
+    pub keys: Vec<(usize, Bytes)>,
 }
 
 impl Watches {
@@ -34,17 +46,21 @@ impl Watches {
         self.count.load(Ordering::Relaxed) != 0
     }
 
-    pub fn watch(&self, cw: &mut ClientWatch, db: usize, key: Bytes, expired: bool) {
-        if cw.keys.iter().any(|(d, k, _)| *d == db && *k == key) {
+    /// Watches `key` of `db`; `stale`: it has expired but is still stored.
+    pub fn watch(&self, cw: &mut ClientWatch, db: usize, key: Bytes, stale: bool) {
+        if cw.keys.iter().any(|(d, k)| *d == db && *k == key) {
             return;
         }
         self.keys
             .lock()
             .entry((db, key.clone()))
             .or_default()
-            .push(cw.dirty.clone());
+            .push(Watcher {
+                dirty: cw.dirty.clone(),
+                stale,
+            });
         self.count.fetch_add(1, Ordering::Relaxed);
-        cw.keys.push((db, key, expired));
+        cw.keys.push((db, key));
     }
 
     /// UNWATCH, EXEC, DISCARD, RESET and disconnect: forget the client's keys and clear
@@ -55,10 +71,9 @@ impl Watches {
             return;
         }
         let mut map = self.keys.lock();
-        for (db, key, _) in cw.keys.drain(..) {
-            let k = (db, key);
+        for k in cw.keys.drain(..) {
             if let Some(v) = map.get_mut(&k) {
-                v.retain(|d| !Arc::ptr_eq(d, &cw.dirty));
+                v.retain(|w| !Arc::ptr_eq(&w.dirty, &cw.dirty));
                 if v.is_empty() {
                     map.remove(&k);
                 }
@@ -68,34 +83,57 @@ impl Watches {
         cw.dirty.store(false, Ordering::Relaxed);
     }
 
-    /// A key was modified: every client watching it will fail its EXEC.
+    /// Whether the client's watch of `key` is still stale (EXEC: a key that expires after
+    /// its WATCH fails the transaction; one already expired then does not).
+    pub fn is_stale(&self, cw: &ClientWatch, db: usize, key: &Bytes) -> bool {
+        self.keys
+            .lock()
+            .get(&(db, key.clone()))
+            .and_then(|v| v.iter().find(|w| Arc::ptr_eq(&w.dirty, &cw.dirty)))
+            .is_some_and(|w| w.stale)
+    }
+
+    /// A key was written: every client watching it will fail its EXEC.
     #[inline]
     pub fn touch(&self, db: usize, key: &[u8]) {
         if self.active() {
-            self.touch_slow(db, key);
+            self.touch_slow(db, key, false);
+        }
+    }
+
+    /// A key was removed because it expired (lazily, by the active cycle, or found so by
+    /// a flush): watchers that saw it expired already see no change; the others do.
+    #[inline]
+    pub fn touch_expired(&self, db: usize, key: &[u8]) {
+        if self.active() {
+            self.touch_slow(db, key, true);
         }
     }
 
     #[cold]
-    fn touch_slow(&self, db: usize, key: &[u8]) {
-        let map = self.keys.lock();
-        if let Some(v) = map.get(&(db, Bytes::copy_from_slice(key))) {
-            for d in v {
-                d.store(true, Ordering::Relaxed);
+    fn touch_slow(&self, db: usize, key: &[u8], removed_expired: bool) {
+        let mut map = self.keys.lock();
+        if let Some(v) = map.get_mut(&(db, Bytes::copy_from_slice(key))) {
+            for w in v {
+                if removed_expired && w.stale {
+                    w.stale = false;
+                } else {
+                    w.dirty.store(true, Ordering::Relaxed);
+                }
             }
         }
     }
 
     /// Keys currently watched in `db` (FLUSHDB checks which of them exist before flushing).
-    pub fn keys_in(&self, db: Option<usize>) -> Vec<(usize, Bytes)> {
+    pub fn keys_in(&self, db: usize) -> Vec<Bytes> {
         if !self.active() {
             return Vec::new();
         }
         self.keys
             .lock()
             .keys()
-            .filter(|(d, _)| db.is_none_or(|x| x == *d))
-            .cloned()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
             .collect()
     }
 
@@ -107,8 +145,8 @@ impl Watches {
         let map = self.keys.lock();
         for k in keys {
             if let Some(v) = map.get(k) {
-                for f in v {
-                    f.store(true, Ordering::Relaxed);
+                for w in v {
+                    w.dirty.store(true, Ordering::Relaxed);
                 }
             }
         }

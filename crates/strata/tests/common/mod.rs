@@ -56,6 +56,15 @@ impl Proc {
     /// it: the server installs its handler only after it logs that it is ready, and until
     /// then SIGTERM ends it outright, without its shutdown snapshot.
     pub fn terminate(&self) {
+        self.signal(libc::SIGTERM, "SIGTERM");
+    }
+
+    /// Sends SIGINT (Ctrl+C), once the server handles it (see `terminate`).
+    pub fn interrupt(&self) {
+        self.signal(libc::SIGINT, "SIGINT");
+    }
+
+    fn signal(&self, sig: libc::c_int, name: &str) {
         let pid = self.child.id();
         let end = Instant::now() + Duration::from_secs(10);
         while !catches_sigterm(pid) {
@@ -68,11 +77,11 @@ impl Proc {
         }
         // SAFETY: kill(2) on the pid of a child we spawned and have not reaped; no memory
         // is involved.
-        let r = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
         assert_eq!(
             r,
             0,
-            "SIGTERM to {}: {}",
+            "{name} to {}: {}",
             self.name,
             std::io::Error::last_os_error()
         );
@@ -637,4 +646,46 @@ pub fn wait_snapshot_done(c: &mut redis::Connection) {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(info_field(c, "rdb_last_bgsave_status"), "ok");
+}
+
+// ---------------------------------------------------------------------------------------
+// Blocked clients: sending without reading, waiting until they block, replies as text.
+
+/// INFO's blocked_clients.
+pub fn blocked_clients(c: &mut RespConn) -> usize {
+    let info = call_text(c, &["info", "clients"]);
+    info.split("blocked_clients:")
+        .nth(1)
+        .and_then(|r| r.split(['\r', '\\']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no blocked_clients in {info}"))
+}
+
+/// Waits until INFO reports `n` blocked clients.
+pub fn wait_blocked(c: &mut RespConn, n: usize) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while blocked_clients(c) != n {
+        assert!(Instant::now() < end, "never reached {n} blocked clients");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Sends a command on a new connection without reading its reply.
+pub fn send_only(p: &Proc, cmd: &[&str]) -> RespConn {
+    let mut c = RespConn::new(p);
+    c.send(&encode_command(cmd)).unwrap();
+    c
+}
+
+/// A reply's bytes as text, CRLF written `\\r\\n`.
+pub fn reply_text(r: RawReply) -> String {
+    String::from_utf8_lossy(&r.raw).replace("\r\n", "\\r\\n")
+}
+
+pub fn read_text(c: &mut RespConn) -> String {
+    reply_text(c.read().unwrap())
+}
+
+pub fn call_text(c: &mut RespConn, cmd: &[&str]) -> String {
+    reply_text(c.call(cmd).unwrap())
 }

@@ -7,6 +7,7 @@ use super::id::StreamId;
 use super::node::Node;
 use super::range::Entry;
 use super::StreamValue;
+use crate::types::Encodings;
 
 /// One node's entries, deleted ones included.
 #[derive(Clone, Copy)]
@@ -85,6 +86,25 @@ impl StreamBuilder {
         if !deleted {
             s.meta.length += 1;
         }
+        Ok(())
+    }
+
+    /// Appends a live entry where XADD would put it under `enc`'s stream-node limits (a
+    /// dump keeps the entries but not where its nodes split). `flat` is `[f1, v1, f2,
+    /// v2...]`; IDs must ascend.
+    pub fn append<A: AsRef<[u8]>>(&mut self, id: StreamId, flat: &[A], enc: &Encodings) -> Check {
+        if !flat.len().is_multiple_of(2) {
+            return Err("stream entry with a field but no value");
+        }
+        let s = &mut self.s;
+        if s.nodes.last_key_value().is_some_and(|(_, n)| n.last >= id) {
+            return Err("stream entry IDs out of order");
+        }
+        let elems: u64 = flat.iter().map(|e| e.as_ref().len() as u64).sum();
+        if elems > super::NODE_MAX_BYTES {
+            return Err("stream entry over 1 GiB");
+        }
+        s.append_entry(id, flat, elems, enc);
         Ok(())
     }
 

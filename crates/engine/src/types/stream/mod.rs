@@ -233,6 +233,25 @@ impl StreamValue {
         if elems > NODE_MAX_BYTES {
             return Err(StreamError::TooLarge);
         }
+        self.append_entry(id, flat, elems, enc);
+        self.meta.entries_added += 1;
+        self.meta.last_id = id;
+        if self.meta.length == 1 {
+            self.meta.first_id = id;
+        }
+        Ok(id)
+    }
+
+    /// Appends live entry `id` (above every ID in the stream) whose fields and values
+    /// total `elems` bytes: in the tail node if it takes it under `enc`'s node limits,
+    /// else in a new node, exactly where XADD puts it. Counts it in the length only.
+    fn append_entry<A: AsRef<[u8]>>(
+        &mut self,
+        id: StreamId,
+        flat: &[A],
+        elems: u64,
+        enc: &Encodings,
+    ) {
         let max_bytes = match enc.stream_node_bytes() {
             0 => NODE_MAX_BYTES,
             b => b.min(NODE_MAX_BYTES),
@@ -251,12 +270,6 @@ impl StreamValue {
             }
         }
         self.meta.length += 1;
-        self.meta.entries_added += 1;
-        self.meta.last_id = id;
-        if self.meta.length == 1 {
-            self.meta.first_id = id;
-        }
-        Ok(id)
     }
 
     /// Marks one live entry deleted (freeing its node if it was the node's last live

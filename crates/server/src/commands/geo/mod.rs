@@ -10,7 +10,7 @@ mod points;
 mod search;
 mod sort;
 
-use crate::exec::command::{flags, key, CmdError, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, CmdError, Command, KeyAt, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use bytes::Bytes;
 use strata_resp::{Protocol, Reply};
@@ -45,7 +45,6 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
         handler: points::geoadd,
-        key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -57,7 +56,6 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(log(N))",
         handler: points::geodist,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -69,7 +67,6 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(log(N)) for each member requested, where N is the number of elements in the sorted set.",
         handler: points::geohash,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -81,19 +78,24 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.0",
         complexity: "O(N) where N is the number of members requested.",
         handler: points::geopos,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
         name: "georadius",
         arity: -6,
         flags: W | D | M,
-        keys: Keys::Custom(radius_keys),
+        keys: Keys::Custom(
+            radius_keys,
+            &[
+                KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
+                KeySpec::after(ks::OW | ks::UPDATE, "STORE", 6),
+                KeySpec::after(ks::OW | ks::UPDATE, "STOREDIST", 6),
+            ],
+        ),
         summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point",
         since: "3.2.0",
         complexity: SEARCH_CPLX,
         handler: search::georadius,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -105,19 +107,24 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.10",
         complexity: SEARCH_CPLX,
         handler: search::georadius_ro,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
         name: "georadiusbymember",
         arity: -5,
         flags: W | D | M,
-        keys: Keys::Custom(radius_member_keys),
+        keys: Keys::Custom(
+            radius_member_keys,
+            &[
+                KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
+                KeySpec::after(ks::OW | ks::UPDATE, "STORE", 5),
+                KeySpec::after(ks::OW | ks::UPDATE, "STOREDIST", 5),
+            ],
+        ),
         summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
         since: "3.2.0",
         complexity: SEARCH_CPLX,
         handler: search::georadiusbymember,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
         ..FAMILY
     },
     Command {
@@ -129,7 +136,6 @@ pub const COMMANDS: &[Command] = &[
         since: "3.2.10",
         complexity: SEARCH_CPLX,
         handler: search::georadiusbymember_ro,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -141,7 +147,6 @@ pub const COMMANDS: &[Command] = &[
         since: "6.2.0",
         complexity: GEOSEARCH_CPLX,
         handler: search::geosearch,
-        key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
         ..FAMILY
     },
     Command {
@@ -157,18 +162,17 @@ pub const COMMANDS: &[Command] = &[
         since: "6.2.0",
         complexity: GEOSEARCH_CPLX,
         handler: search::geosearchstore,
-        key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
         ..FAMILY
     },
 ];
 
 /// Keys of GEORADIUS: the source and the destinations of STORE and STOREDIST.
-fn radius_keys(argv: &[Bytes]) -> Vec<usize> {
+fn radius_keys(argv: &[Bytes]) -> Vec<KeyAt> {
     store_keys(argv, 6)
 }
 
 /// Keys of GEORADIUSBYMEMBER, whose options start one argument earlier.
-fn radius_member_keys(argv: &[Bytes]) -> Vec<usize> {
+fn radius_member_keys(argv: &[Bytes]) -> Vec<KeyAt> {
     store_keys(argv, 5)
 }
 
@@ -176,7 +180,7 @@ fn radius_member_keys(argv: &[Bytes]) -> Vec<usize> {
 /// after the first STOREDIST from `options` on: COMMAND GETKEYS lists these), then the
 /// destination the command actually writes if another one: the last STORE or STOREDIST
 /// as the option parser meets it.
-fn store_keys(argv: &[Bytes], options: usize) -> Vec<usize> {
+fn store_keys(argv: &[Bytes], options: usize) -> Vec<KeyAt> {
     let is = |i: usize, word: &[u8]| argv[i].eq_ignore_ascii_case(word);
     let first_after = |word: &[u8]| {
         (options..argv.len().saturating_sub(1))
@@ -201,7 +205,17 @@ fn store_keys(argv: &[Bytes], options: usize) -> Vec<usize> {
     if let Some(w) = written.filter(|w| !keys.contains(w)) {
         keys.push(w);
     }
-    keys
+    // The source is read; a destination is overwritten.
+    keys.into_iter()
+        .map(|pos| KeyAt {
+            pos,
+            flags: if pos == 1 {
+                ks::RO | ks::ACCESS
+            } else {
+                ks::OW | ks::UPDATE
+            },
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -371,23 +385,33 @@ mod tests {
                 .map(|a| Bytes::copy_from_slice(a.as_bytes()))
                 .collect()
         };
-        assert_eq!(radius_keys(&argv("georadius k 1 2 3 km")), vec![1]);
+        let pos = |keys: Vec<KeyAt>| -> Vec<usize> { keys.iter().map(|k| k.pos).collect() };
+        assert_eq!(pos(radius_keys(&argv("georadius k 1 2 3 km"))), vec![1]);
         assert_eq!(
-            radius_keys(&argv("georadius k 1 2 3 km store a storedist b")),
+            pos(radius_keys(&argv(
+                "georadius k 1 2 3 km store a storedist b"
+            ))),
             vec![1, 7, 9]
         );
         assert_eq!(
-            radius_keys(&argv("georadius k 1 2 3 km store a count 2 store b")),
+            pos(radius_keys(&argv(
+                "georadius k 1 2 3 km store a count 2 store b"
+            ))),
             vec![1, 7, 11]
         );
         assert_eq!(
-            radius_keys(&argv("georadius k 1 2 3 km count store")),
+            pos(radius_keys(&argv("georadius k 1 2 3 km count store"))),
             vec![1]
         );
         assert_eq!(
-            radius_member_keys(&argv("georadiusbymember k m 3 km STORE d")),
+            pos(radius_member_keys(&argv(
+                "georadiusbymember k m 3 km STORE d"
+            ))),
             vec![1, 6]
         );
-        assert_eq!(radius_keys(&argv("georadius k 1 2 3 km store")), vec![1]);
+        assert_eq!(
+            pos(radius_keys(&argv("georadius k 1 2 3 km store"))),
+            vec![1]
+        );
     }
 }

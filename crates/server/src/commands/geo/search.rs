@@ -122,8 +122,10 @@ fn search(ctx: &mut Ctx<'_>, form: Form, may_store: bool) -> CmdResult {
     // The keys the command was planned with: the source, and the destination of a store.
     let positions = match form {
         Form::SearchStore => vec![1, 2],
-        Form::Radius if may_store => radius_keys(ctx.argv),
-        Form::RadiusByMember if may_store => radius_member_keys(ctx.argv),
+        Form::Radius if may_store => radius_keys(ctx.argv).iter().map(|k| k.pos).collect(),
+        Form::RadiusByMember if may_store => {
+            radius_member_keys(ctx.argv).iter().map(|k| k.pos).collect()
+        }
         _ => vec![1],
     };
     let keys: Vec<&[u8]> = positions.into_iter().map(|i| ctx.arg(i)).collect();

@@ -17,132 +17,139 @@ mod presence;
 mod rename;
 mod walk;
 
-use crate::exec::command::{cat, flags, key, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use strata_engine::Locked;
 
 use expire::{expire, expireat, expiretime, persist, pexpire, pexpireat, pexpiretime, pttl, ttl};
+pub(crate) use object::refcount;
 use object::{object_encoding, object_freq, object_help, object_idletime, object_refcount};
 use presence::{del, exists, touch, type_, unlink};
 use rename::{copy, move_, rename, renamenx};
 use walk::{keys, randomkey, scan};
 
-const ALL_KEYS: Keys = Keys::Range {
-    first: 1,
-    last: -1,
-    step: 1,
-};
 const KEY1: Keys = Keys::Range {
     first: 1,
     last: 1,
     step: 1,
 };
-const KEYS_1_2: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-const KEY2: Keys = Keys::Range {
-    first: 2,
-    last: 2,
-    step: 1,
-};
-
 pub const COMMANDS: &[Command] = &[
     Command {
     name: "del",
     arity: -2,
     flags: flags::WRITE,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RM | ks::DELETE, 1, -1, 1),
+    ]),
     summary: "Delete a key",
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: del,
-    key_use: KeyUse::Fixed(&[key::RM_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "unlink",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RM | ks::DELETE, 1, -1, 1),
+    ]),
     summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
     since: "4.0.0",
     complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: unlink,
-    key_use: KeyUse::Fixed(&[key::RM_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "exists",
     arity: -2,
     flags: flags::READONLY | flags::FAST,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, -1, 1),
+    ]),
     summary: "Determine if a key exists",
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to check.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: exists,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
     name: "type",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     summary: "Determine the type stored at key",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: type_,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
     name: "rename",
     arity: 3,
     flags: flags::WRITE,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::OW | ks::UPDATE, 2, 0, 1),
+    ]),
     summary: "Rename a key",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key newkey#key1",
     handler: rename,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "renamenx",
     arity: 3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::OW | ks::INSERT, 2, 0, 1),
+    ]),
     summary: "Rename a key, only if the new key does not exist",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key newkey#key1",
     handler: renamenx,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::OW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "copy",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::ALL_SHARDS,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
+        KeySpec::range(ks::OW | ks::UPDATE, 2, 0, 1),
+    ]),
     summary: "Copy a key",
     since: "6.2.0",
     complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+    args: "source#key destination#key1 [DB:destination-db#int] [REPLACE]",
     handler: copy,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS, key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "move",
     arity: 3,
     flags: flags::WRITE | flags::FAST | flags::ALL_SHARDS,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     summary: "Move a key to another database",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key db#int",
     handler: move_,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -152,8 +159,10 @@ pub const COMMANDS: &[Command] = &[
     summary: "Find all keys matching the given pattern",
     since: "1.0.0",
     complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+    tips: &["request_policy:all_shards", "nondeterministic_output_order"],
+    acl: &["@keyspace", "@dangerous"],
+    args: "pattern#pattern",
     handler: keys,
-    acl: cat::DANGEROUS,
     ..Command::DEFAULT
 },
     Command {
@@ -163,6 +172,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate the keys space",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+    tips: &["nondeterministic_output", "request_policy:special"],
+    args: "cursor#int [MATCH:pattern#pattern] [COUNT:count#int] [TYPE:type]",
     handler: scan,
     ..Command::DEFAULT
 },
@@ -173,6 +184,7 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a random key from the keyspace",
     since: "1.0.0",
     complexity: "O(1)",
+    tips: &["request_policy:all_shards", "nondeterministic_output"],
     handler: randomkey,
     ..Command::DEFAULT
 },
@@ -180,12 +192,15 @@ pub const COMMANDS: &[Command] = &[
     name: "touch",
     arity: -2,
     flags: flags::READONLY | flags::FAST,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, -1, 1),
+    ]),
     summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
     since: "3.2.1",
     complexity: "O(N) where N is the number of keys that will be touched.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+    args: "key#key...",
     handler: touch,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -207,8 +222,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set a key's time to live in seconds",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key seconds#int [condition=(NX | XX | GT | LT)]",
     handler: expire,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -219,8 +234,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set a key's time to live in milliseconds",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key milliseconds#int [condition=(NX | XX | GT | LT)]",
     handler: pexpire,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -231,8 +246,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the expiration for a key as a UNIX timestamp",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "key#key unix-time-seconds#time [condition=(NX | XX | GT | LT)]",
     handler: expireat,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -243,8 +258,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
     since: "2.6.0",
     complexity: "O(1)",
+    args: "key#key unix-time-milliseconds#time [condition=(NX | XX | GT | LT)]",
     handler: pexpireat,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -255,8 +270,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the expiration Unix timestamp for a key",
     since: "7.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: expiretime,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -267,8 +282,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the expiration Unix timestamp for a key in milliseconds",
     since: "7.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: pexpiretime,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -279,8 +294,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the time to live for a key in seconds",
     since: "1.0.0",
     complexity: "O(1)",
+    tips: &["nondeterministic_output"],
+    args: "key#key",
     handler: ttl,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -291,8 +307,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the time to live for a key in milliseconds",
     since: "2.6.0",
     complexity: "O(1)",
+    tips: &["nondeterministic_output"],
+    args: "key#key",
     handler: pttl,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -303,8 +320,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Remove the expiration from a key",
     since: "2.2.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: persist,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
 ];
@@ -314,24 +331,26 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         name: "encoding",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Inspect the internal encoding of a Redis object",
         since: "2.2.3",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_encoding,
-        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
     Command {
         name: "freq",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Get the logarithmic access frequency counter of a Redis object",
         since: "4.0.0",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_freq,
-        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
     Command {
@@ -348,24 +367,26 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
         name: "idletime",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Get the time since a Redis object was last accessed",
         since: "2.2.3",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_idletime,
-        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
     Command {
         name: "refcount",
         arity: 3,
         flags: flags::READONLY,
-        keys: KEY2,
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Get the number of references to the value of the key",
         since: "2.2.3",
         complexity: "O(1)",
+        tips: &["nondeterministic_output"],
+        args: "key#key",
         handler: object_refcount,
-        key_use: KeyUse::Fixed(&[key::RO]),
         ..Command::DEFAULT
     },
 ];

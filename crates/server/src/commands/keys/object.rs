@@ -3,7 +3,7 @@
 use super::lock_notouch;
 use crate::exec::command::{parse_i64, CmdError, CmdResult};
 use crate::exec::ctx::Ctx;
-use strata_engine::clock;
+use strata_engine::{clock, EntryRef};
 
 const OBJECT_HELP: &[&str] = &[
     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -35,8 +35,6 @@ pub(super) fn object_help(ctx: &mut Ctx<'_>) -> CmdResult {
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis's OBJ_SHARED_INTEGERS.
 const SHARED_INTEGERS: i64 = 10_000;
-/// Redis's LFU_INIT_VAL: the counter of a new key.
-const LFU_INIT_VAL: u64 = 5;
 
 fn lfu_policy(ctx: &Ctx<'_>) -> bool {
     ctx.config().get().maxmemory_policy.is_lfu()
@@ -53,17 +51,10 @@ struct ObjInfo {
 fn object_lookup(ctx: &mut Ctx<'_>) -> Option<ObjInfo> {
     let key = ctx.arg(2);
     let mut l = lock_notouch(ctx, &[key]);
-    let info = l.get(key).map(|e| {
-        let encoding = e.encoding();
-        let small_int = encoding == "int"
-            && e.as_str()
-                .and_then(parse_i64)
-                .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
-        ObjInfo {
-            encoding,
-            small_int,
-            lru: e.lru(),
-        }
+    let info = l.get(key).map(|e| ObjInfo {
+        encoding: e.encoding(),
+        small_int: shared_int(&e),
+        lru: e.lru(),
     });
     drop(l);
     if info.is_none() {
@@ -79,19 +70,36 @@ pub(super) fn object_encoding(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// REFCOUNT: Redis shares the integer objects 0..9999 (refcount INT_MAX) unless maxmemory
-/// is set with an LRU/LFU policy; every other value has one reference.
+/// One of the integers Redis keeps as shared objects (0..9999).
+fn shared_int(e: &EntryRef<'_>) -> bool {
+    e.encoding() == "int"
+        && e.as_str()
+            .and_then(parse_i64)
+            .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
+}
+
+/// Redis shares the integer objects 0..9999 (refcount INT_MAX) unless maxmemory is set
+/// with an LRU/LFU policy; every other value has one reference.
+fn refcount_of(ctx: &Ctx<'_>, small_int: bool) -> i64 {
+    let config = ctx.config().get();
+    let no_shared = config.maxmemory != 0 && config.maxmemory_policy.is_lru_or_lfu();
+    if small_int && !no_shared {
+        SHARED_REFCOUNT
+    } else {
+        1
+    }
+}
+
+/// The reference count OBJECT REFCOUNT (and DEBUG OBJECT) report for an entry.
+pub(crate) fn refcount(ctx: &Ctx<'_>, e: &EntryRef<'_>) -> i64 {
+    refcount_of(ctx, shared_int(e))
+}
+
 pub(super) fn object_refcount(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
     };
-    let config = ctx.config().get();
-    let no_shared = config.maxmemory != 0 && config.maxmemory_policy.is_lru_or_lfu();
-    ctx.out.int(if info.small_int && !no_shared {
-        SHARED_REFCOUNT
-    } else {
-        1
-    });
+    ctx.out.int(refcount_of(ctx, info.small_int));
     Ok(())
 }
 
@@ -107,9 +115,8 @@ pub(super) fn object_idletime(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FREQ. The engine keeps an access clock but no LFU counter, so this reports Redis's
-/// initial counter (LFU_INIT_VAL) decayed by the time since the last access, as
-/// LFUDecrAndReturn would for a key never read more than once.
+/// FREQ: the key's LFU counter, decayed to now (under an LFU policy the access bits hold
+/// it; see `strata_engine::access`).
 pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
@@ -117,9 +124,8 @@ pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     if !lfu_policy(ctx) {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let decay = ctx.config().get().lfu_decay_time;
-    let idle_min = clock::idle_ms(info.lru, ctx.now_ms) / 60_000;
-    let periods = idle_min.checked_div(decay).unwrap_or(0);
-    ctx.out.int(LFU_INIT_VAL.saturating_sub(periods) as i64);
+    let decay = ctx.keyspace().access().decay_minutes();
+    let counter = strata_engine::access::lfu_counter(info.lru, ctx.now_ms, decay);
+    ctx.out.int(i64::from(counter));
     Ok(())
 }

@@ -38,7 +38,8 @@ pub(super) fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
         .filter(|u| u.free_effort() > crate::services::lazyfree::LAZYFREE_THRESHOLD)
         .collect();
     if !large.is_empty() {
-        crate::services::lazyfree::free_later(large);
+        let n = large.len() as u64;
+        crate::services::lazyfree::free_later(large, n);
     }
     ctx.out.int(removed as i64);
     Ok(())

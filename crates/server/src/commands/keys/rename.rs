@@ -31,7 +31,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> CmdResult {
         let Some(owned) = l.take(src) else {
             return Err(CmdError::NO_SUCH_KEY);
         };
-        // The value keeps its expiry; whatever `dst` held is replaced.
+        // The value keeps its expiry and encoding. Whatever `dst` held goes first, so the
+        // name is created anew (a `new` event, as Redis's delete-then-add gives).
+        l.remove(dst);
         l.put_owned(dst, owned);
         true
     };
@@ -127,6 +129,8 @@ fn copy_between<'a>(
     if dst.contains(newkey) && !replace {
         return false;
     }
+    // As RENAME: what REPLACE replaces goes first, and the name is created anew.
+    dst.remove(newkey);
     dst.put_owned(newkey, owned);
     true
 }

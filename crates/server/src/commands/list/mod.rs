@@ -21,9 +21,8 @@ mod pop;
 mod push;
 mod read;
 
-use crate::exec::command::{flags, key, parse_i64, CmdError, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
-use bytes::Bytes;
 use strata_engine::ListValue;
 use strata_resp::Reply;
 
@@ -42,12 +41,6 @@ const KEY1: Keys = Keys::Range {
     last: 1,
     step: 1,
 };
-const KEYS_1_2: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
 const PUSH_COMPLEXITY: &str = "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.";
 
 pub const COMMANDS: &[Command] = &[
@@ -55,91 +48,105 @@ pub const COMMANDS: &[Command] = &[
     name: "lpush",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Prepend one or multiple elements to a list",
     since: "1.0.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: lpush,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "rpush",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Append one or multiple elements to a list",
     since: "1.0.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: rpush,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "lpushx",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Prepend an element to a list, only if the list exists",
     since: "2.2.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: lpushx,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "rpushx",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Append an element to a list, only if the list exists",
     since: "2.2.0",
     complexity: PUSH_COMPLEXITY,
+    args: "key#key element...",
     handler: rpushx,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "lpop",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Remove and get the first elements in a list",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements returned",
+    args: "key#key [count#int]",
     handler: lpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "rpop",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Remove and get the last elements in a list",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements returned",
+    args: "key#key [count#int]",
     handler: rpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "llen",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Get the length of a list",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: llen,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -151,8 +158,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get a range of elements from a list",
     since: "1.0.0",
     complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
+    args: "key#key start#int stop#int",
     handler: lrange,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -164,8 +171,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get an element from a list by its index",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
+    args: "key#key index#int",
     handler: lindex,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -177,47 +184,53 @@ pub const COMMANDS: &[Command] = &[
     summary: "Set the value of an element in a list by its index",
     since: "1.0.0",
     complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
+    args: "key#key index#int element",
     handler: lset,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "linsert",
     arity: 5,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Insert an element before or after another element in a list",
     since: "2.2.0",
     complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
+    args: "key#key where=(BEFORE | AFTER) pivot element",
     handler: linsert,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "lrem",
     arity: 4,
     flags: flags::WRITE,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Remove elements from a list",
     since: "1.0.0",
     complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
+    args: "key#key count#int element",
     handler: lrem,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "ltrim",
     arity: 4,
     flags: flags::WRITE,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "list",
     summary: "Trim a list to the specified range",
     since: "1.0.0",
     complexity: "O(N) where N is the number of elements to be removed by the operation.",
+    args: "key#key start#int stop#int",
     handler: ltrim,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -229,47 +242,55 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return the index of matching elements on a list",
     since: "6.0.6",
     complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
+    args: "key#key element [RANK:rank#int] [COUNT:num-matches#int] [MAXLEN:len#int]",
     handler: lpos,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "lmove",
     arity: 5,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1),
+    ]),
     group: "list",
     summary: "Pop an element from a list, push it to another list and return it",
     since: "6.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 wherefrom=(LEFT | RIGHT) whereto=(LEFT | RIGHT)",
     handler: lmove,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "rpoplpush",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1),
+    ]),
     group: "list",
     summary: "Remove the last element in a list, prepend it to another list and return it",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "source#key destination#key1",
     handler: rpoplpush,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "lmpop",
     arity: -4,
     flags: flags::WRITE | flags::MOVABLEKEYS,
-    keys: Keys::Custom(lmpop_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RW | ks::ACCESS | ks::DELETE, 1),
+    ]),
     group: "list",
     summary: "Pop elements from a list",
     since: "7.0.0",
     complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+    args: "numkeys#int key#key... where=(LEFT | RIGHT) [COUNT:count#int]",
     handler: lmpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
 ];
@@ -351,21 +372,16 @@ fn reply_range(out: &mut Reply<'_>, list: &ListValue, start: usize, stop: usize,
     }
 }
 
-/// LMPOP's key positions: numkeys keys after numkeys (none when it is not a valid count
-/// within the arguments).
-fn lmpop_keys(argv: &[Bytes]) -> Vec<usize> {
-    let Some(n) = argv.get(1).and_then(|a| parse_i64(a)) else {
-        return Vec::new();
-    };
-    match usize::try_from(n) {
-        Ok(n) if n >= 1 && n < argv.len().saturating_sub(1) => (2..2 + n).collect(),
-        _ => Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The key positions the declaration finds in `argv` (by the command named first).
+    fn keys_of(argv: &[bytes::Bytes]) -> Vec<usize> {
+        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+        let cmd = COMMANDS.iter().find(|c| c.name == name).expect("declared");
+        cmd.key_positions(argv)
+    }
 
     #[test]
     fn ranges_clamp_like_redis() {
@@ -386,17 +402,17 @@ mod tests {
     fn lmpop_key_positions() {
         let argv = |s: &[&str]| {
             s.iter()
-                .map(|a| Bytes::from(a.to_string()))
+                .map(|a| bytes::Bytes::from(a.to_string()))
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            lmpop_keys(&argv(&["lmpop", "2", "a", "b", "left"])),
+            keys_of(&argv(&["lmpop", "2", "a", "b", "left"])),
             vec![2, 3]
         );
-        assert_eq!(lmpop_keys(&argv(&["lmpop", "2", "a", "b"])), vec![2, 3]);
-        assert!(lmpop_keys(&argv(&["lmpop", "3", "a", "b"])).is_empty());
-        assert!(lmpop_keys(&argv(&["lmpop", "0", "a", "left"])).is_empty());
-        assert!(lmpop_keys(&argv(&["lmpop", "-1", "a", "left"])).is_empty());
-        assert!(lmpop_keys(&argv(&["lmpop", "9223372036854775807", "a"])).is_empty());
+        assert_eq!(keys_of(&argv(&["lmpop", "2", "a", "b"])), vec![2, 3]);
+        assert!(keys_of(&argv(&["lmpop", "3", "a", "b"])).is_empty());
+        assert!(keys_of(&argv(&["lmpop", "0", "a", "left"])).is_empty());
+        assert!(keys_of(&argv(&["lmpop", "-1", "a", "left"])).is_empty());
+        assert!(keys_of(&argv(&["lmpop", "9223372036854775807", "a"])).is_empty());
     }
 }

@@ -61,16 +61,18 @@ pub(super) fn smove(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         None => (false, false),
     };
-    let added = removed && l.set_mut_or_create(dst, member)?.add(member, enc);
-    drop(l);
+    // The source's events come before the destination is touched (and so before the
+    // `new` event of a destination created), as in Redis.
     if removed {
         ctx.notify(notify::SET, "srem", src);
         if src_deleted {
             ctx.notify(notify::GENERIC, "del", src);
         }
-        if added {
-            ctx.notify(notify::SET, "sadd", dst);
-        }
+    }
+    let added = removed && l.set_mut_or_create(dst, member)?.add(member, enc);
+    drop(l);
+    if added {
+        ctx.notify(notify::SET, "sadd", dst);
     }
     ctx.out.int(removed as i64);
     Ok(())

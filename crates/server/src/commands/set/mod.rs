@@ -16,8 +16,7 @@
 //! SMISMEMBER SCARD SSCAN), `random` (SPOP SRANDMEMBER) and `setops` (the intersections,
 //! unions and differences, SMEMBERS among them).
 
-use crate::exec::command::{flags, key, Command, KeyUse, Keys};
-use bytes::Bytes;
+use crate::exec::command::{flags, ks, Command, KeySpec, Keys};
 use strata_engine::SetValue;
 
 /// Writes a set element (`SetValue`'s iterator item) as a bulk string.
@@ -53,26 +52,30 @@ pub const COMMANDS: &[Command] = &[
     name: "sadd",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Add one or more members to a set",
     since: "1.0.0",
     complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+    args: "key#key member...",
     handler: sadd,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "srem",
     arity: -3,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Remove one or more members from a set",
     since: "1.0.0",
     complexity: "O(N) where N is the number of members to be removed.",
+    args: "key#key member...",
     handler: srem,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -84,21 +87,24 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get all the members in a set",
     since: "1.0.0",
     complexity: "O(N) where N is the set cardinality.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key",
     handler: smembers,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "sismember",
     arity: 3,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Determine if a given value is a member of a set",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key member",
     handler: sismember,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
@@ -110,34 +116,39 @@ pub const COMMANDS: &[Command] = &[
     summary: "Returns the membership associated with the given elements for a set",
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements being checked for membership",
+    args: "key#key member...",
     handler: smismember,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "scard",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Get the number of members in a set",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: scard,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
     name: "spop",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     group: "set",
     summary: "Remove and return one or multiple random members from a set",
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+    tips: &["nondeterministic_output"],
+    args: "key#key [count#int]",
     handler: spop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
@@ -149,25 +160,25 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random members from a set",
     since: "1.0.0",
     complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+    tips: &["nondeterministic_output"],
+    args: "key#key [count#int]",
     handler: srandmember,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "smove",
     arity: 4,
     flags: flags::WRITE | flags::FAST,
-    keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+        KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1),
+    ]),
     group: "set",
     summary: "Move a member from one set to another",
     since: "1.0.0",
     complexity: "O(1)",
+    args: "source#key destination#key1 member",
     handler: smove,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE, key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
@@ -179,21 +190,24 @@ pub const COMMANDS: &[Command] = &[
     summary: "Intersect multiple sets",
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key...",
     handler: sinter,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "sintercard",
     arity: -3,
     flags: flags::READONLY | flags::MOVABLEKEYS,
-    keys: Keys::Custom(numkeys_at_1),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     group: "set",
     summary: "Intersect multiple sets and return the cardinality of the result",
     since: "7.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    args: "numkeys#int key#key... [LIMIT:limit#int]",
     handler: sintercard,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -205,8 +219,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add multiple sets",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key...",
     handler: sunion,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -218,47 +233,57 @@ pub const COMMANDS: &[Command] = &[
     summary: "Subtract multiple sets",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    tips: &["nondeterministic_output_order"],
+    args: "key#key...",
     handler: sdiff,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "sinterstore",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "set",
     summary: "Intersect multiple sets and store the resulting set in a key",
     since: "1.0.0",
     complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+    args: "destination#key key#key1...",
     handler: sinterstore,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "sunionstore",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "set",
     summary: "Add multiple sets and store the resulting set in a key",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    args: "destination#key key#key1...",
     handler: sunionstore,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "sdiffstore",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: ALL_KEYS,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, -1, 1),
+    ]),
     group: "set",
     summary: "Subtract multiple sets and store the resulting set in a key",
     since: "1.0.0",
     complexity: "O(N) where N is the total number of elements in all given sets.",
+    args: "destination#key key#key1...",
     handler: sdiffstore,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -270,24 +295,12 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate Set elements",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: sscan,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];
-
-/// SINTERCARD's keys: `numkeys` at argv[1], the keys after it (none when malformed).
-fn numkeys_at_1(argv: &[Bytes]) -> Vec<usize> {
-    let n = argv
-        .get(1)
-        .and_then(|a| crate::exec::command::parse_i64(a))
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
-    if n == 0 || n > argv.len().saturating_sub(2) {
-        return Vec::new();
-    }
-    (2..2 + n).collect()
-}
 
 /// The union of `sets`, built as Redis builds it: into a new intset that converts as
 /// members arrive.

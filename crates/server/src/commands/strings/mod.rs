@@ -14,15 +14,14 @@ mod numbers;
 mod ranges;
 mod set;
 
-use crate::exec::command::{flags, key, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
-use bytes::Bytes;
 use std::cell::Cell;
 
 use lcs::lcs;
 use numbers::{decr, decrby, incr, incrby, incrbyfloat};
 use ranges::{append, getrange, setrange, strlen};
-use set::{get, getdel, getex, getset, mget, mset, msetnx, psetex, set, setex, setnx};
+use set::{get, getdel, getex, getset, mget, mset, msetnx, psetex, set, set_keys, setex, setnx};
 
 const KEY1: Keys = Keys::Range {
     first: 1,
@@ -41,19 +40,27 @@ pub const COMMANDS: &[Command] = &[
     group: "string",
     summary: "Get the value of a key",
     since: "1.0.0",
+    args: "key#key",
     handler: get,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "set",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
-    key_use: KeyUse::Args(key::RW_ACCESS_UPDATE | key::VARIABLE_FLAGS, set_key_use),
+    keys: Keys::Custom(
+        set_keys,
+        &[KeySpec::range(
+            ks::RW | ks::ACCESS | ks::UPDATE | ks::VARIABLE_FLAGS,
+            1,
+            0,
+            1,
+        )],
+    ),
     group: "string",
     summary: "Set the string value of a key",
     since: "1.0.0",
+    args: "key#key value [condition=(NX | XX)] [GET] [expiration=(EX:seconds#int | PX:milliseconds#int | EXAT:unix-time-seconds#time | PXAT:unix-time-milliseconds#time | KEEPTTL)]",
     handler: set,
     ..Command::DEFAULT
 },
@@ -61,36 +68,42 @@ pub const COMMANDS: &[Command] = &[
     name: "setnx",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the value of a key, only if the key does not exist",
     since: "1.0.0",
+    args: "key#key value",
     handler: setnx,
-    key_use: KeyUse::Fixed(&[key::OW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "setex",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the value and expiration of a key",
     since: "2.0.0",
+    args: "key#key seconds#int value",
     handler: setex,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "psetex",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the value and expiration in milliseconds of a key",
     since: "2.6.0",
+    args: "key#key milliseconds#int value",
     handler: psetex,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -106,163 +119,182 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the values of all the given keys",
     since: "1.0.0",
     complexity: "O(N) where N is the number of keys to retrieve.",
+    tips: &["request_policy:multi_shard"],
+    args: "key#key...",
     handler: mget,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "mset",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 2,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, -1, 2),
+    ]),
     group: "string",
     summary: "Set multiple keys to multiple values",
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
+    tips: &["request_policy:multi_shard", "response_policy:all_succeeded"],
+    args: "key_value=(key#key value)...",
     handler: mset,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "msetnx",
     arity: -3,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: Keys::Range {
-            first: 1,
-            last: -1,
-            step: 2,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::INSERT, 1, -1, 2),
+    ]),
     group: "string",
     summary: "Set multiple keys to multiple values, only if none of the keys exist",
     since: "1.0.1",
     complexity: "O(N) where N is the number of keys to set.",
+    tips: &["request_policy:multi_shard", "response_policy:agg_min"],
+    args: "key_value=(key#key value)...",
     handler: msetnx,
-    key_use: KeyUse::Fixed(&[key::OW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "getset",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Set the string value of a key and return its old value",
     since: "1.0.0",
+    args: "key#key value",
     handler: getset,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "getdel",
     arity: 2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Get the value of a key and delete the key",
     since: "6.2.0",
+    args: "key#key",
     handler: getdel,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..Command::DEFAULT
 },
     Command {
     name: "getex",
     arity: -2,
     flags: flags::WRITE | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Get the value of a key and optionally set its expiration",
     since: "6.2.0",
+    args: "key#key [expiration=(EX:seconds#int | PX:milliseconds#int | EXAT:unix-time-seconds#time | PXAT:unix-time-milliseconds#time | PERSIST)]",
     handler: getex,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "append",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::INSERT, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Append a value to a key",
     since: "2.0.0",
     complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
+    args: "key#key value",
     handler: append,
-    key_use: KeyUse::Fixed(&[key::RW_INSERT]),
     ..Command::DEFAULT
 },
     Command {
     name: "strlen",
     arity: 2,
     flags: flags::READONLY | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Get the length of the value stored in a key",
     since: "2.2.0",
+    args: "key#key",
     handler: strlen,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..Command::DEFAULT
 },
     Command {
     name: "incr",
     arity: 2,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Increment the integer value of a key by one",
     since: "1.0.0",
+    args: "key#key",
     handler: incr,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "decr",
     arity: 2,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Decrement the integer value of a key by one",
     since: "1.0.0",
+    args: "key#key",
     handler: decr,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "incrby",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Increment the integer value of a key by the given amount",
     since: "1.0.0",
+    args: "key#key increment#int",
     handler: incrby,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "decrby",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Decrement the integer value of a key by the given number",
     since: "1.0.0",
+    args: "key#key decrement#int",
     handler: decrby,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
     name: "incrbyfloat",
     arity: 3,
     flags: flags::WRITE | flags::DENYOOM | flags::FAST,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "string",
     summary: "Increment the float value of a key by the given amount",
     since: "2.6.0",
+    args: "key#key increment#double",
     handler: incrbyfloat,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -274,8 +306,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get a substring of the string stored at a key",
     since: "2.4.0",
     complexity: GETRANGE_COMPLEXITY,
+    args: "key#key start#int end#int",
     handler: getrange,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -287,8 +319,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Overwrite part of a string at key starting at the specified offset",
     since: "2.2.0",
     complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+    args: "key#key offset#int value",
     handler: setrange,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -300,8 +332,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get a substring of the string stored at a key",
     since: "1.0.0",
     complexity: GETRANGE_COMPLEXITY,
+    args: "key#key start#int end#int",
     handler: getrange,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -317,8 +349,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Find longest common substring",
     since: "7.0.0",
     complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+    args: "key1#key key2#key [LEN] [IDX] [MINMATCHLEN:len#int] [WITHMATCHLEN]",
     handler: lcs,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];
@@ -368,13 +400,4 @@ fn opt_name(arg: &[u8]) -> &[u8] {
 /// Case-insensitive option match, as Redis's strcasecmp on the argument.
 pub(crate) fn is_opt(arg: &[u8], name: &[u8]) -> bool {
     opt_name(arg).eq_ignore_ascii_case(name)
-}
-
-/// SET reads its key only with GET (Redis's setGetKeys: a GET among the options).
-fn set_key_use(argv: &[Bytes], _pos: usize) -> u16 {
-    if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
-        key::RW_ACCESS_UPDATE
-    } else {
-        key::OW_UPDATE
-    }
 }

@@ -2,7 +2,7 @@
 //! GETEX, with the SET/GETEX option parsing and the expiry they share.
 
 use super::opt_name;
-use crate::exec::command::{parse_i64, CmdError, CmdResult};
+use crate::exec::command::{ks, parse_i64, CmdError, CmdResult, KeyAt};
 use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use bytes::Bytes;
@@ -94,6 +94,18 @@ fn expire_ms(arg: &[u8], flags: u32, now: u64, cmd: &str) -> Result<u64, CmdErro
         return Err(invalid_expire(cmd));
     }
     Ok(ms as u64)
+}
+
+/// SET's key: overwritten, or read and updated when GET returns the old value (Redis's
+/// setGetKeys: an argument spelled GET, in any case, from the third on).
+pub(super) fn set_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let flags = if get {
+        ks::RW | ks::ACCESS | ks::UPDATE
+    } else {
+        ks::OW | ks::UPDATE
+    };
+    vec![KeyAt { pos: 1, flags }]
 }
 
 pub(super) fn get(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -231,11 +243,8 @@ fn mset_keys<'a>(ctx: &Ctx<'a>, name: &str) -> Result<Vec<&'a [u8]>, CmdError> {
 pub(super) fn mset(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = mset_keys(ctx, "mset")?;
     let mut l = ctx.lock(&keys);
-    for pair in ctx.argv[1..].chunks_exact(2) {
-        l.set_str(&pair[0], &pair[1], Ttl::Clear);
-    }
+    set_each(ctx, &mut l);
     drop(l);
-    notify_each_set(ctx);
     ctx.out.ok();
     Ok(())
 }
@@ -247,19 +256,18 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
-    for pair in ctx.argv[1..].chunks_exact(2) {
-        l.set_str(&pair[0], &pair[1], Ttl::Clear);
-    }
+    set_each(ctx, &mut l);
     drop(l);
-    notify_each_set(ctx);
     ctx.out.int(1);
     Ok(())
 }
 
-/// MSET/MSETNX: a `set` event per key, in argument order.
-fn notify_each_set(ctx: &mut Ctx<'_>) {
+/// MSET/MSETNX: stores each pair and sends its `set` event, in argument order (a key's
+/// `new` event, sent as it is created, comes right before its `set`, as in Redis).
+fn set_each(ctx: &mut Ctx<'_>, l: &mut Locked<'_>) {
     let argv = ctx.argv;
     for pair in argv[1..].chunks_exact(2) {
+        l.set_str(&pair[0], &pair[1], Ttl::Clear);
         ctx.notify(notify::STRING, "set", &pair[0]);
     }
 }

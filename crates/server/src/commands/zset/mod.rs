@@ -17,9 +17,8 @@ mod setops;
 mod spec;
 mod write;
 
-use crate::exec::command::{flags, key, parse_i64, CmdError, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
-use bytes::Bytes;
 use strata_engine::{Value, ZSetValue};
 use strata_resp::{Protocol, Reply};
 
@@ -36,33 +35,6 @@ const KEY1: Keys = Keys::Range {
     last: 1,
     step: 1,
 };
-const KEYS_1_2: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
-/// Keys of `CMD numkeys key...` (ZUNION, ZINTER, ZDIFF, ZINTERCARD, ZMPOP).
-fn numkeys_keys(argv: &[Bytes]) -> Vec<usize> {
-    keys_after_count(argv, 1)
-}
-
-/// Keys of `CMD destination numkeys key...` (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE).
-fn store_keys(argv: &[Bytes]) -> Vec<usize> {
-    let mut k = vec![1];
-    if argv.len() > 1 {
-        k.extend(keys_after_count(argv, 2));
-    }
-    k
-}
-
-fn keys_after_count(argv: &[Bytes], at: usize) -> Vec<usize> {
-    let n = argv.get(at).and_then(|a| parse_i64(a)).unwrap_or(0);
-    let avail = argv.len().saturating_sub(at + 1);
-    let n = usize::try_from(n).unwrap_or(0).min(avail);
-    (at + 1..at + 1 + n).collect()
-}
-
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
     group: "sorted-set",
@@ -87,32 +59,36 @@ pub const COMMANDS: &[Command] = &[
     summary: "Add one or more members to a sorted set, or update its score if it already exists",
     since: "1.2.0",
     complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+    args: "key#key [condition=(NX | XX)] [comparison=(GT | LT)] [change=CH] [increment=INCR] score_member=(score#double member)...",
     handler: zadd,
-    key_use: KeyUse::Fixed(&[key::RW_UPDATE]),
     ..FAMILY
 },
     Command {
     name: "zincrby",
     arity: 4,
     flags: W | D | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     summary: "Increment the score of a member in a sorted set",
     since: "1.2.0",
     complexity: "O(log(N)) where N is the number of elements in the sorted set.",
+    args: "key#key increment#int member",
     handler: zincrby,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..FAMILY
 },
     Command {
     name: "zrem",
     arity: -3,
     flags: W | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove one or more members from a sorted set",
     since: "1.2.0",
     complexity: "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
+    args: "key#key member...",
     handler: zrem,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
@@ -123,8 +99,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the score associated with the given member in a sorted set",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "key#key member",
     handler: zscore,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -135,20 +111,22 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get the score associated with the given members in a sorted set",
     since: "6.2.0",
     complexity: "O(N) where N is the number of members being requested.",
+    args: "key#key member...",
     handler: zmscore,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zcard",
     arity: 2,
     flags: R | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RO, 1, 0, 1),
+    ]),
     summary: "Get the number of members in a sorted set",
     since: "1.2.0",
     complexity: "O(1)",
+    args: "key#key",
     handler: zcard,
-    key_use: KeyUse::Fixed(&[key::RO]),
     ..FAMILY
 },
     Command {
@@ -159,8 +137,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Count the members in a sorted set with scores within the given values",
     since: "2.0.0",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key min#double max#double",
     handler: range::zcount,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -171,8 +149,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Count the number of members in a sorted set between a given lexicographical range",
     since: "2.8.9",
     complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    args: "key#key min max",
     handler: range::zlexcount,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -183,20 +161,23 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set",
     since: "1.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+    args: "key#key start stop [sortby=(BYSCORE | BYLEX)] [REV] [LIMIT:offset_count=(offset#int count#int)] [WITHSCORES]",
     handler: range::zrange,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zrangestore",
     arity: -5,
     flags: W | D,
-    keys: KEYS_1_2,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 2, 0, 1),
+    ]),
     summary: "Store a range of members from sorted set into another key",
     since: "6.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
+    args: "dst#key src#key1 min max [sortby=(BYSCORE | BYLEX)] [REV] [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrangestore,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -207,8 +188,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by score",
     since: "1.0.5",
     complexity: RANGE_CPLX,
+    args: "key#key min#double max#double [WITHSCORES] [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrangebyscore,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -219,8 +200,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by score, with scores ordered from high to low",
     since: "2.2.0",
     complexity: RANGE_CPLX,
+    args: "key#key max#double min#double [WITHSCORES] [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrevrangebyscore,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -231,8 +212,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by lexicographical range",
     since: "2.8.9",
     complexity: RANGE_CPLX,
+    args: "key#key min max [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrangebylex,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -243,8 +224,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
     since: "2.8.9",
     complexity: RANGE_CPLX,
+    args: "key#key max min [LIMIT:offset_count=(offset#int count#int)]",
     handler: range::zrevrangebylex,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -255,8 +236,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Return a range of members in a sorted set, by index, with scores ordered from high to low",
     since: "1.2.0",
     complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+    args: "key#key start#int stop#int [WITHSCORES]",
     handler: range::zrevrange,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -267,8 +248,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine the index of a member in a sorted set",
     since: "2.0.0",
     complexity: "O(log(N))",
+    args: "key#key member",
     handler: zrank,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
@@ -279,68 +260,78 @@ pub const COMMANDS: &[Command] = &[
     summary: "Determine the index of a member in a sorted set, with scores ordered from high to low",
     since: "2.0.0",
     complexity: "O(log(N))",
+    args: "key#key member",
     handler: zrevrank,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zremrangebyrank",
     arity: 4,
     flags: W,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove all members in a sorted set within the given indexes",
     since: "2.0.0",
     complexity: REM_CPLX,
+    args: "key#key start#int stop#int",
     handler: range::zremrangebyrank,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
     name: "zremrangebyscore",
     arity: 4,
     flags: W,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove all members in a sorted set within the given scores",
     since: "1.2.0",
     complexity: REM_CPLX,
+    args: "key#key min#double max#double",
     handler: range::zremrangebyscore,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
     name: "zremrangebylex",
     arity: 4,
     flags: W,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove all members in a sorted set between the given lexicographical range",
     since: "2.8.9",
     complexity: REM_CPLX,
+    args: "key#key min max",
     handler: range::zremrangebylex,
-    key_use: KeyUse::Fixed(&[key::RW_DELETE]),
     ..FAMILY
 },
     Command {
     name: "zpopmin",
     arity: -2,
     flags: W | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove and return members with the lowest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "key#key [count#int]",
     handler: zpopmin,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..FAMILY
 },
     Command {
     name: "zpopmax",
     arity: -2,
     flags: W | F,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::DELETE, 1, 0, 1),
+    ]),
     summary: "Remove and return members with the highest scores in a sorted set",
     since: "5.0.0",
     complexity: "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "key#key [count#int]",
     handler: zpopmax,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..FAMILY
 },
     Command {
@@ -351,104 +342,124 @@ pub const COMMANDS: &[Command] = &[
     summary: "Get one or multiple random elements from a sorted set",
     since: "6.2.0",
     complexity: "O(N) where N is the number of elements returned",
+    tips: &["nondeterministic_output"],
+    args: "key#key [options=(count#int [WITHSCORES])]",
     handler: zrandmember,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zunion",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Add multiple sorted sets",
     since: "6.2.0",
     complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+    args: "numkeys#int key#key... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)] [WITHSCORES]",
     handler: zunion,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zinter",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Intersect multiple sorted sets",
     since: "6.2.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+    args: "numkeys#int key#key... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)] [WITHSCORES]",
     handler: zinter,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zdiff",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Subtract multiple sorted sets",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+    args: "numkeys#int key#key... [WITHSCORES]",
     handler: zdiff,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zunionstore",
     arity: -4,
     flags: W | D | M,
-    keys: Keys::Custom(store_keys),
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::keynum(ks::RO | ks::ACCESS, 2),
+    ]),
     summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+    args: "destination#key numkeys#int key#key1... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)]",
     handler: zunionstore,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zinterstore",
     arity: -4,
     flags: W | D | M,
-    keys: Keys::Custom(store_keys),
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::keynum(ks::RO | ks::ACCESS, 2),
+    ]),
     summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+    args: "destination#key numkeys#int key#key1... [WEIGHTS:weight#int]... [AGGREGATE:aggregate=(SUM | MIN | MAX)]",
     handler: zinterstore,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zdiffstore",
     arity: -4,
     flags: W | D | M,
-    keys: Keys::Custom(store_keys),
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+        KeySpec::keynum(ks::RO | ks::ACCESS, 2),
+    ]),
     summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
     since: "6.2.0",
     complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+    args: "destination#key numkeys#int key#key1...",
     handler: zdiffstore,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zintercard",
     arity: -3,
     flags: R | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RO | ks::ACCESS, 1),
+    ]),
     summary: "Intersect multiple sorted sets and return the cardinality of the result",
     since: "7.0.0",
     complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
+    args: "numkeys#int key#key... [LIMIT:limit#int]",
     handler: zintercard,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
     Command {
     name: "zmpop",
     arity: -4,
     flags: W | M,
-    keys: Keys::Custom(numkeys_keys),
+    keys: Keys::Specs(&[
+        KeySpec::keynum(ks::RW | ks::ACCESS | ks::DELETE, 1),
+    ]),
     summary: "Remove and return members with scores in a sorted set",
     since: "7.0.0",
     complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    args: "numkeys#int key#key... where=(MIN | MAX) [COUNT:count#int]",
     handler: zmpop,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_DELETE]),
     ..FAMILY
 },
     Command {
@@ -459,8 +470,9 @@ pub const COMMANDS: &[Command] = &[
     summary: "Incrementally iterate sorted sets elements and associated scores",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+    tips: &["nondeterministic_output"],
+    args: "key#key cursor#int [MATCH:pattern#pattern] [COUNT:count#int]",
     handler: zscan,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..FAMILY
 },
 ];

@@ -3,7 +3,7 @@
 //! commands, so that applying the rules gives exactly the same bitmap.
 
 use super::selector::Selector;
-use crate::exec::command::cat;
+use crate::exec::command::ACL_CATEGORIES;
 use crate::exec::table::Table;
 
 /// The rules, as Redis's ACLDescribeSelectorCommandRules writes them: categories are
@@ -17,7 +17,7 @@ pub fn command_rules(sel: &Selector, table: &Table) -> String {
     fake.set_all(!additive);
     rules.push(if additive { "-@all" } else { "+@all" }.into());
     let mut rest = sel.clone();
-    let mut applied = [false; cat::NAMES.len()];
+    let mut applied = [false; ACL_CATEGORIES.len()];
     loop {
         let mut best = None;
         let (mut min_diff, mut max_same) = (usize::MAX, 0);
@@ -37,9 +37,9 @@ pub fn command_rules(sel: &Selector, table: &Table) -> String {
         fake.change_category(table, 1 << j, additive);
         rest.change_category(table, 1 << j, !additive);
         rules.push(format!(
-            "{}@{}",
+            "{}{}",
             if additive { '+' } else { '-' },
-            cat::NAMES[j]
+            ACL_CATEGORIES[j]
         ));
         applied[j] = true;
     }

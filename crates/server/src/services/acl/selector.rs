@@ -3,7 +3,7 @@
 //! allowed when any one selector allows it whole.
 
 use super::rules::{Env, RuleError};
-use crate::exec::command::{cat, flags, key, Channels, Command};
+use crate::exec::command::{acl_category_bit, flags, ks, Channels, Command, KeyAt};
 use crate::exec::table::Table;
 use bytes::Bytes;
 
@@ -79,33 +79,26 @@ impl Denied {
     }
 }
 
-/// A call's keys (argv position, key-spec flags), found once and shared by the selectors.
+/// A call's keys with their key-spec flags (as COMMAND GETKEYSANDFLAGS finds them),
+/// found once and shared by the selectors.
 #[derive(Default)]
-pub struct CallKeys(Option<Vec<(usize, u16)>>);
+pub struct CallKeys(Option<Vec<KeyAt>>);
 
 impl CallKeys {
-    fn get(&mut self, cmd: &Command, argv: &[Bytes]) -> &[(usize, u16)] {
-        self.0.get_or_insert_with(|| {
-            let mut v = Vec::new();
-            let mut nth = 0;
-            cmd.for_each_key_position(argv, |pos| {
-                if pos < argv.len() {
-                    v.push((pos, cmd.key_flags(argv, nth, pos)));
-                }
-                nth += 1;
-            });
-            v
-        })
+    fn get(&mut self, cmd: &Command, argv: &[Bytes]) -> &[KeyAt] {
+        self.0.get_or_insert_with(|| cmd.keys_and_flags(argv))
     }
 }
 
-/// The permissions a key's spec flags ask for.
+/// The permissions a key's spec flags ask for, as Redis's ACLSelectorCheckKey reads
+/// them: using the value's data needs read, changing it write; a key spec with neither
+/// (EXISTS, TYPE: RO alone) is allowed by any pattern.
 fn needed(spec: u16) -> u8 {
     let mut p = 0;
-    if spec & key::ACCESS != 0 {
+    if spec & ks::ACCESS != 0 {
         p |= READ;
     }
-    if spec & (key::INSERT | key::DELETE | key::UPDATE) != 0 {
+    if spec & (ks::INSERT | ks::DELETE | ks::UPDATE) != 0 {
         p |= WRITE;
     }
     p
@@ -160,7 +153,10 @@ impl Selector {
     /// First arguments of commands otherwise denied: those of an allowed command change
     /// nothing (and are not described).
     fn live_firstargs(&self) -> Vec<&(usize, Vec<Bytes>)> {
-        self.firstargs.iter().filter(|(id, _)| !self.bit(*id)).collect()
+        self.firstargs
+            .iter()
+            .filter(|(id, _)| !self.bit(*id))
+            .collect()
     }
 
     /// The command bitmaps are equal.
@@ -188,11 +184,11 @@ impl Selector {
     /// subcommands), then the subcommands in it.
     pub fn change_category(&mut self, table: &Table, category: u32, allow: bool) {
         for id in table.top_level() {
-            if table.commands[id].acl_categories() & category != 0 {
+            if table.categories(id) & category != 0 {
                 self.change(table, id, allow);
             }
             for sub in table.subcommand_ids(id) {
-                if table.commands[sub].acl_categories() & category != 0 {
+                if table.categories(sub) & category != 0 {
                     self.change(table, sub, allow);
                 }
             }
@@ -202,8 +198,8 @@ impl Selector {
     /// Commands of `category` this selector allows and denies.
     pub fn count_category(&self, table: &Table, category: u32) -> (usize, usize) {
         let (mut on, mut off) = (0, 0);
-        for (id, c) in table.commands.iter().enumerate() {
-            if c.acl_categories() & category != 0 {
+        for id in 0..table.commands.len() {
+            if table.categories(id) & category != 0 {
                 if self.bit(id) {
                     on += 1;
                 } else {
@@ -268,7 +264,7 @@ impl Selector {
             }
             self.all_channels = false;
         } else if op.len() > 1 && op[1] == b'@' && (op[0] == b'+' || op[0] == b'-') {
-            let category = cat::by_name(&op[2..]).ok_or(RuleError::Unknown)?;
+            let category = acl_category_bit(&op[2..]).ok_or(RuleError::Unknown)?;
             self.change_category(env.table, category, op[0] == b'+');
         } else if op[0] == b'+' {
             self.allow_command(env.table, &op[1..])?;
@@ -381,9 +377,10 @@ impl Selector {
             }
         }
         if !self.all_keys {
-            for &(pos, spec) in keys.get(cmd, argv) {
-                if !self.key_allowed(&argv[pos], needed(spec)) {
-                    return Err(Denied::Key(pos));
+            for k in keys.get(cmd, argv) {
+                let Some(key) = argv.get(k.pos) else { continue };
+                if !self.key_allowed(key, needed(k.flags)) {
+                    return Err(Denied::Key(k.pos));
                 }
             }
         }

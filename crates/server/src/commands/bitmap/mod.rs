@@ -1,11 +1,15 @@
 //! The bit commands on string values: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD
 //! BITFIELD_RO. Semantics, argument checks and error texts follow Redis 7.0's bitops.c.
+//! The declarations, the bit commands and the helpers BITFIELD shares are here; BITFIELD
+//! itself is in `bitfield.rs`.
+
+mod bitfield;
 
 use super::strings::{is_opt, max_string_len};
-use crate::exec::command::{flags, key, parse_i64, CmdError, CmdResult, Command, KeyUse, Keys};
+use crate::exec::command::{flags, ks, parse_i64, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::services::notify;
-use bytes::Bytes;
+use bitfield::{bitfield, bitfield_keys, bitfield_ro};
 use strata_engine::{Locked, Ttl, Value};
 
 const KEY1: Keys = Keys::Range {
@@ -19,12 +23,14 @@ pub const COMMANDS: &[Command] = &[
     name: "setbit",
     arity: 4,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::RW | ks::ACCESS | ks::UPDATE, 1, 0, 1),
+    ]),
     group: "bitmap",
     summary: "Sets or clears the bit at offset in the string value stored at key",
     since: "2.2.0",
+    args: "key#key offset#int value#int",
     handler: setbit,
-    key_use: KeyUse::Fixed(&[key::RW_ACCESS_UPDATE]),
     ..Command::DEFAULT
 },
     Command {
@@ -35,8 +41,8 @@ pub const COMMANDS: &[Command] = &[
     group: "bitmap",
     summary: "Returns the bit value at offset in the string value stored at key",
     since: "2.2.0",
+    args: "key#key offset#int",
     handler: getbit,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -48,8 +54,8 @@ pub const COMMANDS: &[Command] = &[
     summary: "Count set bits in a string",
     since: "2.6.0",
     complexity: "O(N)",
+    args: "key#key [index=(start#int end#int [index_unit=(BYTE | BIT)])]",
     handler: bitcount,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
@@ -61,37 +67,44 @@ pub const COMMANDS: &[Command] = &[
     summary: "Find first bit set or clear in a string",
     since: "2.8.7",
     complexity: "O(N)",
+    args: "key#key bit#int [index=(start#int [end_index=(end#int [index_unit=(BYTE | BIT)])])]",
     handler: bitpos,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "bitop",
     arity: -4,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: Keys::Range {
-            first: 2,
-            last: -1,
-            step: 1,
-        },
+    keys: Keys::Specs(&[
+        KeySpec::range(ks::OW | ks::UPDATE, 2, 0, 1),
+        KeySpec::range(ks::RO | ks::ACCESS, 3, -1, 1),
+    ]),
     group: "bitmap",
     summary: "Perform bitwise operations between strings",
     since: "2.6.0",
     complexity: "O(N)",
+    args: "operation destkey#key key#key1...",
     handler: bitop,
-    key_use: KeyUse::Fixed(&[key::OW_UPDATE, key::RO_ACCESS]),
     ..Command::DEFAULT
 },
     Command {
     name: "bitfield",
     arity: -2,
     flags: flags::WRITE | flags::DENYOOM,
-    keys: KEY1,
-    key_use: KeyUse::Args(key::RW_ACCESS_UPDATE | key::VARIABLE_FLAGS, bitfield_key_use),
+    keys: Keys::Custom(
+        bitfield_keys,
+        &[KeySpec::range(
+            ks::RW | ks::ACCESS | ks::UPDATE | ks::VARIABLE_FLAGS,
+            1,
+            0,
+            1,
+        )],
+    ),
     group: "bitmap",
     summary: "Perform arbitrary bitfield integer operations on strings",
     since: "3.2.0",
     complexity: "O(1) for each subcommand specified",
+    args: "key#key [operation=(GET:encoding_offset=(encoding offset#int) | write=([OVERFLOW:wrap_sat_fail=(WRAP | SAT | FAIL)] write_operation=(SET:encoding_offset_value=(encoding offset#int value#int) | INCRBY:encoding_offset_increment=(encoding offset#int increment#int))))]...",
     handler: bitfield,
     ..Command::DEFAULT
 },
@@ -104,18 +117,19 @@ pub const COMMANDS: &[Command] = &[
     summary: "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
     since: "6.0.0",
     complexity: "O(1) for each subcommand specified",
+    args: "key#key [GET:encoding_offset=(encoding offset#int)]...+",
     handler: bitfield_ro,
-    key_use: KeyUse::Fixed(&[key::RO_ACCESS]),
     ..Command::DEFAULT
 },
 ];
 
-const BAD_OFFSET: CmdError = CmdError::Static("ERR bit offset is not an integer or out of range");
+pub(super) const BAD_OFFSET: CmdError =
+    CmdError::Static("ERR bit offset is not an integer or out of range");
 const BAD_BIT: CmdError = CmdError::Static("ERR bit is not an integer or out of range");
 
 /// Redis's getBitOffsetFromArgument: a bit offset whose byte lies below
 /// proto-max-bulk-len; with `hash`, "#N" means N * `bits`.
-fn bit_offset(arg: &[u8], hash: bool, bits: u32, max: u64) -> Result<u64, CmdError> {
+pub(super) fn bit_offset(arg: &[u8], hash: bool, bits: u32, max: u64) -> Result<u64, CmdError> {
     let use_hash = hash && bits > 0 && arg.first() == Some(&b'#');
     let digits = if use_hash { &arg[1..] } else { arg };
     let mut off = parse_i64(digits).ok_or(BAD_OFFSET)?;
@@ -129,23 +143,25 @@ fn bit_offset(arg: &[u8], hash: bool, bits: u32, max: u64) -> Result<u64, CmdErr
 }
 
 /// Redis's lookupStringForBitCommand: runs `f` on the key's string grown (zero-padded)
-/// to at least `min_len` bytes, creating the key if it does not exist.
-fn with_grown<R>(
+/// to at least `min_len` bytes, creating the key if it does not exist. Also says whether
+/// it created or grew the string (a change, whatever `f` does).
+pub(super) fn with_grown<R>(
     l: &mut Locked<'_>,
     key: &[u8],
     min_len: usize,
     f: impl FnOnce(&mut Vec<u8>) -> R,
-) -> Result<R, CmdError> {
+) -> Result<(R, bool), CmdError> {
     if let Some(s) = l.str_mut(key)? {
-        if s.len() < min_len {
+        let grew = s.len() < min_len;
+        if grew {
             s.resize(min_len, 0);
         }
-        return Ok(f(s));
+        return Ok((f(s), grew));
     }
     let mut v = vec![0u8; min_len];
     let r = f(&mut v);
     l.set_value(key, Value::Str(v), Ttl::Clear);
-    Ok(r)
+    Ok((r, true))
 }
 
 fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
@@ -160,7 +176,7 @@ fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
     let shift = 7 - (off & 7) as u32;
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
-    let old = with_grown(&mut l, key, byte + 1, |s| {
+    let (old, grew) = with_grown(&mut l, key, byte + 1, |s| {
         let b = &mut s[byte];
         let old = *b >> shift & 1;
         if on == 1 {
@@ -171,7 +187,13 @@ fn setbit(ctx: &mut Ctx<'_>) -> CmdResult {
         old
     })?;
     drop(l);
-    ctx.notify(notify::STRING, "setbit", key);
+    // As Redis: a change is a key created or grown, or the bit flipped; anything else
+    // is not one (no event, no WATCH, no journal record, no `dirty`).
+    if grew || i64::from(old) != on {
+        ctx.notify(notify::STRING, "setbit", key);
+    } else {
+        ctx.no_effect();
+    }
     ctx.out.int(i64::from(old));
     Ok(())
 }
@@ -478,316 +500,4 @@ fn bitop(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.notify(notify::STRING, "set", dest);
     ctx.out.int(maxlen as i64);
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------
-// BITFIELD
-
-#[derive(Clone, Copy, PartialEq)]
-enum Overflow {
-    Wrap,
-    Sat,
-    Fail,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum FieldOp {
-    Get,
-    Set,
-    Incrby,
-}
-
-#[derive(Clone, Copy)]
-struct Field {
-    op: FieldOp,
-    offset: u64,
-    value: i64,
-    overflow: Overflow,
-    bits: u32,
-    signed: bool,
-}
-
-/// "i1".."i64" or "u1".."u63".
-fn field_type(arg: &[u8]) -> Result<(bool, u32), CmdError> {
-    let err = || {
-        CmdError::err(
-            "Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.",
-        )
-    };
-    let signed = match arg.first() {
-        Some(b'i') => true,
-        Some(b'u') => false,
-        _ => return Err(err()),
-    };
-    // C's strlen: the digits stop at a NUL byte.
-    let rest = &arg[1..];
-    let rest = &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())];
-    match parse_i64(rest) {
-        Some(b) if b >= 1 && b <= if signed { 64 } else { 63 } => Ok((signed, b as u32)),
-        _ => Err(err()),
-    }
-}
-
-fn get_unsigned(p: &[u8], mut offset: u64, bits: u32) -> u64 {
-    let mut v = 0u64;
-    for _ in 0..bits {
-        let byte = p.get((offset >> 3) as usize).copied().unwrap_or(0);
-        let bit = 7 - (offset & 7);
-        v = v << 1 | u64::from(byte >> bit & 1);
-        offset += 1;
-    }
-    v
-}
-
-fn get_signed(p: &[u8], offset: u64, bits: u32) -> i64 {
-    let mut v = get_unsigned(p, offset, bits);
-    if bits < 64 && v & (1 << (bits - 1)) != 0 {
-        v |= u64::MAX << bits;
-    }
-    v as i64
-}
-
-fn set_unsigned(p: &mut [u8], mut offset: u64, bits: u32, value: u64) {
-    for j in 0..bits {
-        let bitval = value >> (bits - 1 - j) & 1;
-        let shift = 7 - (offset & 7);
-        if let Some(b) = p.get_mut((offset >> 3) as usize) {
-            *b = (*b & !(1 << shift)) | ((bitval as u8) << shift);
-        }
-        offset += 1;
-    }
-}
-
-/// Redis's checkUnsignedBitfieldOverflow: whether value + incr leaves the type's range,
-/// and the value to store instead under WRAP or SAT.
-fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> Option<u64> {
-    let max = if bits == 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
-    let maxincr = max.wrapping_sub(value) as i64;
-    let minincr = value.wrapping_neg() as i64;
-    let wrap = || value.wrapping_add(incr as u64) & !(u64::MAX.checked_shl(bits).unwrap_or(0));
-    if value > max || (incr > 0 && incr > maxincr) {
-        Some(match ow {
-            Overflow::Wrap => wrap(),
-            _ => max,
-        })
-    } else if incr < 0 && incr < minincr {
-        Some(match ow {
-            Overflow::Wrap => wrap(),
-            _ => 0,
-        })
-    } else {
-        None
-    }
-}
-
-/// Redis's checkSignedBitfieldOverflow.
-fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> Option<i64> {
-    let max = if bits == 64 {
-        i64::MAX
-    } else {
-        (1i64 << (bits - 1)) - 1
-    };
-    let min = -max - 1;
-    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
-    let minincr = min.wrapping_sub(value);
-    let wrap = || {
-        let mut c = (value as u64).wrapping_add(incr as u64);
-        if bits < 64 {
-            let mask = u64::MAX << bits;
-            if c & (1 << (bits - 1)) != 0 {
-                c |= mask;
-            } else {
-                c &= !mask;
-            }
-        }
-        c as i64
-    };
-    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
-        Some(match ow {
-            Overflow::Wrap => wrap(),
-            _ => max,
-        })
-    } else if value < min
-        || (bits != 64 && incr < minincr)
-        || (value < 0 && incr < 0 && incr < minincr)
-    {
-        Some(match ow {
-            Overflow::Wrap => wrap(),
-            _ => min,
-        })
-    } else {
-        None
-    }
-}
-
-/// Runs one SET or INCRBY on `p` (long enough), writing its reply; false if it failed
-/// (OVERFLOW FAIL) and changed nothing.
-fn field_write(p: &mut [u8], f: &Field, out: &mut strata_resp::Reply<'_>) -> bool {
-    let (ret, new, overflow) = if f.signed {
-        let old = get_signed(p, f.offset, f.bits);
-        let (ov, new) = if f.op == FieldOp::Incrby {
-            let ov = signed_overflow(old, f.value, f.bits, f.overflow);
-            (ov, ov.unwrap_or(old.wrapping_add(f.value)))
-        } else {
-            let ov = signed_overflow(f.value, 0, f.bits, f.overflow);
-            (ov, ov.unwrap_or(f.value))
-        };
-        let ret = if f.op == FieldOp::Incrby { new } else { old };
-        (ret, new as u64, ov.is_some())
-    } else {
-        let old = get_unsigned(p, f.offset, f.bits);
-        let (ov, new) = if f.op == FieldOp::Incrby {
-            let ov = unsigned_overflow(old, f.value, f.bits, f.overflow);
-            (ov, ov.unwrap_or(old.wrapping_add(f.value as u64)))
-        } else {
-            let ov = unsigned_overflow(f.value as u64, 0, f.bits, f.overflow);
-            (ov, ov.unwrap_or(f.value as u64))
-        };
-        let ret = if f.op == FieldOp::Incrby { new } else { old };
-        (ret as i64, new, ov.is_some())
-    };
-    if overflow && f.overflow == Overflow::Fail {
-        out.null();
-        false
-    } else {
-        out.int(ret);
-        set_unsigned(p, f.offset, f.bits, new);
-        true
-    }
-}
-
-/// A GET on `src` (None: no key), reading past the end as zeros.
-fn field_get(src: Option<&[u8]>, f: &Field) -> i64 {
-    let mut buf = [0u8; 9];
-    let byte = f.offset >> 3;
-    if let Some(s) = src {
-        for (i, b) in buf.iter_mut().enumerate() {
-            match usize::try_from(byte + i as u64).ok().and_then(|k| s.get(k)) {
-                Some(&v) => *b = v,
-                None => break,
-            }
-        }
-    }
-    let off = f.offset - byte * 8;
-    if f.signed {
-        get_signed(&buf, off, f.bits)
-    } else {
-        get_unsigned(&buf, off, f.bits) as i64
-    }
-}
-
-fn bitfield(ctx: &mut Ctx<'_>) -> CmdResult {
-    bitfield_generic(ctx, false)
-}
-
-fn bitfield_ro(ctx: &mut Ctx<'_>) -> CmdResult {
-    bitfield_generic(ctx, true)
-}
-
-fn bitfield_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
-    let max = max_string_len(ctx);
-    let argc = ctx.argv.len();
-    let mut ops: Vec<Field> = Vec::new();
-    let mut overflow = Overflow::Wrap;
-    let mut readonly = true;
-    let mut highest_write: u64 = 0;
-    let mut j = 2;
-    while j < argc {
-        let rem = argc - j - 1;
-        let sub = ctx.arg(j);
-        let op = if is_opt(sub, b"get") && rem >= 2 {
-            FieldOp::Get
-        } else if is_opt(sub, b"set") && rem >= 3 {
-            FieldOp::Set
-        } else if is_opt(sub, b"incrby") && rem >= 3 {
-            FieldOp::Incrby
-        } else if is_opt(sub, b"overflow") && rem >= 1 {
-            let t = ctx.arg(j + 1);
-            overflow = if is_opt(t, b"wrap") {
-                Overflow::Wrap
-            } else if is_opt(t, b"sat") {
-                Overflow::Sat
-            } else if is_opt(t, b"fail") {
-                Overflow::Fail
-            } else {
-                return Err(CmdError::err("Invalid OVERFLOW type specified"));
-            };
-            j += 2;
-            continue;
-        } else {
-            return Err(CmdError::SYNTAX);
-        };
-        let (signed, bits) = field_type(ctx.arg(j + 1))?;
-        let offset = bit_offset(ctx.arg(j + 2), true, bits, max)?;
-        let mut value = 0;
-        if op != FieldOp::Get {
-            readonly = false;
-            highest_write = highest_write.max(offset + u64::from(bits) - 1);
-            value = ctx.int_arg(j + 3)?;
-        }
-        ops.push(Field {
-            op,
-            offset,
-            value,
-            overflow,
-            bits,
-            signed,
-        });
-        j += if op == FieldOp::Get { 3 } else { 4 };
-    }
-    let key = ctx.arg(1);
-    let mut l = ctx.lock1(key);
-    if readonly {
-        let src = l.get_str(key)?;
-        ctx.out.array(ops.len());
-        for f in &ops {
-            ctx.out.int(field_get(src, f));
-        }
-        return Ok(());
-    }
-    if ro {
-        return Err(CmdError::err(
-            "BITFIELD_RO only supports the GET subcommand",
-        ));
-    }
-    let min_len = usize::try_from((highest_write >> 3) + 1).map_err(|_| BAD_OFFSET)?;
-    let out = &mut ctx.out;
-    let mut changes = 0;
-    with_grown(&mut l, key, min_len, |s| {
-        out.array(ops.len());
-        for f in &ops {
-            if f.op == FieldOp::Get {
-                out.int(field_get(Some(s), f));
-            } else if field_write(s, f, out) {
-                changes += 1;
-            }
-        }
-    })?;
-    drop(l);
-    if changes > 0 {
-        ctx.notify(notify::STRING, "setbit", key);
-    }
-    Ok(())
-}
-
-/// BITFIELD only reads when every operation parsed before the first SET or INCRBY is a GET
-/// (Redis's bitfieldGetKeys; an unparsable one counts as a write).
-fn bitfield_key_use(argv: &[Bytes], _pos: usize) -> u16 {
-    let mut i = 2;
-    while i < argv.len() {
-        let rest = argv.len() - i - 1;
-        let op = &argv[i];
-        if op.eq_ignore_ascii_case(b"get") && rest >= 2 {
-            i += 3;
-        } else if op.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
-            i += 2;
-        } else {
-            return key::RW_ACCESS_UPDATE;
-        }
-    }
-    key::RO_ACCESS
 }

@@ -1,0 +1,333 @@
+//! RDB data into a server: one key ([`load_key`]), a function library, or every item of
+//! a file with progress reports and a summary ([`Loader`]).
+
+use super::convert::rdb_to_value;
+use super::meta::loaded_stamp;
+use crate::server::Server;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::time::{Duration, Instant};
+use strata_engine::{clock, Encodings, Keyspace, Locked, Owned, Ttl, Value};
+use strata_rdb::{Entry, Item, RdbValue, Reader};
+
+/// What to do with keys that cannot simply be added.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadOptions {
+    /// Drop keys whose expiry has passed (a primary loading a file does; a replica keeps
+    /// them and waits for its primary's DEL).
+    pub skip_expired: bool,
+    /// Replace a key that exists already (otherwise that is an error naming it, as for a
+    /// file that holds a key twice) and a function library of the same name.
+    pub replace: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            skip_expired: true,
+            replace: false,
+        }
+    }
+}
+
+/// What [`load_key`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loaded {
+    Stored,
+    /// Its expiry had passed: dropped (`skip_expired`).
+    Expired,
+}
+
+/// Why loading stopped.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The file is malformed or unreadable (what and where).
+    Rdb(strata_rdb::Error),
+    /// A key of a database this server does not have.
+    NoSuchDb { db: u64, databases: usize },
+    /// A key present already (twice in the file, or in the keyspace).
+    Duplicate { db: u64, key: Bytes },
+    /// A value the engine cannot hold.
+    BadValue {
+        db: u64,
+        key: Bytes,
+        why: &'static str,
+    },
+    /// Module auxiliary data: only that module could interpret it.
+    ModuleAux { module: String },
+    /// A function library that does not load (the reason is Redis's error text).
+    Function(String),
+}
+
+fn show(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).into_owned()
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Rdb(e) => write!(f, "{e}"),
+            LoadError::NoSuchDb { db, databases } => write!(
+                f,
+                "the file has keys in database {db}, but this server has {databases} \
+                 databases (0 to {}): raise `databases`",
+                databases - 1
+            ),
+            LoadError::Duplicate { db, key } => {
+                write!(f, "key '{}' of database {db} is there twice", show(key))
+            }
+            LoadError::BadValue { db, key, why } => {
+                write!(f, "key '{}' of database {db}: {why}", show(key))
+            }
+            LoadError::ModuleAux { module } => write!(
+                f,
+                "the file holds auxiliary data of module '{module}', which Strata cannot load \
+                 (it has no modules)"
+            ),
+            LoadError::Function(e) => write!(f, "function library: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl From<strata_rdb::Error> for LoadError {
+    fn from(e: strata_rdb::Error) -> Self {
+        LoadError::Rdb(e)
+    }
+}
+
+/// Stores one key of a file or payload into `ks` as of `now_ms` (Unix ms): its value
+/// built in the engine's form under `ks.encodings`, its expiry, and its idle time or LFU
+/// counter when the file has the one the policy keeps.
+pub fn load_key(
+    ks: &Keyspace,
+    e: &Entry,
+    now_ms: u64,
+    opts: &LoadOptions,
+) -> Result<Loaded, LoadError> {
+    let expire_at = match e.meta.expire_ms {
+        None => None,
+        Some(t) if opts.skip_expired && t <= now_ms as i64 => return Ok(Loaded::Expired),
+        Some(t) => Some(u64::try_from(t).unwrap_or(0)),
+    };
+    let db = usize::try_from(e.db)
+        .ok()
+        .filter(|&d| d < ks.db_count())
+        .ok_or(LoadError::NoSuchDb {
+            db: e.db,
+            databases: ks.db_count(),
+        })?;
+    // Built before the lock is taken: a large value must not hold up the shard.
+    let value = prepare(&e.value, &ks.encodings).map_err(|why| LoadError::BadValue {
+        db: e.db,
+        key: e.key.clone(),
+        why,
+    })?;
+    let mut l = ks.db(db).lock1_at(now_ms.max(1), &e.key);
+    if !opts.replace && l.contains(&e.key) {
+        return Err(LoadError::Duplicate {
+            db: e.db,
+            key: e.key.clone(),
+        });
+    }
+    value.store(&mut l, &e.key, expire_at);
+    let lfu = ks.access().is_lfu();
+    if let Some(stamp) = loaded_stamp(&e.meta, lfu, now_ms) {
+        l.set_lru(&e.key, stamp);
+    }
+    Ok(Loaded::Stored)
+}
+
+/// A decoded value ready to store: a string stays in the decoder's bytes (copied once,
+/// into the entry); any other type is built in the engine's form, before a lock is taken.
+pub enum Prepared<'a> {
+    Str(&'a [u8]),
+    Value(Value),
+}
+
+/// Builds `v` for storing under `enc`, or says why the engine cannot hold it.
+pub fn prepare<'a>(v: &'a RdbValue, enc: &Encodings) -> Result<Prepared<'a>, &'static str> {
+    Ok(match v {
+        RdbValue::String(s) => Prepared::Str(s),
+        v => Prepared::Value(rdb_to_value(v, enc)?),
+    })
+}
+
+impl Prepared<'_> {
+    /// Stores it at `key` (replacing what is there) with its expiry (Unix ms).
+    pub fn store(self, l: &mut Locked<'_>, key: &[u8], expire_at: Option<u64>) {
+        match self {
+            Prepared::Str(s) => l.set_str(key, s, expire_at.map_or(Ttl::Clear, Ttl::At)),
+            Prepared::Value(value) => l.put_owned(
+                key,
+                Owned {
+                    value,
+                    expire_at,
+                    raw: false,
+                },
+            ),
+        }
+    }
+}
+
+/// Where a load is, for progress reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub keys: u64,
+    pub elapsed: Duration,
+    /// Bytes of the file read so far.
+    pub offset: u64,
+}
+
+impl Progress {
+    pub fn keys_per_sec(&self) -> f64 {
+        self.keys as f64 / self.elapsed.as_secs_f64().max(1e-3)
+    }
+}
+
+const TYPES: [&str; 6] = ["string", "list", "set", "zset", "hash", "stream"];
+
+/// What a load did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Keys stored per database, by type (in the order of `TYPES`).
+    pub per_db: BTreeMap<u64, [u64; 6]>,
+    /// Keys dropped because their expiry had passed.
+    pub expired: u64,
+    /// Keys holding an empty collection, which Redis too skips.
+    pub empty: u64,
+    pub functions: u64,
+    /// The file's RDB version and its `redis-ver` field, if any.
+    pub rdb_version: u32,
+    pub redis_ver: Option<String>,
+    pub bytes: u64,
+    pub elapsed: Duration,
+}
+
+impl Summary {
+    pub fn keys(&self) -> u64 {
+        self.per_db.values().flatten().sum()
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.elapsed.as_secs_f64();
+        write!(
+            f,
+            "{} keys in {secs:.2} s ({:.0} keys/s) from {} bytes (RDB version {}",
+            self.keys(),
+            self.keys() as f64 / secs.max(1e-3),
+            self.bytes,
+            self.rdb_version
+        )?;
+        if let Some(v) = &self.redis_ver {
+            write!(f, ", written by Redis {v}")?;
+        }
+        writeln!(f, ")")?;
+        for (db, counts) in &self.per_db {
+            let by_type: Vec<String> = TYPES
+                .iter()
+                .zip(counts)
+                .filter(|(_, &n)| n > 0)
+                .map(|(t, n)| format!("{n} {t}"))
+                .collect();
+            writeln!(f, "  db{db}: {}", by_type.join(", "))?;
+        }
+        write!(
+            f,
+            "  expired keys skipped: {}, empty keys skipped: {}, function libraries: {}",
+            self.expired, self.empty, self.functions
+        )
+    }
+}
+
+/// Loads RDB items into a server, counting what it stores.
+pub struct Loader<'s> {
+    server: &'s Server,
+    opts: LoadOptions,
+    pub summary: Summary,
+}
+
+impl<'s> Loader<'s> {
+    pub fn new(server: &'s Server, opts: LoadOptions) -> Self {
+        Loader {
+            server,
+            opts,
+            summary: Summary::default(),
+        }
+    }
+
+    /// One item of a file: a key, a function library; auxiliary fields are noted,
+    /// module data refused.
+    pub fn item(&mut self, item: Item) -> Result<(), LoadError> {
+        match item {
+            Item::Key(e) => self.key(&e),
+            Item::Function(code) => self.function(&code),
+            Item::ModuleAux { module, .. } => Err(LoadError::ModuleAux { module }),
+            Item::Aux { key, value } => {
+                if &key[..] == b"redis-ver" {
+                    self.summary.redis_ver = Some(show(&value));
+                }
+                Ok(())
+            }
+            Item::SelectDb(_) | Item::ResizeDb { .. } => Ok(()),
+        }
+    }
+
+    pub fn key(&mut self, e: &Entry) -> Result<(), LoadError> {
+        match load_key(&self.server.keyspace, e, clock::now_ms(), &self.opts)? {
+            Loaded::Expired => self.summary.expired += 1,
+            Loaded::Stored => {
+                let t = TYPES
+                    .iter()
+                    .position(|&t| t == e.value.type_name())
+                    .unwrap_or(0);
+                self.summary.per_db.entry(e.db).or_default()[t] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn function(&mut self, code: &[u8]) -> Result<(), LoadError> {
+        self.server
+            .scripts
+            .load_library(Bytes::copy_from_slice(code), self.opts.replace)
+            .map_err(LoadError::Function)?;
+        self.summary.functions += 1;
+        Ok(())
+    }
+
+    /// Every item of `r`, calling `progress` about once a second. The checksum at the
+    /// end is checked before this returns Ok; on an error, what was loaded stays loaded
+    /// (the caller discards it).
+    pub fn load<R: Read>(
+        mut self,
+        mut r: Reader<R>,
+        mut progress: impl FnMut(&Progress),
+    ) -> Result<Summary, LoadError> {
+        let started = Instant::now();
+        let mut next_report = Duration::from_secs(1);
+        let mut n = 0u64;
+        while let Some(item) = r.next_item()? {
+            self.item(item)?;
+            n += 1;
+            if n.is_multiple_of(1024) && started.elapsed() >= next_report {
+                next_report += Duration::from_secs(1);
+                progress(&Progress {
+                    keys: self.summary.keys(),
+                    elapsed: started.elapsed(),
+                    offset: r.offset(),
+                });
+            }
+        }
+        self.summary.rdb_version = r.version();
+        self.summary.empty = r.empty_keys_skipped();
+        self.summary.bytes = r.offset();
+        self.summary.elapsed = started.elapsed();
+        Ok(self.summary)
+    }
+}

@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# Redis's data format on this machine: loading RDB files redis-server wrote, and DUMP /
+# RESTORE throughput, Strata against Redis 7.0.15 in the same run.
+#
+# usage: scripts/bench-rdb.sh [load|payloads|all]...  (default: all)
+#
+#   load      Two RDB files written by redis-server (SAVE): KEYS strings (SET
+#             key:<12 digits> <64 bytes>, values RDB's LZF cannot compress) and MIX_KEYS
+#             small collections (a third each: hashes of 8 fields, sets of 8 members,
+#             sorted sets of 8 members). Per file and round, timed from exec:
+#               redis     redis-server started on the file, until PING answers PONG and
+#                         DBSIZE is the file's key count;
+#               import    `strata import FILE --dir DIR` until it exits (the load and the
+#                         snapshot that keeps it);
+#               serve     `strata serve --rdb-import FILE` until PING answers PONG and
+#                         DBSIZE is the key count (the snapshot then runs in the
+#                         background).
+#             Reported: each one's best round, and the ratios import / redis and serve /
+#             redis (goal: <= 0.5).
+#   payloads  redis-benchmark -c 50 -n N against each server in turn, the order rotating per
+#             round: DUMP of 1 KiB strings (PAYLOAD_KEYS of them, -r PAYLOAD_KEYS) and of
+#             100-field hashes, and RESTORE of one such payload (read with -x) to random new
+#             keys (-r 100000000: with N requests, collisions are negligible). Reported:
+#             each side's best round, and Strata / Redis (goal: >= 1.0).
+#
+# Environment:
+#   ROUNDS=3             rounds
+#   KEYS=10000000        strings in the first file (about 1.2 GB of RAM per loaded server)
+#   MIX_KEYS=3000000     collections in the second file
+#   N=200000             requests per redis-benchmark run
+#   PAYLOAD_KEYS=100000  keys DUMP reads from (strings; a tenth as many hashes)
+#   OUT=target/bench-rdb.md   the report (also printed); raw figures in the .csv beside it
+#   REDIS_CMD=redis-server    the peer
+#   STRATA_BIN=target/release/strata  the server under test (built first unless NO_BUILD=1)
+#   STRATA_ARGS=         extra arguments for `strata serve`
+#   TIMEOUT=900          seconds a load may take before the script gives up
+#
+# Smoke run: KEYS=200000 MIX_KEYS=60000 N=20000 PAYLOAD_KEYS=10000 ROUNDS=1 scripts/bench-rdb.sh
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+KEYS=${KEYS:-10000000}
+MIX_KEYS=${MIX_KEYS:-3000000}
+N=${N:-200000}
+PAYLOAD_KEYS=${PAYLOAD_KEYS:-100000}
+OUT=${OUT:-target/bench-rdb.md}
+REDIS_CMD=${REDIS_CMD:-redis-server}
+DEFAULT_STRATA=target/release/strata
+STRATA_BIN=${STRATA_BIN:-$DEFAULT_STRATA}
+STRATA_ARGS=${STRATA_ARGS:-}
+TIMEOUT=${TIMEOUT:-900}
+
+SUITES=("$@")
+[ ${#SUITES[@]} -eq 0 ] && SUITES=(all)
+if [ "${SUITES[*]}" = all ]; then SUITES=(load payloads); fi
+for s in "${SUITES[@]}"; do
+    case "$s" in load | payloads) ;; *)
+        echo "unknown suite '$s' (choose from load payloads all)" >&2
+        exit 2
+        ;;
+    esac
+done
+for v in ROUNDS KEYS MIX_KEYS N PAYLOAD_KEYS TIMEOUT; do
+    case "${!v}" in '' | *[!0-9]* | 0)
+        echo "$v must be a positive integer" >&2
+        exit 2
+        ;;
+    esac
+done
+MIX_KEYS=$((MIX_KEYS / 3 * 3))
+
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+require_redis_tools "$REDIS_CMD"
+
+if [ "$STRATA_BIN" = "$DEFAULT_STRATA" ] && [ -z "${NO_BUILD:-}" ]; then
+    log "building strata (release)..."
+    cargo build --release -p strata >&2
+fi
+[ -x "$STRATA_BIN" ] || {
+    echo "$STRATA_BIN not found (build it, or unset NO_BUILD)" >&2
+    exit 1
+}
+STRATA_BIN=$(cd "$(dirname "$STRATA_BIN")" && pwd)/$(basename "$STRATA_BIN")
+
+bench_workdir bench-rdb
+now_us() { echo "${EPOCHREALTIME/./}"; }
+RAW="${OUT%.md}.csv"
+mkdir -p "$(dirname "$OUT")"
+echo "suite,dataset,round,who,value,unit" >"$RAW"
+row() { echo "$1,$2,$3,$4,$5,$6" >>"$RAW"; }
+
+forget_pid() {
+    local keep=() p
+    for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+
+stop() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    forget_pid "$1"
+}
+
+# launch LOG CMD...: starts a server in the background; sets PID.
+launch() {
+    local logf=$1
+    shift
+    ("$@" >>"$logf" 2>&1) &
+    PID=$!
+    PIDS+=("$PID")
+}
+
+# wait_ready PORT [KEYS]: until PING answers PONG (and DBSIZE is KEYS). Sets READY_MS from
+# T0 (set by the caller just before the launch).
+wait_ready() {
+    local port=$1 expect=${2:-} r d deadline=$((T0 + TIMEOUT * 1000000))
+    while :; do
+        r=$(redis-cli -p "$port" PING 2>/dev/null || true)
+        if [ "$r" = PONG ]; then
+            [ -z "$expect" ] && break
+            d=$(redis-cli -p "$port" DBSIZE 2>/dev/null || true)
+            [ "$d" = "$expect" ] && break
+        fi
+        if [ "$(now_us)" -gt "$deadline" ]; then
+            log "port $port not ready within $TIMEOUT s (PING: $r, DBSIZE: ${d:-})"
+            exit 1
+        fi
+        sleep 0.01
+    done
+    READY_MS=$((($(now_us) - T0) / 1000))
+}
+
+redis_on() { # DIR PORT [extra...]
+    local dir=$1 port=$2
+    shift 2
+    launch "$WORK/redis.log" "$REDIS_CMD" --port "$port" --bind 127.0.0.1 --dir "$dir" \
+        --dbfilename dump.rdb --save '' --appendonly no "$@"
+}
+
+strata_on() { # DIR PORT [extra...]
+    local dir=$1 port=$2
+    shift 2
+    # shellcheck disable=SC2086
+    launch "$WORK/strata.log" "$STRATA_BIN" serve --port "$port" --dir "$dir" --save '' \
+        $STRATA_ARGS "$@"
+}
+
+# gen_mix N: the RESP for N/3 hashes, N/3 sets and N/3 sorted sets of 8 elements each.
+gen_mix() {
+    awk -v n="$(($1 / 3))" 'BEGIN {
+        for (i = 0; i < n; i++) {
+            printf "*18\r\n$4\r\nHSET\r\n$14\r\nhash:%09d\r\n", i
+            for (j = 0; j < 8; j++) printf "$6\r\nfield%d\r\n$14\r\nvalue-%08d\r\n", j, i
+            printf "*10\r\n$4\r\nSADD\r\n$13\r\nset:%09d\r\n", i
+            for (j = 0; j < 8; j++) printf "$12\r\nmember%06d\r\n", (i * 8 + j) % 1000000
+            printf "*18\r\n$4\r\nZADD\r\n$14\r\nzset:%09d\r\n", i
+            for (j = 0; j < 8; j++) printf "$4\r\n%04d\r\n$12\r\nmember%06d\r\n", j * 7 + i % 13, (i + j) % 1000000
+        }
+    }'
+}
+
+# make_rdb NAME KEYS GENERATOR: redis-server loads the generator's RESP and SAVEs; sets
+# RDB_FILE to the file's path.
+make_rdb() {
+    local name=$1 keys=$2 gen=$3 dir="$WORK/$1" port out d
+    mkdir -p "$dir"
+    port=$(free_port)
+    redis_on "$dir" "$port"
+    T0=$(now_us)
+    wait_ready "$port"
+    out=$($gen "$keys" | redis-cli -p "$port" --pipe 2>&1 | tail -n 1)
+    d=$(redis-cli -p "$port" DBSIZE)
+    case "$out" in *"errors: 0,"*) ;; *)
+        log "loading $name into redis-server failed: $out"
+        exit 1
+        ;;
+    esac
+    [ "$d" = "$keys" ] || {
+        log "loading $name: DBSIZE $d, expected $keys"
+        exit 1
+    }
+    redis-cli -p "$port" SAVE >/dev/null
+    stop "$PID"
+    RDB_FILE=$dir/dump.rdb
+    log "  $name: $keys keys, $(du -h "$RDB_FILE" | cut -f1) RDB"
+}
+
+load_suite() {
+    local ds file keys round port dir t
+    for ds in strings mix; do
+        if [ "$ds" = strings ]; then
+            keys=$KEYS
+            make_rdb strings "$KEYS" gen_keys
+        else
+            keys=$MIX_KEYS
+            make_rdb mix "$MIX_KEYS" gen_mix
+        fi
+        file=$RDB_FILE
+        for round in $(seq 1 "$ROUNDS"); do
+            sync
+            # redis-server loading the file.
+            port=$(free_port)
+            T0=$(now_us)
+            redis_on "$(dirname "$file")" "$port"
+            wait_ready "$port" "$keys"
+            stop "$PID"
+            row load "$ds" "$round" redis "$READY_MS" ms
+            log "  $ds round $round: redis-server loaded in $READY_MS ms"
+            # strata import into a fresh directory.
+            dir="$WORK/import-$ds"
+            rm -rf "$dir"
+            sync
+            T0=$(now_us)
+            "$STRATA_BIN" import "$file" --dir "$dir" >>"$WORK/import.log" 2>&1
+            t=$((($(now_us) - T0) / 1000))
+            row load "$ds" "$round" import "$t" ms
+            log "  $ds round $round: strata import in $t ms"
+            rm -rf "$dir"
+            # strata serve --rdb-import until it serves every key.
+            dir="$WORK/serve-$ds"
+            rm -rf "$dir"
+            sync
+            port=$(free_port)
+            T0=$(now_us)
+            strata_on "$dir" "$port" --rdb-import "$file"
+            wait_ready "$port" "$keys"
+            stop "$PID"
+            row load "$ds" "$round" serve "$READY_MS" ms
+            log "  $ds round $round: strata serve --rdb-import ready in $READY_MS ms"
+            rm -rf "$dir"
+        done
+        rm -f "$file"
+    done
+}
+
+# gen_payload_data N: N strings of 1 KiB (str:<12 digits>) and N/10 hashes of 100 fields
+# (hash:<12 digits>), as RESP.
+gen_payload_data() {
+    awk -v n="$1" 'BEGIN {
+        srand(2)
+        chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        pool = ""
+        for (i = 0; i < 2048; i++) pool = pool substr(chars, int(rand() * 62) + 1, 1)
+        for (i = 0; i < n; i++)
+            printf "*3\r\n$3\r\nSET\r\n$16\r\nstr:%012d\r\n$1024\r\n%s\r\n", i, substr(pool, (i * 7) % 1000 + 1, 1024)
+        for (i = 0; i < n / 10; i++) {
+            printf "*202\r\n$4\r\nHSET\r\n$17\r\nhash:%012d\r\n", i
+            for (j = 0; j < 100; j++) printf "$8\r\nfield%03d\r\n$12\r\nvalue-%06d\r\n", j, (i + j) % 1000000
+        }
+    }'
+}
+
+# bench PORT ARGS...: one redis-benchmark run; prints requests per second.
+bench() {
+    local port=$1
+    shift
+    redis-benchmark -p "$port" -c 50 -n "$N" --csv "$@" 2>/dev/null |
+        awk -F, 'NR > 1 { gsub(/"/, ""); print $2; exit }'
+}
+
+payloads_suite() {
+    local ports=() pids=() names=(redis strata) port i round k j hashes=$((PAYLOAD_KEYS / 10))
+    port=$(free_port)
+    mkdir -p "$WORK/p-redis"
+    redis_on "$WORK/p-redis" "$port"
+    ports+=("$port")
+    pids+=("$PID")
+    port=$(free_port)
+    strata_on "$WORK/p-strata" "$port" --appendonly no
+    ports+=("$port")
+    pids+=("$PID")
+    for i in 0 1; do
+        T0=$(now_us)
+        wait_ready "${ports[$i]}"
+        gen_payload_data "$PAYLOAD_KEYS" | redis-cli -p "${ports[$i]}" --pipe >/dev/null
+        T0=$(now_us)
+        wait_ready "${ports[$i]}" $((PAYLOAD_KEYS + hashes))
+    done
+    # The payloads RESTORE sends: redis-server's DUMP (without redis-cli's newline).
+    redis-cli -p "${ports[0]}" --raw DUMP str:000000000001 | head -c -1 >"$WORK/str.payload"
+    redis-cli -p "${ports[0]}" --raw DUMP hash:000000000001 | head -c -1 >"$WORK/hash.payload"
+    for round in $(seq 1 "$ROUNDS"); do
+        for k in 0 1; do
+            j=$(((k + round) % 2))
+            port=${ports[$j]}
+            local r1 r2 r3 r4
+            r1=$(bench "$port" -r "$PAYLOAD_KEYS" DUMP str:__rand_int__)
+            r2=$(bench "$port" -r "$hashes" DUMP hash:__rand_int__)
+            r3=$(bench "$port" -r 100000000 -x RESTORE new-str:__rand_int__ 0 <"$WORK/str.payload")
+            r4=$(bench "$port" -r 100000000 -x RESTORE new-hash:__rand_int__ 0 <"$WORK/hash.payload")
+            row payloads dump-1k-string "$round" "${names[$j]}" "$r1" rps
+            row payloads dump-100-field-hash "$round" "${names[$j]}" "$r2" rps
+            row payloads restore-1k-string "$round" "${names[$j]}" "$r3" rps
+            row payloads restore-100-field-hash "$round" "${names[$j]}" "$r4" rps
+            log "  round $round ${names[$j]}: DUMP 1k string $r1, DUMP hash $r2, RESTORE 1k string $r3, RESTORE hash $r4 req/s"
+            # Drop what RESTORE added, so each round starts from the same data.
+            redis-cli -p "$port" EVAL "for _, k in ipairs(redis.call('KEYS', 'new-*')) do redis.call('DEL', k) end return 0" 0 >/dev/null
+        done
+    done
+    for i in 0 1; do stop "${pids[$i]}"; done
+}
+
+for s in "${SUITES[@]}"; do
+    log "== $s"
+    "${s}_suite"
+done
+
+# The report: each side's best round (least time, most requests per second).
+{
+    echo "# bench-rdb: Strata against $($REDIS_CMD --version | awk '{ print $3 }' | tr -d 'v=')"
+    echo
+    echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); ROUNDS=$ROUNDS, best round of each."
+    echo
+    if grep -q '^load,' "$RAW"; then
+        echo "| file | keys | redis-server loads (ms) | strata import (ms) | import / redis | strata serve --rdb-import (ms) | serve / redis |"
+        echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        for ds in strings mix; do
+            keys=$KEYS
+            [ "$ds" = mix ] && keys=$MIX_KEYS
+            awk -F, -v ds="$ds" -v keys="$keys" '
+                $1 == "load" && $2 == ds { if (!($4 in best) || $5 < best[$4]) best[$4] = $5 }
+                END {
+                    if (!("redis" in best)) exit
+                    printf "| %s | %d | %d | %d | %.2f | %d | %.2f |\n", ds, keys, best["redis"],
+                        best["import"], best["import"] / best["redis"], best["serve"], best["serve"] / best["redis"]
+                }' "$RAW"
+        done
+        echo
+    fi
+    if grep -q '^payloads,' "$RAW"; then
+        echo "| test | redis-server (req/s) | Strata (req/s) | Strata / Redis |"
+        echo "| --- | ---: | ---: | ---: |"
+        for t in dump-1k-string dump-100-field-hash restore-1k-string restore-100-field-hash; do
+            awk -F, -v t="$t" '
+                $1 == "payloads" && $2 == t { if ($5 > best[$4]) best[$4] = $5 }
+                END { printf "| %s | %.0f | %.0f | %.2f |\n", t, best["redis"], best["strata"], best["strata"] / best["redis"] }' "$RAW"
+        done
+    fi
+} | tee "$OUT"
