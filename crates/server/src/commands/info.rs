@@ -68,8 +68,9 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(&mut s, "connected_clients", server.clients.connected());
             field(&mut s, "cluster_connections", 0);
             field(&mut s, "maxclients", server.config.get().maxclients);
-            field(&mut s, "client_recent_max_input_buffer", 0);
-            field(&mut s, "client_recent_max_output_buffer", 0);
+            let (input, output) = server.clients.mem.recent_max();
+            field(&mut s, "client_recent_max_input_buffer", input);
+            field(&mut s, "client_recent_max_output_buffer", output);
             field(&mut s, "blocked_clients", server.blocking.count());
             field(&mut s, "tracking_clients", 0);
             field(&mut s, "clients_in_timeout_table", 0);
@@ -373,6 +374,11 @@ fn stats_section(server: &Server, s: &mut String) {
     );
     field(s, "expired_keys", expired);
     field(s, "evicted_keys", 0);
+    field(
+        s,
+        "evicted_clients",
+        st.evicted_clients.load(Ordering::Relaxed),
+    );
     field(s, "keyspace_hits", hits);
     field(s, "keyspace_misses", misses);
     field(
