@@ -244,8 +244,16 @@ async fn serve_client<W: Wire>(
         };
         info.touch(wk.clock);
         if n > 0 {
-            // CLIENT LIST run by this batch shows the batch in qbuf, as Redis does.
+            // CLIENT LIST run by this batch shows the batch in qbuf, as Redis does, and
+            // a client whose input alone passes `maxmemory-clients` is evicted before
+            // its commands run.
             info.qbuf.store(inbuf.len(), Ordering::Relaxed);
+            info.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
+            let buffers = inbuf.capacity() + out.buf.capacity() + stream.held();
+            clients::report(server, &info, mem.measure(client, buffers));
+            if info.is_killed() {
+                return None;
+            }
         }
         more = false;
         let fresh = out.buf.len();
