@@ -462,7 +462,8 @@ fn client_getname(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// One CLIENT LIST line, with Redis 7.0's fields (memory fields are estimates of ours).
+/// One CLIENT LIST line, with Redis 7.0's fields. Buffer and memory figures come from the
+/// connection (`net::clients`); tot-mem is our own estimate of what the client holds.
 fn client_line(server: &Server, c: &ClientInfo) -> String {
     let name = c
         .name
@@ -517,8 +518,11 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
     if flags.is_empty() {
         flags.push('N');
     }
+    // Buffer figures as the connection last reported them (net::clients).
+    let qbuf = c.qbuf.load(Ordering::Relaxed);
+    let (obl, oll, omem) = c.mem.output_fields();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={} user=default redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -532,20 +536,36 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         psub,
         ssub,
         multi,
-        c.qbuf.load(Ordering::Relaxed),
+        qbuf,
+        c.mem.qbuf_cap.load(Ordering::Relaxed).saturating_sub(qbuf),
+        c.mem.argv.load(Ordering::Relaxed),
         if multi >= 0 {
             c.multi_mem.load(Ordering::Relaxed)
         } else {
             0
         },
+        obl,
+        oll,
+        omem,
+        c.mem.total.load(Ordering::Relaxed),
         cmd,
         c.tracking.redirect(),
         c.resp.load(Ordering::Relaxed)
     )
 }
 
+/// The calling client's argv-mem while CLIENT INFO/LIST runs: its own arguments, as Redis
+/// counts them for the command being executed.
+fn with_own_argv<T>(ctx: &Ctx<'_>, f: impl FnOnce() -> T) -> T {
+    let argv = &ctx.client.info.mem.argv;
+    argv.store(ctx.argv.iter().map(|a| a.len()).sum(), Ordering::Relaxed);
+    let out = f();
+    argv.store(0, Ordering::Relaxed);
+    out
+}
+
 fn client_info(ctx: &mut Ctx<'_>) -> CmdResult {
-    let line = client_line(ctx.server(), &ctx.client.info) + "\n";
+    let line = with_own_argv(ctx, || client_line(ctx.server(), &ctx.client.info)) + "\n";
     ctx.out.verbatim("txt", line.as_bytes());
     Ok(())
 }
@@ -585,15 +605,18 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
             _ => return Err(CmdError::SYNTAX),
         }
     }
-    let mut text = String::new();
-    for c in ctx.server().clients.snapshot() {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
-            && class.is_none_or(|k| k == ClientClass::of(&c))
-        {
-            text.push_str(&client_line(ctx.server(), &c));
-            text.push('\n');
+    let text = with_own_argv(ctx, || {
+        let mut text = String::new();
+        for c in ctx.server().clients.snapshot() {
+            if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+                && class.is_none_or(|k| k == ClientClass::of(&c))
+            {
+                text.push_str(&client_line(ctx.server(), &c));
+                text.push('\n');
+            }
         }
-    }
+        text
+    });
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
 }
