@@ -202,6 +202,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Suspends commands processing.",
         since: "2.9.50",
+        args: "timeout#int [mode=(WRITE | ALL)]",
         handler: super::pause::client_pause,
         ..FAMILY
     },
@@ -222,6 +223,7 @@ const CLIENT: &[Command] = &[
         summary: "Controls server-assisted client-side caching for the connection.",
         since: "6.0.0",
         complexity: "O(1). Some options may introduce additional complexity.",
+        args: "status=(ON | OFF) [REDIRECT:client-id#int] [PREFIX:prefix]...+ [BCAST] [OPTIN] [OPTOUT] [NOLOOP]",
         handler: super::caching::client_tracking,
         ..FAMILY
     },
@@ -231,6 +233,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Instructs the server whether to track the keys in the next request.",
         since: "6.0.0",
+        args: "mode=(YES | NO)",
         handler: super::caching::client_caching,
         ..FAMILY
     },
