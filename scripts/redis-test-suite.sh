@@ -21,6 +21,11 @@
 #   OUT=target/redis-test-suite    per-unit logs and the result table (.tsv, .md)
 #   TIMEOUT=900                    seconds a unit may take
 #   SPAWN=                         1: the suite spawns the servers (see above)
+#   TLS=1                          the suite's own TLS mode: both servers listen on a TLS
+#                                  port only, with the suite's test certificates (made with
+#                                  REDIS_SRC/utils/gen-test-certs.sh when missing), and the
+#                                  suite connects over TLS (needs Debian's tcl-tls). Units
+#                                  guarded by `if {$::tls}` (unit/tls) only run this way.
 set -uo pipefail
 
 if [ $# -lt 1 ] || [ ! -f "$1/tests/test_helper.tcl" ]; then
@@ -40,6 +45,21 @@ SPAWN=${SPAWN:-}
 mkdir -p "$OUT"
 
 command -v tclsh >/dev/null || { echo "tclsh is needed (Debian: tcl)" >&2; exit 2; }
+TLS=${TLS:-}
+TLS_SERVER=()
+TLS_CLI=()
+RUNTEST_TLS=()
+if [ -n "$TLS" ]; then
+    echo 'package require tls' | tclsh >/dev/null 2>&1 ||
+        { echo "TLS=1 needs Tcl's tls package (Debian: tcl-tls)" >&2; exit 2; }
+    [ -f "$SRC/tests/tls/ca.crt" ] || (cd "$SRC" && ./utils/gen-test-certs.sh >/dev/null 2>&1)
+    T=$SRC/tests/tls
+    TLS_SERVER=(--tls-cert-file "$T/server.crt" --tls-key-file "$T/server.key"
+        --tls-client-cert-file "$T/client.crt" --tls-client-key-file "$T/client.key"
+        --tls-ca-cert-file "$T/ca.crt")
+    TLS_CLI=(--tls --cacert "$T/ca.crt" --cert "$T/client.crt" --key "$T/client.key")
+    RUNTEST_TLS=(--tls)
+fi
 if [ -z "${NO_BUILD:-}" ] && [ "$STRATA" = "$ROOT/target/release/strata" ]; then
     cargo build --release -p strata >&2 || exit 1
 fi
@@ -97,26 +117,29 @@ run_unit() {
         return
     fi
     local side=$1 unit=$2 port dir pid log
+    local listen
     port=$(free_port)
     dir=$(mktemp -d)
+    listen=(--port "$port")
+    [ -n "$TLS" ] && listen=(--port 0 --tls-port "$port" "${TLS_SERVER[@]}")
     if [ "$side" = strata ]; then
         # shellcheck disable=SC2086
-        "$STRATA" serve --port "$port" --dir "$dir" --enable-debug-command yes \
+        "$STRATA" serve "${listen[@]}" --dir "$dir" --enable-debug-command yes \
             --enable-protected-configs yes --enable-module-command yes $STRATA_ARGS \
             >"$dir/server.log" 2>&1 &
     else
-        "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' \
+        "$REDIS_SERVER" "${listen[@]}" --bind 127.0.0.1 --dir "$dir" --save '' \
             --appendonly no --enable-debug-command yes --enable-protected-configs yes \
             --enable-module-command yes >"$dir/server.log" 2>&1 &
     fi
     pid=$!
     for _ in $(seq 100); do
-        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
+        [ "$(redis-cli "${TLS_CLI[@]}" -p "$port" ping 2>/dev/null)" = PONG ] && break
         sleep 0.1
     done
     log="$OUT/$side-$(echo "$unit" | tr / _).log"
     (cd "$SRC" && timeout "$TIMEOUT" ./runtest --host 127.0.0.1 --port "$port" \
-        --tags -slow --timeout 60 --single "$unit" >"$log" 2>&1)
+        --tags -slow --timeout 60 "${RUNTEST_TLS[@]}" --single "$unit" >"$log" 2>&1)
     # A server a unit left busy (a script in a loop) may not stop on SIGTERM: then kill it.
     kill "$pid" 2>/dev/null
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -132,7 +155,7 @@ run_unit_spawned() {
     suite=$(spawn_suite "$side")
     log="$OUT/$side-$(echo "$unit" | tr / _).log"
     (cd "$suite" && timeout "$TIMEOUT" ./runtest --tags -slow --timeout 60 --clients 1 \
-        --baseport "$(( ($(free_port) % 20000) + 30000 ))" --single "$unit" >"$log" 2>&1)
+        "${RUNTEST_TLS[@]}" --baseport "$(( ($(free_port) % 20000) + 30000 ))" --single "$unit" >"$log" 2>&1)
     rm -rf "$suite"
     count_results "$log"
 }

@@ -9,17 +9,23 @@ fuzz_target!(|data: &[u8]| {
     let Some((&first, input)) = data.split_first() else {
         return;
     };
-    // First byte: chunk size (1..=256), and whether to use small limits so the
-    // "too big" and length-limit paths are reachable with small inputs.
-    let chunk = usize::from(first & 0x7f) * 2 + 1;
+    // First byte: chunk size (1..=127), whether to use small limits so the "too big"
+    // and length-limit paths are reachable with small inputs, and whether the client is
+    // unauthenticated (the tighter limits Redis applies before AUTH).
+    let chunk = usize::from(first & 0x3f) * 2 + 1;
+    let unauthenticated = first & 0x40 != 0;
     let limits = if first & 0x80 != 0 {
         Limits {
             max_bulk_len: 64,
             max_multibulk_len: 16,
             max_inline_len: 32,
+            unauthenticated,
         }
     } else {
-        Limits::default()
+        Limits {
+            unauthenticated,
+            ..Limits::default()
+        }
     };
     let mut parser = Parser::new(limits);
     let mut buf = BytesMut::new();

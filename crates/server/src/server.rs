@@ -70,6 +70,8 @@ pub struct Server {
     pub acl: crate::services::acl::Acl,
     /// MIGRATE's cached connections to its targets.
     pub migrations: crate::services::migrate::Migrations,
+    /// The TLS configurations (`net::tls`).
+    pub tls: crate::net::tls::Tls,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
     /// Each worker thread's queue of connections: new ones, and ones moved to it.
@@ -224,6 +226,7 @@ impl Server {
             scripts: Default::default(),
             acl,
             migrations: Default::default(),
+            tls: Default::default(),
             workers: Default::default(),
         });
         let _ = server.me.set(Arc::downgrade(&server));
@@ -287,24 +290,11 @@ pub(crate) fn cron(server: &Arc<Server>) {
             let rate = total.saturating_sub(last.1) as f64 / last.0.elapsed().as_secs_f64();
             server.ops_per_sec.store(rate as u64, Ordering::Relaxed);
             last = (Instant::now(), total);
-            close_idle_clients(server);
+            crate::net::clients::cron(server);
             server.migrations.close_idle();
             crate::services::snapshot::cron(server);
         }
         std::thread::sleep(period);
-    }
-}
-
-/// `timeout N`: closes clients idle for longer than N seconds.
-fn close_idle_clients(server: &Server) {
-    let timeout = server.config.get().timeout;
-    if timeout == 0 {
-        return;
-    }
-    for c in server.clients.snapshot() {
-        if c.idle_secs() > timeout {
-            c.kill();
-        }
     }
 }
 

@@ -682,53 +682,6 @@ fn duplicate_users_and_users_with_an_acl_file_do_not_start() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// COMMAND INFO's categories and key-spec flags of every command Strata has are
-/// redis-server's (commands whose keys Strata computes show no key specs).
-#[test]
-fn categories_and_key_flags_match_redis() {
-    let r = common::redis(&[]);
-    let s = strata(&[]);
-    let (mut rc, mut sc) = (r.client(), s.client());
-    let names = bulk_strings(cmd(&mut sc, &["COMMAND", "LIST"]));
-    let mut checked = 0;
-    let mut wrong = Vec::new();
-    for name in names {
-        let name = String::from_utf8(name).unwrap();
-        let info = |c: &mut redis::Connection| match cmd(c, &["COMMAND", "INFO", &name]) {
-            Value::Array(mut v) => v.pop().unwrap(),
-            other => panic!("{other:?}"),
-        };
-        let Value::Array(ri) = info(&mut rc) else {
-            continue; // a command redis-server 7.0 lacks (CLIENT NO-TOUCH)
-        };
-        let Value::Array(si) = info(&mut sc) else {
-            panic!("{name}: no COMMAND INFO")
-        };
-        if si[6] != ri[6] {
-            wrong.push(format!(
-                "{name} categories: redis {:?} strata {:?}",
-                ri[6], si[6]
-            ));
-        }
-        let flags = |specs: &Value| -> Vec<Value> {
-            match specs {
-                Value::Array(v) => v
-                    .iter()
-                    .map(|spec| fields(spec.clone())["flags"].clone())
-                    .collect(),
-                _ => Vec::new(),
-            }
-        };
-        let (rf, sf) = (flags(&ri[8]), flags(&si[8]));
-        if !sf.is_empty() && rf != sf {
-            wrong.push(format!("{name} key specs: redis {rf:?} strata {sf:?}"));
-        }
-        checked += 1;
-    }
-    assert!(checked > 200, "only {checked} commands compared");
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-}
-
 #[test]
 fn blocked_clients_are_checked_when_served_and_closed_with_their_user() {
     let p = strata(&[]);

@@ -99,11 +99,23 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
     // `enable-protected-configs local` admits loopback clients.
     let local = ctx.client.info.is_local();
     let server = ctx.server();
+    let before = server.config.snapshot();
     let hooks = server
         .config
         .set_many(&pairs, local)
         .map_err(CmdError::err)?;
-    crate::config::hooks::run(server, hooks);
+    if let Err((failed, why)) = crate::config::hooks::run(server, hooks.iter().copied()) {
+        // All or nothing: the old values come back, and what they drive with them.
+        server.config.restore(before);
+        let _ = crate::config::hooks::run(server, hooks);
+        let name = pairs
+            .iter()
+            .find(|(n, _)| crate::config::lookup(n).is_some_and(|(d, _)| d.hook == Some(failed)))
+            .map_or("", |(n, _)| *n);
+        return Err(CmdError::err(format!(
+            "CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        )));
+    }
     ctx.out.ok();
     Ok(())
 }

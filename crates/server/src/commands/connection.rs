@@ -205,6 +205,7 @@ const CLIENT: &[Command] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Suspends commands processing.",
         since: "2.9.50",
+        args: "timeout#int [mode=(WRITE | ALL)]",
         handler: super::pause::client_pause,
         ..FAMILY
     },
@@ -225,6 +226,7 @@ const CLIENT: &[Command] = &[
         summary: "Controls server-assisted client-side caching for the connection.",
         since: "6.0.0",
         complexity: "O(1). Some options may introduce additional complexity.",
+        args: "status=(ON | OFF) [REDIRECT:client-id#int] [PREFIX:prefix]...+ [BCAST] [OPTIN] [OPTOUT] [NOLOOP]",
         handler: super::caching::client_tracking,
         ..FAMILY
     },
@@ -234,6 +236,7 @@ const CLIENT: &[Command] = &[
         flags: NOSCRIPT | LOADING | STALE,
         summary: "Instructs the server whether to track the keys in the next request.",
         since: "6.0.0",
+        args: "mode=(YES | NO)",
         handler: super::caching::client_caching,
         ..FAMILY
     },
@@ -474,7 +477,8 @@ fn client_getname(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// One CLIENT LIST line, with Redis 7.0's fields (memory fields are estimates of ours).
+/// One CLIENT LIST line, with Redis 7.0's fields. Buffer and memory figures come from the
+/// connection (`net::clients`); tot-mem is our own estimate of what the client holds.
 pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     let name = c
         .name
@@ -529,8 +533,11 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     if flags.is_empty() {
         flags.push('N');
     }
+    // Buffer figures as the connection last reported them (net::clients).
+    let qbuf = c.qbuf.load(Ordering::Relaxed);
+    let (obl, oll, omem) = c.mem.output_fields();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -544,12 +551,18 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
         psub,
         ssub,
         multi,
-        c.qbuf.load(Ordering::Relaxed),
+        qbuf,
+        c.mem.qbuf_cap.load(Ordering::Relaxed).saturating_sub(qbuf),
+        c.mem.argv.load(Ordering::Relaxed),
         if multi >= 0 {
             c.multi_mem.load(Ordering::Relaxed)
         } else {
             0
         },
+        obl,
+        oll,
+        omem,
+        c.mem.total.load(Ordering::Relaxed),
         cmd,
         c.user_name(),
         c.tracking.redirect(),
@@ -557,8 +570,18 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     )
 }
 
+/// The calling client's argv-mem while CLIENT INFO/LIST runs: its own arguments, as Redis
+/// counts them for the command being executed.
+fn with_own_argv<T>(ctx: &Ctx<'_>, f: impl FnOnce() -> T) -> T {
+    let argv = &ctx.client.info.mem.argv;
+    argv.store(ctx.argv.iter().map(|a| a.len()).sum(), Ordering::Relaxed);
+    let out = f();
+    argv.store(0, Ordering::Relaxed);
+    out
+}
+
 fn client_info(ctx: &mut Ctx<'_>) -> CmdResult {
-    let line = client_line(ctx.server(), &ctx.client.info) + "\n";
+    let line = with_own_argv(ctx, || client_line(ctx.server(), &ctx.client.info)) + "\n";
     ctx.out.verbatim("txt", line.as_bytes());
     Ok(())
 }
@@ -598,15 +621,18 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
             _ => return Err(CmdError::SYNTAX),
         }
     }
-    let mut text = String::new();
-    for c in ctx.server().clients.snapshot() {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
-            && class.is_none_or(|k| k == ClientClass::of(&c))
-        {
-            text.push_str(&client_line(ctx.server(), &c));
-            text.push('\n');
+    let text = with_own_argv(ctx, || {
+        let mut text = String::new();
+        for c in ctx.server().clients.snapshot() {
+            if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+                && class.is_none_or(|k| k == ClientClass::of(&c))
+            {
+                text.push_str(&client_line(ctx.server(), &c));
+                text.push('\n');
+            }
         }
-    }
+        text
+    });
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
 }

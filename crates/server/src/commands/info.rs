@@ -68,8 +68,9 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(&mut s, "connected_clients", server.clients.connected());
             field(&mut s, "cluster_connections", 0);
             field(&mut s, "maxclients", server.config.get().maxclients);
-            field(&mut s, "client_recent_max_input_buffer", 0);
-            field(&mut s, "client_recent_max_output_buffer", 0);
+            let (input, output) = server.clients.mem.recent_max();
+            field(&mut s, "client_recent_max_input_buffer", input);
+            field(&mut s, "client_recent_max_output_buffer", output);
             field(
                 &mut s,
                 "blocked_clients",
@@ -444,7 +445,11 @@ fn stats_section(server: &Server, s: &mut String) {
         "evicted_keys",
         server.evict.evicted.load(Ordering::Relaxed),
     );
-    field(s, "evicted_clients", 0);
+    field(
+        s,
+        "evicted_clients",
+        st.evicted_clients.load(Ordering::Relaxed),
+    );
     field(s, "total_eviction_exceeded_time", 0);
     field(s, "current_eviction_exceeded_time", 0);
     field(s, "keyspace_hits", hits);

@@ -13,6 +13,13 @@ const FAMILY: Command = Command {
 };
 
 const ADMIN_FLAGS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+/// Redis's tips: a cluster client asks every node, and the replies are each node's own.
+const REPORT_TIPS: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_nodes",
+    "response_policy:special",
+];
+const RESET_TIPS: &[&str] = &["request_policy:all_nodes", "response_policy:all_succeeded"];
 
 pub const COMMANDS: &[Command] = &[
     Command {
@@ -43,6 +50,7 @@ const LATENCY: &[Command] = &[
         flags: ADMIN_FLAGS,
         summary: "Returns a human-readable latency analysis report.",
         since: "2.8.13",
+        tips: REPORT_TIPS,
         handler: latency_doctor,
         ..FAMILY
     },
@@ -52,6 +60,8 @@ const LATENCY: &[Command] = &[
         flags: ADMIN_FLAGS,
         summary: "Returns a latency graph for an event.",
         since: "2.8.13",
+        args: "event",
+        tips: REPORT_TIPS,
         handler: latency_graph,
         ..FAMILY
     },
@@ -63,6 +73,8 @@ const LATENCY: &[Command] = &[
         since: "7.0.0",
         complexity:
             "O(N) where N is the number of commands with latency information being retrieved.",
+        args: "[command]...",
+        tips: REPORT_TIPS,
         handler: latency_histogram,
         ..FAMILY
     },
@@ -72,6 +84,8 @@ const LATENCY: &[Command] = &[
         flags: ADMIN_FLAGS,
         summary: "Returns timestamp-latency samples for an event.",
         since: "2.8.13",
+        args: "event",
+        tips: REPORT_TIPS,
         handler: latency_history,
         ..FAMILY
     },
@@ -81,6 +95,7 @@ const LATENCY: &[Command] = &[
         flags: ADMIN_FLAGS,
         summary: "Returns the latest latency samples for all events.",
         since: "2.8.13",
+        tips: REPORT_TIPS,
         handler: latency_latest,
         ..FAMILY
     },
@@ -90,6 +105,8 @@ const LATENCY: &[Command] = &[
         flags: ADMIN_FLAGS,
         summary: "Resets the latency data for one or more events.",
         since: "2.8.13",
+        args: "[event]...",
+        tips: RESET_TIPS,
         handler: latency_reset,
         ..FAMILY
     },

@@ -13,6 +13,7 @@ pub const COMMANDS: &[Command] = &[Command {
     group: "server",
     summary: "Displays computer art and the Redis version",
     since: "5.0.0",
+    args: "[VERSION:version#int]",
     handler: lolwut,
     ..Command::DEFAULT
 }];

@@ -7,7 +7,7 @@
 //! collections report their structures and elements, sampled as Redis samples them.
 
 use crate::commands::info::human;
-use crate::exec::command::{flags::*, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags::*, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::server::Server;
 use crate::services::memory;
@@ -32,10 +32,19 @@ const FAMILY: Command = Command {
     ..Command::DEFAULT
 };
 
+/// Redis's tips for the reports: a cluster client asks every shard, and the replies are
+/// each shard's own.
+const REPORT_TIPS: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_shards",
+    "response_policy:special",
+];
+
 const SUBCOMMANDS: &[Command] = &[
     Command {
         name: "doctor",
         summary: "Outputs memory problems report",
+        tips: REPORT_TIPS,
         handler: memory_doctor,
         ..FAMILY
     },
@@ -49,18 +58,21 @@ const SUBCOMMANDS: &[Command] = &[
     Command {
         name: "malloc-stats",
         summary: "Show allocator internal stats",
+        tips: REPORT_TIPS,
         handler: memory_malloc_stats,
         ..FAMILY
     },
     Command {
         name: "purge",
         summary: "Ask the allocator to release memory",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: memory_purge,
         ..FAMILY
     },
     Command {
         name: "stats",
         summary: "Show memory usage details",
+        tips: REPORT_TIPS,
         handler: memory_stats,
         ..FAMILY
     },
@@ -68,13 +80,10 @@ const SUBCOMMANDS: &[Command] = &[
         name: "usage",
         arity: -3,
         flags: READONLY,
-        keys: Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1,
-        },
+        keys: Keys::Specs(&[KeySpec::range(ks::RO, 2, 0, 1)]),
         summary: "Estimate the memory usage of a key",
         complexity: "O(N) where N is the number of samples.",
+        args: "key#key [SAMPLES:count#int]",
         handler: memory_usage,
         ..FAMILY
     },

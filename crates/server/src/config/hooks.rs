@@ -34,10 +34,14 @@ pub enum Hook {
     /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
     /// clocks or LFU counters).
     Maxmemory,
+    /// Rebuilding the TLS configuration (certificates, CAs, protocols...): the one hook
+    /// that can fail, and CONFIG SET then puts the old values back.
+    Tls,
 }
 
 impl Hook {
-    pub fn run(self, server: &Server) {
+    /// Runs the hook; Err (with the text CONFIG SET answers) only from `Tls`.
+    pub fn run(self, server: &Server) -> Result<(), String> {
         let c = server.config.get();
         match self {
             Hook::Encodings => {
@@ -95,10 +99,17 @@ impl Hook {
             Hook::Latency => server
                 .latency
                 .set_threshold(c.latency_monitor_threshold.max(0) as u64),
+            Hook::Tls => {
+                // Start-up builds it once everything is read (`net::start`), and fails there.
+                if !server.loading.load(Ordering::SeqCst) {
+                    crate::net::tls::reload(server)
+                        .map_err(|_| crate::net::tls::UPDATE_FAILED.to_string())?;
+                }
+            }
             Hook::Appendonly => {
                 // Before start-up has opened the data directory there is nothing to switch.
                 if server.loading.load(Ordering::SeqCst) {
-                    return;
+                    return Ok(());
                 }
                 let on = c.appendonly;
                 if on != server.persist.journal().is_some() {
@@ -132,21 +143,24 @@ impl Hook {
                 }
             }
         }
+        Ok(())
     }
 }
 
-/// Runs each hook in `hooks` once.
-pub fn run(server: &Server, hooks: impl IntoIterator<Item = Hook>) {
+/// Runs each hook in `hooks` once; stops at the first that fails, returning it.
+pub fn run(server: &Server, hooks: impl IntoIterator<Item = Hook>) -> Result<(), (Hook, String)> {
     let mut done: Vec<Hook> = Vec::new();
     for h in hooks {
         if !done.contains(&h) {
-            h.run(server);
+            h.run(server).map_err(|e| (h, e))?;
             done.push(h);
         }
     }
+    Ok(())
 }
 
-/// Runs every hook (at start).
+/// Runs every hook (at start, before the directives that can fail are checked: see
+/// `Hook::Tls`).
 pub fn run_all(server: &Server) {
-    run(server, super::DIRECTIVES.iter().filter_map(|d| d.hook));
+    let _ = run(server, super::DIRECTIVES.iter().filter_map(|d| d.hook));
 }

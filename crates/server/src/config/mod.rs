@@ -108,6 +108,18 @@ impl Config {
         self.epoch.load(Ordering::Acquire)
     }
 
+    /// The values as they are now, to put back with `restore`.
+    pub fn snapshot(&self) -> Arc<Values> {
+        self.current.load_full()
+    }
+
+    /// Puts back values taken by `snapshot` (a CONFIG SET whose hook failed).
+    pub fn restore(&self, values: Arc<Values>) {
+        let _writer = self.writer.lock();
+        self.current.store(values);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
     fn store(&self, values: Values) {
         self.current.store(Arc::new(values));
         self.epoch.fetch_add(1, Ordering::AcqRel);

@@ -43,14 +43,14 @@ directives! {
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
         "client-output-buffer-limit", LIVE => PubsubLimit;
     tcp_keepalive: u32 [int(0, INT_MAX)] = "300", "tcp-keepalive", LIVE | INERT;
-    tcp_backlog: u32 [int(0, INT_MAX)] = "511", "tcp-backlog", START | INERT;
+    tcp_backlog: u32 [int(0, INT_MAX)] = "511", "tcp-backlog", START;
     unixsocket: String = "", "unixsocket", START | INERT;
     unixsocketperm: u32 [PERMISSIONS] = "0", "unixsocketperm", START | INERT;
     socket_mark_id: u32 [int(0, UINT_MAX)] = "0", "socket-mark-id", START | INERT;
     bind_source_addr: String = "", "bind-source-addr", LIVE | INERT;
     io_threads: u32 [int(1, 128)] = "1", "io-threads", START | INERT;
     io_threads_do_reads: bool = "no", "io-threads-do-reads", START | INERT;
-    maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE | INERT;
+    maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE;
     tracking_table_max_keys: u64 [int(0, LONG_MAX)] = "1000000",
         "tracking-table-max-keys", LIVE => Tracking;
 
@@ -298,29 +298,30 @@ directives! {
     cluster_link_sendbuf_limit: u64 [memory(0, ULLONG_MAX)] = "0",
         "cluster-link-sendbuf-limit", LIVE | INERT;
 
-    // --- TLS
-    tls_port: u16 [int(0, 65535)] = "0", "tls-port", LIVE | INERT;
-    tls_cert_file: String = "", "tls-cert-file", LIVE | INERT;
-    tls_key_file: String = "", "tls-key-file", LIVE | INERT;
-    tls_key_file_pass: String = "", "tls-key-file-pass", LIVE | INERT;
-    tls_client_cert_file: String = "", "tls-client-cert-file", LIVE | INERT;
-    tls_client_key_file: String = "", "tls-client-key-file", LIVE | INERT;
-    tls_client_key_file_pass: String = "", "tls-client-key-file-pass", LIVE | INERT;
-    tls_dh_params_file: String = "", "tls-dh-params-file", LIVE | INERT;
-    tls_ca_cert_file: String = "", "tls-ca-cert-file", LIVE | INERT;
-    tls_ca_cert_dir: String = "", "tls-ca-cert-dir", LIVE | INERT;
-    tls_protocols: String = "", "tls-protocols", LIVE | INERT;
-    tls_ciphers: String = "", "tls-ciphers", LIVE | INERT;
-    tls_ciphersuites: String = "", "tls-ciphersuites", LIVE | INERT;
-    tls_prefer_server_ciphers: bool = "no", "tls-prefer-server-ciphers", LIVE | INERT;
-    tls_session_caching: bool = "yes", "tls-session-caching", LIVE | INERT;
+    // --- TLS (net::tls): a change rebuilds the configuration; one that does not build is
+    // refused and the old one stays. No cluster here, so tls-cluster only asks for TLS.
+    tls_port: u16 [int(0, 65535)] = "0", "tls-port", START;
+    tls_cert_file: String = "", "tls-cert-file", LIVE => Tls;
+    tls_key_file: String = "", "tls-key-file", LIVE => Tls;
+    tls_key_file_pass: String = "", "tls-key-file-pass", LIVE | SENSITIVE => Tls;
+    tls_client_cert_file: String = "", "tls-client-cert-file", LIVE => Tls;
+    tls_client_key_file: String = "", "tls-client-key-file", LIVE => Tls;
+    tls_client_key_file_pass: String = "", "tls-client-key-file-pass", LIVE | SENSITIVE => Tls;
+    tls_dh_params_file: String = "", "tls-dh-params-file", LIVE => Tls;
+    tls_ca_cert_file: String = "", "tls-ca-cert-file", LIVE => Tls;
+    tls_ca_cert_dir: String = "", "tls-ca-cert-dir", LIVE => Tls;
+    tls_protocols: String = "", "tls-protocols", LIVE => Tls;
+    tls_ciphers: String = "", "tls-ciphers", LIVE => Tls;
+    tls_ciphersuites: String = "", "tls-ciphersuites", LIVE => Tls;
+    tls_prefer_server_ciphers: bool = "no", "tls-prefer-server-ciphers", LIVE => Tls;
+    tls_session_caching: bool = "yes", "tls-session-caching", LIVE => Tls;
     tls_session_cache_size: u32 [int(0, INT_MAX)] = "20480", "tls-session-cache-size",
-        LIVE | INERT;
+        LIVE => Tls;
     tls_session_cache_timeout: u32 [int(0, INT_MAX)] = "300", "tls-session-cache-timeout",
-        LIVE | INERT;
-    tls_auth_clients: TlsAuthClients = "yes", "tls-auth-clients", LIVE | INERT;
-    tls_replication: bool = "no", "tls-replication", LIVE | INERT;
-    tls_cluster: bool = "no", "tls-cluster", LIVE | INERT;
+        LIVE => Tls;
+    tls_auth_clients: TlsAuthClients = "yes", "tls-auth-clients", LIVE => Tls;
+    tls_replication: bool = "no", "tls-replication", LIVE => Tls;
+    tls_cluster: bool = "no", "tls-cluster", LIVE | INERT => Tls;
 
     // --- Test hooks Redis keeps out of CONFIG GET *
     rdb_key_save_delay: i32 [int(INT_MIN, INT_MAX)] = "0", "rdb-key-save-delay",

@@ -150,7 +150,13 @@ pub struct ClientInfo {
     pub last_cmd: AtomicUsize,
     /// `Tick::millis` of the last interaction.
     pub last_active: AtomicU64,
+    /// Memory figures CLIENT LIST and client eviction read (`net::clients`).
+    pub mem: crate::net::clients::MemFigures,
+    /// Bytes in the query buffer: the batch being run, then what waits for more input.
     pub qbuf: AtomicUsize,
+    /// A replica's connection (output-buffer class `replica`, never timed out or evicted);
+    /// set by the replication link when a client turns into a replica.
+    pub replica: AtomicBool,
     pub no_evict: AtomicBool,
     pub no_touch: AtomicBool,
     /// Channel and pattern subscriptions (CLIENT LIST sub= psub=, flags=P).
@@ -197,7 +203,9 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             last_cmd: AtomicUsize::new(usize::MAX),
             last_active: AtomicU64::new(Tick::now().millis()),
+            mem: Default::default(),
             qbuf: AtomicUsize::new(0),
+            replica: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
             sub: AtomicUsize::new(0),
@@ -355,6 +363,8 @@ pub struct Registry {
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
     next_id: AtomicU64,
     connected: AtomicUsize,
+    /// Their memory, for client eviction and INFO (`net::clients`).
+    pub mem: crate::net::clients::ClientsMem,
 }
 
 impl Registry {

@@ -7,6 +7,7 @@
 //!   `#key` (a key of the command's first key spec; `#key1` of its second...; a pattern
 //!   that names keys too: `#pattern1`)
 //! - `TOKEN` a pure token named as the token in lower case; `name=TOKEN` one named otherwise
+//!   (or whose token is no word: `equal==`, `auto_id=*`)
 //! - `TOKEN:item` an argument (or group) that follows a token, as `EX:seconds#int`
 //! - `name=(a | b | c)` one of; `name=(a b)` a block of arguments in order
 //! - `[item]` optional; `item...` may repeat; `item+` repeats with its token
@@ -210,7 +211,8 @@ impl Parser {
             multiple,
             multiple_token,
         };
-        if let Some(name) = rest.strip_suffix('=') {
+        // `name=(` opens a group; `equal==` is a token that is itself `=`.
+        if let Some(name) = rest.strip_suffix('=').filter(|_| self.peek() == Some("(")) {
             arg.name = unquote(name).to_string();
             self.expect("(")?;
             let mut alts = vec![self.sequence()?];
@@ -322,6 +324,12 @@ mod tests {
         assert_eq!(block[1].kind, Kind::Key(1));
         assert!(block[2].optional && block[2].multiple && block[2].multiple_token);
         assert_eq!(block[2].kind, Kind::Pattern(Some(1)));
+        let eq = parse("op=(equal== | approximately=~)").unwrap();
+        let Kind::OneOf(alts) = &eq[0].kind else {
+            panic!("{eq:?}")
+        };
+        assert_eq!(alts[0].token.as_deref(), Some("="));
+        assert_eq!(alts[1].token.as_deref(), Some("~"));
     }
 
     #[test]

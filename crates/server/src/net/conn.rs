@@ -3,26 +3,34 @@
 
 use crate::exec::client::{Client, ClientInfo};
 use crate::exec::{self, blocked, After, Call, Origin, Worker};
+use crate::net::clients::{self, MemTracker};
+use crate::net::output::{self, flush_all, Output, MAX_RESERVE};
+use crate::net::waits::{run_deferred, wait_blocked, wait_unpaused};
+use crate::net::wire::{read_some, Wire};
 use crate::server::Server;
-use crate::services::blocking::{self, BlockRequest};
+use crate::services::blocking::BlockRequest;
+use crate::services::pubsub::BufferLimit;
 use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 use strata_resp::{Limits, Parser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const READ_CHUNK: usize = 16 * 1024;
-/// Reserve at most this much ahead of what has arrived, whatever a frame header claims.
-const MAX_RESERVE: usize = 1024 * 1024;
+pub(super) const READ_CHUNK: usize = 16 * 1024;
 
 /// Limits the connection enforces, refreshed when CONFIG SET changes the config epoch.
-struct ConnLimits {
+pub(super) struct ConnLimits {
     epoch: u64,
     authenticated: bool,
-    query_buffer: usize,
+    pub(super) query_buffer: usize,
+    /// `client-output-buffer-limit` per class, and whether any class has one.
+    obuf: [BufferLimit; 3],
+    obuf_on: bool,
+    /// Pending output past which commands wait for the socket, per class.
+    cap: [usize; 3],
 }
 
 impl ConnLimits {
@@ -34,10 +42,14 @@ impl ConnLimits {
             unauthenticated: !authenticated,
             ..Limits::default()
         });
+        let obuf = config.client_output_buffer_limit.0;
         ConnLimits {
             epoch,
             authenticated,
             query_buffer: config.client_query_buffer_limit as usize,
+            obuf,
+            obuf_on: obuf.iter().any(|l| l.hard > 0 || l.soft > 0),
+            cap: obuf.map(output::cap),
         }
     }
 
@@ -50,6 +62,8 @@ impl ConnLimits {
 pub enum Incoming {
     /// A connection just accepted.
     New(std::net::TcpStream),
+    /// A connection just accepted on the TLS port: the worker runs the handshake.
+    NewTls(std::net::TcpStream),
     /// A connection another worker handed over (a hot key's, see `serve_client`).
     Moved(Box<Moved>),
     /// Not a connection: the worker answers as it takes it (`workers::barrier`).
@@ -57,15 +71,16 @@ pub enum Incoming {
 }
 
 /// A connection between two workers: its socket and its state, taken between two reads
-/// (nothing half-parsed, nothing unwritten).
+/// (nothing half-parsed, nothing unwritten). TLS connections stay where they started.
 pub struct Moved {
     stream: std::net::TcpStream,
     client: Client,
 }
 
 pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incoming, me: usize) {
-    let stream = match incoming {
-        Incoming::New(stream) => stream,
+    let (stream, tls) = match incoming {
+        Incoming::New(stream) => (stream, false),
+        Incoming::NewTls(stream) => (stream, true),
         Incoming::Moved(m) => {
             let Moved { stream, mut client } = *m;
             if let Ok(mut stream) = TcpStream::from_std(stream) {
@@ -90,29 +105,53 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
     let Ok(mut stream) = TcpStream::from_std(stream) else {
         return;
     };
-    if let Some(refusal) =
-        crate::net::listen::refuse(&server.config, server.clients.connected(), &peer)
-    {
-        server
-            .stats
-            .rejected_connections
-            .fetch_add(1, Ordering::Relaxed);
-        let _ = stream.write_all(format!("-{refusal}\r\n").as_bytes()).await;
-        return;
+    let nopass = server.acl.default_user().rules().nopass;
+    let refusal =
+        crate::net::listen::refuse(&server.config, nopass, server.clients.connected(), &peer);
+    // A refused connection gets no client id and is not listed.
+    let id = match refusal {
+        None => server.clients.next_id(),
+        Some(_) => 0,
+    };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let info = Arc::new(ClientInfo::new(id, peer.to_string(), local.to_string(), fd));
+    if refusal.is_none() {
+        server.clients.add(info.clone());
     }
-    let info = Arc::new(ClientInfo::new(
-        server.clients.next_id(),
-        peer.to_string(),
-        local.to_string(),
-        std::os::fd::AsRawFd::as_raw_fd(&stream),
-    ));
-    server.clients.add(info.clone());
     // Authenticated at once when the default user is on and needs no password.
     let authenticated = !server.acl.auth_required();
     let default = server.acl.default_user().clone();
+    if tls {
+        let Some(mut wire) = crate::net::tls::accept(&server, stream, &info).await else {
+            server.clients.remove(info.id);
+            return;
+        };
+        if let Some(refusal) = refusal {
+            return refuse(&server, &mut wire, &info, refusal).await;
+        }
+        let mut client = Client::new(info, Some(default), authenticated);
+        // A TLS session never moves to another worker: the answer is ignored.
+        serve_client(&server, &stats, &mut wire, &mut client, me).await;
+        wire.close();
+        return finish_client(&server, client);
+    }
+    if let Some(refusal) = refusal {
+        return refuse(&server, &mut stream, &info, refusal).await;
+    }
     let mut client = Client::new(info, Some(default), authenticated);
     let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
     finish(&server, stream, client, moved);
+}
+
+/// Tells a turned-away client why (maxclients, protected mode) before it is closed.
+async fn refuse<W: Wire>(server: &Server, wire: &mut W, info: &ClientInfo, why: &str) {
+    server
+        .stats
+        .rejected_connections
+        .fetch_add(1, Ordering::Relaxed);
+    let mut out = Output::new(0);
+    out.buf.extend_from_slice(format!("-{why}\r\n").as_bytes());
+    flush_all(wire, info, &mut out).await;
 }
 
 /// After `serve_client`: hands the connection to worker `to` if it asked to move, else
@@ -139,9 +178,10 @@ fn finish(server: &Server, stream: TcpStream, client: Client, to: Option<usize>)
     }
 }
 
-/// A closed connection's client leaves its subscriptions, transaction, tracking, MONITOR
-/// and the registry.
+/// A closed connection's client leaves its subscriptions, transaction, tracking, MONITOR,
+/// the client memory figures and the registry.
 fn finish_client(server: &Server, mut client: Client) {
+    clients::forget(server, &client.info);
     if let Some(mut subs) = client.subs.take() {
         server.pubsub.remove_all(&mut subs);
     }
@@ -153,47 +193,60 @@ fn finish_client(server: &Server, mut client: Client) {
 
 /// Serves the connection until it closes (None) or should move to another worker (its
 /// index).
-async fn serve_client(
+async fn serve_client<W: Wire>(
     server: &Server,
     stats: &ThreadStats,
-    stream: &mut TcpStream,
+    stream: &mut W,
     client: &mut Client,
     me: usize,
 ) -> Option<usize> {
     let mut parser = Parser::new(Limits::default());
     let mut limits = ConnLimits::load(server, &mut parser, client.authenticated);
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out = Output::new(READ_CHUNK);
     let info = client.info.clone();
-    // Set when a batch stopped early because its replies grew large: the buffer may still
-    // hold complete commands, so run them before reading more.
-    let mut pending = false;
+    // Set when a batch stopped early (its replies grew large, or too much output waits
+    // for the socket): the buffer may still hold complete commands, so run them before
+    // reading more.
+    let mut more = false;
     let mut streak = Streak::default();
     let mut after = After::default();
+    let mut mem = MemTracker::default();
     // A command CLIENT PAUSE held back: it runs first once the pause lets it.
     let mut resume: Option<Vec<Bytes>> = None;
     loop {
         let mut n = 0;
-        if !pending {
+        let room = !out.stalled() || out.pending(stream.held()) < limits.cap[output::class(client)];
+        if !(more && room) {
             if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
                 let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
                 inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
             }
-            // A client wakes for input, for mail (messages, invalidations, MONITOR
-            // lines) and for its kill signal.
-            n = tokio::select! {
-                biased;
-                _ = info.signalled() => {
-                    if info.is_killed() {
+            let woke = if out.stalled() {
+                wait_stalled(stream, &info, &mut inbuf, &mut out, room).await
+            } else {
+                wait_input(stream, client, &mut inbuf).await
+            };
+            match woke {
+                Woke::Input(k) => n = k,
+                Woke::Mail => {}
+                Woke::Wrote => {
+                    if !out.stalled() {
+                        written(client, &mut out);
+                    }
+                    info.mem
+                        .omem
+                        .store(out.pending(stream.held()), Ordering::Relaxed);
+                    continue;
+                }
+                Woke::Tick => {
+                    if over_output_limit(&limits, client, &mut out, stream.held()) {
                         return None;
                     }
-                    0
+                    continue;
                 }
-                r = stream.read_buf(&mut inbuf) => match r {
-                    Ok(0) | Err(_) => return None,
-                    Ok(n) => n,
-                },
-            };
+                Woke::Closed => return None,
+            }
         }
         let mut wk = Worker {
             server,
@@ -201,16 +254,27 @@ async fn serve_client(
             clock: Tick::now(),
         };
         info.touch(wk.clock);
-        pending = false;
+        // CLIENT LIST's qbuf counts the commands of this read while they run, as Redis's
+        // query buffer holds them until the batch is done.
+        info.qbuf.store(inbuf.len(), Ordering::Relaxed);
+        if n > 0 {
+            // A client whose input alone passes `maxmemory-clients` is evicted before its
+            // commands run.
+            info.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
+            let buffers = inbuf.capacity() + out.buf.capacity() + stream.held();
+            clients::report(server, &info, mem.measure(client, buffers));
+            if info.is_killed() {
+                return None;
+            }
+        }
+        more = false;
+        let fresh = out.buf.len();
         let mut blocked = None;
         let mut paused = None;
         let mut deferred = None;
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
-        // CLIENT LIST's qbuf counts the commands of this read while they run, as Redis's
-        // query buffer holds them until the batch is done.
-        info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         loop {
             if limits.stale(server, client) {
                 limits = ConnLimits::load(server, &mut parser, client.authenticated);
@@ -224,20 +288,28 @@ async fn serve_client(
             };
             match next {
                 Ok(Some((argv, frame))) => {
-                    let start = out.len();
+                    let start = out.buf.len();
                     let call = Call { argv: &argv, frame };
-                    let outcome =
-                        exec::execute(&mut wk, client, call, Origin::Client, &mut out, &mut after);
+                    let outcome = exec::execute(
+                        &mut wk,
+                        client,
+                        call,
+                        Origin::Client,
+                        &mut out.buf,
+                        &mut after,
+                    );
                     if let exec::Outcome::Paused = outcome {
                         // Answer what came before, then wait; what follows stays buffered.
                         paused = Some(argv);
                         break;
                     }
                     if !after.is_empty() {
-                        match after_command(&mut wk, &mut after, &mut out, start) {
+                        match after_command(&mut wk, &mut after, &mut out.buf, start) {
                             // Blocked: answer what came before, then wait; the commands
                             // after it stay in the buffer until it is served.
                             Some(Wait::Block(req)) => {
+                                let held: usize = argv.iter().map(|a| a.len()).sum();
+                                info.mem.argv.store(held, Ordering::Relaxed);
                                 blocked = Some(blocked::begin(&mut wk, client, &argv, *req));
                                 break;
                             }
@@ -253,16 +325,24 @@ async fn serve_client(
                     if client.close_after_reply {
                         break;
                     }
+                    if limits.obuf_on && over_output_limit(&limits, client, &mut out, stream.held())
+                    {
+                        drop(sticky);
+                        if let Some(w) = blocked {
+                            server.blocking.abandon(&w);
+                        }
+                        return None;
+                    }
                     // Bound this connection's reply memory: write what we have first.
-                    if out.len() >= MAX_RESERVE {
-                        pending = true;
+                    if out.buf.len() >= MAX_RESERVE {
+                        more = true;
                         break;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
                     // Redis echoes an offending byte raw, which a &str can't carry.
-                    out.extend_from_slice(&e.reply_bytes());
+                    out.buf.extend_from_slice(&e.reply_bytes());
                     server.stats.count_error("ERR");
                     client.close_after_reply = true;
                     break;
@@ -278,70 +358,95 @@ async fn serve_client(
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
-            tracing::warn!(
-                "closing client {} that reached max query buffer length",
-                info.addr
-            );
+            query_buffer_exceeded(&info, &inbuf);
             if let Some(w) = blocked {
                 server.blocking.abandon(&w);
             }
             return None;
         }
-        let mail = if info.mail.has_mail() {
-            info.mail.take(&mut out)
-        } else {
-            0
-        };
-        stats.add_net(n, out.len());
+        if info.mail.has_mail() {
+            out.mail += info.mail.take(&mut out.buf);
+        }
+        stats.add_net(n, out.buf.len() - fresh);
         // appendfsync always: nothing is acknowledged before the fsync that covers it. That
         // fsync runs as the loop goes idle, so these replies are at the end of a turn already;
         // the others wait for it (crate::net::turn).
         if server.persist.must_wait(client.last_lsn) {
             server.persist.wait_durable(client.last_lsn).await;
-        } else if !out.is_empty() {
+        } else if out.buf.len() > fresh && fresh == 0 {
             crate::net::turn::end(wk.clock).await;
         }
-        if !out.is_empty() {
-            if !write_out(stream, &info, &out).await {
-                if let Some(w) = blocked {
-                    server.blocking.abandon(&w);
+        if out.stalled() {
+            match out.push(stream) {
+                Ok(true) => written(client, &mut out),
+                Ok(false) => {}
+                Err(_) => {
+                    if let Some(w) = blocked {
+                        server.blocking.abandon(&w);
+                    }
+                    return None;
                 }
-                return None;
-            }
-            out.clear();
-            // Don't keep a huge buffer around after one big reply.
-            if out.capacity() > 4 * MAX_RESERVE {
-                out = Vec::with_capacity(READ_CHUNK);
             }
         }
-        info.mail.written(mail);
+        let held = stream.held();
+        info.mem.omem.store(out.pending(held), Ordering::Relaxed);
+        info.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
+        let buffers = inbuf.capacity() + out.buf.capacity() + held;
+        clients::report(server, &info, mem.measure(client, buffers));
+        if paused.is_some() || deferred.is_some() {
+            // What came before the held command goes out before it waits.
+            if !flush_all(stream, &info, &mut out).await {
+                return None;
+            }
+            written(client, &mut out);
+            info.mem.omem.store(0, Ordering::Relaxed);
+        }
         if let Some(argv) = paused {
             if !wait_unpaused(server, stats, stream, client, &mut inbuf, &limits, &argv).await {
                 return None;
             }
             resume = Some(argv);
-            pending = true;
+            more = true;
         }
         if let Some((argv, work)) = deferred {
-            if !run_deferred(server, stats, client, &argv, work, &mut out).await {
+            if !run_deferred(server, stats, client, &argv, work, &mut out.buf).await {
                 return None;
             }
             // Write its reply, and run what was pipelined after it.
-            pending = true;
+            more = true;
         }
         if let Some(w) = blocked {
-            match wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await {
+            // A blocked client's earlier replies go out before it waits.
+            let flushed = flush_all(stream, &info, &mut out).await;
+            if flushed {
+                written(client, &mut out);
+                info.mem.omem.store(0, Ordering::Relaxed);
+            }
+            let reply = match flushed {
+                true => wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await,
+                false => {
+                    server.blocking.abandon(&w);
+                    None
+                }
+            };
+            info.mem.argv.store(0, Ordering::Relaxed);
+            match reply {
                 Some(reply) => {
                     // The write that served this client was logged by another connection.
                     client.last_lsn = server.persist.last_lsn();
-                    out.extend_from_slice(&reply);
+                    out.buf.extend_from_slice(&reply);
                     // Run what was pipelined after the blocking command.
-                    pending = true;
+                    more = true;
                 }
                 None => return None,
             }
         }
-        if client.close_after_reply || info.is_killed() {
+        if client.close_after_reply {
+            // What the client was told before it goes (QUIT's +OK, a protocol error).
+            flush_all(stream, &info, &mut out).await;
+            return None;
+        }
+        if info.is_killed() {
             return None;
         }
         // A hot shard's connection moves to the worker that serves that shard's hot
@@ -349,11 +454,137 @@ async fn serve_client(
         // one worker instead of handing its lock and its data back and forth (see `Streak`).
         if let Some(shard) = hot {
             let to = shard % server.threads.max(1);
-            if to != me && inbuf.is_empty() && !pending && movable(client) {
+            if W::MOVABLE
+                && to != me
+                && inbuf.is_empty()
+                && !more
+                && !out.stalled()
+                && movable(client)
+            {
                 return Some(to);
             }
         }
     }
+}
+
+/// What a waiting connection woke for.
+enum Woke {
+    /// This many bytes arrived.
+    Input(usize),
+    /// Pub/sub messages arrived.
+    Mail,
+    /// Pending output moved (or the wake-up was spurious): look again.
+    Wrote,
+    /// Time to re-check the soft output limit of a client that reads nothing.
+    Tick,
+    Closed,
+}
+
+/// Waits for input, mail (messages, invalidations, MONITOR lines) or a kill, with nothing
+/// pending for the socket.
+async fn wait_input<W: Wire>(stream: &mut W, client: &Client, inbuf: &mut BytesMut) -> Woke {
+    let info = &client.info;
+    tokio::select! {
+        biased;
+        _ = info.signalled() => {
+            if info.is_killed() {
+                Woke::Closed
+            } else {
+                Woke::Mail
+            }
+        }
+        r = read_some(stream, inbuf) => match r {
+            Ok(0) | Err(_) => Woke::Closed,
+            Ok(n) => Woke::Input(n),
+        },
+    }
+}
+
+/// Waits while output is pending: for the socket to take more, for input when the client
+/// still has `room` to run commands, for a kill, or for the next soft-limit check.
+async fn wait_stalled<W: Wire>(
+    stream: &mut W,
+    info: &ClientInfo,
+    inbuf: &mut BytesMut,
+    out: &mut Output,
+    room: bool,
+) -> Woke {
+    enum Ready {
+        Write,
+        Read,
+    }
+    let ready = tokio::select! {
+        biased;
+        _ = info.killed() => return Woke::Closed,
+        r = stream.writable() => match r {
+            Ok(()) => Ready::Write,
+            Err(_) => return Woke::Closed,
+        },
+        r = stream.readable(), if room => match r {
+            Ok(()) => Ready::Read,
+            Err(_) => return Woke::Closed,
+        },
+        _ = tokio::time::sleep(Duration::from_secs(1)) => return Woke::Tick,
+    };
+    match ready {
+        Ready::Write => match out.push(stream) {
+            Ok(_) => Woke::Wrote,
+            Err(_) => Woke::Closed,
+        },
+        Ready::Read => match stream.try_read_buf(inbuf) {
+            Ok(0) => Woke::Closed,
+            Ok(n) => Woke::Input(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Woke::Wrote,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Woke::Wrote,
+            Err(_) => Woke::Closed,
+        },
+    }
+}
+
+/// Everything pending was written: the mailbox learns its messages are out.
+fn written(client: &Client, out: &mut Output) {
+    if out.mail > 0 {
+        client.info.mail.written(out.mail);
+        out.mail = 0;
+    }
+}
+
+/// Checks the client's pending output (with its undelivered messages) against its class's
+/// limits; true (and logged) when it must close.
+fn over_output_limit(limits: &ConnLimits, client: &Client, out: &mut Output, held: usize) -> bool {
+    let class = output::class(client);
+    let queued = client.info.mail.queued();
+    if !out.over_limit(limits.obuf[class], out.pending(held) + queued) {
+        return false;
+    }
+    let info = &client.info;
+    tracing::warn!(
+        "Client id={} addr={} laddr={} omem={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        info.id,
+        info.addr,
+        info.laddr,
+        out.pending(held)
+    );
+    true
+}
+
+/// Logs the close of a client whose query buffer passed `client-query-buffer-limit`,
+/// with the start of what it sent, as Redis does.
+#[cold]
+fn query_buffer_exceeded(info: &ClientInfo, inbuf: &[u8]) {
+    let head: String = inbuf
+        .iter()
+        .take(64)
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect();
+    tracing::warn!(
+        "Closing client that reached max query buffer length: id={} addr={} laddr={} qbuf={} (qbuf initial bytes: \"{head}\")",
+        info.id,
+        info.addr,
+        info.laddr,
+        inbuf.len()
+    );
 }
 
 /// A connection's run of batches that each locked one and the same shard.
@@ -400,7 +631,7 @@ fn movable(c: &Client) -> bool {
 }
 
 /// What a command asked its connection to wait for.
-enum Wait {
+pub(super) enum Wait {
     Block(Box<BlockRequest>),
     Defer(exec::Deferred),
 }
@@ -410,7 +641,7 @@ enum Wait {
 /// and return what to wait for if the command asked to block or deferred work.
 #[cold]
 #[inline(never)]
-fn after_command(
+pub(super) fn after_command(
     wk: &mut Worker<'_>,
     after: &mut After,
     out: &mut Vec<u8>,
@@ -428,207 +659,4 @@ fn after_command(
         return Some(Wait::Block(req));
     }
     after.defer.take().map(Wait::Defer)
-}
-
-/// Runs a command's deferred work on the blocking pool, then the command again with its
-/// result, writing the reply into `out`. False when the client went away meanwhile (the
-/// work's result is dropped).
-async fn run_deferred(
-    server: &Server,
-    stats: &ThreadStats,
-    client: &mut Client,
-    argv: &[bytes::Bytes],
-    work: exec::Deferred,
-    out: &mut Vec<u8>,
-) -> bool {
-    let done = tokio::select! {
-        biased;
-        _ = client.info.killed() => return false,
-        r = tokio::task::spawn_blocking(work) => r,
-    };
-    let Ok(result) = done else {
-        return false;
-    };
-    client.resume = Some(result);
-    let mut wk = Worker {
-        server,
-        stats,
-        clock: Tick::now(),
-    };
-    let mut after = After::default();
-    let start = out.len();
-    exec::execute(
-        &mut wk,
-        client,
-        Call::new(argv),
-        Origin::Client,
-        out,
-        &mut after,
-    );
-    client.resume = None;
-    if !after.is_empty() {
-        // A second run finishes what the first began: it neither blocks nor defers.
-        let _ = after_command(&mut wk, &mut after, out, start);
-    }
-    true
-}
-
-/// Writes `buf` completely, giving up if the client is killed meanwhile (a client that
-/// stops reading must not pin its connection). The first attempt is a plain write.
-async fn write_out(stream: &mut TcpStream, info: &ClientInfo, buf: &[u8]) -> bool {
-    let mut off = 0;
-    loop {
-        match stream.try_write(&buf[off..]) {
-            Ok(0) => return false,
-            Ok(n) => {
-                off += n;
-                if off == buf.len() {
-                    return true;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                tokio::select! {
-                    biased;
-                    _ = info.killed() => return false,
-                    r = stream.writable() => if r.is_err() { return false },
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
-        }
-    }
-}
-
-/// Waits while the client is blocked: until it is served, times out, is unblocked (CLIENT
-/// UNBLOCK) or goes away. Returns the reply to write, or None when the connection must
-/// close.
-async fn wait_blocked(
-    server: &Server,
-    stats: &ThreadStats,
-    stream: &mut TcpStream,
-    client: &Client,
-    inbuf: &mut BytesMut,
-    limits: &ConnLimits,
-    w: &Arc<blocking::Waiter>,
-) -> Option<Vec<u8>> {
-    let deadline = w.deadline(server.clock.unix_ms(Tick::now()));
-    loop {
-        if let Some(o) = w.outcome(&server.stats) {
-            return match o {
-                blocking::Outcome::Reply(r) => Some(r),
-                blocking::Outcome::Closed => None,
-            };
-        }
-        // True when the deadline passed.
-        let woken = async {
-            tokio::select! {
-                biased;
-                _ = w.woken() => false,
-                _ = async {
-                    match deadline {
-                        Some(d) => tokio::time::sleep_until(d).await,
-                        None => std::future::pending().await,
-                    }
-                } => true,
-            }
-        };
-        match idle(stats, stream, client, inbuf, limits, woken).await {
-            Some(true) => server.blocking.time_out(w),
-            Some(false) => {}
-            None => {
-                server.blocking.abandon(w);
-                return None;
-            }
-        }
-    }
-}
-
-/// Waits while CLIENT PAUSE holds the client's command `argv` back (counted in INFO
-/// blocked_clients, flagged `b` in CLIENT LIST). False when the connection must close.
-async fn wait_unpaused(
-    server: &Server,
-    stats: &ThreadStats,
-    stream: &mut TcpStream,
-    client: &Client,
-    inbuf: &mut BytesMut,
-    limits: &ConnLimits,
-    argv: &[Bytes],
-) -> bool {
-    let _counted = server.pause.wait();
-    client.info.blocked.store(true, Ordering::Relaxed);
-    let open = loop {
-        // Made before looking, so a change from now on wakes it.
-        let changed = server.pause.changed();
-        let now = server.clock.unix_ms(Tick::now());
-        let writes = match server.table.resolve(argv) {
-            Ok(id) => exec::admit::call_flags(server, client, id, argv),
-            Err(_) => 0,
-        } & (exec::command::flags::WRITE | exec::command::flags::MAY_REPLICATE)
-            != 0;
-        if !server.pause.holds(now, writes) {
-            break true;
-        }
-        let left = server.pause.end_ms().saturating_sub(now) + 1;
-        let end = tokio::time::Instant::now() + std::time::Duration::from_millis(left);
-        let woken = async {
-            tokio::select! {
-                _ = changed => {}
-                _ = tokio::time::sleep_until(end) => {}
-            }
-        };
-        if idle(stats, stream, client, inbuf, limits, woken)
-            .await
-            .is_none()
-        {
-            break false;
-        }
-    };
-    client.info.blocked.store(false, Ordering::Relaxed);
-    open
-}
-
-/// Waits for `wake` while the client's command is held (blocked or paused), serving the
-/// client meanwhile: its mail is written as it arrives, and its socket is read to notice
-/// a disconnect (what arrives is buffered for later). None when the connection must
-/// close (killed, gone, or past its query buffer limit).
-async fn idle<T>(
-    stats: &ThreadStats,
-    stream: &mut TcpStream,
-    client: &Client,
-    inbuf: &mut BytesMut,
-    limits: &ConnLimits,
-    wake: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    let info = &client.info;
-    let mut mail_out = Vec::new();
-    tokio::pin!(wake);
-    loop {
-        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-            inbuf.reserve(READ_CHUNK);
-        }
-        tokio::select! {
-            biased;
-            _ = info.signalled() => {
-                if info.is_killed() {
-                    return None;
-                }
-                let n = info.mail.take(&mut mail_out);
-                let ok = write_out(stream, info, &mail_out).await;
-                stats.add_net(0, mail_out.len());
-                info.mail.written(n);
-                mail_out.clear();
-                if !ok {
-                    return None;
-                }
-            }
-            v = &mut wake => return Some(v),
-            r = stream.read_buf(inbuf) => match r {
-                Ok(n) if n > 0 && inbuf.len() <= limits.query_buffer => {
-                    stats.add_net(n, 0);
-                    info.qbuf.store(inbuf.len(), Ordering::Relaxed);
-                }
-                _ => return None,
-            },
-        }
-    }
 }

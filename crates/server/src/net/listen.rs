@@ -4,7 +4,7 @@
 use crate::config::Config;
 use crate::net::conn::Incoming;
 use crate::server::Server;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,35 +13,52 @@ use tokio::sync::mpsc;
 /// Redis's reply to a non-loopback client while protected mode is on and no password is set.
 const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
-/// Binds every address of `bind` on `port`; returns the listeners and the addresses
-/// actually bound (port 0 resolves to the port the OS chose).
-pub fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Vec<SocketAddr>)> {
+/// A bound listening socket, and whether its connections speak TLS.
+pub struct Listener {
+    pub socket: TcpListener,
+    pub tls: bool,
+}
+
+/// Binds every address of `bind` on `port` and on `tls-port`, each with `tcp-backlog`.
+/// Returns the listeners (plain ones first) and the addresses actually bound. Port 0 means
+/// no plain listener when `tls-port` is set, as in Redis; without TLS it asks the OS for
+/// a free port (Strata's tests start that way).
+pub fn bind(config: &Config) -> std::io::Result<(Vec<Listener>, Vec<SocketAddr>)> {
     let values = config.get();
-    let port = values.port;
+    let backlog = effective_backlog(values.tcp_backlog);
+    let mut ports = Vec::new();
+    if values.port != 0 || values.tls_port == 0 {
+        ports.push((values.port, false));
+    }
+    if values.tls_port != 0 {
+        ports.push((values.tls_port, true));
+    }
     let mut listeners = Vec::new();
     let mut listen = Vec::new();
-    for host in values.bind.0.iter().map(String::as_str) {
-        // Redis's "-" prefix means "optional": skip it if the address is unavailable.
-        let (optional, host) = match host.strip_prefix('-') {
-            Some(h) => (true, h),
-            None => (false, host),
-        };
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        match TcpListener::bind(&addr) {
-            Ok(l) => {
-                listen.push(l.local_addr()?);
-                listeners.push(l);
-            }
-            Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
-            Err(e) => {
-                return Err(std::io::Error::new(
-                    e.kind(),
-                    format!("could not bind {addr}: {e}"),
-                ))
+    for (port, tls) in ports {
+        for host in values.bind.0.iter().map(String::as_str) {
+            // Redis's "-" prefix means "optional": skip it if the address is unavailable.
+            let (optional, host) = match host.strip_prefix('-') {
+                Some(h) => (true, h),
+                None => (false, host),
+            };
+            let addr = if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            match listen_on(&addr, backlog) {
+                Ok(l) => {
+                    listen.push(l.local_addr()?);
+                    listeners.push(Listener { socket: l, tls });
+                }
+                Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
+                Err(e) => {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("could not bind {addr}: {e}"),
+                    ))
+                }
             }
         }
     }
@@ -51,15 +68,48 @@ pub fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Vec<SocketAdd
     Ok((listeners, listen))
 }
 
+/// One listening socket with the given accept queue length (std's `bind` fixes it at 128).
+fn listen_on(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let addr: SocketAddr = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{addr} resolves to nothing")))?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        // As Redis: an IPv6 address listens on IPv6 only; bind "0.0.0.0 ::" for both.
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(backlog)?;
+    Ok(socket.into())
+}
+
+/// `tcp-backlog`, warned about when the kernel's `somaxconn` silently cuts it, as Redis
+/// warns at start.
+fn effective_backlog(wanted: u32) -> i32 {
+    let wanted = i32::try_from(wanted).unwrap_or(i32::MAX);
+    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    if let Some(max) = somaxconn.filter(|&m| m < wanted) {
+        tracing::warn!(
+            "WARNING: The TCP backlog setting of {wanted} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
+        );
+    }
+    wanted
+}
+
 /// Accepts connections and deals them to the workers in turn until shutdown.
 pub fn accept_loop(
     server: &Arc<Server>,
-    listener: TcpListener,
+    listener: Listener,
     workers: &[mpsc::UnboundedSender<Incoming>],
 ) {
     let mut next = 0usize;
     loop {
-        let stream = match listener.accept() {
+        let stream = match listener.socket.accept() {
             Ok((s, _)) => s,
             Err(e) => {
                 if server.shutting_down.load(Ordering::SeqCst) {
@@ -78,24 +128,31 @@ pub fn accept_loop(
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        if workers[next % workers.len()]
-            .send(Incoming::New(stream))
-            .is_err()
-        {
+        let incoming = match listener.tls {
+            false => Incoming::New(stream),
+            true => Incoming::NewTls(stream),
+        };
+        if workers[next % workers.len()].send(incoming).is_err() {
             return;
         }
         next = next.wrapping_add(1);
     }
 }
 
-/// Why a new connection is turned away, if it is: maxclients, or protected mode (no
-/// password set and a client from beyond loopback), as Redis decides.
-pub fn refuse(config: &Config, connected: usize, peer: &SocketAddr) -> Option<&'static str> {
+/// Why a new connection is turned away, if it is: maxclients, or protected mode (the
+/// default user needs no password, `default_nopass`, and a client from beyond loopback),
+/// as Redis decides.
+pub fn refuse(
+    config: &Config,
+    default_nopass: bool,
+    connected: usize,
+    peer: &SocketAddr,
+) -> Option<&'static str> {
     let config = config.get();
     if connected >= config.maxclients as usize {
         return Some("ERR max number of clients reached");
     }
-    let protected = config.protected_mode && config.requirepass.is_empty();
+    let protected = config.protected_mode && default_nopass;
     if protected && !peer.ip().is_loopback() {
         return Some(DENIED);
     }
@@ -112,22 +169,20 @@ mod tests {
         let local6: SocketAddr = "[::1]:5000".parse().unwrap();
         let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
         let c = Config::new(None);
-        assert_eq!(refuse(&c, 0, &local), None);
-        assert_eq!(refuse(&c, 0, &local6), None);
-        assert_eq!(refuse(&c, 0, &remote), Some(DENIED));
-        c.set("requirepass", "pw", false).unwrap();
+        assert_eq!(refuse(&c, true, 0, &local), None);
+        assert_eq!(refuse(&c, true, 0, &local6), None);
+        assert_eq!(refuse(&c, true, 0, &remote), Some(DENIED));
         assert_eq!(
-            refuse(&c, 0, &remote),
+            refuse(&c, false, 0, &remote),
             None,
-            "a password lifts protected mode"
+            "a default user's password lifts protected mode"
         );
-        c.set("requirepass", "", false).unwrap();
         c.set("protected-mode", "no", false).unwrap();
-        assert_eq!(refuse(&c, 0, &remote), None);
+        assert_eq!(refuse(&c, true, 0, &remote), None);
         c.set("maxclients", "2", false).unwrap();
-        assert_eq!(refuse(&c, 1, &local), None);
+        assert_eq!(refuse(&c, true, 1, &local), None);
         assert_eq!(
-            refuse(&c, 2, &local),
+            refuse(&c, true, 2, &local),
             Some("ERR max number of clients reached")
         );
     }

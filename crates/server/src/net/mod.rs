@@ -1,11 +1,16 @@
 //! Listeners, connections and worker threads.
 
+pub mod clients;
 pub(crate) mod conn;
 pub mod listen;
+pub(crate) mod output;
 pub mod sched;
 pub mod signals;
 pub mod start;
 #[cfg(target_os = "linux")]
 pub(crate) mod stranded;
+pub mod tls;
 pub(crate) mod turn;
+mod waits;
+pub(crate) mod wire;
 pub mod workers;

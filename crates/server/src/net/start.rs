@@ -3,10 +3,10 @@
 
 use crate::config::Config;
 use crate::net::conn;
+use crate::net::listen::Listener;
 use crate::net::workers::{worker, WORKER_THREAD};
 use crate::server::Server;
 use crate::services::stats::ThreadStats;
-use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -23,9 +23,10 @@ pub struct StartOptions {
 /// Returns once the server has stopped.
 pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
     let (server, listeners) = start(config, &opts)?;
-    for addr in &server.listen {
+    for (l, addr) in listeners.iter().zip(&server.listen) {
         tracing::info!(
-            "Ready to accept connections on {addr} with {} worker threads",
+            "Ready to accept connections on {addr}{} with {} worker threads",
+            if l.tls { " (tls)" } else { "" },
             server.threads
         );
     }
@@ -33,13 +34,13 @@ pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
 }
 
 /// Binds, builds the shared state and loads the data directory, without serving yet.
-pub fn start(
-    config: Config,
-    opts: &StartOptions,
-) -> std::io::Result<(Arc<Server>, Vec<TcpListener>)> {
+pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server>, Vec<Listener>)> {
     let (listeners, listen) = crate::net::listen::bind(&config)?;
     let server = Server::new(config, listen);
     crate::services::acl::file::load_at_start(&server).map_err(std::io::Error::other)?;
+    // Certificates and keys are read now, so a bad one stops the start with its reason.
+    crate::net::tls::reload(&server)
+        .map_err(|e| std::io::Error::other(format!("TLS configuration: {e}")))?;
     // Signals are watched from here on, so one that arrives while loading is handled.
     crate::net::signals::watch(&server)?;
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
@@ -55,7 +56,7 @@ pub fn start(
 }
 
 /// Serves on already-bound listeners until SHUTDOWN.
-pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Result<()> {
+pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<()> {
     let mut workers = Vec::new();
     let mut senders = Vec::new();
     let mut queues = Vec::new();

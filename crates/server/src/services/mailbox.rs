@@ -84,6 +84,11 @@ impl Mailbox {
         Delivery::Queued
     }
 
+    /// Bytes queued and not yet taken by the connection.
+    pub fn queued(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+
     pub fn has_mail(&self) -> bool {
         self.has_mail.load(Ordering::Acquire)
     }

@@ -119,6 +119,8 @@ pub struct Stats {
     threads: Mutex<Vec<Arc<ThreadStats>>>,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// Clients closed by client eviction (`maxmemory-clients`).
+    pub evicted_clients: AtomicU64,
     /// Connections handed to another worker (a hot key's, see conn::serve_client).
     pub connections_moved: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
@@ -203,6 +205,7 @@ impl Stats {
         self.errors.lock().clear();
         self.connections_received.store(0, Relaxed);
         self.rejected_connections.store(0, Relaxed);
+        self.evicted_clients.store(0, Relaxed);
         self.connections_moved.store(0, Relaxed);
     }
 }

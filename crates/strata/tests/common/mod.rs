@@ -14,6 +14,8 @@ pub struct Proc {
     pub name: &'static str,
     /// A data directory this Proc made for itself, removed when it drops.
     pub own_dir: Option<std::path::PathBuf>,
+    /// Strata's log lines so far (standard output, after the ready line).
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Proc {
@@ -120,12 +122,16 @@ pub fn temp_dir(tag: &str) -> std::path::PathBuf {
     d
 }
 
-/// Starts the real server on a free port. Unless `args` names a `--dir`, it gets a fresh
-/// data directory of its own (removed when the Proc drops).
+/// Starts the real server on a free port (unless `args` names a `--port`). Unless `args`
+/// names a `--dir`, it gets a fresh data directory of its own (removed when the Proc
+/// drops).
 pub fn strata(args: &[&str]) -> Proc {
     let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("data"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
-    cmd.arg("serve").args(["--port", "0"]);
+    cmd.arg("serve");
+    if !args.contains(&"--port") {
+        cmd.args(["--port", "0"]);
+    }
     if let Some(d) = &own_dir {
         cmd.arg("--dir").arg(d);
     }
@@ -152,12 +158,19 @@ pub fn strata(args: &[&str]) -> Proc {
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            keep.lock().map(|mut l| l.push(line)).ok();
+        }
+    });
     Proc {
         port,
         child,
         name: "strata",
         own_dir,
+        log,
     }
 }
 
@@ -200,6 +213,7 @@ fn spawn_redis(args: &[&str]) -> Proc {
         child,
         name: "redis",
         own_dir: None,
+        log: Default::default(),
     }
 }
 

@@ -44,6 +44,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Add one or more geospatial items in the geospatial index represented using a sorted set",
         since: "3.2.0",
         complexity: "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+        args: "key#key [condition=(NX | XX)] [change=CH] longitude_latitude_member=(longitude#double latitude#double member)...",
         handler: points::geoadd,
         ..FAMILY
     },
@@ -55,6 +56,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Returns the distance between two members of a geospatial index",
         since: "3.2.0",
         complexity: "O(log(N))",
+        args: "key#key member1 member2 [unit=(M | KM | FT | MI)]",
         handler: points::geodist,
         ..FAMILY
     },
@@ -66,6 +68,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Returns members of a geospatial index as standard geohash strings",
         since: "3.2.0",
         complexity: "O(log(N)) for each member requested, where N is the number of elements in the sorted set.",
+        args: "key#key member...",
         handler: points::geohash,
         ..FAMILY
     },
@@ -77,6 +80,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Returns longitude and latitude of members of a geospatial index",
         since: "3.2.0",
         complexity: "O(N) where N is the number of members requested.",
+        args: "key#key member...",
         handler: points::geopos,
         ..FAMILY
     },
@@ -95,6 +99,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point",
         since: "3.2.0",
         complexity: SEARCH_CPLX,
+        args: "key#key longitude#double latitude#double radius#double unit=(M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=(COUNT:count#int [ANY])] [order=(ASC | DESC)] [STORE:key#key1] [STOREDIST:key#key2]",
         handler: search::georadius,
         ..FAMILY
     },
@@ -106,6 +111,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "A read-only variant for GEORADIUS",
         since: "3.2.10",
         complexity: SEARCH_CPLX,
+        args: "key#key longitude#double latitude#double radius#double unit=(M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=(COUNT:count#int [ANY])] [order=(ASC | DESC)]",
         handler: search::georadius_ro,
         ..FAMILY
     },
@@ -124,6 +130,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
         since: "3.2.0",
         complexity: SEARCH_CPLX,
+        args: "key#key member radius#double unit=(M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=(COUNT:count#int [ANY])] [order=(ASC | DESC)] [STORE:key#key1] [STOREDIST:key#key2]",
         handler: search::georadiusbymember,
         ..FAMILY
     },
@@ -135,6 +142,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "A read-only variant for GEORADIUSBYMEMBER",
         since: "3.2.10",
         complexity: SEARCH_CPLX,
+        args: "key#key member radius#double unit=(M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=(COUNT:count#int [ANY])] [order=(ASC | DESC)]",
         handler: search::georadiusbymember_ro,
         ..FAMILY
     },
@@ -146,6 +154,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.",
         since: "6.2.0",
         complexity: GEOSEARCH_CPLX,
+        args: "key#key from=(FROMMEMBER:member | FROMLONLAT:longitude_latitude=(longitude#double latitude#double)) by=(circle=(BYRADIUS:radius#double unit=(M | KM | FT | MI)) | box=(BYBOX:width#double height#double unit=(M | KM | FT | MI))) [order=(ASC | DESC)] [count=(COUNT:count#int [ANY])] [WITHCOORD] [WITHDIST] [WITHHASH]",
         handler: search::geosearch,
         ..FAMILY
     },
@@ -153,14 +162,14 @@ pub const COMMANDS: &[Command] = &[
         name: "geosearchstore",
         arity: -8,
         flags: W | D,
-        keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+        keys: Keys::Specs(&[
+            KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1),
+            KeySpec::range(ks::RO | ks::ACCESS, 2, 0, 1),
+        ]),
         summary: "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.",
         since: "6.2.0",
         complexity: GEOSEARCH_CPLX,
+        args: "destination#key source#key1 from=(FROMMEMBER:member | FROMLONLAT:longitude_latitude=(longitude#double latitude#double)) by=(circle=(BYRADIUS:radius#double unit=(M | KM | FT | MI)) | box=(BYBOX:width#double height#double unit=(M | KM | FT | MI))) [order=(ASC | DESC)] [count=(COUNT:count#int [ANY])] [STOREDIST]",
         handler: search::geosearchstore,
         ..FAMILY
     },

@@ -37,6 +37,11 @@ const KEY2: Keys = Keys::Range {
     last: 2,
     step: 1,
 };
+/// A key whose entries, consumers or groups the command deletes (Redis's RW|DELETE).
+const DELETES1: Keys = Keys::Specs(&[KeySpec::range(ks::RW | ks::DELETE, 1, 0, 1)]);
+const DELETES2: Keys = Keys::Specs(&[KeySpec::range(ks::RW | ks::DELETE, 2, 0, 1)]);
+/// A key the command adds a group or a consumer to (Redis's RW|INSERT).
+const INSERTS2: Keys = Keys::Specs(&[KeySpec::range(ks::RW | ks::INSERT, 2, 0, 1)]);
 
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
@@ -61,6 +66,8 @@ pub const COMMANDS: &[Command] = &[
         keys: KEY1,
         summary: "Appends a new entry to a stream",
         complexity: "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.",
+        args: "key#key [NOMKSTREAM] [trim=(strategy=(MAXLEN | MINID) [operator=(equal== | approximately=~)] threshold [LIMIT:count#int])] id_or_auto=(auto_id=* | id) field_value=(field value)...",
+        tips: &["nondeterministic_output"],
         handler: add::xadd,
         ..FAMILY
     },
@@ -68,9 +75,11 @@ pub const COMMANDS: &[Command] = &[
         name: "xtrim",
         arity: -4,
         flags: W,
-        keys: KEY1,
+        keys: DELETES1,
         summary: "Trims the stream to (approximately if '~' is passed) a certain size",
         complexity: "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.",
+        args: "key#key trim=(strategy=(MAXLEN | MINID) [operator=(equal== | approximately=~)] threshold [LIMIT:count#int])",
+        tips: &["nondeterministic_output"],
         handler: add::xtrim,
         ..FAMILY
     },
@@ -78,9 +87,10 @@ pub const COMMANDS: &[Command] = &[
         name: "xdel",
         arity: -3,
         flags: W | F,
-        keys: KEY1,
+        keys: DELETES1,
         summary: "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.",
         complexity: "O(1) for each single item to delete in the stream, regardless of the stream size.",
+        args: "key#key id...",
         handler: add::xdel,
         ..FAMILY
     },
@@ -88,8 +98,11 @@ pub const COMMANDS: &[Command] = &[
         name: "xlen",
         arity: 2,
         flags: R | F,
-        keys: KEY1,
+        keys: Keys::Specs(&[
+            KeySpec::range(ks::RO, 1, 0, 1),
+        ]),
         summary: "Return the number of entries in a stream",
+        args: "key#key",
         handler: add::xlen,
         ..FAMILY
     },
@@ -99,6 +112,7 @@ pub const COMMANDS: &[Command] = &[
         flags: W | D | F,
         keys: KEY1,
         summary: "An internal command for replicating stream values",
+        args: "key#key last-id [ENTRIESADDED:entries_added#int] [MAXDELETEDID:max_deleted_entry_id]",
         handler: add::xsetid,
         ..FAMILY
     },
@@ -109,6 +123,7 @@ pub const COMMANDS: &[Command] = &[
         keys: KEY1,
         summary: "Return a range of elements in a stream, with IDs matching the specified IDs interval",
         complexity: RANGE_CPLX,
+        args: "key#key start end [COUNT:count#int]",
         handler: range::xrange,
         ..FAMILY
     },
@@ -119,6 +134,7 @@ pub const COMMANDS: &[Command] = &[
         keys: KEY1,
         summary: "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE",
         complexity: "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+        args: "key#key end start [COUNT:count#int]",
         handler: range::xrevrange,
         ..FAMILY
     },
@@ -143,6 +159,7 @@ pub const COMMANDS: &[Command] = &[
         ),
         summary: "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
         complexity: READ_CPLX,
+        args: "[COUNT:count#int] [BLOCK:milliseconds#int] STREAMS:streams=(key#key... id...)",
         handler: read::xread,
         ..FAMILY
     },
@@ -167,6 +184,7 @@ pub const COMMANDS: &[Command] = &[
         ),
         summary: "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.",
         complexity: "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
+        args: "GROUP:group_consumer=(group consumer) [COUNT:count#int] [BLOCK:milliseconds#int] [NOACK] STREAMS:streams=(key#key... id...)",
         handler: read::xreadgroup,
         ..FAMILY
     },
@@ -186,6 +204,7 @@ pub const COMMANDS: &[Command] = &[
         keys: KEY1,
         summary: "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.",
         complexity: "O(1) for each message ID processed.",
+        args: "key#key group id...",
         handler: groups::xack,
         ..FAMILY
     },
@@ -196,6 +215,8 @@ pub const COMMANDS: &[Command] = &[
         keys: KEY1,
         summary: "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.",
         complexity: "O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer.",
+        args: "key#key group [filters=([IDLE:min-idle-time#int] start end count#int [consumer])]",
+        tips: &["nondeterministic_output"],
         handler: groups::xpending,
         ..FAMILY
     },
@@ -206,6 +227,8 @@ pub const COMMANDS: &[Command] = &[
         keys: KEY1,
         summary: "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.",
         complexity: "O(log N) with N being the number of messages in the PEL of the consumer group.",
+        args: "key#key group consumer min-idle-time id... [IDLE:ms#int] [TIME:unix-time-milliseconds#time] [RETRYCOUNT:count#int] [FORCE] [JUSTID] [LASTID:id]",
+        tips: &["nondeterministic_output"],
         handler: claim::xclaim,
         ..FAMILY
     },
@@ -213,10 +236,12 @@ pub const COMMANDS: &[Command] = &[
         name: "xautoclaim",
         arity: -6,
         flags: W | F,
-        keys: KEY1,
+        keys: DELETES1,
         summary: "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.",
         since: "6.2.0",
         complexity: "O(1) if COUNT is small.",
+        args: "key#key group consumer min-idle-time start [COUNT:count#int] [JUSTID]",
+        tips: &["nondeterministic_output"],
         handler: claim::xautoclaim,
         ..FAMILY
     },
@@ -236,8 +261,9 @@ const XGROUP: &[Command] = &[
         name: "create",
         arity: -5,
         flags: W | D,
-        keys: KEY2,
+        keys: INSERTS2,
         summary: "Create a consumer group.",
+        args: "key#key groupname id=(id | new_id=$) [MKSTREAM] [ENTRIESREAD:entries_read#int]",
         handler: groups::create,
         ..FAMILY
     },
@@ -247,6 +273,7 @@ const XGROUP: &[Command] = &[
         flags: W,
         keys: KEY2,
         summary: "Set a consumer group to an arbitrary last delivered ID value.",
+        args: "key#key groupname id=(id | new_id=$) [ENTRIESREAD:entries_read#int]",
         handler: groups::setid,
         ..FAMILY
     },
@@ -254,10 +281,11 @@ const XGROUP: &[Command] = &[
         name: "destroy",
         arity: 4,
         flags: W,
-        keys: KEY2,
+        keys: DELETES2,
         summary: "Destroy a consumer group.",
         complexity:
             "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+        args: "key#key groupname",
         handler: groups::destroy,
         ..FAMILY
     },
@@ -265,9 +293,10 @@ const XGROUP: &[Command] = &[
         name: "createconsumer",
         arity: 5,
         flags: W | D,
-        keys: KEY2,
+        keys: INSERTS2,
         summary: "Create a consumer in a consumer group.",
         since: "6.2.0",
+        args: "key#key groupname consumername",
         handler: groups::createconsumer,
         ..FAMILY
     },
@@ -275,8 +304,9 @@ const XGROUP: &[Command] = &[
         name: "delconsumer",
         arity: 5,
         flags: W,
-        keys: KEY2,
+        keys: DELETES2,
         summary: "Delete a consumer from a consumer group.",
+        args: "key#key groupname consumername",
         handler: groups::delconsumer,
         ..FAMILY
     },
@@ -297,6 +327,8 @@ const XINFO: &[Command] = &[
         flags: R,
         keys: KEY2,
         summary: "List the consumers in a consumer group",
+        args: "key#key groupname",
+        tips: &["nondeterministic_output"],
         handler: info::consumers,
         ..FAMILY
     },
@@ -306,6 +338,7 @@ const XINFO: &[Command] = &[
         flags: R,
         keys: KEY2,
         summary: "List the consumer groups of a stream",
+        args: "key#key",
         handler: info::groups,
         ..FAMILY
     },
@@ -315,6 +348,7 @@ const XINFO: &[Command] = &[
         flags: R,
         keys: KEY2,
         summary: "Get information about a stream",
+        args: "key#key [FULL:full=([COUNT:count#int])]",
         handler: info::stream,
         ..FAMILY
     },

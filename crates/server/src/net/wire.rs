@@ -1,0 +1,71 @@
+//! What a connection reads from and writes to: a plain TCP socket, or a TLS session over
+//! one (`net::tls`). The connection code is generic over it, so the plain path compiles to
+//! the socket calls it always made and pays nothing for TLS.
+//!
+//! Every method takes the socket's readiness as tokio reports it: `readable`/`writable` wait
+//! (and take `&self`, so one `select!` can wait for both), `try_read_buf`/`try_write` never
+//! wait and answer `WouldBlock` when there is nothing to do yet.
+
+use bytes::BytesMut;
+use std::future::Future;
+use std::io;
+use tokio::net::TcpStream;
+
+pub(crate) trait Wire {
+    /// The connection may move to another worker between two batches (a plain socket
+    /// can; a TLS session's state stays where it is).
+    const MOVABLE: bool;
+    /// Resolves when `try_read_buf` may have something (or an error or the end to report).
+    fn readable(&self) -> impl Future<Output = io::Result<()>>;
+    /// Appends what arrived to `buf` (its spare capacity); 0 at the end of the stream.
+    fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize>;
+    /// Resolves when `try_write` may take more.
+    fn writable(&self) -> impl Future<Output = io::Result<()>>;
+    /// Takes what it can of `buf` without waiting; 0 only for an empty `buf`.
+    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// Bytes taken by `try_write` and not on the socket yet (a TLS session's records):
+    /// pushes them out, `WouldBlock` while some remain.
+    fn try_flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    /// How many bytes `try_write` took that are still held here (output-buffer accounting).
+    fn held(&self) -> usize {
+        0
+    }
+}
+
+impl Wire for TcpStream {
+    const MOVABLE: bool = true;
+
+    #[inline]
+    fn readable(&self) -> impl Future<Output = io::Result<()>> {
+        TcpStream::readable(self)
+    }
+
+    #[inline]
+    fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        TcpStream::try_read_buf(self, buf)
+    }
+
+    #[inline]
+    fn writable(&self) -> impl Future<Output = io::Result<()>> {
+        TcpStream::writable(self)
+    }
+
+    #[inline]
+    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        TcpStream::try_write(self, buf)
+    }
+}
+
+/// Reads once, waiting for readiness as often as needed: `Ok(0)` at the end of the stream.
+/// Cancel-safe (what was read is in `buf`; nothing is held in the future).
+pub(crate) async fn read_some<W: Wire>(wire: &mut W, buf: &mut BytesMut) -> io::Result<usize> {
+    loop {
+        match wire.try_read_buf(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wire.readable().await?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}

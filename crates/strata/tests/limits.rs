@@ -1,0 +1,368 @@
+//! Client limits triggered for real over sockets, and seen where Redis shows them (CLIENT
+//! LIST, INFO, the log): output-buffer limits, the query-buffer limit and
+//! proto-max-bulk-len, timeout, maxmemory-clients, tcp-backlog.
+
+mod common;
+
+use common::{call_text, strata, Proc, RespConn};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// CLIENT LIST fields of the client called `name`, or None when it is gone.
+fn client_fields(admin: &mut RespConn, name: &str) -> Option<Vec<(String, String)>> {
+    let list = call_text(admin, &["CLIENT", "LIST"]);
+    list.split(['\n', '\r'])
+        .find(|l| l.contains(&format!(" name={name} ")))
+        .map(|l| {
+            l.split(' ')
+                .filter_map(|f| f.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+}
+
+fn field(fields: &[(String, String)], name: &str) -> u64 {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no numeric {name} in {fields:?}"))
+}
+
+/// Waits up to `secs` for `cond`; true if it held.
+fn within(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A raw connection that has named itself.
+fn named(p: &Proc, name: &str) -> TcpStream {
+    let mut s = p.raw();
+    s.write_all(format!("CLIENT SETNAME {name}\r\n").as_bytes())
+        .unwrap();
+    let mut ok = [0u8; 5];
+    s.read_exact(&mut ok).unwrap();
+    assert_eq!(&ok, b"+OK\r\n");
+    s
+}
+
+/// Reads until the server closes; the bytes that came first.
+fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    got
+}
+
+fn logged(p: &Proc, text: &str) -> bool {
+    p.log.lock().unwrap().iter().any(|l| l.contains(text))
+}
+
+fn info_num(admin: &mut RespConn, section: &str, name: &str) -> u64 {
+    let info = call_text(admin, &["INFO", section]);
+    info.split("\\r\\n")
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+}
+
+#[test]
+fn a_reply_past_the_hard_limit_closes_the_client_before_any_of_it_is_sent() {
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    call_text(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 100000 0 0",
+        ],
+    );
+    let item = "x".repeat(1000);
+    for _ in 0..150 {
+        call_text(&mut admin, &["RPUSH", "mylist", &item]);
+    }
+    let mut big = named(&p, "mybiglist");
+    big.write_all(b"LRANGE mylist 0 -1\r\n").unwrap();
+    assert!(
+        within(5, || client_fields(&mut admin, "mybiglist").is_none()),
+        "closed at its output limit"
+    );
+    assert!(
+        read_to_close(&mut big).is_empty(),
+        "nothing of the reply was sent"
+    );
+    assert!(logged(&p, "for overcoming of output buffer limits"));
+
+    // A pipeline whose replies add up past the limit: the same, even though the socket
+    // could have taken them.
+    let mut piped = named(&p, "multicommands");
+    let value = "v".repeat(10_000);
+    call_text(&mut admin, &["SET", "bigkey", &value]);
+    piped.write_all(&b"GET bigkey\r\n".repeat(15)).unwrap();
+    assert!(within(5, || client_fields(&mut admin, "multicommands").is_none()));
+    assert!(read_to_close(&mut piped).is_empty());
+    // Under the limit nothing happens.
+    let mut fine = named(&p, "fine");
+    fine.write_all(&b"GET bigkey\r\n".repeat(5)).unwrap();
+    let mut got = vec![0u8; 5 * (value.len() + 10)];
+    fine.read_exact(&mut got).unwrap();
+    assert!(client_fields(&mut admin, "fine").is_some());
+}
+
+#[test]
+fn replies_a_client_never_reads_are_its_pending_output_until_the_soft_limit_expires() {
+    let p = strata(&["--threads", "1"]);
+    let mut admin = RespConn::new(&p);
+    call_text(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 4mb 2",
+        ],
+    );
+    let value = "v".repeat(100 * 1024);
+    call_text(&mut admin, &["SET", "big", &value]);
+    let mut slow = named(&p, "slow");
+    // About 200 MB of replies: far more than the socket buffers take.
+    slow.write_all(&b"GET big\r\n".repeat(2000)).unwrap();
+    let mut seen = None;
+    assert!(
+        within(10, || {
+            let Some(f) = client_fields(&mut admin, "slow") else {
+                return false;
+            };
+            let omem = field(&f, "omem");
+            if omem >= 4 << 20 && seen.is_none() {
+                // What CLIENT LIST shows of it: Redis's buffer-and-blocks shape, and a
+                // total that holds it.
+                assert_eq!(field(&f, "obl"), 16 * 1024, "{f:?}");
+                assert_eq!(field(&f, "oll"), (omem - 16 * 1024).div_ceil(16 * 1024));
+                assert!(field(&f, "tot-mem") >= omem, "{f:?}");
+                seen = Some(Instant::now());
+            }
+            seen.is_some()
+        }),
+        "pending output reached the soft limit"
+    );
+    let over_since = seen.unwrap();
+    assert!(
+        within(10, || client_fields(&mut admin, "slow").is_none()),
+        "closed once over the soft limit for longer than its seconds"
+    );
+    assert!(
+        over_since.elapsed() >= Duration::from_millis(1500),
+        "closed after {:?}, before its 2 seconds",
+        over_since.elapsed()
+    );
+    assert!(logged(&p, "for overcoming of output buffer limits"));
+    let recent = info_num(&mut admin, "clients", "client_recent_max_output_buffer");
+    assert!(recent >= 1 << 20, "INFO saw the pending output: {recent}");
+}
+
+#[test]
+fn a_subscriber_that_stops_reading_is_closed_at_the_pubsub_limit() {
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    call_text(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 256kb 0 0",
+        ],
+    );
+    let mut sub = named(&p, "sub");
+    sub.write_all(b"SUBSCRIBE ch\r\n").unwrap();
+    let mut ack = [0u8; 31];
+    sub.read_exact(&mut ack).unwrap();
+    let message = "m".repeat(10_000);
+    let mut published = 0;
+    assert!(
+        within(20, || {
+            call_text(&mut admin, &["PUBLISH", "ch", &message]);
+            published += 1;
+            client_fields(&mut admin, "sub").is_none()
+        }),
+        "a subscriber that reads nothing is closed"
+    );
+    // It got no more than the socket buffers held plus the limit.
+    assert!(published > 25, "closed after {published} messages");
+}
+
+#[test]
+fn the_query_buffer_limit_cuts_an_endless_bulk_and_says_so() {
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    call_text(
+        &mut admin,
+        &["CONFIG", "SET", "client-query-buffer-limit", "1mb"],
+    );
+    let mut endless = named(&p, "endless");
+    endless
+        .write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000000\r\n")
+        .unwrap();
+    endless.write_all(&vec![b'x'; 600_000]).unwrap();
+    assert!(
+        within(5, || client_fields(&mut admin, "endless")
+            .is_some_and(|f| field(&f, "qbuf") >= 600_000)),
+        "CLIENT LIST shows the partial command in qbuf"
+    );
+    let f = client_fields(&mut admin, "endless").unwrap();
+    assert!(field(&f, "tot-mem") >= field(&f, "qbuf") + field(&f, "qbuf-free"));
+    let chunk = vec![b'x'; 64 * 1024];
+    for _ in 0..64 {
+        if endless.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    assert!(within(5, || client_fields(&mut admin, "endless").is_none()));
+    assert!(within(5, || logged(
+        &p,
+        "Closing client that reached max query buffer length"
+    )));
+    let line = p
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|l| l.contains("max query buffer length"))
+        .cloned()
+        .unwrap();
+    assert!(
+        line.contains(r#"qbuf initial bytes: "*3\r\n$3\r\nSET"#),
+        "{line}"
+    );
+}
+
+#[test]
+fn proto_max_bulk_len_refuses_a_longer_bulk_as_redis_does() {
+    let answer = |p: &Proc| {
+        let mut admin = RespConn::new(p);
+        call_text(&mut admin, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]);
+        let mut s = p.raw();
+        s.write_all(b"*2\r\n$3\r\nGET\r\n$2000000\r\n").unwrap();
+        String::from_utf8_lossy(&read_to_close(&mut s)).to_string()
+    };
+    let want = answer(&common::redis(&[]));
+    let got = answer(&strata(&[]));
+    assert!(want.starts_with("-ERR Protocol error"), "{want}");
+    assert_eq!(got, want);
+}
+
+#[test]
+fn timeout_closes_idle_clients_but_not_blocked_or_subscribed_ones() {
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    let mut idle = named(&p, "idle");
+    let mut sub = named(&p, "subscriber");
+    sub.write_all(b"SUBSCRIBE ch\r\n").unwrap();
+    let mut ack = [0u8; 31];
+    sub.read_exact(&mut ack).unwrap();
+    let mut blocked = named(&p, "blocked");
+    blocked.write_all(b"BLPOP nokey 0\r\n").unwrap();
+    common::wait_blocked(&mut admin, 1);
+    call_text(&mut admin, &["CONFIG", "SET", "timeout", "1"]);
+    assert!(
+        within(6, || client_fields(&mut admin, "idle").is_none()),
+        "an idle client is closed after the timeout"
+    );
+    assert!(read_to_close(&mut idle).is_empty());
+    assert!(
+        client_fields(&mut admin, "subscriber").is_some(),
+        "subscribers are spared"
+    );
+    let b = client_fields(&mut admin, "blocked").expect("blocked clients are spared");
+    assert!(field(&b, "idle") >= 2, "{b:?}");
+    // Its held arguments show as argv-mem: BLPOP nokey 0.
+    assert_eq!(field(&b, "argv-mem"), 5 + 5 + 1);
+    // Own CLIENT INFO: the command in the query buffer and its arguments, as Redis.
+    let own = call_text(&mut admin, &["CLIENT", "INFO"]);
+    assert!(own.contains(" qbuf=26 "), "{own}");
+    assert!(own.contains(" argv-mem=10 "), "{own}");
+}
+
+#[test]
+fn maxmemory_clients_evicts_the_biggest_clients_but_not_no_evict_ones() {
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    let partial = |s: &mut TcpStream, n: usize| {
+        s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000000\r\n")
+            .unwrap();
+        s.write_all(&vec![b'x'; n]).unwrap();
+    };
+    let mut keep = named(&p, "keep");
+    keep.write_all(b"CLIENT NO-EVICT on\r\n").unwrap();
+    let mut ok = [0u8; 5];
+    keep.read_exact(&mut ok).unwrap();
+    partial(&mut keep, 3 << 20);
+    let mut big = named(&p, "big");
+    partial(&mut big, 2 << 20);
+    let mut small = named(&p, "small");
+    partial(&mut small, 1 << 20);
+    let tot = |admin: &mut RespConn, name: &str| {
+        client_fields(admin, name).map_or(0, |f| field(&f, "tot-mem"))
+    };
+    assert!(within(5, || tot(&mut admin, "keep") >= 3 << 20
+        && tot(&mut admin, "big") >= 2 << 20
+        && tot(&mut admin, "small") >= 1 << 20));
+    let sum: u64 = ["keep", "big", "small"]
+        .iter()
+        .map(|n| tot(&mut admin, n))
+        .sum();
+    // Room for all but `big`: it goes, the bigger no-evict client stays, and so does
+    // `small` once the total fits.
+    let limit = sum - (1 << 20);
+    call_text(
+        &mut admin,
+        &["CONFIG", "SET", "maxmemory-clients", &limit.to_string()],
+    );
+    assert!(
+        within(5, || client_fields(&mut admin, "big").is_none()),
+        "evicted"
+    );
+    assert!(
+        client_fields(&mut admin, "keep").is_some(),
+        "no-evict clients stay"
+    );
+    assert!(
+        client_fields(&mut admin, "small").is_some(),
+        "evicted only until it fits"
+    );
+    assert_eq!(info_num(&mut admin, "stats", "evicted_clients"), 1);
+    // A client that grows past the limit is evicted as it reads.
+    small.write_all(&vec![b'x'; 3 << 20]).unwrap();
+    assert!(within(5, || client_fields(&mut admin, "small").is_none()));
+    assert_eq!(info_num(&mut admin, "stats", "evicted_clients"), 2);
+    let recent = info_num(&mut admin, "clients", "client_recent_max_input_buffer");
+    assert!(
+        recent >= 3 << 20,
+        "INFO saw the big query buffers: {recent}"
+    );
+}
+
+#[test]
+fn tcp_backlog_is_the_listen_queue_length() {
+    let p = strata(&["--tcp-backlog", "37"]);
+    let out = std::process::Command::new("ss")
+        .args(["-Hltn", &format!("sport = :{}", p.port)])
+        .output()
+        .expect("ss (Debian's iproute2) is required");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // State Recv-Q Send-Q Local Peer: for a listener, Send-Q is the backlog.
+    let send_q: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(send_q, ["37"], "{text}");
+}
