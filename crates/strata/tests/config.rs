@@ -122,7 +122,7 @@ fn every_directive_redis_lists_is_there_with_its_default() {
 
 /// Directives Strata sets at start only, which redis-server can change at run time
 /// (docs/compatibility.md).
-const START_ONLY: &[&str] = &["bind", "port"];
+const START_ONLY: &[&str] = &["bind", "port", "tls-port"];
 
 /// CONFIG SET of every directive (and alias) redis-server lists, to the value each server
 /// has: accepted, or refused (immutable, protected), alike.

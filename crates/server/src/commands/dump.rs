@@ -7,7 +7,7 @@
 //! Payloads are always checked in full (Redis's `sanitize-dump-payload yes`): a malformed
 //! one is refused before anything changes, never half restored.
 
-use crate::exec::command::{flags, CmdError, CmdResult, Command, Keys};
+use crate::exec::command::{flags, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
 use crate::rdb::{self, meta::loaded_stamp};
 use crate::services::notify;
@@ -29,6 +29,8 @@ pub const COMMANDS: &[Command] = &[
         summary: "Return a serialized version of the value stored at the specified key.",
         since: "2.6.0",
         complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        args: "key#key",
+        tips: &["nondeterministic_output"],
         handler: dump,
         ..Command::DEFAULT
     },
@@ -36,10 +38,12 @@ pub const COMMANDS: &[Command] = &[
         name: "restore",
         arity: -4,
         flags: flags::WRITE | flags::DENYOOM,
-        keys: KEY1,
+        keys: Keys::Specs(&[KeySpec::range(ks::OW | ks::UPDATE, 1, 0, 1)]),
+        acl: &["@keyspace", "@dangerous"],
         summary: "Create a key using the provided serialized value, previously obtained using DUMP.",
         since: "2.6.0",
         complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        args: "key#key ttl#int serialized-value [REPLACE] [ABSTTL] [IDLETIME:seconds#int] [FREQ:frequency#int]",
         handler: restore,
         ..Command::DEFAULT
     },

@@ -47,6 +47,9 @@ pub const COMMANDS: &[Command] = &[Command {
     summary: "Atomically transfer a key from a Redis instance to another one.",
     since: "2.6.0",
     complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+    args: "host port#int key_or_empty_string=(key#key | empty_string=) destination-db#int timeout#int [COPY] [REPLACE] [authentication=([AUTH:password] | [AUTH2:username_password=(username password)])] [KEYS:key#key1...]",
+    acl: &["@keyspace", "@dangerous"],
+    tips: &["nondeterministic_output"],
     handler: migrate,
     ..Command::DEFAULT
 }];
