@@ -399,3 +399,35 @@ fn acl_dryrun(ctx: &mut Ctx<'_>) -> CmdResult {
 fn acl_help(ctx: &mut Ctx<'_>) -> CmdResult {
     super::help(ctx, "ACL", ACL)
 }
+
+/// Logs in as `user` with `pass` (AUTH, HELLO AUTH); a failure is logged in ACL LOG.
+pub(super) fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> CmdResult {
+    let server = ctx.server();
+    match server.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.set_user(u);
+            ctx.client.authenticated = true;
+            Ok(())
+        }
+        None => {
+            let context = if ctx.nested() || ctx.client.multi.is_some() {
+                acl::Context::Multi
+            } else {
+                acl::Context::Toplevel
+            };
+            let object = String::from_utf8_lossy(ctx.arg(0)).into_owned();
+            let name = String::from_utf8_lossy(user).into_owned();
+            crate::exec::admit::log_refusal_as(
+                server,
+                ctx.client,
+                acl::Reason::Auth,
+                context,
+                object,
+                name,
+            );
+            Err(CmdError::Static(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            ))
+        }
+    }
+}

@@ -1,11 +1,9 @@
 //! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
 
-use crate::exec::admit::log_refusal_as;
 use crate::exec::client::{Client, ClientInfo, ReplyMode};
 use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::server::Server;
-use crate::services::acl::{Context, Reason};
 use crate::services::tracking::mode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -295,31 +293,6 @@ fn echo(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Logs in as `user` with `pass` (AUTH, HELLO AUTH); a failure is logged in ACL LOG.
-fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> CmdResult {
-    let server = ctx.server();
-    match server.acl.authenticate(user, pass) {
-        Some(u) => {
-            ctx.client.set_user(u);
-            ctx.client.authenticated = true;
-            Ok(())
-        }
-        None => {
-            let context = if ctx.nested() || ctx.client.multi.is_some() {
-                Context::Multi
-            } else {
-                Context::Toplevel
-            };
-            let object = String::from_utf8_lossy(ctx.arg(0)).into_owned();
-            let name = String::from_utf8_lossy(user).into_owned();
-            log_refusal_as(server, ctx.client, Reason::Auth, context, object, name);
-            Err(CmdError::Static(
-                "WRONGPASS invalid username-password pair or user is disabled.",
-            ))
-        }
-    }
-}
-
 fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
     let (user, pass) = match ctx.argv.len() {
         2 => (&b"default"[..], ctx.arg(1)),
@@ -333,7 +306,7 @@ fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
     if ctx.argv.len() == 2 && ctx.server().acl.default_user().rules().nopass {
         return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
     }
-    authenticate(ctx, user, pass)?;
+    super::acl::authenticate(ctx, user, pass)?;
     ctx.out.ok();
     Ok(())
 }
@@ -358,7 +331,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
         if opt == b"auth" && more >= 2 {
             ctx.redact(j + 1);
             ctx.redact(j + 2);
-            authenticate(ctx, ctx.arg(j + 1), ctx.arg(j + 2))?;
+            super::acl::authenticate(ctx, ctx.arg(j + 1), ctx.arg(j + 2))?;
             j += 3;
         } else if opt == b"setname" && more >= 1 {
             validate_name(ctx.arg(j + 1))?;
