@@ -29,6 +29,8 @@ pub struct Db {
     mask: usize,
     index: usize,
     pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    /// Shared with the keyspace: see [`Keyspace::set_keep_expired`].
+    keep_expired: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -72,6 +74,7 @@ impl Db {
         index: usize,
         shard_bits: u32,
         hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+        keep_expired: &std::sync::Arc<std::sync::atomic::AtomicBool>,
         owner: usize,
     ) -> Db {
         let n = 1usize << shard_bits;
@@ -87,7 +90,13 @@ impl Db {
             mask: n - 1,
             index,
             on_expired: hook.clone(),
+            keep_expired: keep_expired.clone(),
         }
+    }
+
+    /// True when lookups must leave expired keys in place (`Keyspace::set_keep_expired`).
+    pub(crate) fn keeps_expired(&self) -> bool {
+        self.keep_expired.load(Ordering::Relaxed)
     }
 
     /// This database's number (SELECT n).
@@ -399,7 +408,9 @@ impl Db {
                 attempt - n
             };
             let mut g = self.shards[idx].acquire();
-            g.purge_expired(now, |k| self.expired(k));
+            if !self.keeps_expired() {
+                g.purge_expired(now, |k| self.expired(k));
+            }
             let len = g.len();
             if len == 0 {
                 continue;
@@ -469,6 +480,7 @@ pub struct Keyspace {
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
     on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
+    keep_expired: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
 }
@@ -479,10 +491,12 @@ impl Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let hook = std::sync::Arc::new(std::sync::OnceLock::new());
+        let keep = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook, id))
+                .map(|i| Db::new(i, shard_bits, &hook, &keep, id))
                 .collect(),
+            keep_expired: keep,
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
@@ -498,6 +512,15 @@ impl Keyspace {
     /// Installs the expired-key hook (once; later calls are ignored).
     pub fn set_expired_hook(&self, hook: ExpiredHook) {
         let _ = self.on_expired.set(hook);
+    }
+
+    /// With `keep` set, a lookup of an expired key reports it missing but leaves it in
+    /// place (and reports nothing to the expired-key hook): a replica's keys expire only
+    /// when its primary's DEL arrives, so that a later write the primary sends for that
+    /// key still finds it. Lookups at time 1 (what a replayed or replicated command runs
+    /// at) see every key.
+    pub fn set_keep_expired(&self, keep: bool) {
+        self.keep_expired.store(keep, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {

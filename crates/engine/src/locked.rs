@@ -98,6 +98,9 @@ impl<'a> Locked<'a> {
             Some(s) => s.expire_at(),
         };
         let expired = expire_at.is_some_and(|at| at <= self.now());
+        if expired && self.db.keeps_expired() {
+            return (h, false);
+        }
         let shard = self.shard(h);
         if expired {
             shard.remove(h, key);

@@ -54,6 +54,8 @@ pub struct Server {
     pub sinks: crate::exec::sink::Sinks,
     /// Script bodies, function libraries and running scripts.
     pub scripts: crate::services::scripting::Scripts,
+    /// Replication: the backlog, replicas, the link to a primary.
+    pub repl: crate::services::replication::Replication,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
     /// Each worker thread's queue of connections: new ones, and ones moved to it.
@@ -171,6 +173,7 @@ impl Server {
             sinks: Default::default(),
             me: Default::default(),
             scripts: Default::default(),
+            repl: Default::default(),
             workers: Default::default(),
         });
         let _ = server.me.set(Arc::downgrade(&server));
@@ -200,7 +203,8 @@ pub(crate) fn cron(server: &Arc<Server>) {
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = u64::from(server.config.get().hz.clamp(1, 500));
         let period = Duration::from_millis(1000 / hz);
-        if server.active_expire.load(Ordering::Relaxed) {
+        // A replica's keys expire when its primary's DELs arrive.
+        if server.active_expire.load(Ordering::Relaxed) && !server.repl.is_replica() {
             // Redis lets its slow expire cycle use up to 25% of each period.
             server.keyspace.active_expire_cycle(period / 4);
         }
@@ -217,6 +221,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
             last = (Instant::now(), total);
             close_idle_clients(server);
             crate::services::snapshot::cron(server);
+            crate::services::replication::cron(server);
         }
         std::thread::sleep(period);
     }
@@ -229,7 +234,9 @@ fn close_idle_clients(server: &Server) {
         return;
     }
     for c in server.clients.snapshot() {
-        if c.idle_secs() > timeout {
+        // Replicas and the link to a primary are not clients that idle.
+        let normal = c.kind.load(Ordering::Relaxed) == crate::exec::client::kind::NORMAL;
+        if normal && c.idle_secs() > timeout {
             c.kill();
         }
     }

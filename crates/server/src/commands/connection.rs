@@ -399,6 +399,11 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         c.psub.load(Ordering::Relaxed),
         c.ssub.load(Ordering::Relaxed),
     );
+    match c.kind.load(Ordering::Relaxed) {
+        crate::exec::client::kind::REPLICA => flags.push('S'),
+        crate::exec::client::kind::MASTER => flags.push('M'),
+        _ => {}
+    }
     if sub + psub + ssub > 0 {
         flags.push('P');
     }
@@ -450,7 +455,8 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
                 match t.as_slice() {
                     b"normal" => class = Some(ClientClass::Normal),
                     b"pubsub" => class = Some(ClientClass::PubSub),
-                    b"master" | b"replica" | b"slave" => ids = Some(Vec::new()),
+                    b"master" => class = Some(ClientClass::Master),
+                    b"replica" | b"slave" => class = Some(ClientClass::Replica),
                     _ => {
                         return Err(CmdError::err(format!(
                             "Unknown client type '{}'",
@@ -500,7 +506,6 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut maxage) = (None, None, None, true, None);
-    let mut normal_only = true;
     let mut class = None;
     let mut j = 2;
     while j < ctx.argv.len() {
@@ -526,7 +531,8 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
             b"type" => match val.to_ascii_lowercase().as_slice() {
                 b"normal" => class = Some(ClientClass::Normal),
                 b"pubsub" => class = Some(ClientClass::PubSub),
-                b"master" | b"replica" | b"slave" => normal_only = false,
+                b"master" => class = Some(ClientClass::Master),
+                b"replica" | b"slave" => class = Some(ClientClass::Replica),
                 _ => {
                     return Err(CmdError::err(format!(
                         "Unknown client type '{}'",
@@ -548,8 +554,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let mut killed = 0;
     for c in &all {
-        let matches = normal_only
-            && class.is_none_or(|k| k == ClientClass::of(c))
+        let matches = class.is_none_or(|k| k == ClientClass::of(c))
             && id.is_none_or(|id| c.id == id)
             && addr
                 .as_ref()
@@ -568,15 +573,23 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// CLIENT LIST/KILL TYPE: a client with subscriptions is of type pubsub.
+/// CLIENT LIST/KILL TYPE: a replica's connection, this replica's link to its primary, a
+/// client with subscriptions (pubsub), or a normal one.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientClass {
     Normal,
     PubSub,
+    Replica,
+    Master,
 }
 
 impl ClientClass {
     fn of(c: &ClientInfo) -> ClientClass {
+        match c.kind.load(Ordering::Relaxed) {
+            crate::exec::client::kind::REPLICA => return ClientClass::Replica,
+            crate::exec::client::kind::MASTER => return ClientClass::Master,
+            _ => {}
+        }
         if c.sub.load(Ordering::Relaxed)
             + c.psub.load(Ordering::Relaxed)
             + c.ssub.load(Ordering::Relaxed)

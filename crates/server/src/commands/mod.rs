@@ -23,6 +23,7 @@ pub mod list;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
+pub mod replication;
 pub(crate) mod scan;
 pub mod scripting;
 pub mod set;
@@ -55,6 +56,7 @@ pub const FAMILIES: &[&[Command]] = &[
     transactions::COMMANDS,
     pubsub::COMMANDS,
     slowlog::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Redis's answer to a container's subcommand given more arguments than it takes, e.g.

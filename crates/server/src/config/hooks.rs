@@ -25,6 +25,8 @@ pub enum Hook {
     Slowlog,
     /// Turning the journal on or off (at start the data directory opens it).
     Appendonly,
+    /// The replication backlog's size and the min-replicas-to-write rule.
+    Replication,
 }
 
 impl Hook {
@@ -72,6 +74,7 @@ impl Hook {
             Hook::Slowlog => server
                 .slowlog
                 .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
+            Hook::Replication => crate::services::replication::configure(server),
             Hook::Appendonly => {
                 // Before start-up has opened the data directory there is nothing to switch.
                 if server.loading.load(Ordering::SeqCst) {

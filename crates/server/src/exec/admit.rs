@@ -43,6 +43,7 @@ pub fn admit(
                 return refuse("ERR Write commands are not allowed from read-only scripts.");
             }
         }
+        Origin::Master => return admit_master(client, cmd),
         Origin::Nested(_) | Origin::Client => {}
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
@@ -53,6 +54,13 @@ pub fn admit(
     }
     if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
         return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
+    }
+    // Replication's rules (a read-only replica, min-replicas-to-write, a replica whose
+    // link is down, loading a primary's data): one relaxed load while none applies.
+    if server.repl.restricts() {
+        if let Err(e) = crate::services::replication::admit(server, client, cmd, origin) {
+            return Admit::Refuse(e);
+        }
     }
     if client.multi.is_some() && !cmd.has(flags::NOT_QUEUED) {
         if cmd.has(flags::NO_MULTI) {
@@ -74,6 +82,14 @@ pub fn admit(
         if let Some(e) = server.sinks.write_error() {
             return Admit::Refuse(CmdError::Custom(e));
         }
+    }
+    Admit::Run
+}
+
+/// The primary's stream: only MULTI queueing applies.
+fn admit_master(client: &Client, cmd: &crate::exec::command::Command) -> Admit {
+    if client.multi.is_some() && !cmd.has(flags::NOT_QUEUED) {
+        return Admit::Queue;
     }
     Admit::Run
 }

@@ -43,6 +43,11 @@ pub struct Client {
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
+    /// Replication: what a replica announced with REPLCONF before its SYNC, or the mark
+    /// of a replica's link to its primary (`services::replication`).
+    pub repl: Option<Box<crate::services::replication::ClientRepl>>,
+    /// The replication offset that covers this client's last write (WAIT waits for it).
+    pub woff: u64,
 }
 
 impl Client {
@@ -62,7 +67,15 @@ impl Client {
             multi: None,
             watch: Default::default(),
             last_lsn: 0,
+            repl: None,
+            woff: 0,
         }
+    }
+
+    /// True for a replica's link to its primary: the primary's stream obeys no client
+    /// rule (read-only replica, paused writes...).
+    pub fn is_master(&self) -> bool {
+        self.repl.as_ref().is_some_and(|r| r.master)
     }
 
     /// Re-derives the pub/sub flags after a subscription or protocol change.
@@ -94,6 +107,13 @@ impl Client {
     }
 }
 
+/// The values of [`ClientInfo::kind`].
+pub mod kind {
+    pub const NORMAL: u8 = 0;
+    pub const REPLICA: u8 = 1;
+    pub const MASTER: u8 = 2;
+}
+
 /// What other threads may read or signal about a client.
 pub struct ClientInfo {
     pub id: u64,
@@ -117,6 +137,9 @@ pub struct ClientInfo {
     pub ssub: AtomicUsize,
     /// In a blocking command (CLIENT LIST flags=b).
     pub blocked: AtomicBool,
+    /// What the connection is for: [`kind::NORMAL`], a replica ([`kind::REPLICA`], CLIENT
+    /// LIST flags=S) or this replica's link to its primary ([`kind::MASTER`], flags=M).
+    pub kind: AtomicU8,
     killed: AtomicBool,
     /// The task to wake on `kill`: the connection's (its waker is the same at every await).
     kill_waker: Mutex<Option<Waker>>,
@@ -141,6 +164,7 @@ impl ClientInfo {
             psub: AtomicUsize::new(0),
             ssub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
+            kind: AtomicU8::new(kind::NORMAL),
             killed: AtomicBool::new(false),
             kill_waker: Mutex::new(None),
         }

@@ -164,7 +164,7 @@ pub fn hold<'a>(
             }
             Ok(none)
         }
-        Origin::Client => {
+        Origin::Client | Origin::Master => {
             if !write || !server.orders_writes() {
                 return Ok(none);
             }

@@ -54,6 +54,24 @@ pub enum Incoming {
     Moved(Box<Moved>),
     /// Not a connection: the worker answers as it takes it (`workers::barrier`).
     Barrier(std::sync::mpsc::SyncSender<()>),
+    /// A long-lived task to run on the worker, as a connection runs (a replica's link to
+    /// its primary).
+    Task(Task),
+}
+
+/// See [`Incoming::Task`].
+pub type Task = Box<
+    dyn FnOnce(Arc<Server>, Arc<ThreadStats>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+        + Send,
+>;
+
+/// How `serve_client` ended.
+enum Exit {
+    Close,
+    /// Hand the connection to worker N.
+    Move(usize),
+    /// SYNC or PSYNC: the connection is a replica's now, with the bytes it sent after.
+    Replica(Box<crate::services::replication::Handoff>, BytesMut),
 }
 
 /// A connection between two workers: its socket and its state, taken between two reads
@@ -69,8 +87,8 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
         Incoming::Moved(m) => {
             let Moved { stream, mut client } = *m;
             if let Ok(mut stream) = TcpStream::from_std(stream) {
-                let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
-                return finish(&server, stream, client, moved);
+                let exit = serve_client(&server, &stats, &mut stream, &mut client, me).await;
+                return finish(&server, stream, client, exit).await;
             }
             return finish_client(&server, client);
         }
@@ -78,6 +96,7 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
             let _ = passed.send(());
             return;
         }
+        Incoming::Task(task) => return task(server, stats).await,
     };
     let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {
         (Ok(p), Ok(l)) => (p, l),
@@ -108,15 +127,27 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
     server.clients.add(info.clone());
     let authenticated = server.config.get().requirepass.is_empty();
     let mut client = Client::new(info, authenticated);
-    let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
-    finish(&server, stream, client, moved);
+    let exit = serve_client(&server, &stats, &mut stream, &mut client, me).await;
+    finish(&server, stream, client, exit).await;
 }
 
-/// After `serve_client`: hands the connection to worker `to` if it asked to move, else
-/// closes it.
-fn finish(server: &Server, stream: TcpStream, client: Client, to: Option<usize>) {
-    let Some(to) = to else {
-        return finish_client(server, client);
+/// After `serve_client`: hands the connection to worker `to` if it asked to move, serves
+/// it as a replica's after SYNC/PSYNC, else closes it.
+async fn finish(server: &Server, mut stream: TcpStream, mut client: Client, exit: Exit) {
+    let to = match exit {
+        Exit::Close => return finish_client(server, client),
+        Exit::Move(to) => to,
+        Exit::Replica(h, inbuf) => {
+            crate::services::replication::primary::serve_replica(
+                server,
+                &mut stream,
+                &mut client,
+                inbuf,
+                *h,
+            )
+            .await;
+            return finish_client(server, client);
+        }
     };
     let queue = server.workers.get().and_then(|w| w.get(to));
     match (stream.into_std(), queue) {
@@ -145,15 +176,29 @@ fn finish_client(server: &Server, mut client: Client) {
     server.clients.remove(client.info.id);
 }
 
-/// Serves the connection until it closes (None) or should move to another worker (its
-/// index).
+/// Serves the connection until it closes, should move to another worker, or becomes a
+/// replica's.
 async fn serve_client(
     server: &Server,
     stats: &ThreadStats,
     stream: &mut TcpStream,
     client: &mut Client,
     me: usize,
-) -> Option<usize> {
+) -> Exit {
+    match serve_requests(server, stats, stream, client, me).await {
+        Some(exit) => exit,
+        None => Exit::Close,
+    }
+}
+
+/// `serve_client`'s loop; None: close.
+async fn serve_requests(
+    server: &Server,
+    stats: &ThreadStats,
+    stream: &mut TcpStream,
+    client: &mut Client,
+    me: usize,
+) -> Option<Exit> {
     let mut parser = Parser::new(Limits::default());
     let mut limits = ConnLimits::load(server, &mut parser, client.authenticated);
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -204,6 +249,7 @@ async fn serve_client(
         info.touch(wk.clock);
         pending = false;
         let mut blocked = None;
+        let mut deferred = None;
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
@@ -224,6 +270,20 @@ async fn serve_client(
                             // Blocked: answer what came before, then wait; the commands
                             // after it stay in the buffer until it is served.
                             blocked = Some(blocked::begin(&mut wk, client, &argv, *req));
+                            break;
+                        }
+                        // A reply that comes later (WAIT), or the connection becomes a
+                        // replica's (SYNC, PSYNC): what came before is answered first.
+                        if after.deferred.is_some() || after.handoff.is_some() {
+                            deferred = after.deferred.take();
+                            if let Some(h) = after.handoff.take() {
+                                drop(sticky);
+                                if !out.is_empty() && !write_out(stream, &info, &out).await {
+                                    return None;
+                                }
+                                let rest = std::mem::take(&mut inbuf);
+                                return Some(Exit::Replica(h, rest));
+                            }
                             break;
                         }
                     }
@@ -292,6 +352,14 @@ async fn serve_client(
                 s.mailbox.written(mail);
             }
         }
+        if let Some(reply) = deferred {
+            tokio::select! {
+                biased;
+                _ = info.killed() => return None,
+                r = reply => out.extend_from_slice(&r),
+            }
+            pending = true;
+        }
         if let Some(w) = blocked {
             match wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await {
                 Some(reply) => {
@@ -313,7 +381,7 @@ async fn serve_client(
         if let Some(shard) = hot {
             let to = shard % server.threads.max(1);
             if to != me && inbuf.is_empty() && !pending && movable(client) {
-                return Some(to);
+                return Some(Exit::Move(to));
             }
         }
     }

@@ -45,6 +45,7 @@ pub fn start(
     if let Some(path) = &opts.rdb_import {
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
     }
+    crate::services::replication::load_at_start(&server);
     server.loading.store(false, Ordering::SeqCst);
     Ok((server, listeners))
 }
@@ -70,6 +71,8 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
                 .spawn(move || worker(server, stats, rx, i))?,
         );
     }
+    // Follows `replicaof`, now that the link has a worker to run on.
+    crate::services::replication::start(&server);
     let background = {
         let server = server.clone();
         std::thread::Builder::new()
@@ -88,7 +91,10 @@ pub fn serve(server: Arc<Server>, listeners: Vec<TcpListener>) -> std::io::Resul
     for w in workers {
         w.join().ok();
     }
+    let journal = server.persist.journal().is_some();
     server.persist.close();
+    // No command runs any more: the replication offset is exactly that of the data.
+    crate::services::replication::save_at_shutdown(&server, journal);
     tracing::info!("Strata is now ready to exit, bye bye...");
     Ok(())
 }

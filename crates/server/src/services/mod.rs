@@ -5,6 +5,7 @@ pub mod lazyfree;
 pub mod notify;
 pub mod persist;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;
