@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Durability: Strata's journal and fork-less snapshots against Redis's AOF and RDB on this
-# machine, compared the way shared/peers/README.md says to on a noisy machine: the same
-# redis-benchmark run against each server in turn, the order rotating from round to round,
-# for ROUNDS rounds; each side's best round for throughput and p99 (noise only slows a run
-# down), each server's least CPU time (utime+stime, all threads) per million requests.
+# machine, compared as docs/benchmarks.md ("How we compare") describes for a noisy
+# machine: the same redis-benchmark run against each server in turn, the order rotating
+# from round to round, for ROUNDS rounds; each side's best round for throughput and p99
+# (noise only slows a run down), each server's least CPU time (utime+stime, all threads)
+# per million requests.
 # Every server runs on a fresh data directory of its own under one temp dir, which is
 # removed at the end; every server this script starts is stopped at the end.
 #

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# strata-engine in-process against Erlang's ETS (../shared/peers/etsb.escript) and dashmap,
+# strata-engine in-process against Erlang's ETS (scripts/ets-bench.escript) and dashmap,
 # interleaved: ETS, then per pass strata + dashmap (and the same with --huge-pages), then ETS
 # again, so every strata figure has an ETS figure from just before and just after it.
+# Both sides draw the same keys (see the escript's header) from THREADS threads/processes,
+# and both fill from THREADS threads/processes.
 #
-# usage: scripts/bench-embedded-vs-ets.sh          (needs escript: Debian's erlang-nox)
+# usage: scripts/bench-embedded-vs-ets.sh          (needs escript: Debian's erlang-base)
 # Environment:
-#   ROWS=1000000   rows (etsb's n)          PASSES=2   strata passes
+#   ROWS=1000000   rows                     PASSES=2   strata passes
 #   UPDATES=0,100  updates per 1000         HUGE=1     also run --huge-pages (0: don't)
+#   THREADS=2      threads (strata, dashmap) and processes (ETS)
+#   LOOPS=1000000  operations per thread per round     ROUNDS=3   rounds per ratio
 #   NO_BUILD=1     do not run cargo build --release first
 # Prints each tool's fill line and best rounds; docs/benchmarks.md has the figures.
 set -euo pipefail
@@ -15,19 +19,22 @@ ROWS=${ROWS:-1000000}
 PASSES=${PASSES:-2}
 UPDATES=${UPDATES:-0,100}
 HUGE=${HUGE:-1}
-ETSB=${ETSB:-../shared/peers/etsb.escript}
-command -v escript >/dev/null || { echo "escript not found (apt-get install -y erlang-nox)" >&2; exit 2; }
-[ -f "$ETSB" ] || { echo "$ETSB not found" >&2; exit 2; }
+THREADS=${THREADS:-2}
+LOOPS=${LOOPS:-1000000}
+ROUNDS=${ROUNDS:-3}
+command -v escript >/dev/null || { echo "escript not found (apt-get install -y erlang-base)" >&2; exit 2; }
 [ -n "${NO_BUILD:-}" ] || cargo build --release -p strata >&2
 
 ets() {
     echo "=== ETS"
-    escript "$ETSB" n="$ROWS" p=2 l=1000000 updates="$UPDATES" rounds=3 | grep -E "fill|updates"
+    escript scripts/ets-bench.escript n="$ROWS" p="$THREADS" fill="$THREADS" l="$LOOPS" \
+        updates="$UPDATES" rounds="$ROUNDS" | grep -E "fill:.* in |best="
 }
 strata() {
     echo "=== strata + dashmap $*"
-    target/release/strata bench embedded --rows "$ROWS" --threads 2 --writes-per-1000 "$UPDATES" \
-        --loops 1000000 --rounds 3 --map both "$@" | grep -E "fill|best|strata best"
+    target/release/strata bench embedded --rows "$ROWS" --threads "$THREADS" \
+        --writes-per-1000 "$UPDATES" --loops "$LOOPS" --rounds "$ROUNDS" --map both "$@" \
+        | grep -E "fill:.* in |best"
 }
 
 ets

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Strata vs Redis on this machine, interleaved, the way shared/peers/README.md says to
-# compare on a noisy machine: the same redis-benchmark run against each server in turn
+# Strata vs Redis on this machine, interleaved, as docs/benchmarks.md ("How we compare")
+# describes for a noisy machine: the same redis-benchmark run against each server in turn
 # (A B B A A B ...) for ROUNDS rounds; each side's best round for throughput and p99, each
 # server's least CPU time (utime+stime of the whole process, all threads) per million
 # requests for efficiency.

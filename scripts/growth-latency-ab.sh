@@ -2,7 +2,7 @@
 # Strata against Strata while one collection grows large: throughput, p99, the slowest
 # request and the server's CPU time, for two or more builds in turn (A B A B ...), each run
 # on a fresh server, so that only figures from interleaved runs compare
-# (shared/peers/README.md). Made for growth pauses (docs/benchmarks.md, "Large
+# (docs/benchmarks.md, "How we compare"). Made for growth pauses (docs/benchmarks.md, "Large
 # collections grow without a pause").
 #
 # usage: scripts/growth-latency-ab.sh ROUNDS BINARY... -- REDIS-BENCHMARK-ARGS...

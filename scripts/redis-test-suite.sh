@@ -78,7 +78,10 @@ run_unit() {
     log="$OUT/$side-$(echo "$unit" | tr / _).log"
     (cd "$SRC" && timeout "$TIMEOUT" ./runtest --host 127.0.0.1 --port "$port" \
         --tags -slow --timeout 60 --single "$unit" >"$log" 2>&1)
+    # A server a unit left busy (a script in a loop) may not stop on SIGTERM: then kill it.
     kill "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     rm -rf "$dir"
     sed 's/\x1b\[[0-9;]*m//g' "$log" | awk '

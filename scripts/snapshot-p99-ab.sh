@@ -2,7 +2,7 @@
 # Strata against Strata: SET and GET p99, steady and while snapshots run back to back, for
 # two or more builds in turn (A B A B ...), on the same data. For changes to the snapshot
 # path, where the run-to-run spread of this noisy machine is larger than most effects: only
-# figures from interleaved cycles compare (shared/peers/README.md).
+# figures from interleaved cycles compare (docs/benchmarks.md, "How we compare").
 #
 # usage: scripts/snapshot-p99-ab.sh CYCLES BINARY...
 #

@@ -94,6 +94,10 @@ pub struct Common {
     /// AUTH password.
     #[arg(short = 'a', long)]
     password: Option<String>,
+    /// A command every connection sends before the test, e.g. "CLIENT TRACKING on"
+    /// (arguments split on spaces; repeatable). An error reply stops the run.
+    #[arg(long, value_name = "COMMAND")]
+    init: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -319,6 +323,11 @@ fn prepare(c: &Common, default_requests: u64) -> Result<Prepared, String> {
                 rate: c.rate,
                 progress: (!progress.is_zero()).then_some(progress),
                 password: c.password.clone(),
+                init: c
+                    .init
+                    .iter()
+                    .map(|l| l.split_whitespace().map(String::from).collect())
+                    .collect(),
             },
             quiet: c.quiet,
         },
@@ -338,6 +347,7 @@ fn settings_json(c: &Common, p: &Prepared) -> serde_json::Value {
         "rate": c.rate,
         "rounds": p.opts.rounds,
         "verify": c.verify,
+        "init": c.init,
         "targets": p.opts.targets.iter().map(|t| format!("{}={}", t.name, t.addr)).collect::<Vec<_>>(),
         "command": std::env::args().collect::<Vec<_>>().join(" "),
     })

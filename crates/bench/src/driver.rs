@@ -60,6 +60,8 @@ pub struct Settings {
     pub rate: Option<f64>,
     pub progress: Option<Duration>,
     pub password: Option<String>,
+    /// Commands each connection sends once before the phase (`--init`).
+    pub init: Vec<Vec<String>>,
 }
 
 /// One operation's figures from a phase.
@@ -133,6 +135,9 @@ pub fn run(addr: &str, phase: Phase, s: &Settings, quiet: bool) -> Result<PhaseR
         // Fail early and clearly if the server rejects commands (e.g. NOAUTH).
         if let crate::conn::Owned::Error(e) = c.call(&["PING"])? {
             return Err(format!("{addr}: PING: {e}"));
+        }
+        for cmd in s.init.iter().filter(|c| !c.is_empty()) {
+            c.ok(cmd)?;
         }
         streams.push(c.into_stream()?);
     }

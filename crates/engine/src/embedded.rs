@@ -48,6 +48,9 @@ pub enum Error {
     NotInteger,
     /// [`Table::incr`] would leave the `i64` range.
     Overflow,
+    /// The table is over its memory budget and nothing can be evicted (see
+    /// [`Table::set_memory_budget`]).
+    OutOfMemory,
 }
 
 impl fmt::Display for Error {
@@ -56,6 +59,9 @@ impl fmt::Display for Error {
             Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             Error::NotInteger => "ERR value is not an integer or out of range",
             Error::Overflow => "ERR increment or decrement would overflow",
+            Error::OutOfMemory => {
+                "OOM the table's memory budget is used up and nothing can be evicted"
+            }
         })
     }
 }
@@ -90,7 +96,8 @@ impl From<WrongType> for Error {
 /// assert!(!t.contains(b"user:1"));
 /// ```
 pub struct Table {
-    ks: Keyspace,
+    pub(crate) ks: Keyspace,
+    pub(crate) budget: crate::embedded_budget::Budgeted,
 }
 
 impl Default for Table {
@@ -136,6 +143,7 @@ impl Table {
     pub fn with_shards(bits: u32) -> Table {
         Table {
             ks: Keyspace::new(1, bits),
+            budget: Default::default(),
         }
     }
 
@@ -157,12 +165,23 @@ impl Table {
         &self.ks.encodings
     }
 
+    /// A read's lock: it updates access bits only under an LRU or LFU budget.
     fn read(&self, key: &[u8]) -> Locked<'_> {
-        self.db().lock1(key).no_touch(true)
+        let touch = self.budget.touch.load(std::sync::atomic::Ordering::Relaxed);
+        self.db().lock1(key).no_touch(!touch)
     }
 
+    /// A write's lock, after making room under the memory budget (if any). The infallible
+    /// writes store even when no room could be made.
     fn write(&self, key: &[u8]) -> Locked<'_> {
+        let _ = self.make_room();
         self.db().lock1(key)
+    }
+
+    /// `write`, failing when no room could be made.
+    fn try_write(&self, key: &[u8]) -> Result<Locked<'_>, Error> {
+        self.make_room()?;
+        Ok(self.db().lock1(key))
     }
 
     /// A copy of the string at `key`; None when the key is missing, expired, or holds a
@@ -188,7 +207,8 @@ impl Table {
     /// assert_eq!(t.get_with(b"greeting", |v| v.len()), Some(11));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        self.db().read1(key, |e| e?.as_str().map(f))
+        let touch = self.budget.touch.load(std::sync::atomic::Ordering::Relaxed);
+        self.db().read1(key, touch, |e| e?.as_str().map(f))
     }
 
     /// True when `key` exists (any type) and has not expired.
@@ -228,6 +248,7 @@ impl Table {
     /// assert_eq!(t.get(b"k"), Some(b"2".to_vec()));
     /// ```
     pub fn set(&self, key: &[u8], value: &[u8]) {
+        let _ = self.make_room();
         self.db().set_str1(key, value);
     }
 
@@ -256,7 +277,7 @@ impl Table {
     /// assert!(!t.delete(b"k"));
     /// ```
     pub fn delete(&self, key: &[u8]) -> bool {
-        self.write(key).remove(key)
+        self.db().lock1(key).remove(key)
     }
 
     /// Adds `by` to the integer stored as a string at `key` and returns the new value,
@@ -276,7 +297,7 @@ impl Table {
     /// assert_eq!(t.incr(b"max", 1), Err(Error::Overflow));
     /// ```
     pub fn incr(&self, key: &[u8], by: i64) -> Result<i64, Error> {
-        self.write(key).incr_by(key, by)
+        self.try_write(key)?.incr_by(key, by)
     }
 
     /// Atomically replaces the string at `key` with `new` if it currently equals
@@ -338,7 +359,7 @@ impl Table {
         key: &[u8],
         f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
     ) -> Result<Option<Vec<u8>>, Error> {
-        let mut l = self.write(key);
+        let mut l = self.try_write(key)?;
         let new = match l.peek(key) {
             None => f(None),
             Some(e) => f(Some(e.as_str().ok_or(Error::WrongType)?)),
@@ -534,7 +555,7 @@ impl Table {
         key: &[u8],
         f: impl FnOnce(&mut HashValue, &Encodings) -> R,
     ) -> Result<R, Error> {
-        let mut l = self.write(key);
+        let mut l = self.try_write(key)?;
         let h = l.hash_mut_or_create(key)?;
         let r = f(h, &self.ks.encodings);
         if h.is_empty() {
@@ -575,7 +596,7 @@ impl Table {
         key: &[u8],
         f: impl FnOnce(&mut SetValue, &Encodings) -> R,
     ) -> Result<R, Error> {
-        let mut l = self.write(key);
+        let mut l = self.try_write(key)?;
         let s = l.set_mut_or_create(key, b"0")?;
         let r = f(s, &self.ks.encodings);
         if s.is_empty() {
@@ -607,6 +628,7 @@ impl Table {
         keys: &[K],
         f: impl FnOnce(&mut Locked<'_>) -> R,
     ) -> R {
+        let _ = self.make_room();
         let mut l = self.db().lock(keys);
         f(&mut l)
     }

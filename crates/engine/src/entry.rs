@@ -446,6 +446,15 @@ impl Slot {
     fn obj_layout(&self) -> Layout {
         obj_layout(0, self.obj_tail().len())
     }
+
+    /// The bytes this entry's block was allocated with (its value's heap aside).
+    pub(crate) fn block_len(&self) -> usize {
+        if self.is_obj() {
+            self.obj_layout().size()
+        } else {
+            self.bytes().len()
+        }
+    }
 }
 
 impl Drop for Slot {
@@ -503,6 +512,20 @@ impl<'a> EntryRef<'a> {
             Form::Block(slot) => slot.key(),
             Form::Inline(s) => s.key(),
         }
+    }
+
+    /// The bytes of the entry's block; None for an inline string, which has none.
+    pub(crate) fn block_len(&self) -> Option<usize> {
+        match self.0 {
+            Form::Block(slot) => Some(slot.block_len()),
+            Form::Inline(_) => None,
+        }
+    }
+
+    /// The bytes this entry takes (`crate::memory::entry_bytes`): MEMORY USAGE's answer,
+    /// collections estimated from their first `samples` elements (0: all).
+    pub fn memory_usage(&self, samples: usize) -> usize {
+        crate::memory::entry_bytes(self, samples)
     }
 
     /// The general form, for a block entry that has one.

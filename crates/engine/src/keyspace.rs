@@ -1,8 +1,10 @@
 //! Databases and their shards, and the operations that span a whole database: counting,
 //! flushing, SCAN, KEYS, RANDOMKEY, SWAPDB and the active expiry cycle.
 
+use crate::access::{Access, Stamp};
 use crate::clock;
 use crate::entry::{EntryRef, Kind, Slot};
+use crate::evict::Occupancy;
 use crate::glob;
 use crate::locked::{Guards, Locked};
 use crate::shard::{hash, ShardData};
@@ -23,14 +25,28 @@ pub(crate) struct Shard(pub Mutex<ShardData>);
 /// under the key's shard lock: it must not lock shards.
 pub type ExpiredHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
+/// What every database shares about expiry: the hook told of expired keys, and a freeze.
+#[derive(Default)]
+pub(crate) struct Expiry {
+    hook: std::sync::OnceLock<ExpiredHook>,
+    /// Until this Unix ms, expired keys stay in place (reading as missing): nothing is
+    /// removed, lazily or actively (the server's CLIENT PAUSE keeps the data set still).
+    frozen_until: AtomicU64,
+    /// A replica's keys expire only when its primary's DEL arrives
+    /// ([`Keyspace::set_keep_expired`]): while set, nothing is removed either.
+    keep: std::sync::atomic::AtomicBool,
+}
+
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
     shards: Box<[Shard]>,
     mask: usize,
     index: usize,
-    pub(crate) on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
-    /// Shared with the keyspace: see [`Keyspace::set_keep_expired`].
-    keep_expired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) expiry: std::sync::Arc<Expiry>,
+    /// The keyspace's access policy (what an access writes in an entry's access bits).
+    pub(crate) access: std::sync::Arc<Access>,
+    /// Which shards hold keys (with a TTL), for eviction's sampling (`crate::evict`).
+    pub(crate) occupancy: std::sync::Arc<Occupancy>,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -73,30 +89,34 @@ impl Db {
     fn new(
         index: usize,
         shard_bits: u32,
-        hook: &std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
-        keep_expired: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        expiry: &std::sync::Arc<Expiry>,
+        access: &std::sync::Arc<Access>,
         owner: usize,
     ) -> Db {
         let n = 1usize << shard_bits;
+        let occupancy = std::sync::Arc::new(Occupancy::new(n));
         Db {
             shards: (0..n)
-                .map(|_| {
+                .map(|i| {
                     Shard(Mutex::new(ShardData {
                         owner,
+                        index: i as u32,
+                        occupancy: Some(occupancy.clone()),
                         ..Default::default()
                     }))
                 })
                 .collect(),
             mask: n - 1,
             index,
-            on_expired: hook.clone(),
-            keep_expired: keep_expired.clone(),
+            expiry: expiry.clone(),
+            access: access.clone(),
+            occupancy,
         }
     }
 
-    /// True when lookups must leave expired keys in place (`Keyspace::set_keep_expired`).
-    pub(crate) fn keeps_expired(&self) -> bool {
-        self.keep_expired.load(Ordering::Relaxed)
+    /// The stamp of an access now (the coarse clock; see `Access::stamp_now`).
+    pub(crate) fn stamp_now(&self) -> Stamp {
+        self.access.stamp_now()
     }
 
     /// This database's number (SELECT n).
@@ -106,9 +126,16 @@ impl Db {
 
     /// Reports an expired key to the hook, if one is set.
     pub(crate) fn expired(&self, key: &[u8]) {
-        if let Some(h) = self.on_expired.get() {
+        if let Some(h) = self.expiry.hook.get() {
             h(self.index, key);
         }
+    }
+
+    /// Whether expired keys may be removed at `now` (Unix ms): not while expiry is frozen.
+    #[inline]
+    pub(crate) fn may_expire(&self, now: u64) -> bool {
+        now > self.expiry.frozen_until.load(Ordering::Relaxed)
+            && !self.expiry.keep.load(Ordering::Relaxed)
     }
 
     /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
@@ -131,8 +158,8 @@ impl Db {
         self.lock1_at(0, key)
     }
 
-    /// A read of one key that changes no access time (the embedded table's lookups): `f`
-    /// gets the live entry or None, under the key's shard lock.
+    /// A read of one key that changes no access time unless `touch` (the embedded
+    /// table's lookups): `f` gets the live entry or None, under the key's shard lock.
     ///
     /// The common case (no session or kept shard on this thread, no key with a TTL in the
     /// shard) takes the mutex directly and probes once. Measured: that short path lets the
@@ -141,14 +168,19 @@ impl Db {
     /// hash and the probe, into the caller's loop, it overlaps further: 1.25x at 1M and 10M
     /// rows (docs/benchmarks.md, "Short strings inline").
     #[inline]
-    pub fn read1<R>(&self, key: &[u8], f: impl FnOnce(Option<EntryRef<'_>>) -> R) -> R {
+    pub fn read1<R>(
+        &self,
+        key: &[u8],
+        touch: bool,
+        f: impl FnOnce(Option<EntryRef<'_>>) -> R,
+    ) -> R {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return f(g.read(h, key, None));
+            return f(g.read(h, key, touch.then(|| self.stamp_now())));
         }
         let idx = self.shard_index(h);
         let guard = self.shards[idx].acquire();
-        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(true);
+        let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(!touch);
         f(l.get_hashed(h, key))
     }
 
@@ -159,7 +191,7 @@ impl Db {
     pub fn set_str1(&self, key: &[u8], value: &[u8]) {
         let h = hash(key);
         if let Some(mut g) = self.short_lock(h) {
-            return g.put_str(h, key, value, None, clock::lru_now());
+            return g.put_str(h, key, value, None, self.stamp_now());
         }
         self.lock1(key)
             .set_str(key, value, crate::locked::Ttl::Clear);
@@ -408,7 +440,7 @@ impl Db {
                 attempt - n
             };
             let mut g = self.shards[idx].acquire();
-            if !self.keeps_expired() {
+            if self.may_expire(now) {
                 g.purge_expired(now, |k| self.expired(k));
             }
             let len = g.len();
@@ -479,8 +511,8 @@ pub struct Keyspace {
     pub encodings: crate::types::Encodings,
     expire_cursor: AtomicUsize,
     rng: AtomicU64,
-    on_expired: std::sync::Arc<std::sync::OnceLock<ExpiredHook>>,
-    keep_expired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    expiry: std::sync::Arc<Expiry>,
+    access: std::sync::Arc<Access>,
     /// Unique per keyspace (never 0): which keyspace a kept shard belongs to (`Sticky`).
     id: usize,
 }
@@ -490,18 +522,18 @@ impl Keyspace {
     pub fn new(databases: usize, shard_bits: u32) -> Keyspace {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let hook = std::sync::Arc::new(std::sync::OnceLock::new());
-        let keep = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let expiry = std::sync::Arc::new(Expiry::default());
+        let access = std::sync::Arc::new(Access::default());
         Keyspace {
             dbs: (0..databases.max(1))
-                .map(|i| Db::new(i, shard_bits, &hook, &keep, id))
+                .map(|i| Db::new(i, shard_bits, &expiry, &access, id))
                 .collect(),
-            keep_expired: keep,
+            access,
             id,
             encodings: Default::default(),
             expire_cursor: AtomicUsize::new(0),
             rng: AtomicU64::new(clock::now_ms() | 1),
-            on_expired: hook,
+            expiry,
         }
     }
 
@@ -509,9 +541,22 @@ impl Keyspace {
         self.id
     }
 
+    /// What accesses write in entries' access bits: LRU clocks or LFU counters, and the
+    /// LFU parameters (the server sets them from its configuration).
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
     /// Installs the expired-key hook (once; later calls are ignored).
     pub fn set_expired_hook(&self, hook: ExpiredHook) {
-        let _ = self.on_expired.set(hook);
+        let _ = self.expiry.hook.set(hook);
+    }
+
+    /// Keeps expired keys in place until `until_ms` (Unix ms; 0 lifts it): they read as
+    /// missing, but neither lookups nor the active cycle remove them, so the data set does
+    /// not change (Redis does so while clients are paused).
+    pub fn freeze_expiry_until(&self, until_ms: u64) {
+        self.expiry.frozen_until.store(until_ms, Ordering::Relaxed);
     }
 
     /// With `keep` set, a lookup of an expired key reports it missing but leaves it in
@@ -520,7 +565,7 @@ impl Keyspace {
     /// key still finds it. Lookups at time 1 (what a replayed or replicated command runs
     /// at) see every key.
     pub fn set_keep_expired(&self, keep: bool) {
-        self.keep_expired.store(keep, Ordering::Relaxed);
+        self.expiry.keep.store(keep, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {
@@ -583,6 +628,9 @@ impl Keyspace {
         let per_db = self.dbs[0].shards.len();
         let total = per_db * self.dbs.len();
         let now = clock::now_ms();
+        if !self.dbs[0].may_expire(now) {
+            return 0;
+        }
         let mut removed = 0;
         let mut pos = self.expire_cursor.load(Ordering::Relaxed) % total;
         for visited in 0..total {

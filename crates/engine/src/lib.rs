@@ -6,23 +6,31 @@
 //! [`Locked`] guard, and unlocks. Expired keys are removed lazily on access and by
 //! [`Keyspace::active_expire_cycle`].
 
+pub mod access;
 pub mod clock;
 pub mod embedded;
+mod embedded_budget;
 mod entry;
+pub mod evict;
 pub mod glob;
 mod inline;
 pub mod int;
 mod keyspace;
+mod ledger;
 mod locked;
+pub mod memory;
 mod session;
 mod shard;
 mod types;
 mod value;
 
 pub use embedded::Table;
+pub use embedded_budget::Budget;
 pub use entry::{EntryRef, Kind};
+pub use evict::{Policy, Pool};
 pub use keyspace::{Capture, Captured, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT};
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};
+pub use shard::key_eq;
 pub use types::{stream, Encodings, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{Owned, Value};

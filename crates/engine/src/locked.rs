@@ -1,6 +1,7 @@
 //! A command's hold on the shards of its keys. Every read and write of an entry goes through
 //! here, so lazy expiry, hit/miss counting and LRU touching happen in exactly one place.
 
+use crate::access::Stamp;
 use crate::clock;
 use crate::entry::EntryRef;
 use crate::keyspace::Db;
@@ -37,8 +38,12 @@ pub struct Locked<'a> {
     /// The command's time in Unix ms; 0 until first needed when the caller gave none
     /// (most lookups touch no entry with an expiry and need no clock at all).
     now: Cell<u64>,
-    lru: Cell<u32>,
+    /// What an access at `now` writes in an entry's access bits; None until first needed.
+    stamp: Cell<Option<Stamp>>,
     touch: bool,
+    /// A collection was edited in place under the embedded table's accounting: measure it
+    /// again when this guard lets go (`crate::ledger`).
+    edited: Cell<bool>,
 }
 
 impl<'a> Locked<'a> {
@@ -48,8 +53,9 @@ impl<'a> Locked<'a> {
             db,
             guards,
             now: Cell::new(now),
-            lru: Cell::new(if now == 0 { 0 } else { clock::lru_clock(now) }),
+            stamp: Cell::new(None),
             touch: true,
+            edited: Cell::new(false),
         }
     }
 
@@ -65,17 +71,20 @@ impl<'a> Locked<'a> {
             0 => {
                 let t = clock::now_ms();
                 self.now.set(t);
-                self.lru.set(clock::lru_clock(t));
                 t
             }
             t => t,
         }
     }
 
-    /// The LRU stamp for entries written or read now.
-    fn lru(&self) -> u32 {
-        self.now();
-        self.lru.get()
+    /// What entries written or read now get in their access bits.
+    fn stamp(&self) -> Stamp {
+        if let Some(s) = self.stamp.get() {
+            return s;
+        }
+        let s = self.db.access.stamp(self.now());
+        self.stamp.set(Some(s));
+        s
     }
 
     fn shard(&mut self, h: u64) -> &mut ShardData {
@@ -98,7 +107,8 @@ impl<'a> Locked<'a> {
             Some(s) => s.expire_at(),
         };
         let expired = expire_at.is_some_and(|at| at <= self.now());
-        if expired && self.db.keeps_expired() {
+        if expired && !self.db.may_expire(self.now()) {
+            // Frozen: the key reads as gone but stays (writes replace it in place).
             return (h, false);
         }
         let shard = self.shard(h);
@@ -124,8 +134,8 @@ impl<'a> Locked<'a> {
             self.shard(h).misses += 1;
             return None;
         }
-        let lru = if self.touch { Some(self.lru()) } else { None };
-        self.shard(h).read(h, key, lru)
+        let stamp = if self.touch { Some(self.stamp()) } else { None };
+        self.shard(h).read(h, key, stamp)
     }
 
     /// A lookup that changes no statistics and no access time (write paths, TYPE, TTL...).
@@ -173,16 +183,16 @@ impl<'a> Locked<'a> {
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);
-        let lru = self.lru();
-        self.shard(h).put_str(h, key, value, expire_at, lru);
+        let stamp = self.stamp();
+        self.shard(h).put_str(h, key, value, expire_at, stamp);
     }
 
     /// Stores a value of any type.
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
         let expire_at = self.resolve_ttl(key, ttl);
         let h = hash(key);
-        let lru = self.lru();
-        self.shard(h).put(h, key, value, expire_at, lru);
+        let stamp = self.stamp();
+        self.shard(h).put(h, key, value, expire_at, stamp);
     }
 
     fn resolve_ttl(&mut self, key: &[u8], ttl: Ttl) -> Option<u64> {
@@ -200,11 +210,20 @@ impl<'a> Locked<'a> {
         if !found {
             return Ok(None);
         }
-        let lru = self.lru();
-        let Some(slot) = self.shard(h).block_mut(h, key) else {
+        let stamp = self.stamp();
+        let shard = self.shard(h);
+        // The block form first (a change of size accounted by itself), then the edit.
+        if shard.block_mut(h, key).is_none() {
+            return Ok(None);
+        }
+        if shard.mark_dirty(h, key) {
+            self.edited.set(true);
+        }
+        let shard = self.shard(h);
+        let Some(slot) = shard.block_mut(h, key) else {
             return Ok(None);
         };
-        slot.touch(lru);
+        slot.touch(stamp.touched(slot.lru()));
         if slot.view().kind() != crate::Kind::String {
             return Err(WrongType);
         }
@@ -223,7 +242,10 @@ impl<'a> Locked<'a> {
         if self.shard(h).volatile != 0 && !self.live(key).1 {
             return Ok(None);
         }
-        let lru = self.lru();
+        let stamp = self.stamp();
+        if self.shard(h).mark_dirty(h, key) {
+            self.edited.set(true);
+        }
         let slot = match self.shard(h).find_mut(h, key) {
             None => return Ok(None),
             Some(FoundMut::Inline(_)) => return Err(WrongType),
@@ -232,7 +254,7 @@ impl<'a> Locked<'a> {
         match slot.obj_if_mut() {
             None => Err(WrongType),
             Some(o) => {
-                o.set_lru(lru);
+                o.set_lru(stamp.touched(o.lru()));
                 match o.value {
                     Value::Str(_) => Err(WrongType),
                     _ => Ok(Some(&mut o.value)),
@@ -296,8 +318,9 @@ impl<'a> Locked<'a> {
     /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one.
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
         let h = hash(key);
-        let lru = self.lru();
-        self.shard(h).put(h, key, owned.value, owned.expire_at, lru);
+        let stamp = self.stamp();
+        self.shard(h)
+            .put(h, key, owned.value, owned.expire_at, stamp);
     }
 
     /// Sets an existing entry's LRU stamp (a loaded or restored key's idle time); false if
@@ -305,7 +328,7 @@ impl<'a> Locked<'a> {
     pub fn set_lru(&mut self, key: &[u8], lru: u32) -> bool {
         let (h, found) = self.live(key);
         if found {
-            self.shard(h).touch(h, key, lru);
+            self.shard(h).set_access(h, key, lru);
         }
         found
     }
@@ -326,13 +349,35 @@ impl<'a> Locked<'a> {
     /// Like Redis's write lookups, this refreshes the key's access time.
     pub fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
         let (h, found) = self.live(key);
-        let lru = self.lru();
+        let stamp = self.stamp();
         let shard = self.shard(h);
         if !(found && shard.set_expire(h, key, expire_at)) {
             return false;
         }
-        shard.touch(h, key, lru);
+        shard.touch(h, key, stamp);
         true
+    }
+}
+
+impl Drop for Locked<'_> {
+    /// Collections edited in place through this guard are measured again for the embedded
+    /// table's memory accounting (`crate::ledger`); without it, one check.
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.edited.get() {
+            self.settle_edits();
+        }
+    }
+}
+
+impl Locked<'_> {
+    #[cold]
+    #[inline(never)]
+    fn settle_edits(&mut self) {
+        match &mut self.guards {
+            Guards::One(_, g) => g.settle_all(),
+            Guards::Many(v) => v.iter_mut().for_each(|(_, g)| g.settle_all()),
+        }
     }
 }
 
@@ -343,9 +388,15 @@ fn not_locked() -> ! {
 }
 
 /// An entry UNLINK took out of the table; dropping it frees it.
-pub struct Unlinked(Removed);
+pub struct Unlinked(pub(crate) Removed);
 
 impl Unlinked {
+    /// The bytes the entry takes (`crate::memory::entry_bytes`, collections estimated
+    /// from five elements, as MEMORY USAGE by default).
+    pub fn memory_usage(&self) -> usize {
+        crate::memory::entry_bytes(&self.0.view(), 5)
+    }
+
     /// About how many allocations freeing it takes, as Redis's lazyfreeGetFreeEffort
     /// counts them: 1 for a string or a collection in a compact form, else its element
     /// count (a list's node count).

@@ -1,8 +1,11 @@
 //! One shard: a hash table of entries behind its own lock, plus counters kept under that
 //! lock (so hot paths touch no shared atomics).
 
+use crate::access::Stamp;
 use crate::entry::{EntryRef, Slot};
+use crate::evict::Occupancy;
 use crate::inline::Inline;
+use crate::ledger::Ledger;
 use crate::value::Value;
 use hashbrown::HashTable;
 use std::hash::{BuildHasher, Hasher};
@@ -23,7 +26,7 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
 /// Key equality for table probes, which compare keys on every lookup: without a call to
 /// `memcmp` for the short keys most tables hold.
 #[inline]
-pub(crate) fn key_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn key_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -69,6 +72,17 @@ pub(crate) struct ShardData {
     /// allocated, 0 for none. Only ever used as a prefetch address.
     pub slots_end: usize,
     pub small_end: usize,
+    /// This shard's place in its database, and the database's map of the shards that hold
+    /// keys, which eviction samples (`crate::evict`). `marked` / `marked_volatile`: this
+    /// shard's bit is set in the keys / volatile map (set on the insert that makes the
+    /// shard non-empty, cleared only by the sampler, under this lock, once it is empty).
+    pub index: u32,
+    pub occupancy: Option<std::sync::Arc<Occupancy>>,
+    pub marked: bool,
+    pub marked_volatile: bool,
+    /// The embedded table's memory accounting (`crate::ledger`), None when off: the
+    /// shard's bytes, and the keys whose collections are being edited in place.
+    pub ledger: Option<Box<Ledger>>,
 }
 
 /// An entry for editing, found by `ShardData::find_mut`.
@@ -147,11 +161,11 @@ impl ShardData {
         Some(FoundMut::Block(s))
     }
 
-    /// A read's probe: counts a keyspace hit or miss, and stamps the entry's access time
-    /// when `lru` is given. (`find_mut` with the fields split, so that the counters can be
+    /// A read's probe: counts a keyspace hit or miss, and stamps the entry's access bits
+    /// when `stamp` is given. (`find_mut` with the fields split, so that the counters can be
     /// written while the entry found stays borrowed.)
     #[inline]
-    pub fn read(&mut self, h: u64, key: &[u8], lru: Option<u32>) -> Option<EntryRef<'_>> {
+    pub fn read(&mut self, h: u64, key: &[u8], stamp: Option<Stamp>) -> Option<EntryRef<'_>> {
         self.slots_hint(h);
         let ShardData {
             small,
@@ -162,8 +176,8 @@ impl ShardData {
         } = self;
         if let Some(s) = small.find_mut(h, |s| key_eq(s.key(), key)) {
             *hits += 1;
-            if let Some(lru) = lru {
-                s.touch(lru);
+            if let Some(stamp) = stamp {
+                s.touch(stamp.touched(s.lru()));
             }
             return Some(EntryRef::inline(s));
         }
@@ -172,17 +186,27 @@ impl ShardData {
             return None;
         };
         *hits += 1;
-        if let Some(lru) = lru {
-            s.touch(lru);
+        if let Some(stamp) = stamp {
+            s.touch(stamp.touched(s.lru()));
         }
         Some(s.view())
     }
 
-    /// Stamps an existing entry's access time.
-    pub fn touch(&mut self, h: u64, key: &[u8], lru: u32) {
+    /// Sets an entry's access bits as they are given (a restored key's LRU clock or LFU
+    /// pair).
+    pub fn set_access(&mut self, h: u64, key: &[u8], bits: u32) {
         match self.find_mut(h, key) {
-            Some(FoundMut::Inline(s)) => s.touch(lru),
-            Some(FoundMut::Block(s)) => s.touch(lru),
+            Some(FoundMut::Inline(s)) => s.touch(bits),
+            Some(FoundMut::Block(s)) => s.touch(bits),
+            None => {}
+        }
+    }
+
+    /// Stamps an existing entry's access bits.
+    pub fn touch(&mut self, h: u64, key: &[u8], stamp: Stamp) {
+        match self.find_mut(h, key) {
+            Some(FoundMut::Inline(s)) => s.touch(stamp.touched(s.lru())),
+            Some(FoundMut::Block(s)) => s.touch(stamp.touched(s.lru())),
             None => {}
         }
     }
@@ -194,23 +218,29 @@ impl ShardData {
     pub fn block_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
         if self.small.find(h, |s| key_eq(s.key(), key)).is_some() {
             self.preserve(h, key);
-            if let Some(s) = self.remove_inline(h, key) {
-                self.put_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
-            }
+            self.accounted(h, key, |d| {
+                if let Some(s) = d.remove_inline(h, key) {
+                    d.put_block(h, Slot::packed(s.key(), s.value(), None, s.lru()));
+                }
+            });
         }
         self.slots_hint(h);
         self.table.find_mut(h, |s| key_eq(s.key(), key))
     }
 
-    /// Inserts or replaces a value of any type. A string goes inline when it can.
-    pub fn put(&mut self, h: u64, key: &[u8], value: Value, expire_at: Option<u64>, lru: u32) {
-        match value {
-            Value::Str(s) => self.put_str(h, key, &s, expire_at, lru),
-            value => {
-                self.remove_inline(h, key);
-                self.put_block(h, Slot::new(key, value, expire_at, lru));
-            }
+    /// Inserts or replaces a value of any type. A string goes inline when it can. The
+    /// entry's access bits are `stamp`'s: an access of the entry it replaces, if any.
+    pub fn put(&mut self, h: u64, key: &[u8], value: Value, expire_at: Option<u64>, stamp: Stamp) {
+        if let Value::Str(s) = value {
+            return self.put_str(h, key, &s, expire_at, stamp);
         }
+        self.accounted(h, key, |d| {
+            let lru = d
+                .find(h, key)
+                .map_or(stamp.fresh(), |e| stamp.touched(e.lru()));
+            d.remove_inline(h, key);
+            d.put_block(h, Slot::new(key, value, expire_at, lru));
+        })
     }
 
     /// Inserts or replaces a block entry. The caller removed any inline entry of that key.
@@ -230,49 +260,98 @@ impl ShardData {
             }
         };
         self.count_volatile(volatile, old.as_ref());
+        self.note();
     }
 
     /// Stores a string: inline when it fits and has no expiry, else packed. An existing
     /// compact string of the same shape is overwritten in place (`Inline::overwrite`,
-    /// `Slot::overwrite_packed`), so an update allocates and frees nothing.
-    pub fn put_str(&mut self, h: u64, key: &[u8], value: &[u8], expire_at: Option<u64>, lru: u32) {
+    /// `Slot::overwrite_packed`), so an update allocates and frees nothing. The entry's
+    /// access bits are `stamp`'s: an access of the entry it replaces, if any.
+    #[inline]
+    pub fn put_str(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<u64>,
+        stamp: Stamp,
+    ) {
+        if self.ledger.is_some() {
+            return self.put_str_accounted(h, key, value, expire_at, stamp);
+        }
+        self.store_str(h, key, value, expire_at, stamp)
+    }
+
+    /// `put_str` in a shard whose memory is accounted (`crate::ledger`).
+    #[cold]
+    #[inline(never)]
+    fn put_str_accounted(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<u64>,
+        stamp: Stamp,
+    ) {
+        self.accounted(h, key, |d| d.store_str(h, key, value, expire_at, stamp))
+    }
+
+    #[inline]
+    fn store_str(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<u64>,
+        stamp: Stamp,
+    ) {
         use hashbrown::hash_table::Entry;
         if expire_at.is_none() && Inline::fits(key, value) {
             self.slots_hint(h);
             if let Some(s) = self.small.find_mut(h, |s| key_eq(s.key(), key)) {
-                let fitted = s.overwrite(value, lru);
+                let fitted = s.overwrite(value, stamp.touched(s.lru()));
                 debug_assert!(fitted, "same key, and the value fits");
                 return;
             }
+            let mut lru = stamp.fresh();
             if let Ok(e) = self.table.find_entry(h, |s| key_eq(s.key(), key)) {
                 let (old, _) = e.remove();
+                lru = stamp.touched(old.lru());
                 self.count_volatile(false, Some(&old));
             }
             self.before_insert_small();
             self.small
                 .insert_unique(h, Inline::new(key, value, lru), |s| hash(s.key()));
+            self.note();
             return;
         }
-        self.remove_inline(h, key);
+        let lru = match self.remove_inline(h, key) {
+            Some(old) => stamp.touched(old.lru()),
+            None => stamp.fresh(),
+        };
         self.before_insert();
         self.slots_hint(h);
-        let new = || Slot::packed(key, value, expire_at, lru);
         let old = match self
             .table
             .entry(h, |s| key_eq(s.key(), key), |s| hash(s.key()))
         {
             Entry::Occupied(mut e) => {
+                let lru = stamp.touched(e.get().lru());
                 if e.get_mut().overwrite_packed(value, expire_at, lru) {
                     return; // same expiry form: the volatile count stands
                 }
-                Some(std::mem::replace(e.get_mut(), new()))
+                Some(std::mem::replace(
+                    e.get_mut(),
+                    Slot::packed(key, value, expire_at, lru),
+                ))
             }
             Entry::Vacant(e) => {
-                e.insert(new());
+                e.insert(Slot::packed(key, value, expire_at, lru));
                 None
             }
         };
         self.count_volatile(expire_at.is_some(), old.as_ref());
+        self.note();
     }
 
     fn remove_inline(&mut self, h: u64, key: &[u8]) -> Option<Inline> {
@@ -431,6 +510,13 @@ impl ShardData {
     }
 
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Removed> {
+        if self.ledger.is_some() {
+            return self.accounted(h, key, |d| d.take(h, key));
+        }
+        self.take(h, key)
+    }
+
+    fn take(&mut self, h: u64, key: &[u8]) -> Option<Removed> {
         if let Some(s) = self.remove_inline(h, key) {
             return Some(Removed::Inline(s));
         }
@@ -450,16 +536,22 @@ impl ShardData {
         if expire_at.is_none() && self.small.find(h, |s| key_eq(s.key(), key)).is_some() {
             return true; // inline strings have none
         }
-        let Some(slot) = self.block_mut(h, key) else {
+        if self.block_mut(h, key).is_none() {
             return false;
-        };
-        let had = slot.expire_at().is_some();
-        slot.set_expire(expire_at);
-        match (had, expire_at.is_some()) {
-            (false, true) => self.volatile += 1,
-            (true, false) => self.volatile -= 1,
-            _ => {}
         }
+        self.accounted(h, key, |d| {
+            let Some(slot) = d.table.find_mut(h, |s| key_eq(s.key(), key)) else {
+                return;
+            };
+            let had = slot.expire_at().is_some();
+            slot.set_expire(expire_at);
+            match (had, expire_at.is_some()) {
+                (false, true) => d.volatile += 1,
+                (true, false) => d.volatile -= 1,
+                _ => {}
+            }
+        });
+        self.note();
         true
     }
 
@@ -471,14 +563,20 @@ impl ShardData {
         }
         let before = self.table.len();
         let mut dropped_volatile = 0;
+        let mut freed = 0;
+        let samples = self.ledger.as_ref().map(|l| l.samples());
         self.table.retain(|s| {
             let gone = s.view().is_expired(now);
             if gone {
                 on_expired(s.key());
+                if let Some(n) = samples {
+                    freed += crate::memory::entry_bytes(&s.view(), n);
+                }
             }
             dropped_volatile += gone as usize;
             !gone
         });
+        self.charge(-(freed as isize));
         self.volatile -= dropped_volatile;
         self.expired += dropped_volatile as u64;
         before - self.table.len()
@@ -492,6 +590,7 @@ impl ShardData {
     /// Empties the shard, returning the main table for the caller to drop (inline entries
     /// own no memory, so theirs is freed here).
     pub fn clear(&mut self) -> HashTable<Slot> {
+        self.forget_bytes();
         self.volatile = 0;
         self.slots_end = 0;
         self.small_end = 0;
@@ -506,6 +605,27 @@ impl ShardData {
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.slots_end, &mut other.slots_end);
         std::mem::swap(&mut self.small_end, &mut other.small_end);
+        self.swap_bytes(other);
+        self.note();
+        other.note();
+    }
+
+    /// After an insert: a shard that holds keys (with a TTL) has its bit set in its
+    /// database's map (see `marked`).
+    #[inline]
+    fn note(&mut self) {
+        if !self.marked && self.len() != 0 {
+            self.marked = true;
+            if let Some(o) = &self.occupancy {
+                o.mark(self.index as usize, false);
+            }
+        }
+        if !self.marked_volatile && self.volatile != 0 {
+            self.marked_volatile = true;
+            if let Some(o) = &self.occupancy {
+                o.mark(self.index as usize, true);
+            }
+        }
     }
 }
 
@@ -539,195 +659,5 @@ fn slots_end<T>(table: &HashTable<T>) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{hash, key_eq, Removed, ShardData};
-    use crate::entry::Slot;
-    use crate::inline::Inline;
-    use crate::value::Value;
-
-    fn key(i: u32) -> Vec<u8> {
-        format!("key:{i}").into_bytes()
-    }
-
-    /// A value too long to be inline with `key(i)`: it goes to the main table.
-    fn long(i: u32) -> Vec<u8> {
-        format!("value-{i:015}").into_bytes()
-    }
-
-    /// Where `table` keeps the entry at bucket `at`, and how far that is from where a
-    /// probe for `h` starts.
-    fn placed<T>(table: &hashbrown::HashTable<T>, at: usize, h: u64) -> (usize, usize) {
-        let s = table.get_bucket(at).expect("occupied");
-        let n = table.num_buckets();
-        (
-            std::ptr::from_ref(s).addr(),
-            (at + n - (h as usize & (n - 1))) % n,
-        )
-    }
-
-    /// The prefetch hint's view of hashbrown's layout holds for both tables: every entry
-    /// lies at `end - (index + 1) * size`, and nearly all sit within a probe group of the
-    /// bucket their hash starts at (so the hint loads the right lines).
-    #[test]
-    fn the_slots_hint_points_at_the_probed_slots() {
-        let mut d = ShardData::default();
-        const N: u32 = 20_000;
-        for i in 0..N {
-            d.put_str(hash(&key(i)), &key(i), b"v", None, 0);
-            d.put_str(hash(&key(N + i)), &key(N + i), &long(i), None, 0);
-        }
-        assert_eq!((d.small.len(), d.table.len()), (N as usize, N as usize));
-        assert_ne!(d.slots_end, 0);
-        assert_ne!(d.small_end, 0);
-        let (mut near, mut near_small) = (0, 0);
-        for i in 0..N {
-            let h = hash(&key(N + i));
-            let at = d.table.find_bucket_index(h, |s| s.key() == key(N + i));
-            let (addr, distance) = placed(&d.table, at.expect("entry"), h);
-            assert_eq!(
-                addr,
-                d.slots_end - (at.unwrap() + 1) * std::mem::size_of::<Slot>()
-            );
-            near += (distance < 16) as u32;
-            let h = hash(&key(i));
-            let at = d.small.find_bucket_index(h, |s| s.key() == key(i));
-            let (addr, distance) = placed(&d.small, at.expect("entry"), h);
-            assert_eq!(
-                addr,
-                d.small_end - (at.unwrap() + 1) * std::mem::size_of::<Inline>()
-            );
-            near_small += (distance < 16) as u32;
-        }
-        for n in [near, near_small] {
-            assert!(
-                n >= N / 10 * 9,
-                "{n} of {N} within a group of their probe start"
-            );
-        }
-        d.clear();
-        assert_eq!((d.slots_end, d.small_end, d.len()), (0, 0, 0));
-    }
-
-    /// Every entry stays findable, with its value, across the main table's growths (our
-    /// `grow`) and across inserts into a table full of tombstones (hashbrown's
-    /// in-place rehash), and the table grows like hashbrown's own.
-    #[test]
-    fn growing_keeps_every_entry() {
-        let mut d = ShardData::default();
-        let check = |d: &ShardData, live: std::ops::Range<u32>| {
-            assert_eq!((d.table.len(), d.small.len()), (live.len(), 0));
-            for i in live {
-                let s = d.find(hash(&key(i)), &key(i)).expect("entry");
-                assert_eq!(s.as_str(), Some(&long(i)[..]));
-            }
-        };
-        const N: u32 = 7000;
-        for i in 0..N {
-            d.put_str(hash(&key(i)), &key(i), &long(i), None, 0);
-            d.put(hash(&key(i)), &key(i), Value::Str(long(i)), None, 0);
-        }
-        check(&d, 0..N);
-        let mut reference = hashbrown::HashTable::new();
-        for i in 0..N {
-            reference.insert_unique(hash(&key(i)), i, |&i| hash(&key(i)));
-        }
-        assert_eq!(d.table.num_buckets(), reference.num_buckets());
-        // Down to 3000 keys in a table filled close to its limit, then keys come and go:
-        // their tombstones fill the table again and again, and hashbrown clears them in
-        // place, at the same size.
-        const LIVE: u32 = 3000;
-        for i in 0..N - LIVE {
-            assert!(d.remove(hash(&key(i)), &key(i)).is_some());
-        }
-        let buckets = d.table.num_buckets();
-        for i in N..200_000u32 {
-            d.put_str(hash(&key(i)), &key(i), &long(i), None, 0);
-            assert!(d.remove(hash(&key(i - LIVE)), &key(i - LIVE)).is_some());
-        }
-        check(&d, 200_000 - LIVE..200_000);
-        assert_eq!(d.table.num_buckets(), buckets);
-    }
-
-    /// A string moves between the tables as its shape changes, and is never in both:
-    /// inline while short with no expiry; a block with an expiry, a longer value, or once
-    /// edited; inline again when overwritten short. The volatile count follows.
-    #[test]
-    fn strings_move_between_the_tables_as_their_shape_changes() {
-        let mut d = ShardData::default();
-        let (k, h) = (&b"k"[..], hash(b"k"));
-        let where_ = |d: &ShardData| {
-            let small = d.small.find(h, |s| s.key() == k).is_some();
-            let block = d.table.find(h, |s| s.key() == k).is_some();
-            assert!(!(small && block), "in both tables");
-            let e = d
-                .find(h, k)
-                .map(|e| (e.as_str().map(<[u8]>::to_vec), e.expire_at()));
-            (small, block, e, d.volatile)
-        };
-        let v = |s: &[u8]| Some(s.to_vec());
-        d.put_str(h, k, b"short", None, 1);
-        assert_eq!(where_(&d), (true, false, Some((v(b"short"), None)), 0));
-        assert!(d.set_expire(h, k, Some(50)));
-        assert_eq!(where_(&d), (false, true, Some((v(b"short"), Some(50))), 1));
-        d.put_str(h, k, b"again", None, 1);
-        assert_eq!(where_(&d), (true, false, Some((v(b"again"), None)), 0));
-        d.put_str(h, k, &[b'x'; 30], None, 1);
-        assert_eq!(where_(&d), (false, true, Some((v(&[b'x'; 30]), None)), 0));
-        d.put(h, k, Value::Str(b"s".to_vec()), None, 1);
-        assert_eq!(where_(&d), (true, false, Some((v(b"s"), None)), 0));
-        assert!(d.set_expire(h, k, None), "clearing no expiry");
-        assert_eq!(where_(&d), (true, false, Some((v(b"s"), None)), 0));
-        // An edit takes the block form, keeping the value and the access time.
-        d.touch(h, k, 77);
-        let slot = d.block_mut(h, k).expect("entry");
-        assert_eq!((slot.view().as_str(), slot.lru()), (Some(&b"s"[..]), 77));
-        assert_eq!(where_(&d), (false, true, Some((v(b"s"), None)), 0));
-        d.put_str(h, k, b"t", Some(9), 1);
-        assert_eq!(where_(&d), (false, true, Some((v(b"t"), Some(9))), 1));
-        d.put_str(h, k, b"u", None, 1);
-        assert_eq!(where_(&d), (true, false, Some((v(b"u"), None)), 0));
-        let Some(Removed::Inline(s)) = d.remove(h, k) else {
-            panic!("an inline entry")
-        };
-        assert_eq!(s.value(), b"u");
-        assert_eq!(where_(&d), (false, false, None, 0));
-        assert!(!d.set_expire(h, k, Some(1)) && !d.set_expire(h, k, None));
-    }
-
-    /// A read counts a hit or a miss in either table, and stamps the access time only
-    /// when asked to.
-    #[test]
-    fn reads_count_and_touch_in_both_tables() {
-        let mut d = ShardData::default();
-        for (k, v) in [(&b"a"[..], &b"1"[..]), (b"b", &[b'2'; 30])] {
-            d.put_str(hash(k), k, v, None, 5);
-            let e = d.read(hash(k), k, None).expect("entry");
-            assert_eq!((e.as_str(), e.lru()), (Some(v), 5));
-            let e = d.read(hash(k), k, Some(6)).expect("entry");
-            assert_eq!((e.as_str(), e.lru()), (Some(v), 6));
-        }
-        assert!(d.read(hash(b"c"), b"c", Some(1)).is_none());
-        assert_eq!(
-            (d.hits, d.misses, d.small.len(), d.table.len()),
-            (4, 1, 1, 1)
-        );
-    }
-
-    /// `key_eq` agrees with slice equality for every length around its word paths and a
-    /// difference at every position.
-    #[test]
-    fn key_eq_is_slice_equality() {
-        for n in 0..40usize {
-            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
-            assert!(key_eq(&a, &a.clone()), "len {n}");
-            for at in 0..n {
-                let mut b = a.clone();
-                b[at] ^= 1;
-                assert!(!key_eq(&a, &b), "len {n}, byte {at}");
-            }
-            let mut longer = a.clone();
-            longer.push(0);
-            assert!(!key_eq(&a, &longer) && !key_eq(&longer, &a), "len {n}");
-        }
-    }
-}
+#[path = "shard_tests.rs"]
+mod tests;

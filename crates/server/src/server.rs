@@ -32,12 +32,16 @@ pub struct Server {
     pub shutting_down: AtomicBool,
     /// The data directory is being loaded (INFO persistence `loading`).
     pub loading: AtomicBool,
-    /// Highest allocator figure INFO has seen (used_memory_peak).
-    pub memory_peak: AtomicU64,
+    /// Peak and start-up memory (INFO, MEMORY STATS).
+    pub memory: crate::services::memory::Memory,
+    /// maxmemory: the eviction settings, pool and counters.
+    pub evict: crate::services::evict::Evictor,
     /// Commands per second over the last second, sampled by the background cycle.
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
     pub active_expire: AtomicBool,
+    /// DEBUG PAUSE-CRON: tests stop the background cycle.
+    pub cron_paused: AtomicBool,
     pub clock: Clock,
     /// Channel and pattern subscriptions of every client.
     pub pubsub: crate::services::pubsub::Hub,
@@ -48,6 +52,14 @@ pub struct Server {
     pub notify_flags: AtomicU32,
     /// Keys clients WATCH.
     pub watches: crate::services::watch::Watches,
+    /// Client-side caching: which clients may cache which keys.
+    pub tracking: crate::services::tracking::Tracking,
+    /// Clients in MONITOR mode.
+    pub monitors: crate::services::monitor::Monitors,
+    /// The latency monitor's events.
+    pub latency: crate::services::latency::Latency,
+    /// CLIENT PAUSE.
+    pub pause: crate::services::pause::Pause,
     /// The journal and snapshots.
     pub persist: crate::services::persist::Persist,
     /// Where the effects of writes go (the journal; a replication backlog).
@@ -107,6 +119,29 @@ impl Server {
         crate::config::hooks::run_all(self);
     }
 
+    /// A key the server removed by itself, `event` "expired" or "evicted", under the key's
+    /// shard lock: WATCH sees it modified, so does client-side caching, the effect sinks
+    /// record a DEL (UNLINK if `lazy`) so that a replay or a replica removes it too, and
+    /// the keyspace event goes out.
+    pub fn removed_by_server(&self, db: usize, key: &[u8], event: &str, lazy: bool) {
+        use crate::services::notify;
+        self.watches.touch(db, key);
+        if self.tracking.active() {
+            self.tracking.touched(key, None);
+        }
+        let epoch = self.persist.epoch.load(Ordering::Relaxed);
+        self.sinks.record_removed(db, epoch, key, lazy);
+        let class = if event == "evicted" {
+            notify::EVICTED
+        } else {
+            notify::EXPIRED
+        };
+        let flags = self.notify_flags.load(Ordering::Relaxed);
+        if flags & class != 0 {
+            notify::emit(&self.pubsub, flags, event, key, db, None);
+        }
+    }
+
     /// This server as an Arc (None only while it is being dropped).
     pub fn arc(&self) -> Option<Arc<Server>> {
         self.me.get().and_then(|w| w.upgrade())
@@ -160,15 +195,21 @@ impl Server {
             listen,
             last_save: AtomicU64::new(Server::now_unix()),
             shutting_down: AtomicBool::new(false),
-            memory_peak: AtomicU64::new(0),
+            memory: Default::default(),
+            evict: Default::default(),
             ops_per_sec: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
             clock: Clock::new(),
             pubsub: Default::default(),
             slowlog: Default::default(),
             blocking: Default::default(),
             notify_flags: AtomicU32::new(0),
             watches: Default::default(),
+            tracking: Default::default(),
+            monitors: Default::default(),
+            latency: Default::default(),
+            pause: Default::default(),
             persist: Default::default(),
             sinks: Default::default(),
             me: Default::default(),
@@ -183,30 +224,38 @@ impl Server {
         server
             .keyspace
             .set_expired_hook(Box::new(move |db: usize, key: &[u8]| {
-                let Some(s) = weak.upgrade() else { return };
-                s.watches.touch(db, key);
-                let epoch = s.persist.epoch.load(Ordering::Relaxed);
-                s.sinks.record_expired(db, epoch, key);
-                let flags = s.notify_flags.load(Ordering::Relaxed);
-                if flags & crate::services::notify::EXPIRED != 0 {
-                    crate::services::notify::emit(&s.pubsub, flags, "expired", key, db, None);
+                if let Some(s) = weak.upgrade() {
+                    s.removed_by_server(db, key, "expired", false);
                 }
             }));
         server
     }
 }
 
-/// The background cycle, `hz` times a second: active expiry, idle-client timeouts, the
-/// ops/sec sample, and the shutdown check.
+/// The background cycle, `hz` times a second: active expiry, the tracking table's limit,
+/// idle-client timeouts, the ops/sec sample, and the shutdown check.
 pub(crate) fn cron(server: &Arc<Server>) {
     let mut last = (Instant::now(), 0u64);
     while !server.shutting_down.load(Ordering::SeqCst) {
         let hz = u64::from(server.config.get().hz.clamp(1, 500));
         let period = Duration::from_millis(1000 / hz);
+        if server.cron_paused.load(Ordering::Relaxed) {
+            std::thread::sleep(period);
+            continue;
+        }
         // A replica's keys expire when its primary's DELs arrive.
         if server.active_expire.load(Ordering::Relaxed) && !server.repl.is_replica() {
             // Redis lets its slow expire cycle use up to 25% of each period.
+            let started = Instant::now();
             server.keyspace.active_expire_cycle(period / 4);
+            let ms = started.elapsed().as_millis() as u64;
+            server.latency.observe("expire-cycle", ms);
+        }
+        server.memory.sample();
+        if server.tracking.active() {
+            // Keys the cycle expired under BCAST prefixes go out now.
+            server.tracking.broadcast(None);
+            server.tracking.enforce_limit(None);
         }
         if last.0.elapsed() >= Duration::from_secs(1) {
             server.clock.sync();

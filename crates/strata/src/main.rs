@@ -5,9 +5,13 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use strata_server::config::{Config, Loglevel};
 
-// jemalloc, as Redis uses: size classes fit small entries tightly and it scales across threads.
+// jemalloc, as Redis uses: size classes fit small entries tightly and it scales across
+// threads. Counted (INFO used_memory, maxmemory) by a thread-local add per allocation that
+// joins a shared counter every few KiB: see strata_server::services::memory for why, and
+// docs/memory.md for its measured cost per request.
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: strata_server::services::memory::Counting<tikv_jemallocator::Jemalloc> =
+    strata_server::services::memory::Counting(tikv_jemallocator::Jemalloc);
 
 #[derive(Parser)]
 #[command(

@@ -646,3 +646,44 @@ fn embedded_rejects_bad_options() {
         assert!(!o.stderr.is_empty(), "{args:?}: {}", text(&o));
     }
 }
+
+/// `--init` runs on every connection before the test: with CLIENT TRACKING on, the GETs
+/// of a seq range leave every key in the tracking table; a command the server refuses
+/// stops the run with its error.
+#[test]
+fn init_commands_run_on_every_connection() {
+    let s = common::strata(&[]);
+    let target = format!("strata={}", s.addr());
+    let o = bench(&[
+        "kv",
+        "--target",
+        &target,
+        "--ops",
+        "get",
+        "--keys",
+        "seq:0..500",
+        "-c",
+        "4",
+        "-q",
+        "--init",
+        "CLIENT TRACKING on",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut c = s.client();
+    let stats: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(stats.contains("tracking_total_keys:500\r\n"), "{stats}");
+    let o = bench(&[
+        "kv",
+        "--target",
+        &target,
+        "--ops",
+        "get",
+        "-n",
+        "10",
+        "-q",
+        "--init",
+        "CLIENT TRACKING maybe",
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("syntax error"), "{}", text(&o));
+}

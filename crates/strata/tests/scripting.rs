@@ -299,3 +299,44 @@ fn functions_survive_restart_and_rewrite() {
     drop(p);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A script in an endless loop keeps SIGTERM's shutdown waiting (its snapshot waits for the
+/// script's writes, as Redis's shutdown waits for the script), and a second SIGINT then
+/// exits at once, as Redis's "You insist... exiting now." does.
+#[test]
+fn a_second_sigint_exits_while_a_script_keeps_shutdown_waiting() {
+    let mut p = strata(&["--busy-reply-threshold", "100"]);
+    let port = p.port;
+    let looping = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .unwrap();
+        let _: redis::RedisResult<()> = redis::cmd("EVAL")
+            .arg("redis.call('set', KEYS[1], 'x'); while true do end")
+            .arg(1)
+            .arg("k")
+            .query(&mut c);
+    });
+    let mut c = p.client();
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match redis::cmd("PING").query::<String>(&mut c) {
+            Err(e) if e.to_string().contains("BUSY") => break,
+            _ => {
+                assert!(std::time::Instant::now() < end, "the script never got busy");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    p.terminate();
+    assert!(
+        !p.wait_exit(Duration::from_millis(500)),
+        "SIGTERM stopped the server under a script that wrote"
+    );
+    p.interrupt();
+    assert!(
+        p.wait_exit(Duration::from_secs(5)),
+        "a second signal (SIGINT) did not exit"
+    );
+    drop(looping);
+}

@@ -1,11 +1,12 @@
-//! `strata bench embedded`: the ETS benchmark (`../shared/peers/etsb.escript`) in-process,
-//! against strata-engine's keyspace and, for reference, `dashmap` (the best-known Rust
-//! concurrent map). One table of `rows` keys filled in parallel by `threads` threads; then, for
-//! each writes-per-1000 ratio, `rounds` timed rounds in which every thread does `loops`
-//! operations on random keys, `w` of every 1000 of them updates (spread evenly, as etsb's
-//! Bresenham accumulator), the rest lookups. Keys are the row number as 8 big-endian bytes,
-//! values an 8-byte integer (etsb stores `{I, I}` tuples). Output mirrors etsb's line by line:
-//! a fill line, then per ratio the rounds and `best=… median=…` in Mops/s.
+//! `strata bench embedded`: the classic ETS benchmark's shape ("etsb") in-process, against
+//! strata-engine's keyspace and, for reference, `dashmap` (the best-known Rust concurrent
+//! map); `scripts/ets-bench.escript` is the same shape over an ETS table, drawing the same
+//! keys. One table of `rows` keys filled in parallel by `threads` threads; then, for each
+//! writes-per-1000 ratio, `rounds` timed rounds in which every thread does `loops`
+//! operations on random keys, `w` of every 1000 of them updates (spread evenly by an
+//! accumulator), the rest lookups. Keys are the row number as 8 big-endian bytes, values an
+//! 8-byte integer (the escript stores `{I, I}` tuples). Output mirrors the escript's line by
+//! line: a fill line, then per ratio the rounds and `best=… median=…` in Mops/s.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -158,7 +159,7 @@ fn key_bytes(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
-/// etsb's xorshift32 step.
+/// The xorshift32 step (the escript's too).
 #[inline]
 fn xorshift32(mut x: u32) -> u32 {
     x ^= x << 13;
@@ -167,7 +168,7 @@ fn xorshift32(mut x: u32) -> u32 {
     x
 }
 
-/// etsb's per-worker seed for round `round` (never 0).
+/// Worker `worker`'s seed for round `round` (never 0; the escript seeds its processes alike).
 fn seed(worker: usize, round: usize) -> u32 {
     let s = (worker as u64)
         .wrapping_mul(2_654_435_761)
@@ -306,7 +307,7 @@ fn run_map<M: Map>(
         bytes_per_row,
         huge_page_bytes() as f64 / 1048576.0
     ));
-    // Untimed warm-up round of lookups, as etsb.
+    // Untimed warm-up round of lookups, as the escript's.
     let (_, missed) = round(&m, o, 0, 0);
     if missed > 0 {
         return Err(format!(

@@ -205,7 +205,7 @@ fn a_set_b_missing() -> (Keyspace, Vec<u8>, Vec<u8>) {
 
 /// The string at `k` through `Db::read1`.
 fn read1_str(db: &crate::Db, k: &[u8]) -> Option<Vec<u8>> {
-    db.read1(k, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec))
+    db.read1(k, false, |e| e.and_then(|e| e.as_str()).map(<[u8]>::to_vec))
 }
 
 /// `Db::read1`'s short path (no session, nothing kept, no TTL in the shard) counts

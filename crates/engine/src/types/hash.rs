@@ -60,6 +60,15 @@ impl HashValue {
         }
     }
 
+    /// Heap bytes (MEMORY USAGE), fields and values outside their slots estimated from the
+    /// first `samples` (0: all).
+    pub fn heap_bytes(&self, samples: usize) -> usize {
+        match &self.0 {
+            Repr::Pack(p) => crate::memory::heap_of_capacity(p.0.capacity()),
+            Repr::Table(t) => t.heap_bytes(samples),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

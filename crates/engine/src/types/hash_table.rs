@@ -32,6 +32,14 @@ pub(crate) enum Small<const N: usize> {
 }
 
 impl<const N: usize> Small<N> {
+    /// Heap bytes held beyond the inline slot (a spilled string's block).
+    pub fn heap(&self) -> usize {
+        match self {
+            Small::Inline(..) => 0,
+            Small::Heap(b) => crate::memory::heap_of_capacity(b.len()),
+        }
+    }
+
     pub fn new(b: &[u8]) -> Self {
         Self::from_parts(&[b])
     }
@@ -127,11 +135,18 @@ pub(crate) fn get_varint(b: &[u8]) -> (usize, usize) {
 /// An element of a [`Dense`] table: it knows its own key.
 pub(crate) trait Keyed {
     fn key(&self) -> &[u8];
+
+    /// Heap bytes the element holds outside its slot.
+    fn heap(&self) -> usize;
 }
 
 impl Keyed for Small<22> {
     fn key(&self) -> &[u8] {
         self.as_bytes()
+    }
+
+    fn heap(&self) -> usize {
+        Small::heap(self)
     }
 }
 
@@ -170,6 +185,10 @@ impl Keyed for Pair {
     fn key(&self) -> &[u8] {
         self.field()
     }
+
+    fn heap(&self) -> usize {
+        self.0.heap()
+    }
 }
 
 /// Elements in a dense `Vec`, found through a hash index of positions.
@@ -189,6 +208,18 @@ impl<E: Keyed> Dense<E> {
 
     pub fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// Heap bytes: this table, its index, its element slots, and what the elements hold
+    /// outside their slots, estimated from the first `samples` (0: all).
+    pub fn heap_bytes(&self, samples: usize) -> usize {
+        let len = self.items.len();
+        let taken = crate::memory::sample_len(samples, len);
+        let spilled: usize = self.items.iter_range(0..taken).map(E::heap).sum();
+        crate::memory::size_class(std::mem::size_of::<Self>())
+            + self.index.heap_bytes()
+            + self.items.heap_bytes()
+            + crate::memory::extrapolate(spilled, taken, len)
     }
 
     /// The elements, in storage order.

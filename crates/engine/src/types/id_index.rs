@@ -66,6 +66,16 @@ impl IdIndex {
         }
     }
 
+    /// Heap bytes of the tables (both during a move): hashbrown's slots, a control byte
+    /// each and a group's worth more.
+    pub fn heap_bytes(&self) -> usize {
+        let table = |t: &HashTable<Entry>| match t.num_buckets() {
+            0 => 0,
+            n => crate::memory::size_class(n * (std::mem::size_of::<Entry>() + 1) + 16),
+        };
+        table(&self.cur) + self.old.as_ref().map_or(0, |o| table(&o.table))
+    }
+
     /// Entries the tables have room for without growing (both tables during a move).
     pub fn capacity(&self) -> usize {
         self.cur.capacity() + self.old.as_ref().map_or(0, |o| o.table.capacity())

@@ -231,20 +231,7 @@ pub fn prev_start(buf: &[u8], end: usize) -> usize {
     i - v
 }
 
-/// A size the allocator (jemalloc) hands out for a request of `n` bytes: 8, 16, then
-/// multiples of 16 to 128, then four classes per doubling. Growing to a class boundary uses
-/// the whole block, and growth stays geometric.
-pub(crate) fn class_round(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 16 {
-        return 16;
-    }
-    let p = 1usize << (usize::BITS - 1 - (n - 1).leading_zeros());
-    let step = (p / 4).max(16);
-    n.div_ceil(step).saturating_mul(step)
-}
+pub(crate) use crate::memory::size_class as class_round;
 
 /// A new capacity for `len` bytes plus `add`, with geometric headroom.
 fn grown(len: usize, add: usize) -> usize {

@@ -54,6 +54,15 @@ impl<E> Segments<E> {
         }
     }
 
+    /// Heap bytes of the segments (and of the table of them), as allocated.
+    pub fn heap_bytes(&self) -> usize {
+        let seg =
+            |v: &Vec<E>| crate::memory::heap_of_capacity(v.capacity() * std::mem::size_of::<E>());
+        let table =
+            crate::memory::heap_of_capacity(self.segs.capacity() * std::mem::size_of::<Vec<E>>());
+        table + self.segs.iter().map(seg).sum::<usize>()
+    }
+
     pub fn get(&self, i: usize) -> Option<&E> {
         self.segs.get(i >> SEG_BITS)?.get(i & MASK)
     }

@@ -116,6 +116,15 @@ impl SetValue {
         self.len() == 0
     }
 
+    /// Heap bytes (MEMORY USAGE), members outside their slots estimated from the first
+    /// `samples` (0: all).
+    pub fn heap_bytes(&self, samples: usize) -> usize {
+        match &self.0 {
+            Repr::Ints(i) => i.heap_bytes(),
+            Repr::Table(t) => t.heap_bytes(samples),
+        }
+    }
+
     pub fn contains(&self, m: &[u8]) -> bool {
         match &self.0 {
             Repr::Ints(i) => int::parse_i64(m).is_some_and(|v| i.contains(v)),

@@ -24,6 +24,10 @@ impl Default for IntSet {
 }
 
 impl IntSet {
+    pub fn heap_bytes(&self) -> usize {
+        crate::memory::heap_of_capacity(self.0.capacity())
+    }
+
     pub fn width(&self) -> usize {
         match self.0.first() {
             Some(&w @ (2 | 4 | 8)) => w as usize,

@@ -301,6 +301,16 @@ impl ZSetValue {
         self.len() == 0
     }
 
+    /// Heap bytes (MEMORY USAGE), members estimated from the first `samples` (0: all).
+    pub fn heap_bytes(&self, samples: usize) -> usize {
+        match &self.repr {
+            Repr::Pack(p) => crate::memory::heap_of_capacity(p.buf.capacity()),
+            Repr::Tree(t) => {
+                crate::memory::size_class(std::mem::size_of::<Tree>()) + t.heap_bytes(samples)
+            }
+        }
+    }
+
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Pack(p) => p.find(member).map(|e| e.score),

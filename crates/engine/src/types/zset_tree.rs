@@ -430,12 +430,20 @@ impl Tree {
         self.hole = hole;
     }
 
-    /// Approximate heap bytes (for MEMORY USAGE-like accounting).
-    #[allow(dead_code)]
-    pub(super) fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>()
-            + self.index.capacity() * 9
-            + self.len() * 6
+    /// Heap bytes: the slots, the member index, the B+tree (about 6 bytes an element)
+    /// and the members' blocks, estimated from the first `samples` live slots (0: all).
+    pub(super) fn heap_bytes(&self, samples: usize) -> usize {
+        let len = self.len();
+        let want = crate::memory::sample_len(samples, len);
+        let (mut taken, mut members) = (0, 0);
+        for s in self.slots.iter().filter(|s| !s.is_free()).take(want) {
+            taken += 1;
+            members += crate::memory::heap_of_capacity(s.member.len());
+        }
+        self.slots.heap_bytes()
+            + self.index.heap_bytes()
+            + len * 6
+            + crate::memory::extrapolate(members, taken, len)
     }
 }
 

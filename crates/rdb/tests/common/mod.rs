@@ -121,10 +121,19 @@ impl Redis {
         }
     }
 
+    /// A connection, retried for a while: on a loaded two-core machine a connect can
+    /// time out while the whole test suite runs.
     pub fn con(&self) -> redis::Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
-            .expect("connect to redis-server")
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            match redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            {
+                Ok(c) => return c,
+                Err(e) if Instant::now() >= end => panic!("connect to redis-server: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
     }
 
     /// SAVE, returning the file's path.

@@ -122,6 +122,15 @@ const DEBUG: &[Command] = &[
         ..FAMILY
     },
     Command {
+        name: "pause-cron",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Stops (1) or resumes (0) the background cycle: expiry, client timeouts, the tracking table's limit.",
+        since: "7.0.0",
+        handler: debug_pause_cron,
+        ..FAMILY
+    },
+    Command {
         name: "help",
         arity: 2,
         flags: LOADING | STALE,
@@ -160,7 +169,8 @@ fn dispose<T: Send + 'static>(garbage: T, in_background: bool) {
 fn flushdb(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     touch_watched(ctx, &[ctx.client.db]);
-    dispose(ctx.db().flush(), lazy);
+    let tracked = ctx.invalidate_all();
+    dispose((ctx.db().flush(), tracked), lazy);
     // XREADGROUP clients blocked on a stream that went answer an error.
     ctx.signal_db_ready(ctx.client.db);
     ctx.out.ok();
@@ -171,7 +181,8 @@ fn flushall(ctx: &mut Ctx<'_>) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     let all: Vec<usize> = (0..ctx.keyspace().db_count()).collect();
     touch_watched(ctx, &all);
-    dispose(ctx.keyspace().flush_all(), lazy);
+    let tracked = ctx.invalidate_all();
+    dispose((ctx.keyspace().flush_all(), tracked), lazy);
     for db in all {
         ctx.signal_db_ready(db);
     }
@@ -297,6 +308,13 @@ fn debug_object(ctx: &mut Ctx<'_>) -> CmdResult {
 fn debug_set_active_expire(ctx: &mut Ctx<'_>) -> CmdResult {
     let on = ctx.int_arg(2)? != 0;
     ctx.server().active_expire.store(on, Ordering::Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn debug_pause_cron(ctx: &mut Ctx<'_>) -> CmdResult {
+    let on = ctx.int_arg(2)? != 0;
+    ctx.server().cron_paused.store(on, Ordering::Relaxed);
     ctx.out.ok();
     Ok(())
 }

@@ -112,6 +112,10 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.server().stats.reset();
+    ctx.server()
+        .evict
+        .evicted
+        .store(0, std::sync::atomic::Ordering::Relaxed);
     for i in 0..ctx.keyspace().db_count() {
         ctx.keyspace().db(i).reset_stats();
     }

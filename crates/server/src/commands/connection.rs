@@ -4,6 +4,7 @@ use crate::exec::client::{Client, ClientInfo, ReplyMode};
 use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 use crate::server::Server;
+use crate::services::tracking::mode;
 use std::sync::atomic::Ordering;
 use strata_resp::Protocol;
 
@@ -182,6 +183,64 @@ const CLIENT: &[Command] = &[
         ..FAMILY
     },
     Command {
+        name: "pause",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Suspends commands processing.",
+        since: "2.9.50",
+        handler: super::pause::client_pause,
+        ..FAMILY
+    },
+    Command {
+        name: "unpause",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resumes processing commands from paused clients.",
+        since: "6.2.0",
+        complexity: "O(N) Where N is the number of paused clients",
+        handler: super::pause::client_unpause,
+        ..FAMILY
+    },
+    Command {
+        name: "tracking",
+        arity: -3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Controls server-assisted client-side caching for the connection.",
+        since: "6.0.0",
+        complexity: "O(1). Some options may introduce additional complexity.",
+        handler: super::caching::client_tracking,
+        ..FAMILY
+    },
+    Command {
+        name: "caching",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Instructs the server whether to track the keys in the next request.",
+        since: "6.0.0",
+        handler: super::caching::client_caching,
+        ..FAMILY
+    },
+    Command {
+        name: "getredir",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Returns the client ID to which the connection's tracking notifications are redirected.",
+        since: "6.0.0",
+        handler: super::caching::client_getredir,
+        ..FAMILY
+    },
+    Command {
+        name: "trackinginfo",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Returns information about server-assisted client-side caching for the connection.",
+        since: "6.2.0",
+        handler: super::caching::client_trackinginfo,
+        ..FAMILY
+    },
+    Command {
         name: "help",
         arity: 2,
         flags: LOADING | STALE,
@@ -237,6 +296,10 @@ fn auth(ctx: &mut Ctx<'_>) -> CmdResult {
         3 => (Some(ctx.arg(1)), ctx.arg(2)),
         _ => return Err(CmdError::SYNTAX),
     };
+    // MONITOR shows neither a user name nor a password.
+    for i in 1..ctx.argv.len() {
+        ctx.redact(i);
+    }
     if user.is_none() && ctx.config().get().requirepass.is_empty() {
         return Err(CmdError::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
     }
@@ -264,6 +327,8 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
         let more = ctx.argv.len() - 1 - j;
         let opt = ctx.lower(j);
         if opt == b"auth" && more >= 2 {
+            ctx.redact(j + 1);
+            ctx.redact(j + 2);
             check_password(ctx.server(), Some(ctx.arg(j + 1)), ctx.arg(j + 2))?;
             ctx.client.authenticated = true;
             j += 3;
@@ -332,6 +397,9 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.pubsub().remove_all(&mut subs);
     }
     super::transactions::forget(ctx.watches(), ctx.client);
+    let server = ctx.server();
+    server.monitors.remove(&ctx.client.info);
+    server.tracking.disable(&ctx.client.info);
     let open = ctx.config().get().requirepass.is_empty();
     let c = &mut *ctx.client;
     c.set_db(0);
@@ -339,6 +407,7 @@ fn reset(ctx: &mut Ctx<'_>) -> CmdResult {
     c.reply = ReplyMode::On;
     c.no_evict = false;
     c.no_touch = false;
+    c.caching = false;
     c.info.no_evict.store(false, Ordering::Relaxed);
     c.info.no_touch.store(false, Ordering::Relaxed);
     *c.info.name.lock() = None;
@@ -399,6 +468,9 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         c.psub.load(Ordering::Relaxed),
         c.ssub.load(Ordering::Relaxed),
     );
+    if c.monitor.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
     match c.kind.load(Ordering::Relaxed) {
         crate::exec::client::kind::REPLICA => flags.push('S'),
         crate::exec::client::kind::MASTER => flags.push('M'),
@@ -410,6 +482,16 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
     if c.blocked.load(Ordering::Relaxed) {
         flags.push('b');
     }
+    let tracking = c.tracking.flags();
+    for (bit, letter) in [
+        (mode::ON, 't'),
+        (mode::BROKEN_REDIRECT, 'R'),
+        (mode::BCAST, 'B'),
+    ] {
+        if tracking & bit != 0 {
+            flags.push(letter);
+        }
+    }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
@@ -420,7 +502,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -434,6 +516,7 @@ fn client_line(server: &Server, c: &ClientInfo) -> String {
         ssub,
         c.qbuf.load(Ordering::Relaxed),
         cmd,
+        c.tracking.redirect(),
         c.resp.load(Ordering::Relaxed)
     )
 }

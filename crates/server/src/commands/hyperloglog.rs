@@ -41,7 +41,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "pfcount",
     arity: -2,
-    flags: flags::READONLY,
+    flags: flags::READONLY | flags::MAY_REPLICATE,
     keys: Keys::Range {
             first: 1,
             last: -1,

@@ -70,8 +70,12 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(&mut s, "maxclients", server.config.get().maxclients);
             field(&mut s, "client_recent_max_input_buffer", 0);
             field(&mut s, "client_recent_max_output_buffer", 0);
-            field(&mut s, "blocked_clients", server.blocking.count());
-            field(&mut s, "tracking_clients", 0);
+            field(
+                &mut s,
+                "blocked_clients",
+                server.blocking.count() + server.pause.waiting(),
+            );
+            field(&mut s, "tracking_clients", server.tracking.counts().0);
             field(&mut s, "clients_in_timeout_table", 0);
         }
         "memory" => memory_section(server, &mut s),
@@ -114,7 +118,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 ),
                 (
                     "aof_rewrite_in_progress",
-                    flag(snap.rewriting.load(Ordering::Relaxed)),
+                    flag(snap.rewriting.load(Ordering::Relaxed) || p.switching()),
                 ),
                 (
                     "aof_last_bgrewrite_status",
@@ -265,61 +269,117 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Bytes allocated (INFO's used_memory; an RDB file's `used-mem`).
-pub fn used_memory() -> u64 {
-    allocator().0
-}
-
-/// (allocated, resident) bytes as the allocator counts them.
-fn allocator() -> (u64, u64) {
-    use tikv_jemalloc_ctl::{epoch, stats};
-    let _ = epoch::advance();
-    (
-        stats::allocated::read().unwrap_or(0) as u64,
-        stats::resident::read().unwrap_or(0) as u64,
-    )
-}
-
-/// Resident set size from /proc, as Redis reports used_memory_rss.
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map(|pages| pages * 4096)
-        .unwrap_or(0)
-}
-
 fn memory_section(server: &Server, s: &mut String) {
-    let (used, resident) = allocator();
-    let rss = rss_bytes();
-    let peak = server
-        .memory_peak
-        .fetch_max(used, Ordering::Relaxed)
-        .max(used);
-    let maxmemory = server.config.get().maxmemory;
+    use crate::commands::memory::Report;
+    let r = Report::gather(server);
+    let c = server.config.get();
+    let a = &r.allocator;
+    let libraries = server.scripts.libraries.read();
+    let functions: usize = libraries.values().map(|l| l.info.functions.len()).sum();
+    let system = crate::services::memory::system_memory();
+    let pct = |x: f64| format!("{x:.2}%");
+    let ratio = |x: f64| format!("{x:.2}");
     s.push_str("# Memory\r\n");
-    field(s, "used_memory", used);
-    field(s, "used_memory_human", human(used));
-    field(s, "used_memory_rss", rss);
-    field(s, "used_memory_rss_human", human(rss));
-    field(s, "used_memory_peak", peak);
-    field(s, "used_memory_peak_human", human(peak));
-    field(s, "allocator_allocated", used);
-    field(s, "allocator_resident", resident);
-    field(s, "maxmemory", maxmemory);
-    field(s, "maxmemory_human", human(maxmemory));
-    field(s, "maxmemory_policy", server.config.get().maxmemory_policy);
-    let ratio = if used > 0 {
-        rss as f64 / used as f64
-    } else {
-        0.0
-    };
-    field(s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
+    field(s, "used_memory", r.used);
+    field(s, "used_memory_human", human(r.used));
+    field(s, "used_memory_rss", r.rss);
+    field(s, "used_memory_rss_human", human(r.rss));
+    field(s, "used_memory_peak", r.peak);
+    field(s, "used_memory_peak_human", human(r.peak));
+    field(
+        s,
+        "used_memory_peak_perc",
+        pct(Report::percent(r.used, r.peak)),
+    );
+    field(s, "used_memory_overhead", r.overhead());
+    field(s, "used_memory_startup", r.startup);
+    field(s, "used_memory_dataset", r.dataset());
+    field(
+        s,
+        "used_memory_dataset_perc",
+        pct(Report::percent(
+            r.dataset(),
+            r.used.saturating_sub(r.startup),
+        )),
+    );
+    field(s, "allocator_allocated", a.allocated);
+    field(s, "allocator_active", a.active);
+    field(s, "allocator_resident", a.resident);
+    field(s, "total_system_memory", system);
+    field(s, "total_system_memory_human", human(system));
+    // Lua states are per worker thread and their memory is counted in used_memory; they
+    // are not measured apart.
+    for name in ["used_memory_lua", "used_memory_vm_eval"] {
+        field(s, name, 0);
+    }
+    field(s, "used_memory_lua_human", human(0));
+    field(s, "used_memory_scripts_eval", 0);
+    field(s, "number_of_cached_scripts", server.scripts.cached());
+    field(s, "number_of_functions", functions);
+    field(s, "number_of_libraries", libraries.len());
+    drop(libraries);
+    for name in ["used_memory_vm_functions", "used_memory_vm_total"] {
+        field(s, name, 0);
+    }
+    field(s, "used_memory_vm_total_human", human(0));
+    for name in ["used_memory_functions", "used_memory_scripts"] {
+        field(s, name, 0);
+    }
+    field(s, "used_memory_scripts_human", human(0));
+    field(s, "maxmemory", c.maxmemory);
+    field(s, "maxmemory_human", human(c.maxmemory));
+    field(s, "maxmemory_policy", c.maxmemory_policy);
+    field(
+        s,
+        "allocator_frag_ratio",
+        ratio(Report::ratio(a.active, a.allocated)),
+    );
+    field(
+        s,
+        "allocator_frag_bytes",
+        a.active.saturating_sub(a.allocated),
+    );
+    field(
+        s,
+        "allocator_rss_ratio",
+        ratio(Report::ratio(a.resident, a.active)),
+    );
+    field(
+        s,
+        "allocator_rss_bytes",
+        a.resident.saturating_sub(a.active),
+    );
+    field(
+        s,
+        "rss_overhead_ratio",
+        ratio(Report::ratio(r.rss, a.resident)),
+    );
+    field(s, "rss_overhead_bytes", r.rss.saturating_sub(a.resident));
+    field(
+        s,
+        "mem_fragmentation_ratio",
+        ratio(Report::ratio(r.rss, r.used)),
+    );
+    field(s, "mem_fragmentation_bytes", r.rss.saturating_sub(r.used));
+    field(s, "mem_not_counted_for_evict", r.journal);
+    for name in [
+        "mem_replication_backlog",
+        "mem_total_replication_buffers",
+        "mem_clients_slaves",
+    ] {
+        field(s, name, 0);
+    }
+    field(s, "mem_clients_normal", r.clients);
+    field(s, "mem_cluster_links", 0);
+    field(s, "mem_aof_buffer", r.journal);
     field(s, "mem_allocator", "jemalloc");
+    field(s, "active_defrag_running", 0);
+    field(
+        s,
+        "lazyfree_pending_objects",
+        crate::services::evict::LAZY_PENDING.load(Ordering::Relaxed),
+    );
+    field(s, "lazyfreed_objects", 0);
 }
 
 fn stats_section(server: &Server, s: &mut String) {
@@ -361,7 +421,17 @@ fn stats_section(server: &Server, s: &mut String) {
         st.rejected_connections.load(Ordering::Relaxed),
     );
     field(s, "expired_keys", expired);
-    field(s, "evicted_keys", 0);
+    field(s, "expired_stale_perc", "0.00");
+    field(s, "expired_time_cap_reached_count", 0);
+    field(s, "expire_cycle_cpu_milliseconds", 0);
+    field(
+        s,
+        "evicted_keys",
+        server.evict.evicted.load(Ordering::Relaxed),
+    );
+    field(s, "evicted_clients", 0);
+    field(s, "total_eviction_exceeded_time", 0);
+    field(s, "current_eviction_exceeded_time", 0);
     field(s, "keyspace_hits", hits);
     field(s, "keyspace_misses", misses);
     field(
@@ -389,6 +459,12 @@ fn stats_section(server: &Server, s: &mut String) {
     );
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);
+    let (_, keys, items, prefixes) = server.tracking.counts();
+    field(s, "tracking_total_keys", keys);
+    field(s, "tracking_total_items", items);
+    field(s, "tracking_total_prefixes", prefixes);
+    field(s, "migrate_cached_sockets", 0);
+    field(s, "slave_expires_tracked_keys", 0);
     field(s, "total_error_replies", errors);
 }
 

@@ -10,6 +10,7 @@ use strata_engine::{Locked, WrongType};
 pub mod admin;
 pub mod bitmap;
 pub mod blocking;
+mod caching;
 pub mod config;
 pub mod connection;
 pub mod geo;
@@ -19,12 +20,17 @@ pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
+pub mod memory;
+mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
 pub mod replication;
 pub(crate) mod scan;
+mod script_flags;
 pub mod scripting;
 pub mod set;
 pub mod slowlog;
@@ -39,6 +45,7 @@ pub const FAMILIES: &[&[Command]] = &[
     admin::COMMANDS,
     config::COMMANDS,
     introspection::COMMANDS,
+    memory::COMMANDS,
     strings::COMMANDS,
     bitmap::COMMANDS,
     keys::COMMANDS,
@@ -57,6 +64,8 @@ pub const FAMILIES: &[&[Command]] = &[
     pubsub::COMMANDS,
     slowlog::COMMANDS,
     replication::COMMANDS,
+    latency::COMMANDS,
+    lolwut::COMMANDS,
 ];
 
 /// Redis's answer to a container's subcommand given more arguments than it takes, e.g.

@@ -7,9 +7,8 @@
 
 use crate::exec::command::{flags::*, CmdResult, Command};
 use crate::exec::ctx::Ctx;
-use crate::services::pubsub::{Mailbox, Space, Subscriptions};
+use crate::services::pubsub::{Space, Subscriptions};
 use bytes::Bytes;
-use std::sync::Arc;
 
 /// Defaults shared by this family's declarations.
 const FAMILY: Command = Command {
@@ -58,7 +57,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "publish",
     arity: 3,
-    flags: PUBSUB | LOADING | STALE | FAST,
+    flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
     summary: "Post a message to a channel",
     complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
     handler: publish,
@@ -87,7 +86,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "spublish",
     arity: 3,
-    flags: PUBSUB | LOADING | STALE | FAST,
+    flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
@@ -175,13 +174,12 @@ const PUBSUB_SUBS: &[Command] = &[
 },
 ];
 
-/// The client's subscriptions, created (with its mailbox) on first use.
+/// The client's subscriptions, created on first use.
 fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
     let info = ctx.client.info.clone();
-    let proto = ctx.client.proto;
     ctx.client.subs.get_or_insert_with(|| {
         Box::new(Subscriptions {
-            mailbox: Arc::new(Mailbox::new(info, proto)),
+            client: info,
             channels: Vec::new(),
             patterns: Vec::new(),
             shard: Vec::new(),
@@ -191,12 +189,7 @@ fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
 
 /// Messages that arrived before this (un)subscribe go out before its reply, as in Redis.
 fn drain_mail(ctx: &mut Ctx<'_>) {
-    if let Some(s) = &ctx.client.subs {
-        if s.mailbox.has_mail() {
-            let n = s.mailbox.take(ctx.out.buf);
-            s.mailbox.written(n);
-        }
-    }
+    ctx.client.info.mail.drain_into(ctx.out.buf);
 }
 
 fn confirm(ctx: &mut Ctx<'_>, kind: &[u8], name: Option<&[u8]>, count: usize) {

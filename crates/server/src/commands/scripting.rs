@@ -37,6 +37,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a server-side Lua script.",
         since: "2.6.0",
         handler: eval,
+        call_flags: Some(super::script_flags::eval),
         ..FAMILY
     },
     Command {
@@ -47,6 +48,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a server-side Lua script by SHA1 digest.",
         since: "2.6.0",
         handler: evalsha,
+        call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
     },
     Command {
@@ -57,6 +59,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a read-only server-side Lua script.",
         since: "7.0.0",
         handler: eval_ro,
+        call_flags: Some(super::script_flags::eval),
         ..FAMILY
     },
     Command {
@@ -67,6 +70,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes a read-only server-side Lua script by SHA1 digest.",
         since: "7.0.0",
         handler: evalsha_ro,
+        call_flags: Some(super::script_flags::evalsha),
         ..FAMILY
     },
     Command {
@@ -77,6 +81,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Invokes a function.",
         since: "7.0.0",
         handler: fcall,
+        call_flags: Some(super::script_flags::fcall),
         ..FAMILY
     },
     Command {
@@ -87,6 +92,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Invokes a read-only function.",
         since: "7.0.0",
         handler: fcall_ro,
+        call_flags: Some(super::script_flags::fcall),
         ..FAMILY
     },
     Command {
@@ -287,6 +293,7 @@ fn run_script(
             keys,
             args,
             read_only,
+            deny_oom: deny_oom(ctx, &flags),
         },
     );
     ctx.out.raw(&reply);
@@ -307,7 +314,18 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
             "Can not execute a script with write flag using *_ro command.",
         ));
     }
+    // A script with flags that may write counts as a command that needs memory (Redis
+    // derives its DENYOOM flag from them), unless it is flagged `allow-oom`.
+    if ctx.client.oom_at_start && !flags.allow_oom && ctx.server().evict.maxmemory() != 0 {
+        return Err(CmdError::Static(crate::services::evict::OOM));
+    }
     Ok(())
+}
+
+/// Whether the script's writes are refused while memory was over the limit at its start:
+/// any script but one with flags including `allow-oom` (Redis's SCRIPT_ALLOW_OOM).
+fn deny_oom(ctx: &Ctx<'_>, flags: &ScriptFlags) -> bool {
+    ctx.client.oom_at_start && (flags.eval_compat_mode || !flags.allow_oom)
 }
 
 /// EVAL's body, remembered for EVALSHA.
@@ -319,11 +337,13 @@ fn by_body(ctx: &Ctx<'_>) -> (String, Bytes) {
 }
 
 fn eval(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.show_to_monitors();
     let (sha, body) = by_body(ctx);
     eval_body(ctx, sha, body, false)
 }
 
 fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
+    ctx.show_to_monitors();
     let (sha, body) = by_body(ctx);
     eval_body(ctx, sha, body, true)
 }
@@ -331,6 +351,7 @@ fn eval_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 /// EVALSHA: a script this thread has compiled runs without the shared registry (no lock
 /// or reference count that other threads touch); otherwise its body comes from there.
 fn by_sha(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors();
     // from_utf8 first: from_utf8_lossy's scan was 1% of an EVALSHA's instructions.
     let arg = ctx.arg(1);
     let sha = std::str::from_utf8(arg).map_or_else(
@@ -355,6 +376,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors();
     let name = String::from_utf8_lossy(ctx.arg(1));
     // This thread's Lua state mirrors the registry's libraries (with_lua catches up).
     let flags = scripting::with_lua(ctx.scripts(), |lua| lua.function_flags(&name));
@@ -372,6 +394,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, ro: bool) -> CmdResult {
             keys,
             args,
             read_only,
+            deny_oom: deny_oom(ctx, &flags),
         },
     );
     ctx.out.raw(&reply);

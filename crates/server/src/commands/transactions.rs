@@ -11,6 +11,7 @@ use crate::exec::ctx::Ctx;
 use crate::exec::effects::Group;
 use crate::exec::plan::LockPlan;
 use crate::exec::{execute, Call, Nest, Origin};
+use crate::server::Server;
 use crate::services::snapshot::open_write;
 use crate::services::watch::Watches;
 use bytes::Bytes;
@@ -49,6 +50,7 @@ pub static COMMANDS: &[Command] = &[
         summary: "Executes all commands in a transaction.",
         since: "1.2.0",
         handler: exec,
+        call_flags: Some(queued_flags),
         ..FAMILY
     },
     Command {
@@ -85,6 +87,15 @@ pub static COMMANDS: &[Command] = &[
         ..FAMILY
     },
 ];
+
+/// EXEC's flags include those of the commands it will run (CLIENT PAUSE WRITE holds an
+/// EXEC of writes), as Redis's mstate.cmd_flags.
+fn queued_flags(server: &Server, client: &Client, declared: u32, _: &[Bytes]) -> u32 {
+    let queued = client.multi.as_ref().map_or(&[][..], |m| &m.queued[..]);
+    queued.iter().fold(declared, |f, (id, argv)| {
+        f | crate::exec::admit::call_flags(server, client, *id, argv)
+    })
+}
 
 /// Queues a command inside MULTI.
 pub fn queue(client: &mut Client, id: usize, argv: &[Bytes], out: &mut Vec<u8>) {

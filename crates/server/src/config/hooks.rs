@@ -27,6 +27,13 @@ pub enum Hook {
     Appendonly,
     /// The replication backlog's size and the min-replicas-to-write rule.
     Replication,
+    /// The client-side caching table's key limit.
+    Tracking,
+    /// The latency monitor's threshold.
+    Latency,
+    /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
+    /// clocks or LFU counters).
+    Maxmemory,
 }
 
 impl Hook {
@@ -75,6 +82,10 @@ impl Hook {
                 .slowlog
                 .configure(c.slowlog_log_slower_than, c.slowlog_max_len as usize),
             Hook::Replication => crate::services::replication::configure(server),
+            Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
+            Hook::Latency => server
+                .latency
+                .set_threshold(c.latency_monitor_threshold.max(0) as u64),
             Hook::Appendonly => {
                 // Before start-up has opened the data directory there is nothing to switch.
                 if server.loading.load(Ordering::SeqCst) {
@@ -85,6 +96,30 @@ impl Hook {
                     if let Some(s) = server.arc() {
                         crate::services::persist::switch_journal(&s, on);
                     }
+                }
+            }
+            Hook::Maxmemory => {
+                let access = server.keyspace.access();
+                access.set_lfu(c.maxmemory_policy.is_lfu());
+                access.set_lfu_params(
+                    c.lfu_log_factor,
+                    c.lfu_decay_time.min(u32::MAX as u64) as u32,
+                );
+                server.evict.configure(
+                    c.maxmemory,
+                    c.maxmemory_policy,
+                    c.maxmemory_samples,
+                    c.maxmemory_eviction_tenacity,
+                    c.lazyfree_lazy_eviction,
+                );
+                let used = crate::services::memory::used();
+                if c.maxmemory != 0 && used > c.maxmemory {
+                    tracing::warn!(
+                        "maxmemory {} is below the memory in use ({used} bytes): keys will be evicted per maxmemory-policy {}, or writes refused",
+                        c.maxmemory,
+                        c.maxmemory_policy
+                    );
+                    server.evict.start_background(server);
                 }
             }
         }

@@ -52,7 +52,7 @@ directives! {
     io_threads_do_reads: bool = "no", "io-threads-do-reads", START | INERT;
     maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE | INERT;
     tracking_table_max_keys: u64 [int(0, LONG_MAX)] = "1000000",
-        "tracking-table-max-keys", LIVE | INERT;
+        "tracking-table-max-keys", LIVE => Tracking;
 
     // --- Keyspace
     /// Logical databases (Strata's bound: a million).
@@ -64,19 +64,24 @@ directives! {
     dynamic_hz: bool = "yes", "dynamic-hz", LIVE | INERT;
     active_expire_effort: u32 [int(1, 10)] = "1", "active-expire-effort", LIVE | INERT;
     activerehashing: bool = "yes", "activerehashing", LIVE | INERT;
-    /// Memory limit: reported, not enforced yet.
-    maxmemory: u64 [memory(0, ULLONG_MAX)] = "0", "maxmemory", LIVE;
-    /// Eviction policy: reported and read by OBJECT, not enforced yet.
-    maxmemory_policy: MaxmemoryPolicy = "noeviction", "maxmemory-policy", LIVE;
-    maxmemory_samples: u32 [int(1, INT_MAX)] = "5", "maxmemory-samples", LIVE | INERT;
+    /// Memory limit (0: none): over it, keys are evicted per maxmemory-policy, or
+    /// commands that need memory are refused.
+    maxmemory: u64 [memory(0, ULLONG_MAX)] = "0", "maxmemory", LIVE => Maxmemory;
+    /// Which keys go when memory is over the limit.
+    maxmemory_policy: MaxmemoryPolicy = "noeviction", "maxmemory-policy", LIVE => Maxmemory;
+    /// Keys sampled per eviction round.
+    maxmemory_samples: u32 [int(1, INT_MAX)] = "5", "maxmemory-samples", LIVE => Maxmemory;
+    /// How long one command may spend evicting before the rest goes to the background.
     maxmemory_eviction_tenacity: u32 [int(0, 100)] = "10",
-        "maxmemory-eviction-tenacity", LIVE | INERT;
-    lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE | INERT;
+        "maxmemory-eviction-tenacity", LIVE => Maxmemory;
+    /// How slowly LFU counters grow with accesses.
+    lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE => Maxmemory;
     /// Minutes per decrement of the LFU counter (OBJECT FREQ).
-    lfu_decay_time: u64 [int(0, INT_MAX)] = "1", "lfu-decay-time", LIVE;
+    lfu_decay_time: u64 [int(0, INT_MAX)] = "1", "lfu-decay-time", LIVE => Maxmemory;
     /// FLUSHALL/FLUSHDB free memory in the background by default.
     lazyfree_lazy_user_flush: bool = "no", "lazyfree-lazy-user-flush", LIVE;
-    lazyfree_lazy_eviction: bool = "no", "lazyfree-lazy-eviction", LIVE | INERT;
+    /// Evicted values are freed in the background (and the journal records UNLINK).
+    lazyfree_lazy_eviction: bool = "no", "lazyfree-lazy-eviction", LIVE => Maxmemory;
     lazyfree_lazy_expire: bool = "no", "lazyfree-lazy-expire", LIVE | INERT;
     lazyfree_lazy_server_del: bool = "no", "lazyfree-lazy-server-del", LIVE | INERT;
     lazyfree_lazy_user_del: bool = "no", "lazyfree-lazy-user-del", LIVE | INERT;
@@ -158,7 +163,7 @@ directives! {
         "slowlog-log-slower-than", LIVE => Slowlog;
     slowlog_max_len: u64 [int(0, LONG_MAX)] = "128", "slowlog-max-len", LIVE => Slowlog;
     latency_monitor_threshold: i64 [int(0, LONG_MAX)] = "0",
-        "latency-monitor-threshold", LIVE | INERT;
+        "latency-monitor-threshold", LIVE => Latency;
     latency_tracking: bool = "yes", "latency-tracking", LIVE | INERT;
     latency_tracking_info_percentiles: Percentiles = "50 99 99.9",
         "latency-tracking-info-percentiles", LIVE | INERT;

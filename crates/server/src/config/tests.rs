@@ -198,7 +198,7 @@ fn config_set_is_all_or_nothing_with_redis_errors() {
         .unwrap();
     assert_eq!(c.get().maxmemory, 1 << 20);
     assert_eq!(c.get().zset_max_listpack_value, 1000);
-    assert_eq!(hooks, vec![Hook::Encodings]);
+    assert_eq!(hooks, vec![Hook::Maxmemory, Hook::Encodings]);
     assert!(c.epoch() > epoch);
     // Setting the value it has changes nothing, so no hook runs.
     assert!(c

@@ -1,13 +1,15 @@
 //! Stage 2: may this client run this command now? Each rule is checked once, here, in
-//! Redis's order: authentication, the ACL hook, the subscribed context, MULTI queueing, a
-//! busy script, the cluster-slot hook, a journal that cannot be written; and for a
-//! script's `redis.call`, the rules scripts run under.
+//! Redis's order: authentication, the ACL hook, memory (eviction, and the refusal of
+//! commands that need memory when none can be freed), the subscribed context, CLIENT
+//! PAUSE, MULTI queueing, a busy script, the cluster-slot hook, a journal that cannot be
+//! written; and for a script's `redis.call`, the rules scripts run under.
 
 use crate::commands::transactions;
 use crate::exec::client::Client;
 use crate::exec::command::{flags, CmdError};
 use crate::exec::{Nest, Origin};
 use crate::server::Server;
+use crate::services::evict::{State, OOM};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
@@ -16,6 +18,8 @@ pub enum Admit {
     Run,
     /// Inside MULTI: queue it for EXEC.
     Queue,
+    /// CLIENT PAUSE holds it back: the connection waits, then submits it again.
+    Pause,
     Refuse(CmdError),
 }
 
@@ -23,7 +27,7 @@ pub enum Admit {
 #[inline]
 pub fn admit(
     server: &Server,
-    client: &Client,
+    client: &mut Client,
     id: usize,
     argv: &[Bytes],
     origin: &Origin<'_>,
@@ -42,6 +46,11 @@ pub fn admit(
             if write && rules.read_only {
                 return refuse("ERR Write commands are not allowed from read-only scripts.");
             }
+            // Out of memory when the script started: it may not start writing (once it has
+            // written, it must be let finish).
+            if rules.deny_oom && cmd.has(flags::DENYOOM) && server.evict.maxmemory() != 0 {
+                return refuse(OOM);
+            }
         }
         Origin::Master => return admit_master(client, cmd),
         Origin::Nested(_) | Origin::Client => {}
@@ -52,6 +61,9 @@ pub fn admit(
     if let Err(e) = acl_check(server, client, id, argv) {
         return Admit::Refuse(e);
     }
+    if matches!(origin, Origin::Client) && memory_check(server, client, id).is_err() {
+        return refuse(OOM);
+    }
     if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
         return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
     }
@@ -60,6 +72,16 @@ pub fn admit(
     if server.repl.restricts() {
         if let Err(e) = crate::services::replication::admit(server, client, cmd, origin) {
             return Admit::Refuse(e);
+        }
+    }
+    // Only a client's own commands wait: an EXEC's or a script's run as part of theirs,
+    // and a blocked client's command waited when it first arrived.
+    if server.pause.active() && matches!(origin, Origin::Client) && !client.rerun {
+        let now = server.clock.unix_ms(crate::tick::Tick::now());
+        let writes =
+            call_flags(server, client, id, argv) & (flags::WRITE | flags::MAY_REPLICATE) != 0;
+        if server.pause.holds(now, writes) {
+            return Admit::Pause;
         }
     }
     if client.multi.is_some() && !cmd.has(flags::NOT_QUEUED) {
@@ -94,8 +116,56 @@ fn admit_master(client: &Client, cmd: &crate::exec::command::Command) -> Admit {
     Admit::Run
 }
 
+/// The flags of this call of command `id`: its declared ones, or those its arguments or
+/// state give it (a script's declared flags, EXEC's queued commands), as Redis's
+/// getCommandFlags.
+pub fn call_flags(server: &Server, client: &Client, id: usize, argv: &[Bytes]) -> u32 {
+    let cmd = server.table.commands[id];
+    match cmd.call_flags {
+        Some(f) => f(server, client, cmd.flags, argv),
+        None => cmd.flags,
+    }
+}
+
 fn refuse(text: &'static str) -> Admit {
     Admit::Refuse(CmdError::Static(text))
+}
+
+/// maxmemory (Redis's processCommand): over the limit, evict first, whatever the command;
+/// when nothing could be freed, refuse a command that may need memory: one flagged
+/// DENYOOM, an EXEC with one queued, and anything but EXEC, DISCARD, QUIT and RESET
+/// inside MULTI (queueing takes memory too). Remembers the verdict for scripts. Not while
+/// a script is busy: its clients' evictions would mix with its effects.
+#[inline]
+fn memory_check(server: &Server, client: &mut Client, id: usize) -> Result<(), ()> {
+    if server.evict.maxmemory() == 0 || server.scripts.busy.load(Ordering::Relaxed) || client.rerun
+    {
+        if client.oom_at_start {
+            client.oom_at_start = false;
+        }
+        return Ok(());
+    }
+    let oom = server.evict.perform(server) == State::Fail;
+    client.oom_at_start = oom;
+    if !oom {
+        return Ok(());
+    }
+    let cmd = server.table.commands[id];
+    let name = server.table.fullnames[id].as_str();
+    let exempt = matches!(name, "exec" | "discard" | "quit" | "reset");
+    let refused = match &client.multi {
+        Some(m) if name == "exec" => m
+            .queued
+            .iter()
+            .any(|(q, _)| server.table.commands[*q].has(flags::DENYOOM)),
+        Some(_) => !exempt,
+        None => cmd.has(flags::DENYOOM),
+    };
+    if refused {
+        Err(())
+    } else {
+        Ok(())
+    }
 }
 
 /// The ACL hook: users, command and key permissions are checked here (and only here).

@@ -35,6 +35,7 @@ pub fn serve_ready(w: &mut Worker<'_>, mut ready: Vec<(usize, Bytes)>) {
             c.db = waiter.db;
             c.proto = waiter.proto;
             c.no_touch = waiter.no_touch;
+            c.rerun = true;
             let mut out = Vec::new();
             let mut after = After::default();
             w.clock = Tick::now();

@@ -1,6 +1,9 @@
 //! Per-connection state, and the registry of all clients that CLIENT LIST/KILL and INFO read
 //! from any thread.
 
+use crate::services::mailbox::{Delivery, Mailbox};
+use crate::services::pubsub::BufferLimit;
+use crate::services::tracking::ClientTracking;
 use crate::tick::Tick;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -48,6 +51,17 @@ pub struct Client {
     pub repl: Option<Box<crate::services::replication::ClientRepl>>,
     /// The replication offset that covers this client's last write (WAIT waits for it).
     pub woff: u64,
+    /// CLIENT CACHING YES/NO was given for the next command (or transaction).
+    pub caching: bool,
+    /// A blocked client's command re-run by the connection that served it once a key it
+    /// waits on is ready (`exec/blocked.rs`): it was already admitted, paused and shown to
+    /// MONITOR when it blocked, and it is not refused for memory now (Redis serves blocked
+    /// clients without processCommand's checks).
+    pub rerun: bool,
+    /// Memory was over `maxmemory` with nothing left to evict when this client's current
+    /// command was admitted (Redis's pre_command_oom_state): a script it runs may then not
+    /// start writing.
+    pub oom_at_start: bool,
 }
 
 impl Client {
@@ -69,6 +83,9 @@ impl Client {
             last_lsn: 0,
             repl: None,
             woff: 0,
+            caching: false,
+            rerun: false,
+            oom_at_start: false,
         }
     }
 
@@ -100,9 +117,6 @@ impl Client {
             if proto == Protocol::Resp3 { 3 } else { 2 },
             Ordering::Relaxed,
         );
-        if let Some(s) = &self.subs {
-            s.mailbox.set_proto(proto);
-        }
         self.update_pubsub();
     }
 }
@@ -135,14 +149,23 @@ pub struct ClientInfo {
     pub psub: AtomicUsize,
     /// Shard channel subscriptions (CLIENT LIST ssub=).
     pub ssub: AtomicUsize,
-    /// In a blocking command (CLIENT LIST flags=b).
+    /// In a blocking command, or held by CLIENT PAUSE (CLIENT LIST flags=b).
     pub blocked: AtomicBool,
     /// What the connection is for: [`kind::NORMAL`], a replica ([`kind::REPLICA`], CLIENT
     /// LIST flags=S) or this replica's link to its primary ([`kind::MASTER`], flags=M).
     pub kind: AtomicU8,
+    /// In MONITOR mode (CLIENT LIST flags=O).
+    pub monitor: AtomicBool,
+    /// Client-side caching state (CLIENT TRACKING), read by writers on any thread.
+    pub tracking: ClientTracking,
+    /// What other clients send it: pub/sub messages, invalidations, MONITOR lines.
+    pub mail: Mailbox,
     killed: AtomicBool,
-    /// The task to wake on `kill`: the connection's (its waker is the same at every await).
-    kill_waker: Mutex<Option<Waker>>,
+    /// Left the registry: the connection is gone.
+    closed: AtomicBool,
+    /// The task to wake on `kill` or mail: the connection's (its waker is the same at every
+    /// await).
+    waker: Mutex<Option<Waker>>,
 }
 
 impl ClientInfo {
@@ -165,15 +188,23 @@ impl ClientInfo {
             ssub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
             kind: AtomicU8::new(kind::NORMAL),
+            monitor: AtomicBool::new(false),
+            tracking: ClientTracking::default(),
+            mail: Mailbox::default(),
             killed: AtomicBool::new(false),
-            kill_waker: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            waker: Mutex::new(None),
         }
     }
 
     /// Asks the connection to close (CLIENT KILL, SHUTDOWN). It closes at its next wake-up.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
-        if let Some(w) = self.kill_waker.lock().as_ref() {
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self.waker.lock().as_ref() {
             w.wake_by_ref();
         }
     }
@@ -182,23 +213,82 @@ impl ClientInfo {
         self.killed.load(Ordering::SeqCst)
     }
 
-    /// Resolves once `kill` was called. Polled next to every read and write of the
-    /// connection, so it is cheap: one uncontended lock, and the waker is cloned only when
-    /// it changed (a connection's task keeps one waker, until it moves to another worker).
+    /// True once the connection is gone (it left the registry).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The protocol the client speaks now.
+    pub fn proto(&self) -> Protocol {
+        if self.resp.load(Ordering::Relaxed) == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    }
+
+    /// True while the client has subscriptions (Redis's CLIENT_PUBSUB).
+    pub fn subscribed(&self) -> bool {
+        self.sub.load(Ordering::Relaxed)
+            + self.psub.load(Ordering::Relaxed)
+            + self.ssub.load(Ordering::Relaxed)
+            > 0
+    }
+
+    /// Queues what `write` encodes (in the client's protocol, which it is given) in the
+    /// client's mailbox and wakes its connection. A client past `limit` is closed; false
+    /// then, or when it was already cut off.
+    pub fn send(&self, limit: BufferLimit, write: impl FnOnce(&mut Vec<u8>, Protocol)) -> bool {
+        let proto = self.proto();
+        match self.mail.queue(limit, |buf| write(buf, proto)) {
+            Delivery::Queued => {
+                self.wake();
+                true
+            }
+            Delivery::Dropped => false,
+            Delivery::Overflow => {
+                tracing::warn!(
+                    "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                    self.id,
+                    self.addr
+                );
+                self.kill();
+                false
+            }
+        }
+    }
+
+    /// Resolves once `kill` was called (`is_killed` tells) or mail arrived (`mail`).
+    /// Polled next to every read and write of the connection, so it is cheap: one
+    /// uncontended lock, and the waker is cloned only when it changed (a connection's task
+    /// keeps one waker, until it moves to another worker).
+    pub fn signalled(&self) -> impl std::future::Future<Output = ()> + '_ {
+        self.wait_for(|| self.is_killed() || self.mail.has_mail())
+    }
+
+    /// Resolves once `kill` was called.
     pub fn killed(&self) -> impl std::future::Future<Output = ()> + '_ {
-        std::future::poll_fn(|cx| {
-            if self.is_killed() {
+        self.wait_for(|| self.is_killed())
+    }
+
+    fn wait_for<'s>(
+        &'s self,
+        ready: impl Fn() -> bool + 's,
+    ) -> impl std::future::Future<Output = ()> + 's {
+        std::future::poll_fn(move |cx| {
+            if ready() {
                 return Poll::Ready(());
             }
             {
-                let mut w = self.kill_waker.lock();
+                let mut w = self.waker.lock();
                 if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                     *w = Some(cx.waker().clone());
                 }
             }
-            // `kill` sets the flag before it takes the lock: one that ran since the check
-            // above either finds the waker just stored or left the flag for this look.
-            if self.is_killed() {
+            // `kill` and `send` set their flag before they take the lock: one that ran
+            // since the check above either finds the waker just stored or left the flag
+            // for this look.
+            if ready() {
                 Poll::Ready(())
             } else {
                 Poll::Pending
@@ -235,7 +325,8 @@ impl Registry {
     }
 
     pub fn remove(&self, id: u64) {
-        if self.clients.lock().remove(&id).is_some() {
+        if let Some(info) = self.clients.lock().remove(&id) {
+            info.closed.store(true, Ordering::Release);
             self.connected.fetch_sub(1, Ordering::Relaxed);
         }
     }

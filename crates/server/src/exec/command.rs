@@ -3,7 +3,9 @@
 //! handler. Dispatch, arity checks, COMMAND INFO/DOCS/GETKEYS and key extraction all read
 //! these declarations; nothing repeats them.
 
+use crate::exec::client::Client;
 use crate::exec::ctx::Ctx;
+use crate::server::Server;
 use bytes::Bytes;
 use std::borrow::Cow;
 use strata_engine::WrongType;
@@ -80,6 +82,8 @@ pub enum Keys {
 /// error that dispatch writes.
 pub type CmdResult = Result<(), CmdError>;
 pub type Handler = fn(&mut Ctx<'_>) -> CmdResult;
+/// The flags of one call of a command, from its declared flags and its arguments.
+pub type CallFlags = fn(&Server, &Client, u32, &[Bytes]) -> u32;
 
 /// One command (or one subcommand of a container such as CONFIG or CLIENT).
 pub struct Command {
@@ -97,6 +101,10 @@ pub struct Command {
     pub complexity: &'static str,
     pub handler: Handler,
     pub subcommands: &'static [Command],
+    /// For a command whose flags depend on the call (a script's declared flags, EXEC's
+    /// queued commands): the flags of one call, given the declared `flags`, as Redis's
+    /// getCommandFlags. Admission reads them through `admit::call_flags`.
+    pub call_flags: Option<CallFlags>,
 }
 
 impl Command {
@@ -112,6 +120,7 @@ impl Command {
         complexity: "O(1)",
         handler: no_handler,
         subcommands: &[],
+        call_flags: None,
     };
 
     pub fn has(&self, flag: u32) -> bool {
@@ -262,6 +271,7 @@ impl From<strata_engine::embedded::Error> for CmdError {
             Error::WrongType => CmdError::WRONG_TYPE,
             Error::NotInteger => CmdError::NOT_INTEGER,
             Error::Overflow => CmdError::OVERFLOW,
+            Error::OutOfMemory => CmdError::Static(crate::services::evict::OOM),
         }
     }
 }

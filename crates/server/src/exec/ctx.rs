@@ -14,6 +14,7 @@ use crate::services::blocking::BlockRequest;
 use crate::services::pubsub::{Hub, Publisher};
 use crate::services::scripting::Scripts;
 use crate::services::stats::ThreadStats;
+use crate::services::tracking::Current;
 use crate::services::watch::Watches;
 use crate::services::{notify, slowlog::SlowLog};
 use bytes::Bytes;
@@ -47,6 +48,8 @@ pub struct Ctx<'a> {
     after: &'a mut After,
     /// The EXEC or script this command runs inside, if any.
     nest: Option<&'a mut Nest>,
+    /// Arguments MONITOR must not show (bit i: argv[i]).
+    redacted: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -72,12 +75,34 @@ impl<'a> Ctx<'a> {
             effect: Effect::Argv,
             after,
             nest,
+            redacted: 0,
         }
     }
 
-    /// The effect the handler left (stage 5 records it).
-    pub(crate) fn into_effect(self) -> Effect {
-        self.effect
+    /// The effect the handler left (stage 5 records it) and the arguments it redacted.
+    pub(crate) fn into_effect(self) -> (Effect, u64) {
+        (self.effect, self.redacted)
+    }
+
+    /// Shows this command to MONITOR now: EVAL and FCALL (flagged skip_monitor) appear
+    /// before the calls their scripts make, as in Redis.
+    pub fn show_to_monitors(&self) {
+        if self.server.monitors.active() && !self.client.rerun {
+            crate::exec::show_to_monitors(
+                self.server,
+                self.client,
+                false,
+                self.argv,
+                self.redacted,
+            );
+        }
+    }
+
+    /// Hides argument `i` from MONITOR (a password): it shows as `(redacted)`.
+    pub fn redact(&mut self, i: usize) {
+        if i < 64 {
+            self.redacted |= 1 << i;
+        }
     }
 
     /// The time to store in values that keep it (a stream's delivery and seen times):
@@ -172,16 +197,18 @@ impl<'a> Ctx<'a> {
     }
 
     /// True when `notify` for `class` does anything: events of that class are published,
-    /// some client WATCHes keys, or XREADGROUP clients wait for their keys to change
-    /// (callers use it to skip gathering what `notify` needs).
+    /// some client WATCHes keys or tracks them, or XREADGROUP clients wait for their keys
+    /// to change (callers use it to skip gathering what `notify` needs).
     #[inline]
     pub fn notifying(&self, class: u32) -> bool {
         self.server.notify_flags.load(Ordering::Relaxed) & class != 0
             || self.server.watches.active()
             || self.server.blocking.change_watchers() != 0
+            || self.server.tracking.active()
     }
 
-    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB).
+    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB). Every changed
+    /// key passes here: WATCH and client-side caching learn of it here too.
     #[inline]
     pub fn notify_db(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
         let flags = self.server.notify_flags.load(Ordering::Relaxed);
@@ -197,6 +224,31 @@ impl<'a> Ctx<'a> {
                 .ready_keys
                 .push((db, Bytes::copy_from_slice(key)));
         }
+        if self.server.tracking.active() {
+            self.invalidate(key);
+        }
+    }
+
+    /// Tells clients that may cache `key` that it changed. A message for this client itself
+    /// goes out after its reply.
+    #[cold]
+    #[inline(never)]
+    fn invalidate(&mut self, key: &[u8]) {
+        let me = Current {
+            id: self.client.id,
+            deferred: &mut self.after.tracking,
+        };
+        self.server.tracking.touched(key, Some(me));
+    }
+
+    /// FLUSHDB, FLUSHALL: every tracking client learns that every key changed; returns the
+    /// tracking table's old contents for the caller to free with the flushed data.
+    pub fn invalidate_all(&mut self) -> impl Send + 'static {
+        let me = Current {
+            id: self.client.id,
+            deferred: &mut self.after.tracking,
+        };
+        self.server.tracking.flushed(Some(me))
     }
 
     #[cold]

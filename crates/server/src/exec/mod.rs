@@ -23,6 +23,7 @@ pub mod replay;
 pub mod script;
 pub mod sink;
 pub mod table;
+mod tracking;
 
 use crate::exec::client::{Client, ReplyMode};
 use crate::exec::command::{flags, CmdError, Command};
@@ -75,10 +76,16 @@ pub struct Nest {
 pub struct ScriptRules {
     /// A read-only script (EVAL_RO, FCALL_RO, `no-writes`): no write commands.
     pub read_only: bool,
+    /// Memory was over the limit when the script started and it may not change that:
+    /// commands flagged DENYOOM are refused until its first write (Redis's
+    /// scriptVerifyOOM; a script flagged `allow-oom` is never refused).
+    pub deny_oom: bool,
 }
 
 /// What a command leaves for its connection to do after it: its own push messages, to be
 /// placed before its reply; keys it made ready for blocked clients; its request to block.
+/// Invalidations for the client itself (`tracking`) are placed after the reply by
+/// `execute`, once the outermost command ends.
 #[derive(Default)]
 pub struct After {
     pub self_push: Vec<u8>,
@@ -89,6 +96,7 @@ pub struct After {
     pub deferred: Option<Deferred>,
     /// The connection becomes a replica's (SYNC, PSYNC): it leaves the request path.
     pub handoff: Option<Box<crate::services::replication::Handoff>>,
+    pub tracking: Vec<u8>,
 }
 
 /// A reply produced later (see [`After::deferred`]).
@@ -112,6 +120,9 @@ pub enum Outcome {
     Ran(&'static Command),
     /// Queued inside MULTI.
     Queued,
+    /// Held back by CLIENT PAUSE: nothing is written; the connection waits for the pause
+    /// to end and submits it again.
+    Paused,
     /// Not run. The error is written already, except for a script's call, whose host
     /// turns it into a Lua error.
     Refused(CmdError),
@@ -139,14 +150,23 @@ pub fn execute(
     out: &mut Vec<u8>,
     after: &mut After,
 ) -> Outcome {
+    let top = matches!(origin, Origin::Client);
+    if top && w.server.tracking.active() {
+        // Before a client's command, as Redis's processCommand: keys past the tracking
+        // table's limit go, their invalidations for this client before its reply.
+        tracking::before(w.server, client, out);
+    }
     let mode_before = client.reply;
     let start_len = out.len();
     let fed = crate::services::replication::backlog::fed_here();
-    let outcome = match w.server.table.resolve(call.argv) {
+    let resolved = w.server.table.resolve(call.argv);
+    let id = resolved.as_ref().ok().copied();
+    let outcome = match resolved {
         Ok(id) => run(w, client, id, call, &mut origin, out, after),
         Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
     };
-    if matches!(origin, Origin::Client) {
+    // A paused command has not run: it comes back as if it had just arrived.
+    if top && !matches!(outcome, Outcome::Paused) {
         // The write (EXEC, script...) reached the replication stream: WAIT covers it.
         let now = crate::services::replication::backlog::fed_here();
         if now != fed {
@@ -154,6 +174,9 @@ pub fn execute(
         }
         if suppress_reply(client, mode_before) {
             out.truncate(start_len);
+        }
+        if w.server.tracking.active() || !after.tracking.is_empty() {
+            tracking::after(w.server, client, id, out, after);
         }
     }
     outcome
@@ -213,6 +236,7 @@ fn run(
             crate::commands::transactions::queue(client, id, call.argv, out);
             return Outcome::Queued;
         }
+        admit::Admit::Pause => return Outcome::Paused,
         admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
     }
     client
@@ -225,12 +249,23 @@ fn run(
     let replaying = matches!(origin, Origin::Replay);
     // A replayed or replicated command runs with the clock stopped: nothing expires.
     let frozen = replaying || matches!(origin, Origin::Master);
+    let by_script = matches!(
+        origin,
+        Origin::Nested(Nest {
+            script: Some(_),
+            ..
+        })
+    );
     let hold = match plan::hold(w, db, id, call.argv, origin) {
         Ok(h) => h,
         Err(e) => return refuse(w, client, id, origin, out, e),
     };
+    // A tracking client's read records its keys before it runs (see services::tracking).
+    if server.tracking.active() && !by_script && cmd.has(flags::READONLY) {
+        tracking::remember(server, client, cmd, call.argv);
+    }
     let proto = client.proto;
-    let (result, effect) = {
+    let (result, (effect, redacted)) = {
         let nest = match origin {
             Origin::Nested(n) => Some(&mut **n),
             _ => None,
@@ -266,17 +301,20 @@ fn run(
         w.stats.called(id, took);
     }
     if !replaying {
-        let by_script = matches!(
-            origin,
-            Origin::Nested(Nest {
-                script: Some(_),
-                ..
-            })
-        );
         let who = (!by_script).then_some(&*client.info);
         server
             .slowlog
             .observe(took, &server.table.fullnames[id], call.argv, who);
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        server.latency.observe(event, took / 1000);
+        if server.monitors.active() && !client.rerun && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN)
+        {
+            show_to_monitors(server, client, by_script, call.argv, redacted);
+        }
     }
     if let Err(e) = result {
         w.stats.failed(id);
@@ -339,6 +377,24 @@ fn record(
             }
         }
     }
+}
+
+/// Sends a command's MONITOR line (run in the client's current database, as Redis).
+#[cold]
+pub(crate) fn show_to_monitors(
+    server: &Server,
+    client: &Client,
+    by_script: bool,
+    argv: &[Bytes],
+    redacted: u64,
+) {
+    use crate::services::monitor::Source;
+    let source = if by_script {
+        Source::Script
+    } else {
+        Source::Client(&client.info)
+    };
+    server.monitors.feed(client.db, source, argv, redacted);
 }
 
 /// Writes an error reply and counts it (INFO errorstats).

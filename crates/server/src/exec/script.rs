@@ -32,6 +32,8 @@ pub struct Script<'s> {
     pub args: &'s [Bytes],
     /// EVAL_RO, FCALL_RO or a `no-writes` script.
     pub read_only: bool,
+    /// Memory was over the limit when it started, and it is not flagged `allow-oom`.
+    pub deny_oom: bool,
 }
 
 /// Runs `script` for the command in `ctx` (EVAL, FCALL...) and returns its reply bytes.
@@ -66,6 +68,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
         epoch,
         script: Some(ScriptRules {
             read_only: script.read_only,
+            deny_oom: script.deny_oom,
         }),
     };
     let proto = client.proto;
@@ -85,6 +88,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
             wrote: false,
             running: None,
             about: (script.name, argv, matches!(script.target, Target::Eval(..))),
+            keys: script.keys,
         };
         let reply = with_lua(&server.scripts, |lua| match script.target {
             Target::Eval(sha, body) => {
@@ -128,6 +132,8 @@ struct ScriptHost<'a> {
     running: Option<RunningFlags>,
     /// (name, argv, is EVAL) for the registry entry.
     about: (&'a str, &'a [Bytes], bool),
+    /// The keys the script declared: a tracking client's script that reads records them.
+    keys: &'a [Bytes],
 }
 
 /// The flags a busy script shares with SCRIPT KILL and FUNCTION STATS.
@@ -137,6 +143,25 @@ struct RunningFlags {
     kill: Arc<AtomicBool>,
 }
 
+impl ScriptHost<'_> {
+    /// A read call of a tracking client's script records the keys the script declared,
+    /// before it runs, as Redis does (the script's reads may depend on any of them).
+    #[cold]
+    fn remember_keys(&self, argv: &[Bytes]) {
+        let server = self.worker.server;
+        let reads = server
+            .table
+            .resolve(argv)
+            .is_ok_and(|id| server.table.commands[id].has(flags::READONLY));
+        let mode = self.client.info.tracking.flags();
+        if reads && crate::services::tracking::records_reads(mode, self.client.caching) {
+            server
+                .tracking
+                .remember(self.client.id, self.keys.iter().map(|k| &k[..]));
+        }
+    }
+}
+
 impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: Vec<Bytes>, resp: u8, reply: &mut Vec<u8>) {
         self.client.proto = if resp == 3 {
@@ -144,6 +169,9 @@ impl Host for ScriptHost<'_> {
         } else {
             Protocol::Resp2
         };
+        if self.worker.server.tracking.active() {
+            self.remember_keys(&argv);
+        }
         let origin = Origin::Nested(&mut *self.nest);
         let call = Call::new(&argv);
         match execute(
@@ -157,12 +185,16 @@ impl Host for ScriptHost<'_> {
             Outcome::Ran(cmd) => {
                 if cmd.has(flags::WRITE) {
                     self.wrote = true;
+                    // Written once, it must be let finish whatever memory says.
+                    if let Some(rules) = &mut self.nest.script {
+                        rules.deny_oom = false;
+                    }
                     if let Some(r) = &self.running {
                         r.wrote.store(true, Ordering::Relaxed);
                     }
                 }
             }
-            Outcome::Queued => {}
+            Outcome::Queued | Outcome::Paused => {}
             Outcome::Refused(e) => {
                 reply.clear();
                 strata_resp::Reply::new(reply, Protocol::Resp2).error(&e.text());

@@ -133,12 +133,14 @@ impl Sinks {
         })
     }
 
-    /// A key removed because it expired, recorded as a DEL, so that a replay (which
-    /// expires nothing) and a replica end with the same keys, as Redis propagates expiry.
-    pub fn record_expired(&self, db: usize, epoch: u64, key: &[u8]) {
+    /// A key the server removed by itself (it expired, or was evicted), recorded as a DEL
+    /// (UNLINK if its value is freed `lazy`ly), so that a replay (which expires and evicts
+    /// nothing) and a replica end with the same keys, as Redis propagates these deletions.
+    pub fn record_removed(&self, db: usize, epoch: u64, key: &[u8], lazy: bool) {
         if self.any() {
             let mut g = Group::new(db);
-            g.push(db, &[b"DEL".as_slice(), key]);
+            let cmd: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+            g.push(db, &[cmd, key]);
             self.record_group(&g, epoch);
         }
     }

@@ -7,7 +7,7 @@ use crate::server::Server;
 use crate::services::blocking::{self, BlockRequest};
 use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strata_resp::{Limits, Parser};
@@ -167,11 +167,14 @@ async fn finish(server: &Server, mut stream: TcpStream, mut client: Client, exit
     }
 }
 
-/// A closed connection's client leaves its subscriptions, transaction and the registry.
+/// A closed connection's client leaves its subscriptions, transaction, tracking, MONITOR
+/// and the registry.
 fn finish_client(server: &Server, mut client: Client) {
     if let Some(mut subs) = client.subs.take() {
         server.pubsub.remove_all(&mut subs);
     }
+    server.tracking.forget(&client.info);
+    server.monitors.remove(&client.info);
     crate::commands::transactions::forget(&server.watches, &mut client);
     server.clients.remove(client.info.id);
 }
@@ -209,6 +212,8 @@ async fn serve_requests(
     let mut pending = false;
     let mut streak = Streak::default();
     let mut after = After::default();
+    // A command CLIENT PAUSE held back: it runs first once the pause lets it.
+    let mut resume: Option<Vec<Bytes>> = None;
     loop {
         let mut n = 0;
         if !pending {
@@ -216,30 +221,21 @@ async fn serve_requests(
                 let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
                 inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
             }
-            match client.subs.as_ref().map(|s| s.mailbox.clone()) {
-                None => {
-                    n = tokio::select! {
-                        biased;
-                        _ = info.killed() => return None,
-                        r = stream.read_buf(&mut inbuf) => match r {
-                            Ok(0) | Err(_) => return None,
-                            Ok(n) => n,
-                        },
-                    };
+            // A client wakes for input, for mail (messages, invalidations, MONITOR
+            // lines) and for its kill signal.
+            n = tokio::select! {
+                biased;
+                _ = info.signalled() => {
+                    if info.is_killed() {
+                        return None;
+                    }
+                    0
                 }
-                // A subscriber also wakes for messages published to it.
-                Some(mb) => {
-                    n = tokio::select! {
-                        biased;
-                        _ = info.killed() => return None,
-                        _ = mb.arrived() => 0,
-                        r = stream.read_buf(&mut inbuf) => match r {
-                            Ok(0) | Err(_) => return None,
-                            Ok(n) => n,
-                        },
-                    };
-                }
-            }
+                r = stream.read_buf(&mut inbuf) => match r {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => n,
+                },
+            };
         }
         let mut wk = Worker {
             server,
@@ -250,6 +246,7 @@ async fn serve_requests(
         pending = false;
         let mut blocked = None;
         let mut deferred = None;
+        let mut paused = None;
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
@@ -257,14 +254,24 @@ async fn serve_requests(
             if limits.stale(server, client) {
                 limits = ConnLimits::load(server, &mut parser, client.authenticated);
             }
-            match parser.parse(&mut inbuf) {
-                Ok(Some(argv)) => {
+            let next = match resume.take() {
+                // Its frame is gone: the journal records it from its arguments.
+                Some(argv) => Ok(Some((argv, None))),
+                None => parser
+                    .parse(&mut inbuf)
+                    .map(|a| a.map(|argv| (argv, parser.take_frame()))),
+            };
+            match next {
+                Ok(Some((argv, frame))) => {
                     let start = out.len();
-                    let call = Call {
-                        argv: &argv,
-                        frame: parser.take_frame(),
-                    };
-                    exec::execute(&mut wk, client, call, Origin::Client, &mut out, &mut after);
+                    let call = Call { argv: &argv, frame };
+                    let outcome =
+                        exec::execute(&mut wk, client, call, Origin::Client, &mut out, &mut after);
+                    if let exec::Outcome::Paused = outcome {
+                        // Answer what came before, then wait; what follows stays buffered.
+                        paused = Some(argv);
+                        break;
+                    }
                     if !after.is_empty() {
                         if let Some(req) = after_command(&mut wk, &mut after, &mut out, start) {
                             // Blocked: answer what came before, then wait; the commands
@@ -306,6 +313,11 @@ async fn serve_requests(
                 }
             }
         }
+        if client.close_after_reply {
+            // Gone for everyone else from now on (a redirect to it is broken), before its
+            // last reply is out: Redis frees such a client before serving any other.
+            server.clients.remove(info.id);
+        }
         let hot = streak.hot(sticky.one_shard());
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
@@ -319,12 +331,11 @@ async fn serve_requests(
             }
             return None;
         }
-        let mut mail = 0;
-        if let Some(s) = &client.subs {
-            if s.mailbox.has_mail() {
-                mail = s.mailbox.take(&mut out);
-            }
-        }
+        let mail = if info.mail.has_mail() {
+            info.mail.take(&mut out)
+        } else {
+            0
+        };
         stats.add_net(n, out.len());
         // appendfsync always: nothing is acknowledged before the fsync that covers it. That
         // fsync runs as the loop goes idle, so these replies are at the end of a turn already;
@@ -347,10 +358,13 @@ async fn serve_requests(
                 out = Vec::with_capacity(READ_CHUNK);
             }
         }
-        if mail > 0 {
-            if let Some(s) = &client.subs {
-                s.mailbox.written(mail);
+        info.mail.written(mail);
+        if let Some(argv) = paused {
+            if !wait_unpaused(server, stats, stream, client, &mut inbuf, &limits, &argv).await {
+                return None;
             }
+            resume = Some(argv);
+            pending = true;
         }
         if let Some(reply) = deferred {
             tokio::select! {
@@ -424,8 +438,8 @@ impl Streak {
     }
 }
 
-/// True when nothing ties the client to this worker: no subscriptions (their mailbox
-/// wakes this task), no transaction in progress.
+/// True when nothing ties the client to this worker: no subscriptions, no transaction in
+/// progress.
 fn movable(c: &Client) -> bool {
     c.subs.is_none() && c.multi.is_none()
 }
@@ -479,9 +493,8 @@ async fn write_out(stream: &mut TcpStream, info: &ClientInfo, buf: &[u8]) -> boo
 }
 
 /// Waits while the client is blocked: until it is served, times out, is unblocked (CLIENT
-/// UNBLOCK) or goes away. The socket is still read, to notice a disconnect (what arrives
-/// is buffered for later), and a subscriber still receives its messages. Returns the reply
-/// to write, or None when the connection must close.
+/// UNBLOCK) or goes away. Returns the reply to write, or None when the connection must
+/// close.
 async fn wait_blocked(
     server: &Server,
     stats: &ThreadStats,
@@ -491,10 +504,7 @@ async fn wait_blocked(
     limits: &ConnLimits,
     w: &Arc<blocking::Waiter>,
 ) -> Option<Vec<u8>> {
-    let info = &client.info;
     let deadline = w.deadline(server.clock.unix_ms(Tick::now()));
-    let mailbox = client.subs.as_ref().map(|s| s.mailbox.clone());
-    let mut mail_out = Vec::new();
     loop {
         if let Some(o) = w.outcome(&server.stats) {
             return match o {
@@ -502,51 +512,115 @@ async fn wait_blocked(
                 blocking::Outcome::Closed => None,
             };
         }
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
+        // True when the deadline passed.
+        let woken = async {
+            tokio::select! {
+                biased;
+                _ = w.woken() => false,
+                _ = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => true,
             }
         };
-        let mail = async {
-            match &mailbox {
-                Some(m) => m.arrived().await,
-                None => std::future::pending().await,
+        match idle(stats, stream, client, inbuf, limits, woken).await {
+            Some(true) => server.blocking.time_out(w),
+            Some(false) => {}
+            None => {
+                server.blocking.abandon(w);
+                return None;
+            }
+        }
+    }
+}
+
+/// Waits while CLIENT PAUSE holds the client's command `argv` back (counted in INFO
+/// blocked_clients, flagged `b` in CLIENT LIST). False when the connection must close.
+async fn wait_unpaused(
+    server: &Server,
+    stats: &ThreadStats,
+    stream: &mut TcpStream,
+    client: &Client,
+    inbuf: &mut BytesMut,
+    limits: &ConnLimits,
+    argv: &[Bytes],
+) -> bool {
+    let _counted = server.pause.wait();
+    client.info.blocked.store(true, Ordering::Relaxed);
+    let open = loop {
+        // Made before looking, so a change from now on wakes it.
+        let changed = server.pause.changed();
+        let now = server.clock.unix_ms(Tick::now());
+        let writes = match server.table.resolve(argv) {
+            Ok(id) => exec::admit::call_flags(server, client, id, argv),
+            Err(_) => 0,
+        } & (exec::command::flags::WRITE | exec::command::flags::MAY_REPLICATE)
+            != 0;
+        if !server.pause.holds(now, writes) {
+            break true;
+        }
+        let left = server.pause.end_ms().saturating_sub(now) + 1;
+        let end = tokio::time::Instant::now() + std::time::Duration::from_millis(left);
+        let woken = async {
+            tokio::select! {
+                _ = changed => {}
+                _ = tokio::time::sleep_until(end) => {}
             }
         };
+        if idle(stats, stream, client, inbuf, limits, woken)
+            .await
+            .is_none()
+        {
+            break false;
+        }
+    };
+    client.info.blocked.store(false, Ordering::Relaxed);
+    open
+}
+
+/// Waits for `wake` while the client's command is held (blocked or paused), serving the
+/// client meanwhile: its mail is written as it arrives, and its socket is read to notice
+/// a disconnect (what arrives is buffered for later). None when the connection must
+/// close (killed, gone, or past its query buffer limit).
+async fn idle<T>(
+    stats: &ThreadStats,
+    stream: &mut TcpStream,
+    client: &Client,
+    inbuf: &mut BytesMut,
+    limits: &ConnLimits,
+    wake: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let info = &client.info;
+    let mut mail_out = Vec::new();
+    tokio::pin!(wake);
+    loop {
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
             inbuf.reserve(READ_CHUNK);
         }
         tokio::select! {
             biased;
-            _ = info.killed() => {
-                server.blocking.abandon(w);
-                return None;
-            }
-            _ = w.woken() => {}
-            _ = sleep => server.blocking.time_out(w),
-            _ = mail => {
-                if let Some(m) = &mailbox {
-                    let n = m.take(&mut mail_out);
-                    let ok = write_out(stream, info, &mail_out).await;
-                    stats.add_net(0, mail_out.len());
-                    m.written(n);
-                    mail_out.clear();
-                    if !ok {
-                        server.blocking.abandon(w);
-                        return None;
-                    }
+            _ = info.signalled() => {
+                if info.is_killed() {
+                    return None;
+                }
+                let n = info.mail.take(&mut mail_out);
+                let ok = write_out(stream, info, &mail_out).await;
+                stats.add_net(0, mail_out.len());
+                info.mail.written(n);
+                mail_out.clear();
+                if !ok {
+                    return None;
                 }
             }
+            v = &mut wake => return Some(v),
             r = stream.read_buf(inbuf) => match r {
                 Ok(n) if n > 0 && inbuf.len() <= limits.query_buffer => {
                     stats.add_net(n, 0);
                     info.qbuf.store(inbuf.len(), Ordering::Relaxed);
                 }
-                _ => {
-                    server.blocking.abandon(w);
-                    return None;
-                }
+                _ => return None,
             },
         }
     }

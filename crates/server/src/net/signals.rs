@@ -1,6 +1,7 @@
 //! SIGTERM and SIGINT stop the server cleanly, as redis-server does: a final snapshot where
 //! one is due, then every connection closes. A signal during loading exits at once; what is
-//! on disk is intact, and the next start loads it again.
+//! on disk is intact, and the next start loads it again. A second SIGINT while shutting
+//! down exits at once too (the journal holds every acknowledged write).
 
 use crate::server::Server;
 use std::sync::atomic::Ordering;
@@ -39,9 +40,23 @@ fn wait(server: Arc<Server>) {
             std::process::exit(0);
         }
         tracing::warn!("Received {name} scheduling shutdown...");
-        if let Err(e) = crate::services::snapshot::on_shutdown(&server, false) {
-            tracing::warn!("shutdown snapshot failed: {e}");
+        // The shutdown snapshot waits for the writes in flight, and a busy script's may
+        // never end: as in Redis, a second SIGINT then exits at once.
+        let shutdown = server.clone();
+        let spawned = std::thread::Builder::new()
+            .name("strata-shutdown".into())
+            .spawn(move || {
+                if let Err(e) = crate::services::snapshot::on_shutdown(&shutdown, false) {
+                    tracing::warn!("shutdown snapshot failed: {e}");
+                }
+                shutdown.stop();
+            });
+        if spawned.is_err() {
+            server.stop();
+            return;
         }
-        server.stop();
+        int.recv().await;
+        tracing::warn!("You insist... exiting now.");
+        std::process::exit(1);
     });
 }

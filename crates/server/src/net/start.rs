@@ -46,6 +46,10 @@ pub fn start(
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
     }
     crate::services::replication::load_at_start(&server);
+    server
+        .memory
+        .startup
+        .store(server.memory.sample(), Ordering::Relaxed);
     server.loading.store(false, Ordering::SeqCst);
     Ok((server, listeners))
 }

@@ -34,7 +34,7 @@ pub fn aux_fields() -> AuxFields<'static> {
     AuxFields {
         redis_ver: crate::commands::info::REDIS_VERSION,
         ctime: i64::try_from(Server::now_unix()).unwrap_or(0),
-        used_mem: crate::commands::info::used_memory(),
+        used_mem: crate::services::memory::used(),
         repl: None,
         aof_base: false,
     }

@@ -268,10 +268,12 @@ impl Waiter {
     }
 
     /// The deadline on tokio's clock (`now_ms` is the Unix time now), None for `timeout 0`.
+    /// Both times are truncated to the millisecond, so one more keeps a wait from ending
+    /// before its timeout.
     pub fn deadline(&self, now_ms: u64) -> Option<tokio::time::Instant> {
         (self.deadline_ms > 0).then(|| {
             tokio::time::Instant::now()
-                + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms))
+                + std::time::Duration::from_millis(self.deadline_ms.saturating_sub(now_ms) + 1)
         })
     }
 

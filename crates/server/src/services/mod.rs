@@ -1,8 +1,14 @@
 //! Services that commands and the request path use, each owning its state.
 
 pub mod blocking;
+pub mod evict;
+pub mod latency;
 pub mod lazyfree;
+pub mod mailbox;
+pub mod memory;
+pub mod monitor;
 pub mod notify;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod replication;
@@ -10,4 +16,5 @@ pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
+pub mod tracking;
 pub mod watch;

@@ -19,8 +19,9 @@
 //!   `set` then `expire`.
 //! - expired (x): keys removed by lazy expiry (any command touching an expired key) and by
 //!   the active expiry cycle, reported by the engine through its expired-key hook.
+//! - evicted (e): keys evicted for maxmemory (`services::evict`).
 //! - Not emitted: `new` (flag n, added to Redis in 7.0 but needing a hook on every key
-//!   creation in the engine), `evicted` (no eviction yet), key-miss (m) and module (d).
+//!   creation in the engine), key-miss (m) and module (d).
 //! - lists (l), sorted sets (z), hashes (h), sets (s), SORT STORE, HyperLogLog ($) and the
 //!   blocking pops: the events of Redis 7.0's t_list.c, t_zset.c, t_hash.c, t_set.c, sort.c
 //!   and hyperloglog.c, emitted from

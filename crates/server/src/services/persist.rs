@@ -57,6 +57,12 @@ pub fn fsync_policy(policy: Appendfsync) -> Fsync {
 }
 
 impl Persist {
+    /// True while CONFIG SET appendonly is switching the journal (INFO counts a switch to
+    /// on as a rewrite in progress until its snapshot has started).
+    pub fn switching(&self) -> bool {
+        self.switching.is_locked()
+    }
+
     /// The journal, when `appendonly yes`.
     pub fn journal(&self) -> Option<Arc<Journal>> {
         self.journal.load_full()

@@ -1,27 +1,21 @@
-//! Pub/sub: the server-wide registry of channel, pattern and shard channel subscriptions,
-//! and each subscriber's mailbox.
+//! Pub/sub: the server-wide registry of channel, pattern and shard channel subscriptions.
 //!
 //! A publisher on any worker thread encodes a message straight into every receiving
-//! client's [`Mailbox`] (in that client's protocol) and wakes its connection task, which
-//! waits on its socket, its mailbox and its kill signal in one `select!` and writes what
-//! arrived. A message for the publishing client itself (PUBLISH, or a keyspace event of its
-//! own command, in RESP3) goes to `Client::self_push` instead and is placed before the
-//! command's reply, as Redis 7.0 does.
+//! client's mailbox (`services::mailbox`, in that client's protocol) and wakes its
+//! connection task, which writes what arrived. A message for the publishing client itself
+//! (PUBLISH, or a keyspace event of its own command, in RESP3) goes to `Client::self_push`
+//! instead and is placed before the command's reply, as Redis 7.0 does.
 //!
-//! Output-buffer limits (`client-output-buffer-limit pubsub <hard> <soft> <secs>`) bound a
-//! mailbox: bytes queued plus bytes handed to the socket but not yet written. Passing the
-//! hard limit, or staying over the soft limit for longer than `secs`, closes the client and
-//! drops its queue, so a subscriber that stops reading costs at most about the hard limit.
+//! The pubsub class of `client-output-buffer-limit <class> <hard> <soft> <secs>` bounds a
+//! subscriber's mailbox (see `services::mailbox`).
 
 use crate::exec::client::ClientInfo;
 use bytes::Bytes;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 use strata_resp::{Protocol, Reply};
-use tokio::sync::Notify;
 
 /// Output-buffer limits of one client class (0 = no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,126 +79,6 @@ pub fn normalize_buffer_limits(old: &str, new: &str) -> Result<String, String> {
     parse_buffer_limits(old, new).map(|l| render_buffer_limits(&l))
 }
 
-struct MailState {
-    buf: Vec<u8>,
-    /// Bytes taken by the connection and not yet confirmed written.
-    inflight: usize,
-    /// When the queue first passed the soft limit (cleared when it drops under).
-    soft_since: Option<Instant>,
-    /// Closed for exceeding its limits: further messages are dropped.
-    dead: bool,
-}
-
-/// One subscriber's queue of encoded messages, filled by publishers on any thread.
-pub struct Mailbox {
-    pub info: Arc<ClientInfo>,
-    state: Mutex<MailState>,
-    has_mail: AtomicBool,
-    resp3: AtomicBool,
-    wake: Notify,
-}
-
-impl Mailbox {
-    pub fn new(info: Arc<ClientInfo>, proto: Protocol) -> Mailbox {
-        Mailbox {
-            info,
-            state: Mutex::new(MailState {
-                buf: Vec::new(),
-                inflight: 0,
-                soft_since: None,
-                dead: false,
-            }),
-            has_mail: AtomicBool::new(false),
-            resp3: AtomicBool::new(proto == Protocol::Resp3),
-            wake: Notify::new(),
-        }
-    }
-
-    pub fn set_proto(&self, proto: Protocol) {
-        self.resp3
-            .store(proto == Protocol::Resp3, Ordering::Relaxed);
-    }
-
-    fn proto(&self) -> Protocol {
-        if self.resp3.load(Ordering::Relaxed) {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
-        }
-    }
-
-    /// Queues one message (its parts as a push of bulk strings) and wakes the connection.
-    /// Enforces the output-buffer limit; false if the client was dropped for it.
-    fn deliver(&self, parts: &[&[u8]], limit: BufferLimit) -> bool {
-        let proto = self.proto();
-        let mut st = self.state.lock();
-        if st.dead {
-            return false;
-        }
-        encode(&mut st.buf, proto, parts);
-        let used = (st.buf.len() + st.inflight) as u64;
-        let over_hard = limit.hard > 0 && used >= limit.hard;
-        let mut over_soft = false;
-        if limit.soft > 0 && used >= limit.soft {
-            let since = *st.soft_since.get_or_insert_with(Instant::now);
-            over_soft = since.elapsed().as_secs() >= limit.soft_secs;
-        } else {
-            st.soft_since = None;
-        }
-        if over_hard || over_soft {
-            st.dead = true;
-            st.buf = Vec::new();
-            drop(st);
-            tracing::warn!(
-                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                self.info.id,
-                self.info.addr
-            );
-            self.info.kill();
-            return false;
-        }
-        drop(st);
-        self.has_mail.store(true, Ordering::Release);
-        self.wake.notify_one();
-        true
-    }
-
-    pub fn has_mail(&self) -> bool {
-        self.has_mail.load(Ordering::Acquire)
-    }
-
-    /// Resolves when a message may have arrived.
-    pub async fn arrived(&self) {
-        self.wake.notified().await
-    }
-
-    /// Moves the queued messages to `out`; returns how many bytes (to pass to `written`
-    /// once they are on the socket).
-    pub fn take(&self, out: &mut Vec<u8>) -> usize {
-        let mut st = self.state.lock();
-        self.has_mail.store(false, Ordering::Release);
-        let n = st.buf.len();
-        out.extend_from_slice(&st.buf);
-        st.buf.clear();
-        if st.buf.capacity() > 1 << 20 {
-            st.buf = Vec::new();
-        }
-        st.inflight += n;
-        n
-    }
-
-    /// `n` bytes from `take` were written.
-    pub fn written(&self, n: usize) {
-        if n > 0 {
-            let mut st = self.state.lock();
-            st.inflight = st.inflight.saturating_sub(n);
-            if st.buf.is_empty() && st.inflight == 0 {
-                st.soft_since = None;
-            }
-        }
-    }
-}
-
 /// Encodes a message push: `*N`/`>N` of bulk strings.
 pub fn encode(buf: &mut Vec<u8>, proto: Protocol, parts: &[&[u8]]) {
     let mut r = Reply::new(buf, proto);
@@ -224,7 +98,8 @@ pub enum Space {
 
 /// A client's own subscriptions (kept on its `Client`, created at its first SUBSCRIBE).
 pub struct Subscriptions {
-    pub mailbox: Arc<Mailbox>,
+    /// The subscriber, whose mailbox receives the messages.
+    pub client: Arc<ClientInfo>,
     /// In subscription order (UNSUBSCRIBE without arguments answers in this order).
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
@@ -263,11 +138,11 @@ pub struct Publisher<'a> {
 
 impl Publisher<'_> {
     /// Hands one message to a subscriber: the publisher's own goes before its reply.
-    fn send(&mut self, to: &Mailbox, parts: &[&[u8]], limit: BufferLimit) {
-        if to.info.id == self.id {
+    fn send(&mut self, to: &ClientInfo, parts: &[&[u8]], limit: BufferLimit) {
+        if to.id == self.id {
             encode(self.self_push, self.proto, parts);
         } else {
-            to.deliver(parts, limit);
+            to.send(limit, |buf, proto| encode(buf, proto, parts));
         }
     }
 }
@@ -275,25 +150,25 @@ impl Publisher<'_> {
 /// Channel name -> subscribers, for one namespace.
 #[derive(Default)]
 struct Channels {
-    map: RwLock<HashMap<Bytes, Vec<Arc<Mailbox>>, foldhash::fast::RandomState>>,
+    map: RwLock<HashMap<Bytes, Vec<Arc<ClientInfo>>, foldhash::fast::RandomState>>,
     /// Channels with at least one subscriber.
     active: AtomicUsize,
 }
 
 impl Channels {
-    fn add(&self, channel: &Bytes, mailbox: &Arc<Mailbox>) {
+    fn add(&self, channel: &Bytes, client: &Arc<ClientInfo>) {
         let mut map = self.map.write();
         let list = map.entry(channel.clone()).or_default();
         if list.is_empty() {
             self.active.fetch_add(1, Ordering::Relaxed);
         }
-        list.push(mailbox.clone());
+        list.push(client.clone());
     }
 
-    fn remove(&self, channel: &[u8], mailbox: &Arc<Mailbox>) {
+    fn remove(&self, channel: &[u8], client: &Arc<ClientInfo>) {
         let mut map = self.map.write();
         if let Some(list) = map.get_mut(channel) {
-            list.retain(|m| !Arc::ptr_eq(m, mailbox));
+            list.retain(|m| !Arc::ptr_eq(m, client));
             if list.is_empty() {
                 map.remove(channel);
                 self.active.fetch_sub(1, Ordering::Relaxed);
@@ -339,7 +214,7 @@ pub struct Hub {
     channels: Channels,
     shard: Channels,
     /// Pattern -> subscribers, in the order patterns were first subscribed.
-    patterns: RwLock<Vec<(Bytes, Vec<Arc<Mailbox>>)>>,
+    patterns: RwLock<Vec<(Bytes, Vec<Arc<ClientInfo>>)>>,
     /// Subscriptions of all clients (of every kind): zero means nobody listens.
     total: AtomicUsize,
     npatterns: AtomicUsize,
@@ -408,7 +283,7 @@ impl Hub {
             return false;
         }
         names.push(channel.clone());
-        self.space(space).add(channel, &subs.mailbox);
+        self.space(space).add(channel, &subs.client);
         self.total.fetch_add(1, Ordering::Relaxed);
         true
     }
@@ -419,7 +294,7 @@ impl Hub {
             return false;
         };
         names.remove(pos);
-        self.space(space).remove(channel, &subs.mailbox);
+        self.space(space).remove(channel, &subs.client);
         self.total.fetch_sub(1, Ordering::Relaxed);
         true
     }
@@ -431,9 +306,9 @@ impl Hub {
         subs.patterns.push(pattern.clone());
         let mut pats = self.patterns.write();
         match pats.iter_mut().find(|(p, _)| p == pattern) {
-            Some((_, list)) => list.push(subs.mailbox.clone()),
+            Some((_, list)) => list.push(subs.client.clone()),
             None => {
-                pats.push((pattern.clone(), vec![subs.mailbox.clone()]));
+                pats.push((pattern.clone(), vec![subs.client.clone()]));
                 self.npatterns.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -448,7 +323,7 @@ impl Hub {
         subs.patterns.remove(pos);
         let mut pats = self.patterns.write();
         if let Some(i) = pats.iter().position(|(p, _)| p == pattern) {
-            pats[i].1.retain(|m| !Arc::ptr_eq(m, &subs.mailbox));
+            pats[i].1.retain(|m| !Arc::ptr_eq(m, &subs.client));
             if pats[i].1.is_empty() {
                 pats.remove(i);
                 self.npatterns.fetch_sub(1, Ordering::Relaxed);

@@ -61,6 +61,11 @@ impl Scripts {
         self.bodies.read().get(sha).cloned()
     }
 
+    /// EVAL scripts remembered (INFO number_of_cached_scripts).
+    pub fn cached(&self) -> usize {
+        self.bodies.read().len()
+    }
+
     pub fn has(&self, sha: &str) -> bool {
         self.bodies.read().contains_key(sha)
     }

@@ -6,8 +6,21 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 
+/// Buckets of a command's latency histogram (LATENCY HISTOGRAM): bucket `k` counts runs
+/// under 1024·2^k ns, as Redis reports its histograms (up to 1 s, where it stops).
+pub const LATENCY_BUCKETS: usize = 21;
+
+/// The bucket of a run of `us` microseconds.
+#[inline]
+pub fn latency_bucket(us: u64) -> usize {
+    let ns = us.saturating_mul(1000).clamp(1, 1_000_000_000);
+    ((u64::BITS - (ns >> 10).leading_zeros()) as usize).min(LATENCY_BUCKETS - 1)
+}
+
 pub struct ThreadStats {
     calls: Box<[AtomicU64]>,
+    /// `LATENCY_BUCKETS` counters per command.
+    latency: Box<[AtomicU64]>,
     usec: Box<[AtomicU64]>,
     rejected: Box<[AtomicU64]>,
     failed: Box<[AtomicU64]>,
@@ -28,6 +41,7 @@ impl ThreadStats {
     pub fn new(commands: usize) -> ThreadStats {
         ThreadStats {
             calls: counters(commands),
+            latency: counters(commands * LATENCY_BUCKETS),
             usec: counters(commands),
             rejected: counters(commands),
             failed: counters(commands),
@@ -46,6 +60,10 @@ impl ThreadStats {
     pub fn called(&self, id: usize, took_us: u64) {
         Self::bump(&self.calls[id], 1);
         Self::bump(&self.usec[id], took_us);
+        Self::bump(
+            &self.latency[id * LATENCY_BUCKETS + latency_bucket(took_us)],
+            1,
+        );
     }
 
     /// A blocked client's command ran again to serve it: its call was counted when it
@@ -79,6 +97,7 @@ impl ThreadStats {
             .chain(self.usec.iter())
             .chain(self.rejected.iter())
             .chain(self.failed.iter())
+            .chain(self.latency.iter())
         {
             c.store(0, Relaxed);
         }
@@ -146,6 +165,18 @@ impl Stats {
         t
     }
 
+    /// Command `id`'s latency histogram over all threads: runs per bucket.
+    pub fn latency_histogram(&self, id: usize) -> [u64; LATENCY_BUCKETS] {
+        let mut h = [0; LATENCY_BUCKETS];
+        for ts in self.threads.lock().iter() {
+            let mine = &ts.latency[id * LATENCY_BUCKETS..(id + 1) * LATENCY_BUCKETS];
+            for (total, c) in h.iter_mut().zip(mine) {
+                *total += c.load(Relaxed);
+            }
+        }
+        h
+    }
+
     /// Writes that changed the data set since start, over all threads.
     pub fn changes(&self) -> u64 {
         self.threads
@@ -173,5 +204,32 @@ impl Stats {
         self.connections_received.store(0, Relaxed);
         self.rejected_connections.store(0, Relaxed);
         self.connections_moved.store(0, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_double_from_1024_ns() {
+        // 0 and 1 µs are under 1024 ns; 2 µs under 2048; 100 ms under 2^27 ns.
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 0);
+        assert_eq!(latency_bucket(2), 1);
+        assert_eq!(latency_bucket(4), 2);
+        assert_eq!(latency_bucket(100_000), 17);
+        // Everything from 2^29 ns on shares the last bucket, as Redis clamps at 1 s.
+        assert_eq!(latency_bucket(600_000), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        let s = Stats::default();
+        let t = Arc::new(ThreadStats::new(2));
+        s.register(t.clone());
+        t.called(1, 3);
+        t.called(1, 3);
+        let h = s.latency_histogram(1);
+        assert_eq!((h[2], h.iter().sum::<u64>()), (2, 2));
+        s.reset();
+        assert_eq!(s.latency_histogram(1).iter().sum::<u64>(), 0);
     }
 }

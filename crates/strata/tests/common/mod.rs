@@ -56,6 +56,15 @@ impl Proc {
     /// it: the server installs its handler only after it logs that it is ready, and until
     /// then SIGTERM ends it outright, without its shutdown snapshot.
     pub fn terminate(&self) {
+        self.signal(libc::SIGTERM, "SIGTERM");
+    }
+
+    /// Sends SIGINT (Ctrl+C), once the server handles it (see `terminate`).
+    pub fn interrupt(&self) {
+        self.signal(libc::SIGINT, "SIGINT");
+    }
+
+    fn signal(&self, sig: libc::c_int, name: &str) {
         let pid = self.child.id();
         let end = Instant::now() + Duration::from_secs(10);
         while !catches_sigterm(pid) {
@@ -68,11 +77,11 @@ impl Proc {
         }
         // SAFETY: kill(2) on the pid of a child we spawned and have not reaped; no memory
         // is involved.
-        let r = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
         assert_eq!(
             r,
             0,
-            "SIGTERM to {}: {}",
+            "{name} to {}: {}",
             self.name,
             std::io::Error::last_os_error()
         );

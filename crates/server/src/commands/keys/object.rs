@@ -105,8 +105,8 @@ pub(super) fn object_idletime(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FREQ. The engine keeps an access clock but no LFU counter, so this reports Redis's
-/// initial counter decayed by the time since the last access (`rdb::meta::lfu_freq`).
+/// FREQ: the key's LFU counter, decayed to now (under an LFU policy the access bits hold
+/// it; see `strata_engine::access`).
 pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(info) = object_lookup(ctx) else {
         return Ok(());
@@ -114,8 +114,8 @@ pub(super) fn object_freq(ctx: &mut Ctx<'_>) -> CmdResult {
     if !lfu_policy(ctx) {
         return Err(CmdError::err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let decay = ctx.config().get().lfu_decay_time;
-    ctx.out
-        .int(crate::rdb::meta::lfu_freq(info.lru, ctx.now_ms, decay) as i64);
+    let decay = ctx.keyspace().access().decay_minutes();
+    let counter = strata_engine::access::lfu_counter(info.lru, ctx.now_ms, decay);
+    ctx.out.int(i64::from(counter));
     Ok(())
 }

@@ -1,0 +1,215 @@
+//! A memory budget for the embedded [`Table`]: the server's `maxmemory` and
+//! `maxmemory-policy`, counted by the table itself (`crate::ledger`), since inside someone
+//! else's process it cannot count the allocator.
+
+use crate::embedded::{Error, Table};
+use crate::evict::{Policy, Pool};
+use crate::ledger::Books;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// How much memory a [`Table`] may hold, and what goes when it is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Bytes the table's entries may take, as [`Table::memory_used`] counts them.
+    pub bytes: usize,
+    /// Which keys go when a write finds the table over budget. [`Policy::NoEviction`] (or
+    /// a volatile policy with no key with a TTL left) evicts nothing: the fallible writes
+    /// fail with [`Error::OutOfMemory`].
+    pub policy: Policy,
+    /// Keys sampled per eviction round (Redis's maxmemory-samples): more is closer to
+    /// true LRU/LFU and slower. Also the elements a collection is measured from.
+    pub samples: usize,
+}
+
+impl Budget {
+    /// `bytes` under `policy`, sampling 5 keys a round (Redis's default).
+    pub fn new(bytes: usize, policy: Policy) -> Budget {
+        Budget {
+            bytes,
+            policy,
+            samples: 5,
+        }
+    }
+}
+
+/// A table's budget state: read on every write, so all of it atomics but the pool.
+pub(crate) struct Budgeted {
+    books: Arc<Books>,
+    /// 0: no budget.
+    limit: AtomicUsize,
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    /// Reads update access bits (an LRU or LFU policy needs them).
+    pub(crate) touch: AtomicBool,
+    pool: Mutex<Pool>,
+    evicted: AtomicU64,
+}
+
+impl Default for Budgeted {
+    fn default() -> Self {
+        Budgeted {
+            books: Arc::default(),
+            limit: AtomicUsize::new(0),
+            policy: AtomicU8::new(0),
+            samples: AtomicUsize::new(5),
+            touch: AtomicBool::new(false),
+            pool: Mutex::new(Pool::default()),
+            evicted: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Table {
+    /// A table of 1024 shards that keeps within `budget`.
+    ///
+    /// ```
+    /// use strata_engine::{Budget, Policy, Table};
+    ///
+    /// // Room for about a thousand 100-byte values; the least frequently used go first.
+    /// let t = Table::with_budget(Budget::new(160_000, Policy::AllKeysLfu));
+    /// t.set(b"hot", &[0u8; 100]);
+    /// for i in 0..10_000 {
+    ///     t.set(format!("key:{i}").as_bytes(), &[1u8; 100]);
+    ///     t.get(b"hot"); // often read: it stays
+    /// }
+    /// assert!(t.memory_used() <= 160_000 + 160_000 / 16);
+    /// assert!(t.len() < 2_000 && t.evicted_keys() > 8_000);
+    /// assert!(t.contains(b"hot"));
+    /// ```
+    pub fn with_budget(budget: Budget) -> Table {
+        let t = Table::new();
+        t.set_memory_budget(Some(budget));
+        t
+    }
+
+    /// Sets (or with None lifts) the table's memory budget. From then on every write that
+    /// may add memory first evicts keys under the budget's policy until the table is within
+    /// it; the fallible ones ([`try_set`](Table::try_set), [`incr`](Table::incr),
+    /// [`update`](Table::update), the `with_*_mut` methods) fail with
+    /// [`Error::OutOfMemory`] when it cannot be, the others store anyway. Setting a budget
+    /// counts the table's entries once (O(keys)); a table without one counts nothing.
+    /// Under an LRU or LFU policy reads update the keys' access bits (without a budget
+    /// they write nothing, see [`Table`]).
+    ///
+    /// ```
+    /// use strata_engine::{embedded::Error, Budget, Policy, Table};
+    ///
+    /// let t = Table::with_shards(4);
+    /// t.set_memory_budget(Some(Budget::new(1 << 20, Policy::NoEviction)));
+    /// for i in 0..100 {
+    ///     t.set(format!("k{i}").as_bytes(), b"some value");
+    /// }
+    /// let used = t.memory_used();
+    /// assert!(used >= 100 * 24);
+    /// t.set_memory_budget(Some(Budget::new(used / 2, Policy::NoEviction)));
+    /// assert_eq!(t.try_set(b"more", b"value"), Err(Error::OutOfMemory));
+    /// assert_eq!(t.len(), 100); // nothing evicted
+    /// t.set_memory_budget(Some(Budget::new(used / 2, Policy::AllKeysRandom)));
+    /// assert_eq!(t.try_set(b"more", b"value"), Ok(()));
+    /// assert!(t.len() < 60 && t.memory_used() <= used / 2 + 1024);
+    /// ```
+    pub fn set_memory_budget(&self, budget: Option<Budget>) {
+        let b = &self.budget;
+        let _pool = b.pool.lock();
+        let db = self.db();
+        for i in 0..db.shard_count() {
+            db.shard_ref(i).acquire().close_ledger();
+        }
+        let Some(budget) = budget else {
+            b.limit.store(0, Relaxed);
+            b.touch.store(false, Relaxed);
+            self.ks.access().set_lfu(false);
+            return;
+        };
+        // Each shard folds its changes in every `fold` bytes: the total is then within a
+        // sixteenth of the budget of the exact sum.
+        let fold = (budget.bytes / (16 * db.shard_count())).clamp(1, 4096);
+        for i in 0..db.shard_count() {
+            db.shard_ref(i)
+                .acquire()
+                .open_ledger(&b.books, fold, budget.samples.max(1));
+        }
+        self.ks.access().set_lfu(budget.policy.lfu());
+        b.policy.store(policy_code(budget.policy), Relaxed);
+        b.samples.store(budget.samples.max(1), Relaxed);
+        b.touch.store(
+            matches!(
+                budget.policy,
+                Policy::AllKeysLru | Policy::VolatileLru | Policy::AllKeysLfu | Policy::VolatileLfu
+            ),
+            Relaxed,
+        );
+        b.limit.store(budget.bytes.max(1), Relaxed);
+    }
+
+    /// The bytes the table's entries take, as it counts them (`memory::entry_bytes`: the
+    /// allocator's size classes for each entry's blocks, collections measured from their
+    /// first `samples` elements); 0 while it has no budget. Exact: it visits every shard
+    /// (writes check a running total instead, within a sixteenth of the budget of this).
+    pub fn memory_used(&self) -> usize {
+        let db = self.db();
+        (0..db.shard_count())
+            .map(|i| db.shard_ref(i).acquire().ledger_bytes())
+            .sum()
+    }
+
+    /// Keys evicted to keep within the budget so far.
+    pub fn evicted_keys(&self) -> u64 {
+        self.budget.evicted.load(Relaxed)
+    }
+
+    /// [`set`](Table::set), refused with [`Error::OutOfMemory`] when the table is over its
+    /// budget and nothing can be evicted.
+    pub fn try_set(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        self.make_room()?;
+        self.db().set_str1(key, value);
+        Ok(())
+    }
+
+    /// Before a write: evicts until the table is within its budget. Err when it is still
+    /// over and nothing more can go.
+    pub(crate) fn make_room(&self) -> Result<(), Error> {
+        let b = &self.budget;
+        let limit = b.limit.load(Relaxed);
+        if limit == 0 || b.books.total() <= limit {
+            return Ok(());
+        }
+        let mut pool = b.pool.lock();
+        let books = &b.books;
+        let policy = policy_of(b.policy.load(Relaxed));
+        let samples = b.samples.load(Relaxed);
+        let n = self
+            .ks
+            .evict_until(policy, samples, &mut pool, || books.total() <= limit);
+        b.evicted.fetch_add(n, Relaxed);
+        if books.total() > limit {
+            return Err(Error::OutOfMemory);
+        }
+        Ok(())
+    }
+}
+
+/// The policies in a fixed order, for keeping one in an atomic.
+const POLICIES: [Policy; 8] = [
+    Policy::NoEviction,
+    Policy::AllKeysLru,
+    Policy::AllKeysLfu,
+    Policy::AllKeysRandom,
+    Policy::VolatileLru,
+    Policy::VolatileLfu,
+    Policy::VolatileRandom,
+    Policy::VolatileTtl,
+];
+
+fn policy_code(p: Policy) -> u8 {
+    POLICIES.iter().position(|&q| q == p).unwrap_or(0) as u8
+}
+
+fn policy_of(code: u8) -> Policy {
+    POLICIES
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or(Policy::NoEviction)
+}

@@ -1,0 +1,66 @@
+//! Client-side caching's stops on a command's path (the tracking itself is
+//! `services::tracking`): keys a read records, before it runs; the table's limit, before a
+//! client's command; after it, the BCAST messages its writes caused, the invalidations for
+//! the client itself (after its reply, after EXEC's whole reply), and the end of a
+//! one-command CLIENT CACHING.
+
+use crate::exec::client::Client;
+use crate::exec::command::{flags, Command};
+use crate::exec::After;
+use crate::server::Server;
+use crate::services::tracking::{records_reads, Current};
+use bytes::Bytes;
+
+/// A read-only command of a tracking client: records its keys (a script command's keys are
+/// recorded by the reads its script makes instead).
+#[inline]
+pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, argv: &[Bytes]) {
+    if cmd.group == "scripting" || cmd.has(flags::PUBSUB) {
+        return;
+    }
+    if records_reads(client.info.tracking.flags(), client.caching) {
+        cmd.for_each_key_position(argv, |i| {
+            server.tracking.remember(client.id, [&argv[i][..]])
+        });
+    }
+}
+
+/// Before a client's command: evicts keys past `tracking-table-max-keys`. What it sends
+/// this client goes before the command's reply.
+#[inline]
+pub(super) fn before(server: &Server, client: &Client, out: &mut Vec<u8>) {
+    if server.tracking.over_limit() {
+        let me = Current {
+            id: client.id,
+            deferred: out,
+        };
+        server.tracking.enforce_limit(Some(me));
+    }
+}
+
+/// After a client's command (`id`: the command, if it resolved), while some client tracks.
+#[inline(never)]
+pub(super) fn after(
+    server: &Server,
+    client: &mut Client,
+    id: Option<usize>,
+    out: &mut Vec<u8>,
+    after: &mut After,
+) {
+    // CLIENT CACHING covers the next command, or the next transaction: any CLIENT
+    // subcommand in between keeps it, as in Redis.
+    if client.caching && client.multi.is_none() {
+        let client_cmd = id.is_some_and(|id| server.table.fullnames[id].starts_with("client|"));
+        if !client_cmd {
+            client.caching = false;
+        }
+    }
+    if !after.tracking.is_empty() {
+        out.append(&mut after.tracking);
+    }
+    let me = Current {
+        id: client.id,
+        deferred: out,
+    };
+    server.tracking.broadcast(Some(me));
+}

@@ -1,0 +1,363 @@
+//! maxmemory: keeping used memory under the limit by evicting keys, as Redis's
+//! performEvictions does. Admission (`exec/admit.rs`) calls [`Evictor::perform`] before a
+//! client's command while memory is over the limit; a command that needs memory is refused
+//! when nothing could be evicted. Which keys go is the engine's choice
+//! (`strata_engine::evict`: sampling into a pool of the best candidates); here are the
+//! policy's settings, how much to free, how long one call may take, and what an eviction
+//! entails: the journal records a DEL (so a replay or a replica drops the key too), WATCH
+//! is touched, the `evicted` keyspace event is published.
+//!
+//! A call evicts for a bounded time (`maxmemory-eviction-tenacity`); when it stops short,
+//! a background thread carries on between clients' commands (Redis's eviction time event)
+//! until memory is under the limit or nothing is left to evict.
+
+use crate::config::MaxmemoryPolicy;
+use crate::server::Server;
+use crate::services::lazyfree::{self, LAZYFREE_THRESHOLD};
+use crate::services::memory;
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use strata_engine::{Policy, Pool};
+
+/// What [`Evictor::perform`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Memory is under the limit (or eviction is not possible now).
+    Ok,
+    /// Still over the limit; the background eviction carries on.
+    Running,
+    /// Over the limit and nothing can be evicted: commands that need memory are refused.
+    Fail,
+}
+
+/// Redis's reply to a command refused for lack of memory.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// The eviction settings (pushed by the configuration's hook), the pool, the counters.
+pub struct Evictor {
+    maxmemory: AtomicU64,
+    policy: AtomicU8,
+    samples: AtomicU32,
+    tenacity: AtomicU32,
+    lazy: AtomicBool,
+    /// The candidates kept between calls. Held for a whole call: one thread evicts at a
+    /// time, and the others wait for its result instead of evicting the same memory.
+    pool: Mutex<Pool>,
+    /// Keys evicted since the start (INFO evicted_keys).
+    pub evicted: AtomicU64,
+    /// The background eviction is asked for, or running.
+    background: Mutex<bool>,
+    wake: Condvar,
+    /// `background`, readable without the lock.
+    running: AtomicBool,
+    started: AtomicBool,
+}
+
+impl Default for Evictor {
+    fn default() -> Self {
+        Evictor {
+            maxmemory: AtomicU64::new(0),
+            policy: AtomicU8::new(0),
+            samples: AtomicU32::new(5),
+            tenacity: AtomicU32::new(10),
+            lazy: AtomicBool::new(false),
+            pool: Mutex::new(Pool::default()),
+            evicted: AtomicU64::new(0),
+            background: Mutex::new(false),
+            wake: Condvar::new(),
+            running: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The engine's policy for the configured one.
+pub fn policy_of(p: MaxmemoryPolicy) -> Policy {
+    match p {
+        MaxmemoryPolicy::VolatileLru => Policy::VolatileLru,
+        MaxmemoryPolicy::VolatileLfu => Policy::VolatileLfu,
+        MaxmemoryPolicy::VolatileRandom => Policy::VolatileRandom,
+        MaxmemoryPolicy::VolatileTtl => Policy::VolatileTtl,
+        MaxmemoryPolicy::AllkeysLru => Policy::AllKeysLru,
+        MaxmemoryPolicy::AllkeysLfu => Policy::AllKeysLfu,
+        MaxmemoryPolicy::AllkeysRandom => Policy::AllKeysRandom,
+        MaxmemoryPolicy::Noeviction => Policy::NoEviction,
+    }
+}
+
+const POLICIES: [Policy; 8] = [
+    Policy::NoEviction,
+    Policy::AllKeysLru,
+    Policy::AllKeysLfu,
+    Policy::AllKeysRandom,
+    Policy::VolatileLru,
+    Policy::VolatileLfu,
+    Policy::VolatileRandom,
+    Policy::VolatileTtl,
+];
+
+/// How long one call may evict: 50 µs per tenacity step up to 10, then 15% more per step,
+/// about two minutes at 99, and no limit at 100 (Redis's evictionTimeLimitUs).
+pub fn time_limit(tenacity: u32) -> Option<Duration> {
+    match tenacity {
+        0..=10 => Some(Duration::from_micros(50 * u64::from(tenacity))),
+        11..=99 => Some(Duration::from_secs_f64(
+            500e-6 * 1.15f64.powi(tenacity as i32 - 10),
+        )),
+        _ => None,
+    }
+}
+
+impl Evictor {
+    /// The settings, from the configuration (its hook calls this).
+    pub fn configure(
+        &self,
+        maxmemory: u64,
+        policy: MaxmemoryPolicy,
+        samples: u32,
+        tenacity: u32,
+        lazy: bool,
+    ) {
+        let code = POLICIES.iter().position(|&p| p == policy_of(policy));
+        self.policy.store(code.unwrap_or(0) as u8, Relaxed);
+        self.samples.store(samples.max(1), Relaxed);
+        self.tenacity.store(tenacity, Relaxed);
+        self.lazy.store(lazy, Relaxed);
+        self.maxmemory.store(maxmemory, Relaxed);
+    }
+
+    /// The limit in bytes; 0: none.
+    #[inline]
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Relaxed)
+    }
+
+    fn policy(&self) -> Policy {
+        POLICIES
+            .get(usize::from(self.policy.load(Relaxed)))
+            .copied()
+            .unwrap_or(Policy::NoEviction)
+    }
+
+    /// Memory the limit does not count: the journal's buffered records (Redis leaves out
+    /// its AOF buffer, so that the DELs of evictions cannot feed more evictions).
+    pub fn not_counted(server: &Server) -> u64 {
+        server
+            .persist
+            .journal()
+            .map_or(0, |j| j.stats().pending_bytes)
+    }
+
+    /// Bytes to free to be under the limit; 0 when under it. Values queued for the
+    /// lazy-free thread count as freed already: otherwise every command until that thread
+    /// caught up would evict more.
+    fn to_free(server: &Server, max: u64) -> u64 {
+        let used = memory::used();
+        if used <= max {
+            return 0;
+        }
+        used.saturating_sub(Self::not_counted(server))
+            .saturating_sub(LAZY_BYTES.load(Relaxed))
+            .saturating_sub(max)
+    }
+
+    /// Evicts until memory is under the limit, nothing is left to evict, or this call's
+    /// time is up (then the background eviction carries on). See [`State`].
+    pub fn perform(&self, server: &Server) -> State {
+        let max = self.maxmemory();
+        if max == 0 || memory::used() <= max {
+            return State::Ok;
+        }
+        // Eviction locks shards while holding the pool: a shard this thread kept locked
+        // from its last command (sticky shards) must go first, or a thread waiting for the
+        // pool while keeping one would deadlock with the one evicting.
+        strata_engine::Keyspace::release_sticky();
+        let mut pool = self.pool.lock();
+        // Another thread may have freed enough while this one waited for the pool.
+        let to_free = Self::to_free(server, max);
+        if to_free == 0 {
+            return State::Ok;
+        }
+        let policy = self.policy();
+        if policy == Policy::NoEviction {
+            return State::Fail;
+        }
+        let limit = time_limit(self.tenacity.load(Relaxed));
+        let samples = self.samples.load(Relaxed) as usize;
+        let lazy = self.lazy.load(Relaxed);
+        let start = Instant::now();
+        let (mut freed, mut keys) = (0i64, 0u64);
+        while freed < to_free as i64 {
+            let Some((db, key)) = server.keyspace.evict_pick(policy, samples, &mut pool) else {
+                drop(pool);
+                return self.cannot_free(server, max, lazy, start, limit);
+            };
+            // What removing and freeing the entry gave back on this thread, less what
+            // recording the removal took (a journal record, a keyspace event).
+            let before = memory::thread_net();
+            let mut recording = 0;
+            let gone = server
+                .keyspace
+                .evict_remove(db, &key, policy.volatile(), || {
+                    let at = memory::thread_net();
+                    server.removed_by_server(db, &key, "evicted", lazy);
+                    recording = memory::thread_net() - at;
+                });
+            if let Some(entry) = gone {
+                let mut queued = 0;
+                if lazy && entry.free_effort() > LAZYFREE_THRESHOLD {
+                    queued = LazyEntry::free_later(entry);
+                } else {
+                    drop(entry);
+                }
+                freed += before - memory::thread_net() + recording + queued;
+                keys += 1;
+                self.evicted.fetch_add(1, Relaxed);
+                if keys % 16 == 0 {
+                    // Values freed on the lazy-free thread count only once freed.
+                    if lazy && Self::to_free(server, max) == 0 {
+                        break;
+                    }
+                    if limit.is_some_and(|l| start.elapsed() > l) {
+                        self.start_background(server);
+                        break;
+                    }
+                }
+            }
+            pool.recycle(key);
+        }
+        if self.running.load(Relaxed) {
+            State::Running
+        } else {
+            State::Ok
+        }
+    }
+
+    /// Nothing is left to evict: unless values being freed in the background bring memory
+    /// under the limit within this call's time, it fails.
+    fn cannot_free(
+        &self,
+        server: &Server,
+        max: u64,
+        lazy: bool,
+        start: Instant,
+        limit: Option<Duration>,
+    ) -> State {
+        let limit = limit.unwrap_or(Duration::from_millis(10));
+        while lazy && start.elapsed() < limit {
+            if Self::to_free(server, max) == 0 {
+                return State::Ok;
+            }
+            std::thread::sleep(limit.min(Duration::from_millis(1)));
+        }
+        State::Fail
+    }
+
+    /// Asks the background eviction to run (Redis's startEvictionTimeProc): CONFIG SET
+    /// maxmemory below usage, and a call that ran out of time.
+    pub fn start_background(&self, server: &Server) {
+        let mut asked = self.background.lock();
+        if *asked {
+            return;
+        }
+        *asked = true;
+        self.running.store(true, Relaxed);
+        if !self.started.swap(true, Relaxed) {
+            if let Some(me) = server.arc() {
+                let weak = Arc::downgrade(&me);
+                let spawned = std::thread::Builder::new()
+                    .name("strata-evict".into())
+                    .spawn(move || background(weak));
+                if let Err(e) = spawned {
+                    tracing::warn!("eviction thread: {e}");
+                    self.started.store(false, Relaxed);
+                }
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// The background eviction is done (memory is under the limit, or nothing is left).
+    fn background_done(&self) {
+        *self.background.lock() = false;
+        self.running.store(false, Relaxed);
+    }
+}
+
+/// Bytes of evicted values queued for the lazy-free thread and not yet freed, and how
+/// many values (INFO lazyfree_pending_objects).
+static LAZY_BYTES: AtomicU64 = AtomicU64::new(0);
+pub static LAZY_PENDING: AtomicU64 = AtomicU64::new(0);
+
+/// An evicted value on its way to the lazy-free thread, counted until freed.
+struct LazyEntry(#[allow(dead_code)] strata_engine::Unlinked, u64);
+
+impl LazyEntry {
+    /// Queues `entry` to be freed in the background; returns the bytes it holds.
+    fn free_later(entry: strata_engine::Unlinked) -> i64 {
+        let bytes = entry.memory_usage() as u64;
+        LAZY_BYTES.fetch_add(bytes, Relaxed);
+        LAZY_PENDING.fetch_add(1, Relaxed);
+        lazyfree::free_later(LazyEntry(entry, bytes));
+        bytes as i64
+    }
+}
+
+impl Drop for LazyEntry {
+    fn drop(&mut self) {
+        LAZY_BYTES.fetch_sub(self.1, Relaxed);
+        LAZY_PENDING.fetch_sub(1, Relaxed);
+    }
+}
+
+/// The background eviction's thread: waits to be asked, then evicts in rounds (each as
+/// long as a command's call may take, yielding between them) until memory is under the
+/// limit or nothing can be evicted.
+fn background(server: Weak<Server>) {
+    loop {
+        let Some(s) = server.upgrade() else { return };
+        let ev = &s.evict;
+        {
+            let mut asked = ev.background.lock();
+            while !*asked {
+                if s.shutting_down.load(Relaxed) {
+                    return;
+                }
+                ev.wake.wait_for(&mut asked, Duration::from_millis(200));
+            }
+        }
+        loop {
+            if s.shutting_down.load(Relaxed) {
+                return;
+            }
+            // No eviction under a busy script (its DELs would mix with its effects).
+            if s.scripts.busy.load(Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            match ev.perform(&s) {
+                State::Running => std::thread::yield_now(),
+                State::Ok | State::Fail => break,
+            }
+        }
+        ev.background_done();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenacity_bounds_a_call_as_redis_does() {
+        assert_eq!(time_limit(0), Some(Duration::ZERO));
+        assert_eq!(time_limit(10), Some(Duration::from_micros(500)));
+        let t11 = time_limit(11).expect("bounded");
+        assert!(t11 > Duration::from_micros(570) && t11 < Duration::from_micros(580));
+        let t99 = time_limit(99).expect("bounded").as_secs_f64();
+        assert!((100.0..150.0).contains(&t99), "{t99}");
+        assert_eq!(time_limit(100), None);
+    }
+}

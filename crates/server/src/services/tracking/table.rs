@@ -1,0 +1,323 @@
+//! The tracking table: key name → ids of the clients that may cache it.
+//!
+//! Keys are global, not per database, as in Redis. The table is split into shards behind a
+//! lock each, so clients reading on different worker threads rarely meet; a shard is only
+//! ever locked on its own (no other lock is taken while one is held).
+
+use bytes::Bytes;
+use hashbrown::HashTable;
+use parking_lot::Mutex;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use strata_engine::key_eq;
+
+const SHARDS: usize = 64;
+
+/// Ids kept in a list before a set: a list is scanned, a set probed. Scanning a few cache
+/// lines in order costs less than probing a set (measured with 50 clients per key).
+const FEW: usize = 64;
+
+type IdSet = hashbrown::HashSet<u64, foldhash::fast::FixedState>;
+
+/// Ids kept in the entry itself: a key cached by a few clients costs no other allocation
+/// and no other cache line.
+const INLINE_IDS: usize = 3;
+
+/// The clients of one key: usually a few, sometimes many (many clients caching a hot key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ids {
+    Inline { n: u8, ids: [u64; INLINE_IDS] },
+    Few(Vec<u64>),
+    Many(Box<IdSet>),
+}
+
+impl Ids {
+    fn one(id: u64) -> Ids {
+        Ids::Inline {
+            n: 1,
+            ids: [id, 0, 0],
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Ids::Inline { n, .. } => usize::from(*n),
+            Ids::Few(v) => v.len(),
+            Ids::Many(s) => s.len(),
+        }
+    }
+
+    /// The ids, in no particular order.
+    pub(crate) fn to_vec(&self) -> Vec<u64> {
+        match self {
+            Ids::Inline { n, ids } => ids[..usize::from(*n)].to_vec(),
+            Ids::Few(v) => v.clone(),
+            Ids::Many(s) => s.iter().copied().collect(),
+        }
+    }
+
+    /// Adds `id`; false if it was there.
+    fn add(&mut self, id: u64) -> bool {
+        match self {
+            Ids::Inline { n, ids } => {
+                let used = &ids[..usize::from(*n)];
+                if used.contains(&id) {
+                    return false;
+                }
+                if used.len() < INLINE_IDS {
+                    ids[used.len()] = id;
+                    *n += 1;
+                } else {
+                    let mut v = Vec::with_capacity(2 * INLINE_IDS);
+                    v.extend_from_slice(used);
+                    v.push(id);
+                    *self = Ids::Few(v);
+                }
+                true
+            }
+            Ids::Few(v) if v.contains(&id) => false,
+            Ids::Few(v) if v.len() < FEW => {
+                v.push(id);
+                true
+            }
+            Ids::Few(v) => {
+                let mut set: IdSet = v.iter().copied().collect();
+                set.insert(id);
+                *self = Ids::Many(Box::new(set));
+                true
+            }
+            Ids::Many(s) => s.insert(id),
+        }
+    }
+}
+
+/// Keys up to this long are kept in the entry itself: a lookup then touches one cache
+/// line for the entry and its key, not two.
+const INLINE: usize = 22;
+
+enum Key {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    fn new(k: &[u8]) -> Key {
+        if k.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..k.len()].copy_from_slice(k);
+            Key::Inline {
+                len: k.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Heap(k.into())
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Key::Heap(b) => b,
+        }
+    }
+}
+
+struct Entry {
+    hash: u64,
+    key: Key,
+    ids: Ids,
+}
+
+impl Entry {
+    #[inline]
+    fn is(&self, h: u64, key: &[u8]) -> bool {
+        self.hash == h && key_eq(self.key.as_slice(), key)
+    }
+}
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Shard(Mutex<HashTable<Entry>>);
+
+fn hash(key: &[u8]) -> u64 {
+    static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
+    let mut h = STATE.get_or_init(Default::default).build_hasher();
+    h.write(key);
+    h.finish()
+}
+
+/// What `clear` took out; dropping it frees it.
+pub(crate) struct Cleared(#[allow(dead_code)] Vec<HashTable<Entry>>);
+
+pub(crate) struct KeyTable {
+    shards: Box<[Shard]>,
+    /// Keys in the table (INFO tracking_total_keys, `tracking-table-max-keys`).
+    keys: AtomicUsize,
+    /// (key, client) pairs (INFO tracking_total_items).
+    items: AtomicUsize,
+}
+
+impl Default for KeyTable {
+    fn default() -> Self {
+        KeyTable {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            keys: AtomicUsize::new(0),
+            items: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl KeyTable {
+    fn shard(&self, h: u64) -> &Shard {
+        // The table inside uses the low bits and the top 7: pick the shard from the middle.
+        &self.shards[(h >> 40) as usize % SHARDS]
+    }
+
+    pub(crate) fn keys(&self) -> usize {
+        self.keys.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn items(&self) -> usize {
+        self.items.load(Ordering::Relaxed)
+    }
+
+    /// Records that client `id` may cache `key`.
+    pub(crate) fn add(&self, key: &[u8], id: u64) {
+        let h = hash(key);
+        let mut t = self.shard(h).0.lock();
+        match t.find_mut(h, |e| e.is(h, key)) {
+            Some(e) => {
+                if e.ids.add(id) {
+                    self.items.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            None => {
+                t.insert_unique(
+                    h,
+                    Entry {
+                        hash: h,
+                        key: Key::new(key),
+                        ids: Ids::one(id),
+                    },
+                    |e| e.hash,
+                );
+                self.keys.fetch_add(1, Ordering::Relaxed);
+                self.items.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Removes `key` and returns the clients that had it.
+    pub(crate) fn take(&self, key: &[u8]) -> Option<Ids> {
+        let h = hash(key);
+        let e = {
+            let mut t = self.shard(h).0.lock();
+            t.find_entry(h, |e| e.is(h, key)).ok()?.remove().0
+        };
+        self.forget(&e.ids);
+        Some(e.ids)
+    }
+
+    fn forget(&self, ids: &Ids) {
+        self.keys.fetch_sub(1, Ordering::Relaxed);
+        self.items.fetch_sub(ids.len(), Ordering::Relaxed);
+    }
+
+    /// Removes some key, chosen by `pick` (a random number), and returns it with its
+    /// clients; None when the table is empty.
+    pub(crate) fn take_any(&self, pick: u64) -> Option<(Bytes, Ids)> {
+        for i in 0..SHARDS {
+            let shard = &self.shards[(pick as usize).wrapping_add(i) % SHARDS];
+            let mut t = shard.0.lock();
+            if t.is_empty() {
+                continue;
+            }
+            // Entries sit in hash order: one of the first few is as good as a random one.
+            let skip = (pick >> 32) as usize % t.len().min(64);
+            let (h, key) = t
+                .iter()
+                .nth(skip)
+                .map(|e| (e.hash, Bytes::copy_from_slice(e.key.as_slice())))?;
+            let e = t.find_entry(h, |e| e.is(h, &key)).ok()?.remove().0;
+            drop(t);
+            self.forget(&e.ids);
+            return Some((key, e.ids));
+        }
+        None
+    }
+
+    /// Empties the table (FLUSHDB, FLUSHALL), returning what it held for the caller to
+    /// free where it likes.
+    pub(crate) fn clear(&self) -> Cleared {
+        let mut old = Vec::new();
+        for s in self.shards.iter() {
+            let mut t = s.0.lock();
+            let n = t.len();
+            let items: usize = t.iter().map(|e| e.ids.len()).sum();
+            old.push(std::mem::take(&mut *t));
+            drop(t);
+            self.keys.fetch_sub(n, Ordering::Relaxed);
+            self.items.fetch_sub(items, Ordering::Relaxed);
+        }
+        Cleared(old)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_keys_and_items_through_adds_and_removals() {
+        let t = KeyTable::default();
+        t.add(b"a", 1);
+        t.add(b"a", 1);
+        t.add(b"a", 2);
+        t.add(b"b", 1);
+        assert_eq!((t.keys(), t.items()), (2, 3));
+        assert_eq!(t.take(b"a").map(|i| i.to_vec()), Some(vec![1, 2]));
+        for id in 0..100 {
+            t.add(b"hot", id);
+            t.add(b"hot", id);
+        }
+        assert_eq!(t.items(), 101, "b, and each of the hundred once");
+        let mut hot = t.take(b"hot").map(|ids| ids.to_vec()).unwrap_or_default();
+        hot.sort();
+        assert_eq!(hot, (0..100).collect::<Vec<u64>>(), "past FEW ids, a set");
+        assert_eq!(t.take(b"a"), None);
+        assert_eq!((t.keys(), t.items()), (1, 1));
+        let (k, ids) = t.take_any(12345).expect("one key left");
+        assert_eq!((&k[..], ids.to_vec()), (&b"b"[..], vec![1]));
+        assert!(t.take_any(7).is_none());
+        let long = [b'x'; 40];
+        t.add(&long, 9);
+        t.add(b"short", 9);
+        assert_eq!(
+            t.take(&long),
+            Some(Ids::one(9)),
+            "a key kept outside the entry"
+        );
+        assert_eq!(t.take(b"short"), Some(Ids::one(9)));
+        for i in 0..1000u64 {
+            t.add(format!("k{i}").as_bytes(), i % 3);
+        }
+        assert_eq!((t.keys(), t.items()), (1000, 1000));
+        let mut seen = std::collections::HashSet::new();
+        for pick in 0..10u64 {
+            let (k, _) = t
+                .take_any(pick.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .unwrap();
+            assert!(seen.insert(k), "a key is taken once");
+        }
+        assert_eq!(t.keys(), 990);
+        t.clear();
+        assert_eq!((t.keys(), t.items()), (0, 0));
+    }
+
+    /// An entry, with a short key inside, stays within one cache line.
+    #[test]
+    fn entries_fit_a_cache_line() {
+        assert!(std::mem::size_of::<Entry>() <= 64);
+    }
+}
