@@ -269,7 +269,10 @@ impl Backlog {
     pub fn feed_command(&self, argv: &[&[u8]]) {
         let mut cmd = Vec::new();
         crate::exec::effects::encode(&mut cmd, argv);
+        // No client's write: WAIT's offset (`fed_here`) stays where it was.
+        let before = FED.get();
         self.feed(&cmd);
+        FED.set(before);
     }
 
     /// Appends a block of effects recorded in database `db`, as Redis propagates it.
