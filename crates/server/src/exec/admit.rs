@@ -70,7 +70,8 @@ pub fn admit(
     // Replication's rules (a read-only replica, min-replicas-to-write, a replica whose
     // link is down, loading a primary's data): one relaxed load while none applies.
     if server.repl.restricts() {
-        if let Err(e) = crate::services::replication::admit(server, client, cmd, origin) {
+        let call = call_flags(server, client, id, argv);
+        if let Err(e) = crate::services::replication::admit(server, client, cmd, call, origin) {
             return Admit::Refuse(e);
         }
     }

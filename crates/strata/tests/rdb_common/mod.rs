@@ -102,7 +102,7 @@ pub fn dump_all(
         for k in keys {
             let ty: String = redis::cmd("TYPE").arg(&k[..]).query(con).expect("TYPE");
             let v = if ty != "stream" || streams {
-                Some(fetch(con, &k).expect("key vanished"))
+                Some(fetch(con, &k).unwrap_or_else(|| panic!("db {db} key {k:?} vanished")))
             } else {
                 None
             };
@@ -136,6 +136,12 @@ pub fn assert_same_data(
     }
     for c in [&mut *a, &mut *b] {
         let _: () = redis::cmd("SELECT").arg(0).query(c).expect("SELECT");
+        let seven: i64 = redis::cmd("FCALL")
+            .arg("seven")
+            .arg(0)
+            .query(c)
+            .expect("FCALL seven");
+        assert_eq!(seven, 7);
     }
     da.len()
 }
@@ -155,15 +161,19 @@ pub fn assert_same_values(
     for (x, y) in da.iter().zip(&db) {
         assert!(x == y, "db {} key {:?}:\n{x:?}\n{y:?}", x.0, x.1);
     }
-    for c in [&mut *a, &mut *b] {
+    // The function libraries (FUNCTION LIST: a read-only replica may not FCALL a function
+    // without the no-writes flag).
+    let libs = |c: &mut redis::Connection| -> redis::Value {
         let _: () = redis::cmd("SELECT").arg(0).query(c).expect("SELECT");
-        let seven: i64 = redis::cmd("FCALL")
-            .arg("seven")
-            .arg(0)
+        redis::cmd("FUNCTION")
+            .arg("LIST")
+            .arg("WITHCODE")
             .query(c)
-            .expect("FCALL seven");
-        assert_eq!(seven, 7);
-    }
+            .expect("FUNCTION LIST")
+    };
+    let la = libs(a);
+    assert_ne!(la, redis::Value::Array(vec![]), "no function library");
+    assert_eq!(la, libs(b), "function libraries differ");
     da
 }
 

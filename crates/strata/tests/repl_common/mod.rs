@@ -18,11 +18,17 @@ pub fn strata(extra: &[&str]) -> Proc {
 }
 
 /// Debian's redis-server, ready to serve replicas at once (the common helper panics with
-/// the install hint when it is missing).
+/// the install hint when it is missing), in a directory of its own: a replica saves the
+/// RDB it receives there.
 pub fn redis(extra: &[&str]) -> Proc {
+    let dir = common::temp_dir("redis");
+    std::fs::create_dir_all(&dir).expect("create the redis-server directory");
     let mut args = FAST_SYNC.to_vec();
+    args.extend_from_slice(&["--dir", dir.to_str().expect("utf-8 temp dir")]);
     args.extend_from_slice(extra);
-    common::redis(&args)
+    let mut p = common::redis(&args);
+    p.own_dir = Some(dir);
+    p
 }
 
 /// Runs a command, panicking with its text when it fails.
@@ -168,8 +174,13 @@ pub fn write_mix(c: &mut redis::Connection, tag: &str, rounds: usize) -> usize {
         let _: redis::Value = tx.query(c).expect("MULTI/EXEC");
         sent += 1;
     }
-    // A key that expires on the primary: a replica loses it by the primary's DEL.
-    let _: () = run(c, &["SET", &format!("{tag}:short"), "v", "PX", "1"]);
+    // A key that expires on the primary (read after its time, so that it goes now): a
+    // replica loses it by the primary's DEL.
+    let short = format!("{tag}:short");
+    let _: () = run(c, &["SET", &short, "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(5));
+    let exists: i64 = run(c, &["EXISTS", &short]);
+    assert_eq!(exists, 0, "{short} outlived its expiry");
     sent + 1
 }
 

@@ -374,10 +374,13 @@ impl Replication {
 }
 
 /// Replication's admission rules, checked (in Redis's order) only while `restricts()`.
+/// `call` is this call's flags (`admit::call_flags`: a script's declared ones, EXEC's
+/// queued commands').
 pub fn admit(
     server: &Server,
     client: &Client,
     cmd: &Command,
+    call: u32,
     origin: &Origin<'_>,
 ) -> Result<(), CmdError> {
     let script = match origin {
@@ -389,14 +392,7 @@ pub fn admit(
     let repl = &server.repl;
     let config = server.config.get();
     let exec = !script && cmd.name == "exec" && cmd.subcommands.is_empty();
-    let queued = |flag: u32| {
-        exec && client.multi.as_ref().is_some_and(|m| {
-            m.queued
-                .iter()
-                .any(|(id, _)| server.table.commands[*id].has(flag))
-        })
-    };
-    let write = cmd.has(flags::WRITE) || queued(flags::WRITE);
+    let write = call & flags::WRITE != 0;
     if write && !client.is_master() {
         if !repl.is_replica()
             && config.min_replicas_to_write > 0
@@ -428,7 +424,7 @@ pub fn admit(
             "LOADING Redis is loading the dataset in memory",
         ));
     }
-    if repl.failover.pausing() && (write || cmd.has(flags::MAY_REPLICATE)) {
+    if repl.failover.pausing() && call & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return Err(CmdError::Static(
             "ERR the server is failing over: writes are paused until it completes",
         ));
