@@ -27,7 +27,10 @@ fn full_sync_then_stream() {
     wait_synced(&mut pc, &mut rc);
     // The full sync replaced the replica's data with the primary's.
     let synced = assert_same_values(&mut pc, &mut rc, true).len();
-    assert!(synced >= keys, "{synced} keys after the sync, {keys} populated");
+    assert!(
+        synced >= keys,
+        "{synced} keys after the sync, {keys} populated"
+    );
     let gone: i64 = run(&mut rc, &["EXISTS", "only-on-replica"]);
     assert_eq!(gone, 0);
     assert_eq!(number(&mut pc, "stats", "sync_full"), 1);
@@ -73,7 +76,10 @@ fn info_role_and_read_only() {
     );
     let offset: i64 = pi["master_repl_offset"].parse().unwrap();
     assert!(offset > 0, "master_repl_offset {offset}");
-    assert!(slave0.contains(&format!("offset={offset}")), "slave0:{slave0}");
+    assert!(
+        slave0.contains(&format!("offset={offset}")),
+        "slave0:{slave0}"
+    );
     assert_eq!(ri["role"], "slave");
     assert_eq!(ri["master_host"], "127.0.0.1");
     assert_eq!(ri["master_port"], p.port.to_string());
@@ -113,7 +119,10 @@ fn info_role_and_read_only() {
     // A read-only replica refuses writes, also inside MULTI and from scripts, and serves
     // reads.
     let text = error_text(&mut rc, &["SET", "k", "v"]);
-    assert_eq!(text, "READONLY You can't write against a read only replica.");
+    assert_eq!(
+        text,
+        "READONLY You can't write against a read only replica."
+    );
     let script = error_text(&mut rc, &["EVAL", "return redis.call('SET','k','v')", "0"]);
     assert!(script.contains("READONLY"), "{script}");
     let read: String = run(&mut rc, &["GET", "w:str:1"]);

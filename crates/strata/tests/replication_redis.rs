@@ -109,7 +109,13 @@ fn strata_replica_answers_as_redis_replica() {
     let mut missing: Vec<&String> = ri.keys().filter(|k| !si.contains_key(*k)).collect();
     missing.sort();
     assert!(missing.is_empty(), "INFO replication lacks {missing:?}");
-    for f in ["role", "master_host", "master_port", "master_link_status", "master_replid"] {
+    for f in [
+        "role",
+        "master_host",
+        "master_port",
+        "master_link_status",
+        "master_replid",
+    ] {
         assert_eq!(si[f], ri[f], "{f}");
     }
 }

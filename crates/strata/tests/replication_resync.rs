@@ -82,7 +82,10 @@ fn restart_and_resume(backlog: &str, writes: usize, expect_partial: bool) {
     write_mix(&mut pc, "synced", 5);
     assert_eq!(wait_acks(&mut pc, 1, 10_000), 1);
     r.terminate();
-    assert!(r.wait_exit(std::time::Duration::from_secs(20)), "replica never stopped");
+    assert!(
+        r.wait_exit(std::time::Duration::from_secs(20)),
+        "replica never stopped"
+    );
     drop(r);
     let ok = number(&mut pc, "stats", "sync_partial_ok");
     let full = number(&mut pc, "stats", "sync_full");
@@ -204,12 +207,21 @@ impl LateRedis {
         let dir = temp_dir("late");
         std::fs::create_dir_all(&dir).expect("create dir");
         let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
             .arg("--dir")
             .arg(&dir)
             .stdout(std::process::Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("redis-server is required (apt-get install -y redis-server): {e}"));
+            .unwrap_or_else(|e| {
+                panic!("redis-server is required (apt-get install -y redis-server): {e}")
+            });
         let late = LateRedis(child, dir);
         wait_until("the late primary to listen", 10, || {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()

@@ -121,9 +121,11 @@ fn sentinel_promotes_a_replica_when_the_primary_dies() {
         wait_synced(&mut pc, &mut r.client());
     }
     let sentinels: Vec<Sentinel> = (0..3).map(|_| Sentinel::start(p.port)).collect();
-    wait_until("the sentinels to find both replicas and each other", 60, || {
-        sentinels.iter().all(|s| s.known() == (2, 2))
-    });
+    wait_until(
+        "the sentinels to find both replicas and each other",
+        60,
+        || sentinels.iter().all(|s| s.known() == (2, 2)),
+    );
     for s in &sentinels {
         let ok: String = run(&mut s.client(), &["SENTINEL", "ckquorum", MASTER]);
         assert!(ok.starts_with("OK"), "{ok}");
@@ -141,7 +143,12 @@ fn sentinel_promotes_a_replica_when_the_primary_dies() {
                     break;
                 }
                 let key = format!("acked:{i}");
-                if redis::cmd("SET").arg(&key).arg(i).query::<()>(&mut c).is_err() {
+                if redis::cmd("SET")
+                    .arg(&key)
+                    .arg(i)
+                    .query::<()>(&mut c)
+                    .is_err()
+                {
                     break;
                 }
                 match redis::cmd("WAIT").arg(2).arg(1000).query::<i64>(&mut c) {
@@ -165,21 +172,19 @@ fn sentinel_promotes_a_replica_when_the_primary_dies() {
     // The sentinels agree on a new primary: one of the replicas.
     let ports: Vec<u16> = replicas.iter().map(|r| r.port).collect();
     wait_until("the sentinels to promote a replica", 60, || {
-        sentinels
-            .iter()
-            .all(|s| ports.contains(&s.primary_port()))
+        sentinels.iter().all(|s| ports.contains(&s.primary_port()))
     });
     let new_port = sentinels[0].primary_port();
     let logs: String = sentinels.iter().map(Sentinel::log).collect();
     assert!(logs.contains("+switch-master"), "{logs}");
-    let at = ports.iter().position(|&x| x == new_port).expect("a replica");
+    let at = ports
+        .iter()
+        .position(|&x| x == new_port)
+        .expect("a replica");
     let other = replicas.remove(1 - at);
     let new = replicas.remove(0);
     let (mut nc, mut oc) = (new.client(), other.client());
-    assert_eq!(
-        repl_common::field(&mut nc, "replication", "role"),
-        "master"
-    );
+    assert_eq!(repl_common::field(&mut nc, "replication", "role"), "master");
     // Every acknowledged write is on the new primary.
     for key in &acked {
         let v: Option<String> = run(&mut nc, &["GET", key]);

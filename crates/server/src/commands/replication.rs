@@ -183,7 +183,9 @@ fn sync(ctx: &mut Ctx<'_>) -> CmdResult {
         );
     }
     if r.failover.active() {
-        return Err(CmdError::Static("NOMASTERLINK Can't SYNC while failing over"));
+        return Err(CmdError::Static(
+            "NOMASTERLINK Can't SYNC while failing over",
+        ));
     }
     if r.is_replica() && !r.link_up() {
         return Err(CmdError::Static(
@@ -202,7 +204,7 @@ fn sync(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn replconf(ctx: &mut Ctx<'_>) -> CmdResult {
-    if ctx.argv.len() % 2 == 0 {
+    if ctx.argv.len().is_multiple_of(2) {
         return Err(CmdError::SYNTAX);
     }
     let mut conf = ctx.client.repl.as_deref().cloned().unwrap_or_default();
@@ -252,7 +254,10 @@ fn replconf(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         j += 2;
     }
-    ctx.client.repl = Some(Box::new(ClientRepl { master: false, ..conf }));
+    ctx.client.repl = Some(Box::new(ClientRepl {
+        master: false,
+        ..conf
+    }));
     ctx.out.ok();
     Ok(())
 }
@@ -264,8 +269,9 @@ fn wait(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::err("WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
     }
     let numreplicas = ctx.int_arg(1)?;
-    let timeout = parse_i64(ctx.arg(2))
-        .ok_or(CmdError::Static("ERR timeout is not an integer or out of range"))?;
+    let timeout = parse_i64(ctx.arg(2)).ok_or(CmdError::Static(
+        "ERR timeout is not an integer or out of range",
+    ))?;
     if timeout < 0 {
         return Err(CmdError::Static("ERR timeout is negative"));
     }

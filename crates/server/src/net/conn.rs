@@ -61,7 +61,10 @@ pub enum Incoming {
 
 /// See [`Incoming::Task`].
 pub type Task = Box<
-    dyn FnOnce(Arc<Server>, Arc<ThreadStats>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+    dyn FnOnce(
+            Arc<Server>,
+            Arc<ThreadStats>,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
         + Send,
 >;
 

@@ -419,6 +419,9 @@ fn write(
     Ok(entries)
 }
 
+/// Takes each chunk of encoded entries of a walk, and their count.
+type Consume<'a> = dyn FnMut(&[u8], u64) -> Result<(), String> + 'a;
+
 /// The walk of snapshot `epoch` over every shard, on this thread (workers join in while it
 /// is starved, `help`): each chunk of encoded entries (`strata_storage::encode_entry`'s
 /// form) goes to `consume` as it is captured. Returns the number of entries.
@@ -426,11 +429,11 @@ fn walk(
     server: &Server,
     epoch: u64,
     background: bool,
-    consume: &mut dyn FnMut(&[u8], u64) -> Result<(), String>,
+    consume: &mut Consume<'_>,
 ) -> Result<u64, String> {
     let snap = &server.persist.snapshots;
     let mut entries = 0u64;
-    let flush_early = |consume: &mut dyn FnMut(&[u8], u64) -> Result<(), String>| {
+    let flush_early = |consume: &mut Consume<'_>| {
         let early = std::mem::take(&mut *snap.early.lock());
         let mut n = 0;
         for (bytes, count) in early {
@@ -522,7 +525,7 @@ impl<'s> PointInTime<'s> {
 
     /// Walks every shard as of the cut, handing each chunk of encoded entries to
     /// `consume` (decode them with `strata_storage::decode_entries`). Returns how many.
-    pub fn run(self, consume: &mut dyn FnMut(&[u8], u64) -> Result<(), String>) -> Result<u64, String> {
+    pub fn run(self, consume: &mut Consume<'_>) -> Result<u64, String> {
         let Some(older) = self.older else {
             return Err("capture run before its cut".into());
         };

@@ -135,19 +135,30 @@ pub fn write_mix(c: &mut redis::Connection, tag: &str, rounds: usize) -> usize {
             vec!["SREM".into(), k("set"), (i / 2).to_string()],
             vec!["ZADD".into(), k("zset"), n.clone(), format!("m{}", i % 9)],
             vec!["ZINCRBY".into(), k("zset"), "1.5".into(), "m0".into()],
-            vec!["XADD".into(), k("stream"), "*".into(), "i".into(), n.clone()],
+            vec![
+                "XADD".into(),
+                k("stream"),
+                "*".into(),
+                "i".into(),
+                n.clone(),
+            ],
             vec!["PFADD".into(), k("hll"), n.clone()],
             vec!["SETBIT".into(), k("bits"), (i * 3).to_string(), "1".into()],
             vec!["EXPIRE".into(), k("str"), "1000".into()],
-            vec!["SET".into(), k("ex"), n.clone(), "PX".into(), "100000".into()],
+            vec![
+                "SET".into(),
+                k("ex"),
+                n.clone(),
+                "PX".into(),
+                "100000".into(),
+            ],
             vec!["DEL".into(), format!("{tag}:str:{}", (i + 3) % 7)],
             vec!["SELECT".into(), "5".into()],
             vec!["SET".into(), k("in5"), n.clone()],
             vec!["SELECT".into(), "0".into()],
             vec![
                 "EVAL".into(),
-                "redis.call('INCR', KEYS[1]); return redis.call('LPUSH', KEYS[2], ARGV[1])"
-                    .into(),
+                "redis.call('INCR', KEYS[1]); return redis.call('LPUSH', KEYS[2], ARGV[1])".into(),
                 "2".into(),
                 k("lua-ctr"),
                 k("lua-list"),
@@ -188,7 +199,13 @@ pub fn write_mix(c: &mut redis::Connection, tag: &str, rounds: usize) -> usize {
 pub fn kill9(p: &Proc) {
     // SAFETY: kill(2) on the pid of a child the test spawned and has not reaped.
     let r = unsafe { libc::kill(p.pid() as libc::pid_t, libc::SIGKILL) };
-    assert_eq!(r, 0, "kill -9 {}: {}", p.pid(), std::io::Error::last_os_error());
+    assert_eq!(
+        r,
+        0,
+        "kill -9 {}: {}",
+        p.pid(),
+        std::io::Error::last_os_error()
+    );
     wait_until("the killed server's port to close", 10, || {
         std::net::TcpStream::connect(("127.0.0.1", p.port)).is_err()
     });

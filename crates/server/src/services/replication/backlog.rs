@@ -541,7 +541,10 @@ mod tests {
         want.extend(cmd(&["SELECT", "2"]));
         want.extend(cmd(&["DEL", "d"]));
         want.extend(cmd(&["EXEC"]));
-        assert_eq!(String::from_utf8_lossy(&all(&b)), String::from_utf8_lossy(&want));
+        assert_eq!(
+            String::from_utf8_lossy(&all(&b)),
+            String::from_utf8_lossy(&want)
+        );
         assert_eq!(b.end(), want.len() as u64);
         // A group whose first record selects another database starts there.
         let mut g2 = cmd(&["SELECT", "5"]);
@@ -574,7 +577,10 @@ mod tests {
         assert!(s.histlen >= BLOCK as u64);
         b.unpin(7);
         let s = b.shape();
-        assert!(s.histlen < 2 * BLOCK as u64 && s.histlen >= BLOCK as u64, "{s:?}");
+        assert!(
+            s.histlen < 2 * BLOCK as u64 && s.histlen >= BLOCK as u64,
+            "{s:?}"
+        );
         assert_eq!(s.first_byte + s.histlen - 1, 100_000);
         assert!(!b.holds(1));
         assert!(b.holds(100_001) && b.holds(s.first_byte));

@@ -119,7 +119,9 @@ pub fn failover_command(server: &Arc<Server>, a: FailoverArgs) -> Result<(), Cmd
         return Err(CmdError::err("FAILOVER already in progress."));
     }
     if repl.is_replica() {
-        return Err(CmdError::err("FAILOVER is not valid when server is a replica."));
+        return Err(CmdError::err(
+            "FAILOVER is not valid when server is a replica.",
+        ));
     }
     let peers = repl.peers();
     if peers.is_empty() {
@@ -135,7 +137,9 @@ pub fn failover_command(server: &Arc<Server>, a: FailoverArgs) -> Result<(), Cmd
             .iter()
             .find(|p| p.addr.eq_ignore_ascii_case(host) && p.listening_port == *port)
         else {
-            return Err(CmdError::err("FAILOVER target HOST and PORT is not a replica."));
+            return Err(CmdError::err(
+                "FAILOVER target HOST and PORT is not a replica.",
+            ));
         };
         if p.state.load(Ordering::Relaxed) != peer::ONLINE {
             return Err(CmdError::err("FAILOVER target replica is not online."));

@@ -139,8 +139,7 @@ fn run(server: &Arc<Server>, batch: Vec<SyncRequest>) {
             break c;
         }
         // A snapshot runs: this capture starts when it ends.
-        if batch.iter().all(|r| r.tx.is_closed()) || server.shutting_down.load(Ordering::Relaxed)
-        {
+        if batch.iter().all(|r| r.tx.is_closed()) || server.shutting_down.load(Ordering::Relaxed) {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -239,8 +238,14 @@ fn disk(
     let file = Arc::new(TempFile(path));
     let f = std::fs::File::create(&file.0)
         .map_err(|e| format!("creating {}: {e}", file.0.display()))?;
-    let (w, keys) = write_rdb(server, capture, libs, aux, BufWriter::with_capacity(1 << 20, f))
-        .map_err(|e| e.to_string())?;
+    let (w, keys) = write_rdb(
+        server,
+        capture,
+        libs,
+        aux,
+        BufWriter::with_capacity(1 << 20, f),
+    )
+    .map_err(|e| e.to_string())?;
     let f = w.into_inner().map_err(|e| e.to_string())?;
     let len = f.metadata().map_err(|e| e.to_string())?.len();
     drop(f);

@@ -385,7 +385,9 @@ pub fn admit(
 ) -> Result<(), CmdError> {
     let script = match origin {
         Origin::Client => false,
-        Origin::Nested(Nest { script: Some(_), .. }) => true,
+        Origin::Nested(Nest {
+            script: Some(_), ..
+        }) => true,
         // EXEC's commands were checked when queued, and EXEC itself before it ran.
         Origin::Nested(_) | Origin::Master | Origin::Replay => return Ok(()),
     };
@@ -418,7 +420,8 @@ pub fn admit(
             "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
         ));
     }
-    let loading = !cmd.has(flags::LOADING) || (exec && queued_lacks(server, client, flags::LOADING));
+    let loading =
+        !cmd.has(flags::LOADING) || (exec && queued_lacks(server, client, flags::LOADING));
     if repl.loading.load(Ordering::Relaxed) && loading {
         return Err(CmdError::Static(
             "LOADING Redis is loading the dataset in memory",
@@ -450,7 +453,7 @@ pub fn cron(server: &Arc<Server>) {
     if !repl.is_replica() {
         let peers = repl.peers();
         let period = u64::from(config.repl_ping_replica_period.max(1));
-        if !peers.is_empty() && loops % period == 0 && !repl.failover.pausing() {
+        if !peers.is_empty() && loops.is_multiple_of(period) && !repl.failover.pausing() {
             repl.backlog.feed_command(&[b"PING"]);
         }
         let now = Server::now_unix();
@@ -460,7 +463,10 @@ pub fn cron(server: &Arc<Server>) {
                 && now.saturating_sub(p.ack_time.load(Ordering::Relaxed))
                     > u64::from(config.repl_timeout)
             {
-                tracing::warn!("Disconnecting timedout replica (streaming sync): {}", p.addr);
+                tracing::warn!(
+                    "Disconnecting timedout replica (streaming sync): {}",
+                    p.addr
+                );
                 p.info.kill();
             }
         }
@@ -482,7 +488,9 @@ pub fn cron(server: &Arc<Server>) {
         let idle = now.saturating_sub(repl.no_peers_since.load(Ordering::Relaxed));
         if peers.is_empty() && ttl > 0 && idle > ttl && repl.backlog.is_active() {
             role::drop_backlog(server);
-            tracing::info!("Replication backlog freed after {ttl} seconds without connected replicas.");
+            tracing::info!(
+                "Replication backlog freed after {ttl} seconds without connected replicas."
+            );
         }
     }
     repl.refresh_good(server);

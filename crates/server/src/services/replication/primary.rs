@@ -31,7 +31,9 @@ pub async fn serve_replica(
     let ip = h.conf.ip_address.clone().unwrap_or_else(|| {
         info.addr
             .rsplit_once(':')
-            .map_or(info.addr.clone(), |(ip, _)| ip.trim_matches(['[', ']']).to_string())
+            .map_or(info.addr.clone(), |(ip, _)| {
+                ip.trim_matches(['[', ']']).to_string()
+            })
     });
     let peer = Arc::new(Peer {
         id: client.id,
@@ -61,7 +63,9 @@ pub async fn serve_replica(
     let next = match partial {
         Some(from) => {
             repl.backlog.pin(peer.id, from);
-            repl.counters.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+            repl.counters
+                .sync_partial_ok
+                .fetch_add(1, Ordering::Relaxed);
             peer.state.store(peer::ONLINE, Ordering::SeqCst);
             repl.add_peer(peer.clone());
             let reply = if h.conf.capa_psync2 {
@@ -77,7 +81,9 @@ pub async fn serve_replica(
         }
         None => {
             if h.psync.as_ref().is_some_and(|(id, _)| id != "?") {
-                repl.counters.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+                repl.counters
+                    .sync_partial_err
+                    .fetch_add(1, Ordering::Relaxed);
             }
             repl.counters.sync_full.fetch_add(1, Ordering::Relaxed);
             repl.add_peer(peer.clone());
@@ -172,9 +178,7 @@ impl Link<'_> {
     async fn full_sync(&mut self, h: &Handoff, name: &str) -> Option<(u64, bool)> {
         let server = self.server;
         let (tx, mut rx) = tokio::sync::oneshot::channel();
-        let Some(arc) = server.arc() else {
-            return None;
-        };
+        let arc = server.arc()?;
         server.repl.sync.request(
             &arc,
             SyncRequest {
@@ -268,7 +272,10 @@ impl Link<'_> {
             return false;
         }
         let Ok(mut f) = std::fs::File::open(path) else {
-            tracing::warn!("cannot open the RDB file for the replica: {}", path.display());
+            tracing::warn!(
+                "cannot open the RDB file for the replica: {}",
+                path.display()
+            );
             return false;
         };
         let mut buf = vec![0u8; SEND_CHUNK];
@@ -354,7 +361,8 @@ impl Link<'_> {
         loop {
             match self.parser.parse(&mut self.inbuf) {
                 Ok(Some(argv)) => {
-                    let is = |i: usize, w: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w));
+                    let is =
+                        |i: usize, w: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w));
                     if is(0, b"replconf") && is(1, b"ack") {
                         let off = argv
                             .get(2)

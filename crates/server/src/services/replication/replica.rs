@@ -230,7 +230,10 @@ async fn connect(
     conn.send(&psync).await?;
     let reply = conn.reply(server).await?;
     if failover {
-        repl.failover.psync_answered(server, reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE"));
+        repl.failover.psync_answered(
+            server,
+            reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE"),
+        );
     }
     let start = if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
         let mut words = rest.split_whitespace();
@@ -317,7 +320,11 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), LinkError> {
     if ip {
         crate::exec::effects::encode(
             &mut out,
-            &[b"REPLCONF".as_slice(), b"ip-address", c.replica_announce_ip.as_bytes()],
+            &[
+                b"REPLCONF".as_slice(),
+                b"ip-address",
+                c.replica_announce_ip.as_bytes(),
+            ],
         );
     }
     crate::exec::effects::encode(
@@ -625,10 +632,9 @@ async fn follow(
         }));
     }
     st.read_reploff.store(apply.reploff, Ordering::SeqCst);
-    result.map(|()| true).map_err(|text| LinkError {
-        text,
-        was_up: true,
-    })
+    result
+        .map(|()| true)
+        .map_err(|text| LinkError { text, was_up: true })
 }
 
 /// Applying the stream: the parser, the bytes of an open MULTI, the offset applied.
@@ -678,7 +684,8 @@ impl Apply {
             let consumed = before - buf.len();
             let frame = self.parser.take_frame();
             let raw = raw_bytes(&argv, frame.as_ref(), consumed);
-            let is = |i: usize, name: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(name));
+            let is =
+                |i: usize, name: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(name));
             if is(0, b"replconf") && is(1, b"getack") {
                 // Acknowledges what came before it, as Redis does.
                 self.acks
