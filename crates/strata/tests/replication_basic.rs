@@ -191,3 +191,33 @@ fn replicaof_no_one_promotes() {
         field(&mut pc, "replication", "connected_slaves") == "0"
     });
 }
+
+#[test]
+fn failover_command_hands_the_role_to_a_replica() {
+    let p = strata(&[]);
+    let r = strata(&[]);
+    let (mut pc, mut rc) = (p.client(), r.client());
+    populate(&mut pc, true);
+    replicaof(&mut rc, &p);
+    wait_synced(&mut pc, &mut rc);
+    write_mix(&mut pc, "w", 10);
+    let _: () = run(&mut pc, &["FAILOVER"]);
+    repl_common::wait_until("the roles to swap", 20, || {
+        field(&mut pc, "replication", "role") == "slave"
+            && field(&mut rc, "replication", "role") == "master"
+            && field(&mut pc, "replication", "master_link_status") == "up"
+    });
+    assert_eq!(
+        field(&mut pc, "replication", "master_port"),
+        r.port.to_string()
+    );
+    // No write was lost, and the new primary streams to the old one.
+    assert_same_values(&mut rc, &mut pc, true);
+    let _: () = run(&mut rc, &["SET", "after-failover", "1"]);
+    assert_eq!(wait_acks(&mut rc, 1, 10_000), 1);
+    let v: String = run(&mut pc, &["GET", "after-failover"]);
+    assert_eq!(v, "1");
+    // The former primary continued partially from the new one (its stream, its offsets).
+    assert_eq!(number(&mut rc, "stats", "sync_full"), 0);
+    assert_eq!(number(&mut rc, "stats", "sync_partial_ok"), 1);
+}
