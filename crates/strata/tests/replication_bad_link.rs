@@ -84,6 +84,18 @@ fn replica_survives_a_misbehaving_primary() {
     s.write_all(b"\x00\x01garbage\xff\r\n").unwrap();
     drop(s);
     assert_serving(&mut rc, "stale", Some("1"));
+    // Unless told not to serve stale data (then only what Redis allows runs).
+    let _: () = run(
+        &mut rc,
+        &["CONFIG", "SET", "replica-serve-stale-data", "no"],
+    );
+    let text = repl_common::error_text(&mut rc, &["GET", "stale"]);
+    assert!(text.starts_with("MASTERDOWN"), "{text}");
+    let _: String = run(&mut rc, &["INFO", "replication"]);
+    let _: () = run(
+        &mut rc,
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    );
 
     // A full sync whose RDB stops half way: the old data stays.
     let (mut s, _) = fake.handshake();

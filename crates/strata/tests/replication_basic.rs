@@ -221,3 +221,57 @@ fn failover_command_hands_the_role_to_a_replica() {
     assert_eq!(number(&mut rc, "stats", "sync_full"), 0);
     assert_eq!(number(&mut rc, "stats", "sync_partial_ok"), 1);
 }
+
+#[test]
+fn chained_replica_keeps_the_primary_stream() {
+    // primary -> r1 -> r2: r1's replicas get its primary's stream byte for byte.
+    let p = strata(&[]);
+    let (r1, r2) = (strata(&[]), strata(&[]));
+    let (mut pc, mut c1, mut c2) = (p.client(), r1.client(), r2.client());
+    populate(&mut pc, true);
+    replicaof(&mut c1, &p);
+    wait_synced(&mut pc, &mut c1);
+    replicaof(&mut c2, &r1);
+    wait_synced(&mut c1, &mut c2);
+    write_mix(&mut pc, "chain", 20);
+    assert_eq!(wait_acks(&mut pc, 1, 10_000), 1);
+    wait_synced(&mut pc, &mut c1);
+    wait_synced(&mut c1, &mut c2);
+    assert_same_values(&mut pc, &mut c2, true);
+    let ids: Vec<String> = [&mut pc, &mut c1, &mut c2]
+        .into_iter()
+        .map(|c| field(c, "replication", "master_replid"))
+        .collect();
+    assert!(ids.iter().all(|i| *i == ids[0]), "{ids:?}");
+    let offsets: Vec<i64> = [&mut pc, &mut c1, &mut c2]
+        .into_iter()
+        .map(|c| number(c, "replication", "master_repl_offset"))
+        .collect();
+    assert!(offsets.iter().all(|o| *o == offsets[0]), "{offsets:?}");
+}
+
+#[test]
+fn min_replicas_to_write_refuses_writes() {
+    let p = strata(&[]);
+    let r = strata(&[]);
+    let (mut pc, mut rc) = (p.client(), r.client());
+    replicaof(&mut rc, &p);
+    wait_synced(&mut pc, &mut rc);
+    let _: () = run(&mut pc, &["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    let text = error_text(&mut pc, &["SET", "k", "v"]);
+    assert_eq!(text, "NOREPLICAS Not enough good replicas to write.");
+    // Reads still work; with one replica asked for, writes do too.
+    let _: Option<String> = run(&mut pc, &["GET", "k"]);
+    let _: () = run(&mut pc, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    repl_common::wait_until("the replica to count as good", 10, || {
+        redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .query::<()>(&mut pc)
+            .is_ok()
+    });
+    // A real redis-server refuses with the same text.
+    let redis = repl_common::redis(&["--min-replicas-to-write", "1"]);
+    let mut c = redis.client();
+    assert_eq!(error_text(&mut c, &["SET", "k", "v"]), text);
+}
