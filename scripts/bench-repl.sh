@@ -58,22 +58,21 @@ wait_ping() {
     exit 1
 }
 
-# start KIND DIR: starts a server of KIND (strata or redis) without persistence and prints
-# its port; its pid joins PIDS.
+# start KIND DIR: starts a server of KIND (strata or redis) without persistence; sets PORT
+# to its port, and its pid joins PIDS.
 start() {
-    local kind=$1 dir=$2 port
-    port=$(free_port)
+    local kind=$1 dir=$2
+    PORT=$(free_port)
     mkdir -p "$dir"
     if [ "$kind" = strata ]; then
-        "$STRATA" serve --port "$port" --dir "$dir" --appendonly no --save '' \
+        "$STRATA" serve --port "$PORT" --dir "$dir" --appendonly no --save '' \
             --repl-diskless-sync-delay 0 >"$dir/log" 2>&1 &
     else
-        redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
-            --repl-diskless-sync-delay 0 --logfile "$dir/log" &
+        redis-server --port "$PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+            --repl-diskless-sync-delay 0 --logfile "$dir/log" >/dev/null 2>&1 &
     fi
     PIDS+=($!)
-    wait_ping "$port"
-    echo "$port"
+    wait_ping "$PORT"
 }
 
 stop() {
@@ -102,8 +101,10 @@ rps() {
 # one KIND ROUND: a primary and a replica of KIND; appends a CSV row.
 one() {
     local kind=$1 round=$2 p r t0 sync alone repl lag
-    p=$(start "$kind" "$WORK/$kind-$round-p")
-    r=$(start "$kind" "$WORK/$kind-$round-r")
+    start "$kind" "$WORK/$kind-$round-p"
+    p=$PORT
+    start "$kind" "$WORK/$kind-$round-r"
+    r=$PORT
     gen_keys "$KEYS" | redis-cli -p "$p" --pipe >/dev/null
     alone=$(rps "$p")
     t0=$(now_ms)
