@@ -164,25 +164,23 @@ fn wait_for_older_writes(server: &Server, older: u64) {
 /// start. A key of a shard not captured yet gets its entry copied aside (once); a command
 /// that reaches keys it does not name (FLUSHALL...) has every shard it holds captured
 /// whole. A write whose session began before the snapshot (`write_epoch` below the
-/// snapshot's) is part of the snapshot instead, as its journal block is skipped.
-pub fn before_write(server: &Server, write_epoch: u64, db: usize, plan: &LockPlan, keys: &[&[u8]]) {
+/// snapshot's) is part of the snapshot instead, as its journal block is skipped. `world`:
+/// the write's lock plan is `LockPlan::World`.
+pub fn before_write(server: &Server, write_epoch: u64, db: usize, world: bool, keys: &[&[u8]]) {
     let snap = &server.persist.snapshots;
     let epoch = snap.active.load(Ordering::SeqCst);
     if epoch == 0 || write_epoch != epoch {
         return;
     }
-    match plan {
-        LockPlan::World => {
-            for id in Keyspace::session_shards() {
-                if let (_, Some(chunk)) = capture(server, id, epoch, usize::MAX) {
-                    snap.early.lock().push(chunk);
-                }
+    if world {
+        for id in Keyspace::session_shards() {
+            if let (_, Some(chunk)) = capture(server, id, epoch, usize::MAX) {
+                snap.early.lock().push(chunk);
             }
         }
-        LockPlan::One(_) | LockPlan::Shards(_) => {
-            for key in keys {
-                server.keyspace.db(db).preserve(key, epoch);
-            }
+    } else {
+        for key in keys {
+            server.keyspace.db(db).preserve(key, epoch);
         }
     }
 }
@@ -325,16 +323,17 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
                 );
             }
             let (_, (pos, older)) = j.append_with_pos(0, epoch, &marker, |_, pos| {
-                let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
+                // `active` first: a writer that sees the new epoch sees it active.
                 snap.active.store(epoch, Ordering::SeqCst);
+                let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
                 (pos, older)
             });
             drop(libs);
             (pos, older)
         }
         None => {
-            let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
             snap.active.store(epoch, Ordering::SeqCst);
+            let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
             (Position::default(), older)
         }
     };
@@ -514,12 +513,12 @@ impl<'s> PointInTime<'s> {
     /// The cut: writes that lock their shards after this see the capture's epoch and
     /// keep what they change for it. Hold every shard while calling it.
     pub fn cut(&mut self) {
-        let older = self.server.persist.epoch.swap(self.epoch, Ordering::SeqCst);
         self.server
             .persist
             .snapshots
             .active
             .store(self.epoch, Ordering::SeqCst);
+        let older = self.server.persist.epoch.swap(self.epoch, Ordering::SeqCst);
         self.older = Some(older);
     }
 
