@@ -41,6 +41,9 @@ pub(crate) struct Hooks {
     /// Until this Unix ms, expired keys stay in place (reading as missing): nothing is
     /// removed, lazily or actively (the server's CLIENT PAUSE keeps the data set still).
     frozen_until: AtomicU64,
+    /// A replica's keys expire only when its primary's DEL arrives
+    /// ([`Keyspace::set_keep_expired`]): while set, nothing is removed either.
+    keep: std::sync::atomic::AtomicBool,
 }
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
@@ -154,6 +157,7 @@ impl Db {
     #[inline]
     pub(crate) fn may_expire(&self, now: u64) -> bool {
         now > self.hooks.frozen_until.load(Ordering::Relaxed)
+            && !self.hooks.keep.load(Ordering::Relaxed)
     }
 
     /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
@@ -594,6 +598,15 @@ impl Keyspace {
     /// nothing more; on, each first looks its key up.
     pub fn announce_created(&self, on: bool) {
         self.hooks.announce_created.store(on, Ordering::Relaxed);
+    }
+
+    /// With `keep` set, a lookup of an expired key reports it missing but leaves it in
+    /// place (and reports nothing to the expired-key hook): a replica's keys expire only
+    /// when its primary's DEL arrives, so that a later write the primary sends for that
+    /// key still finds it. Lookups at time 1 (what a replayed or replicated command runs
+    /// at) see every key.
+    pub fn set_keep_expired(&self, keep: bool) {
+        self.hooks.keep.store(keep, Ordering::Relaxed);
     }
 
     pub fn db(&self, index: usize) -> &Db {

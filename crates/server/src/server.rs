@@ -72,6 +72,8 @@ pub struct Server {
     pub migrations: crate::services::migrate::Migrations,
     /// The TLS configurations (`net::tls`).
     pub tls: crate::net::tls::Tls,
+    /// Replication: the backlog, replicas, the link to a primary.
+    pub repl: crate::services::replication::Replication,
     /// This server's own Arc, for work that outlives a command (BGSAVE's thread).
     me: std::sync::OnceLock<std::sync::Weak<Server>>,
     /// Each worker thread's queue of connections: new ones, and ones moved to it.
@@ -227,6 +229,7 @@ impl Server {
             acl,
             migrations: Default::default(),
             tls: Default::default(),
+            repl: Default::default(),
             workers: Default::default(),
         });
         let _ = server.me.set(Arc::downgrade(&server));
@@ -266,7 +269,8 @@ pub(crate) fn cron(server: &Arc<Server>) {
             std::thread::sleep(period);
             continue;
         }
-        if server.active_expire.load(Ordering::Relaxed) {
+        // A replica's keys expire when its primary's DELs arrive.
+        if server.active_expire.load(Ordering::Relaxed) && !server.repl.is_replica() {
             // Redis lets its slow expire cycle use up to 25% of each period.
             let started = Instant::now();
             server.keyspace.active_expire_cycle(period / 4);
@@ -293,6 +297,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
             crate::net::clients::cron(server);
             server.migrations.close_idle();
             crate::services::snapshot::cron(server);
+            crate::services::replication::cron(server);
         }
         std::thread::sleep(period);
     }

@@ -19,9 +19,9 @@ pub use recovery::{
     ReadSummary, RecoveryError, SegScan, TornTail,
 };
 pub use snapshot::{
-    encode_entry, encode_value, latest_snapshot, load_snapshot, load_snapshot_bytes,
-    remove_older_snapshots, remove_unfinished_snapshots, snapshot_meta, snapshot_path,
-    SnapshotInfo, SnapshotMeta, SnapshotWriter,
+    decode_entries, encode_entry, encode_value, latest_snapshot, load_snapshot,
+    load_snapshot_bytes, remove_older_snapshots, remove_unfinished_snapshots, snapshot_meta,
+    snapshot_path, SnapshotInfo, SnapshotMeta, SnapshotWriter,
 };
 
 use std::fs::{File, OpenOptions};

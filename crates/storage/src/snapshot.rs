@@ -630,6 +630,26 @@ impl<'a> Cur<'a> {
 
 type Decoded = (u32, Vec<u8>, Option<u64>, Value);
 
+/// Decodes entries as [`encode_entry`]/[`encode_value`] wrote them into `bytes` (a chunk
+/// for `SnapshotWriter::raw_chunk`), calling `f(db, key, expire_at, value)` for each.
+/// Returns how many; an error names the offset of the entry that does not decode.
+pub fn decode_entries(
+    bytes: &[u8],
+    enc: &Encodings,
+    mut f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
+) -> Result<u64, String> {
+    let mut c = Cur { b: bytes, p: 0 };
+    let mut n = 0;
+    while c.p < bytes.len() {
+        let at = c.p;
+        let (db, key, exp, value) =
+            decode_entry(&mut c, enc).map_err(|e| format!("entry at offset {at}: {e}"))?;
+        f(db, key, exp, value);
+        n += 1;
+    }
+    Ok(n)
+}
+
 fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
     let tag = c.u8()?;
     let db = u32::try_from(c.varint()?).map_err(|_| "db number too large")?;

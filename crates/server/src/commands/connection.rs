@@ -474,6 +474,11 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     if c.monitor.load(Ordering::Relaxed) {
         flags.push('O');
     }
+    match c.kind.load(Ordering::Relaxed) {
+        crate::exec::client::kind::REPLICA => flags.push('S'),
+        crate::exec::client::kind::MASTER => flags.push('M'),
+        _ => {}
+    }
     let multi = c.multi.load(Ordering::Relaxed);
     if sub + psub + ssub > 0 {
         flags.push('P');
@@ -570,7 +575,8 @@ fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
                 match t.as_slice() {
                     b"normal" => class = Some(ClientClass::Normal),
                     b"pubsub" => class = Some(ClientClass::PubSub),
-                    b"master" | b"replica" | b"slave" => ids = Some(Vec::new()),
+                    b"master" => class = Some(ClientClass::Master),
+                    b"replica" | b"slave" => class = Some(ClientClass::Replica),
                     _ => {
                         return Err(CmdError::err(format!(
                             "Unknown client type '{}'",
@@ -623,7 +629,6 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut maxage) = (None, None, None, true, None);
-    let mut normal_only = true;
     let mut class = None;
     let mut user = None;
     let mut j = 2;
@@ -651,7 +656,8 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
             b"type" => match val.to_ascii_lowercase().as_slice() {
                 b"normal" => class = Some(ClientClass::Normal),
                 b"pubsub" => class = Some(ClientClass::PubSub),
-                b"master" | b"replica" | b"slave" => normal_only = false,
+                b"master" => class = Some(ClientClass::Master),
+                b"replica" | b"slave" => class = Some(ClientClass::Replica),
                 _ => {
                     return Err(CmdError::err(format!(
                         "Unknown client type '{}'",
@@ -673,8 +679,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let mut killed = 0;
     for c in &all {
-        let matches = normal_only
-            && class.is_none_or(|k| k == ClientClass::of(c))
+        let matches = class.is_none_or(|k| k == ClientClass::of(c))
             && id.is_none_or(|id| c.id == id)
             && addr
                 .as_ref()
@@ -696,15 +701,23 @@ fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// CLIENT LIST/KILL TYPE: a client with subscriptions is of type pubsub.
+/// CLIENT LIST/KILL TYPE: a replica's connection, this replica's link to its primary, a
+/// client with subscriptions (pubsub), or a normal one.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientClass {
     Normal,
     PubSub,
+    Replica,
+    Master,
 }
 
 impl ClientClass {
     fn of(c: &ClientInfo) -> ClientClass {
+        match c.kind.load(Ordering::Relaxed) {
+            crate::exec::client::kind::REPLICA => return ClientClass::Replica,
+            crate::exec::client::kind::MASTER => return ClientClass::Master,
+            _ => {}
+        }
         if c.sub.load(Ordering::Relaxed)
             + c.psub.load(Ordering::Relaxed)
             + c.ssub.load(Ordering::Relaxed)

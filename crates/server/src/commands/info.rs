@@ -141,18 +141,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
         "stats" => stats_section(server, &mut s),
         "replication" => {
             s.push_str("# Replication\r\n");
-            field(&mut s, "role", "master");
-            field(&mut s, "connected_slaves", 0);
-            field(&mut s, "master_failover_state", "no-failover");
-            field(&mut s, "master_replid", &server.run_id);
-            field(
-                &mut s,
-                "master_replid2",
-                "0000000000000000000000000000000000000000",
-            );
-            field(&mut s, "master_repl_offset", 0);
-            field(&mut s, "second_repl_offset", -1);
-            field(&mut s, "repl_backlog_active", 0);
+            crate::services::replication::info_section(server, &mut s);
         }
         "cpu" => {
             s.push_str("# CPU\r\n");
@@ -464,6 +453,18 @@ fn stats_section(server: &Server, s: &mut String) {
         s,
         "pubsubshard_channels",
         server.pubsub.channel_count(Space::Shard),
+    );
+    let repl = &server.repl.counters;
+    field(s, "sync_full", repl.sync_full.load(Ordering::Relaxed));
+    field(
+        s,
+        "sync_partial_ok",
+        repl.sync_partial_ok.load(Ordering::Relaxed),
+    );
+    field(
+        s,
+        "sync_partial_err",
+        repl.sync_partial_err.load(Ordering::Relaxed),
     );
     field(s, "latest_fork_usec", 0);
     field(s, "total_forks", 0);

@@ -32,6 +32,7 @@ mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub(crate) mod random;
+pub mod replication;
 pub(crate) mod scan;
 mod script_flags;
 pub mod scripting;
@@ -70,6 +71,7 @@ pub const FAMILIES: &[&[Command]] = &[
     transactions::COMMANDS,
     pubsub::COMMANDS,
     slowlog::COMMANDS,
+    replication::COMMANDS,
     latency::COMMANDS,
     lolwut::COMMANDS,
 ];

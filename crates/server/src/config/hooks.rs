@@ -27,6 +27,8 @@ pub enum Hook {
     Appendonly,
     /// The default user's password.
     Requirepass,
+    /// The replication backlog's size and the min-replicas-to-write rule.
+    Replication,
     /// The client-side caching table's key limit.
     Tracking,
     /// The latency monitor's threshold.
@@ -95,6 +97,7 @@ impl Hook {
                     .acl
                     .set_default_password(&env, c.requirepass.as_bytes());
             }
+            Hook::Replication => crate::services::replication::configure(server),
             Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
             Hook::Latency => server
                 .latency

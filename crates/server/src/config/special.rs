@@ -68,6 +68,10 @@ impl OutputBufferLimits {
     pub fn pubsub(&self) -> BufferLimit {
         self.0[2]
     }
+
+    pub fn replica(&self) -> BufferLimit {
+        self.0[1]
+    }
 }
 
 /// Applies `<class> <hard> <soft> <seconds>` groups over `current`, all or nothing.

@@ -226,42 +226,43 @@ directives! {
     /// Whether new users and selectors start with every channel (`reset` too).
     acl_pubsub_default: AclPubsubDefault = "resetchannels", "acl-pubsub-default", LIVE;
 
-    // --- Replication
-    replicaof: ReplicaOf = "", "replicaof" | "slaveof", START | INERT;
-    masterauth: String = "", "masterauth", LIVE | SENSITIVE | INERT;
-    masteruser: String = "", "masteruser", LIVE | SENSITIVE | INERT;
+    // --- Replication (docs/replication.md)
+    /// The primary to follow at start (REPLICAOF changes it at run time).
+    replicaof: ReplicaOf = "", "replicaof" | "slaveof", START;
+    masterauth: String = "", "masterauth", LIVE | SENSITIVE;
+    masteruser: String = "", "masteruser", LIVE | SENSITIVE;
     replica_serve_stale_data: bool = "yes", "replica-serve-stale-data"
-        | "slave-serve-stale-data", LIVE | INERT;
-    replica_read_only: bool = "yes", "replica-read-only" | "slave-read-only", LIVE | INERT;
+        | "slave-serve-stale-data", LIVE;
+    replica_read_only: bool = "yes", "replica-read-only" | "slave-read-only", LIVE;
     replica_ignore_maxmemory: bool = "yes", "replica-ignore-maxmemory"
         | "slave-ignore-maxmemory", LIVE | INERT;
     replica_lazy_flush: bool = "no", "replica-lazy-flush" | "slave-lazy-flush", LIVE | INERT;
     replica_priority: u32 [int(0, INT_MAX)] = "100", "replica-priority" | "slave-priority",
-        LIVE | INERT;
-    replica_announce_ip: String = "", "replica-announce-ip" | "slave-announce-ip",
-        LIVE | INERT;
+        LIVE;
+    replica_announce_ip: String = "", "replica-announce-ip" | "slave-announce-ip", LIVE;
     replica_announce_port: u16 [int(0, 65535)] = "0", "replica-announce-port"
-        | "slave-announce-port", LIVE | INERT;
-    replica_announced: bool = "yes", "replica-announced", LIVE | INERT;
+        | "slave-announce-port", LIVE;
+    replica_announced: bool = "yes", "replica-announced", LIVE;
     replica_ignore_disk_write_errors: bool = "no", "replica-ignore-disk-write-errors",
         LIVE | INERT;
     repl_ping_replica_period: u32 [int(1, INT_MAX)] = "10", "repl-ping-replica-period"
-        | "repl-ping-slave-period", LIVE | INERT;
-    repl_timeout: u32 [int(1, INT_MAX)] = "60", "repl-timeout", LIVE | INERT;
-    repl_disable_tcp_nodelay: bool = "no", "repl-disable-tcp-nodelay", LIVE | INERT;
-    repl_diskless_sync: bool = "yes", "repl-diskless-sync", LIVE | INERT;
-    repl_diskless_sync_delay: u32 [int(0, INT_MAX)] = "5", "repl-diskless-sync-delay",
-        LIVE | INERT;
+        | "repl-ping-slave-period", LIVE;
+    repl_timeout: u32 [int(1, INT_MAX)] = "60", "repl-timeout", LIVE;
+    repl_disable_tcp_nodelay: bool = "no", "repl-disable-tcp-nodelay", LIVE;
+    /// Full syncs stream the RDB to replicas that take it (`capa eof`) without a file.
+    repl_diskless_sync: bool = "yes", "repl-diskless-sync", LIVE;
+    repl_diskless_sync_delay: u32 [int(0, INT_MAX)] = "5", "repl-diskless-sync-delay", LIVE;
     repl_diskless_sync_max_replicas: u32 [int(0, INT_MAX)] = "0",
-        "repl-diskless-sync-max-replicas", LIVE | INERT;
+        "repl-diskless-sync-max-replicas", LIVE;
+    /// Strata's replicas always receive the RDB into a file before loading it.
     repl_diskless_load: ReplDisklessLoad = "disabled", "repl-diskless-load", LIVE | INERT;
     repl_backlog_size: i64 [memory(1, LONG_MAX)] = "1048576", "repl-backlog-size",
-        LIVE | INERT;
-    repl_backlog_ttl: u64 [int(0, LONG_MAX)] = "3600", "repl-backlog-ttl", LIVE | INERT;
+        LIVE => Replication;
+    repl_backlog_ttl: u64 [int(0, LONG_MAX)] = "3600", "repl-backlog-ttl", LIVE;
     min_replicas_to_write: u32 [int(0, INT_MAX)] = "0", "min-replicas-to-write"
-        | "min-slaves-to-write", LIVE | INERT;
+        | "min-slaves-to-write", LIVE => Replication;
     min_replicas_max_lag: u32 [int(0, INT_MAX)] = "10", "min-replicas-max-lag"
-        | "min-slaves-max-lag", LIVE | INERT;
+        | "min-slaves-max-lag", LIVE => Replication;
     propagation_error_behavior: PropagationErrorBehavior = "ignore",
         "propagation-error-behavior", LIVE | INERT;
 

@@ -57,6 +57,7 @@ pub fn admit(
                 return refuse(OOM);
             }
         }
+        Origin::Master => return admit_master(client, cmd),
         Origin::Nested(_) | Origin::Client => {
             // As Redis, only a client's own request is checked (not a script's call, nor
             // EXEC's commands, which were checked when queued).
@@ -79,6 +80,14 @@ pub fn admit(
     }
     if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
         return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
+    }
+    // Replication's rules (a read-only replica, min-replicas-to-write, a replica whose
+    // link is down, loading a primary's data): one relaxed load while none applies.
+    if server.repl.restricts() {
+        let call = call_flags(server, client, id, argv);
+        if let Err(e) = crate::services::replication::admit(server, client, cmd, call, origin) {
+            return Admit::Refuse(e);
+        }
     }
     // Only a client's own commands wait: an EXEC's or a script's run as part of theirs,
     // and a blocked client's command waited when it first arrived.
@@ -110,6 +119,14 @@ pub fn admit(
         if let Some(e) = server.sinks.write_error() {
             return Admit::Refuse(CmdError::Custom(e));
         }
+    }
+    Admit::Run
+}
+
+/// The primary's stream: only MULTI queueing applies.
+fn admit_master(client: &Client, cmd: &crate::exec::command::Command) -> Admit {
+    if client.multi.is_some() && !cmd.has(flags::NOT_QUEUED) {
+        return Admit::Queue;
     }
     Admit::Run
 }

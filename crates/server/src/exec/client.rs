@@ -50,6 +50,11 @@ pub struct Client {
     /// The journal position of this client's last write: under `appendfsync always` its
     /// replies wait until the journal is durable up to here.
     pub last_lsn: u64,
+    /// Replication: what a replica announced with REPLCONF before its SYNC, or the mark
+    /// of a replica's link to its primary (`services::replication`).
+    pub repl: Option<Box<crate::services::replication::ClientRepl>>,
+    /// The replication offset that covers this client's last write (WAIT waits for it).
+    pub woff: u64,
     /// CLIENT CACHING YES/NO was given for the next command (or transaction).
     pub caching: bool,
     /// A blocked client's command re-run by the connection that served it once a key it
@@ -89,11 +94,19 @@ impl Client {
                 keys: Vec::new(),
             },
             last_lsn: 0,
+            repl: None,
+            woff: 0,
             caching: false,
             rerun: false,
             oom_at_start: false,
             resume: None,
         }
+    }
+
+    /// True for a replica's link to its primary: the primary's stream obeys no client
+    /// rule (read-only replica, paused writes...).
+    pub fn is_master(&self) -> bool {
+        self.repl.as_ref().is_some_and(|r| r.master)
     }
 
     /// Re-derives the pub/sub flags after a subscription or protocol change.
@@ -135,6 +148,13 @@ impl Client {
     }
 }
 
+/// The values of [`ClientInfo::kind`].
+pub mod kind {
+    pub const NORMAL: u8 = 0;
+    pub const REPLICA: u8 = 1;
+    pub const MASTER: u8 = 2;
+}
+
 /// What other threads may read or signal about a client.
 pub struct ClientInfo {
     pub id: u64,
@@ -154,9 +174,6 @@ pub struct ClientInfo {
     pub mem: crate::net::clients::MemFigures,
     /// Bytes in the query buffer: the batch being run, then what waits for more input.
     pub qbuf: AtomicUsize,
-    /// A replica's connection (output-buffer class `replica`, never timed out or evicted);
-    /// set by the replication link when a client turns into a replica.
-    pub replica: AtomicBool,
     pub no_evict: AtomicBool,
     pub no_touch: AtomicBool,
     /// Channel and pattern subscriptions (CLIENT LIST sub= psub=, flags=P).
@@ -169,6 +186,9 @@ pub struct ClientInfo {
     /// The client's ACL user, for other threads (CLIENT LIST user=, CLIENT KILL USER,
     /// ACL DELUSER); the connection's own copy is `Client::user`.
     user: Mutex<Option<Arc<User>>>,
+    /// What the connection is for: [`kind::NORMAL`], a replica ([`kind::REPLICA`], CLIENT
+    /// LIST flags=S) or this replica's link to its primary ([`kind::MASTER`], flags=M).
+    pub kind: AtomicU8,
     /// In MONITOR mode (CLIENT LIST flags=O).
     pub monitor: AtomicBool,
     /// Client-side caching state (CLIENT TRACKING), read by writers on any thread.
@@ -205,7 +225,6 @@ impl ClientInfo {
             last_active: AtomicU64::new(Tick::now().millis()),
             mem: Default::default(),
             qbuf: AtomicUsize::new(0),
-            replica: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
             sub: AtomicUsize::new(0),
@@ -213,6 +232,7 @@ impl ClientInfo {
             ssub: AtomicUsize::new(0),
             blocked: AtomicBool::new(false),
             user: Mutex::new(None),
+            kind: AtomicU8::new(kind::NORMAL),
             monitor: AtomicBool::new(false),
             tracking: ClientTracking::default(),
             mail: Mailbox::default(),
@@ -251,6 +271,12 @@ impl ClientInfo {
             .lock()
             .as_ref()
             .map_or_else(|| "(superuser)".to_string(), |u| u.name_lossy())
+    }
+
+    /// A replica's connection or this replica's link to its primary: never timed out nor
+    /// evicted; a replica's output counts in the `replica` class.
+    pub fn is_replication_link(&self) -> bool {
+        self.kind.load(Ordering::Relaxed) != kind::NORMAL
     }
 
     pub fn is_killed(&self) -> bool {

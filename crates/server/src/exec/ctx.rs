@@ -40,7 +40,8 @@ pub struct Ctx<'a> {
     pub out: Reply<'a>,
     /// The time this command runs at, in Unix milliseconds (read once per command).
     pub now_ms: u64,
-    /// True while the journal replays (`now_ms` then stands still so nothing expires).
+    /// True while the journal replays or a replica applies its primary's stream (`now_ms`
+    /// then stands still so nothing expires).
     replaying: bool,
     /// What this command leaves for the effect sinks (its argv unless it rewrites it).
     effect: Effect,
@@ -310,6 +311,17 @@ impl<'a> Ctx<'a> {
             return;
         }
         self.after.block = Some(Box::new(req));
+    }
+
+    /// Leaves this command's reply to `reply`, which the connection awaits (WAIT); the
+    /// handler writes none.
+    pub fn reply_later(&mut self, reply: crate::exec::LaterReply) {
+        self.after.later = Some(reply);
+    }
+
+    /// SYNC, PSYNC: the connection becomes a replica's once this command returns.
+    pub fn hand_off(&mut self, h: crate::services::replication::Handoff) {
+        self.after.handoff = Some(Box::new(h));
     }
 
     /// False inside EXEC or a script, where a blocking command that cannot be served at

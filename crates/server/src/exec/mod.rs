@@ -51,6 +51,11 @@ pub struct Worker<'a> {
 pub enum Origin<'n> {
     /// A client's request (or a blocked client's, re-run when a key it waits on is ready).
     Client,
+    /// A command of the primary's stream, applied by this replica: no client rule applies
+    /// (read-only replica, authentication, a busy script), nothing expires for it (the
+    /// primary sends its DELs), and its effect is recorded as a client's is (the replica
+    /// journals what it applies; its own replicas get the primary's stream itself).
+    Master,
     /// A journal record replayed at start-up: nothing expires, nothing is recorded again.
     Replay,
     /// A command of an EXEC or a script: the caller holds the shards, and the effects
@@ -89,6 +94,11 @@ pub struct After {
     pub self_push: Vec<u8>,
     pub ready_keys: Vec<(usize, Bytes)>,
     pub block: Option<Box<BlockRequest>>,
+    /// The command's reply comes later, from this future (WAIT): the connection writes
+    /// what came before, awaits it, then goes on with the commands after.
+    pub later: Option<LaterReply>,
+    /// The connection becomes a replica's (SYNC, PSYNC): it leaves the request path.
+    pub handoff: Option<Box<crate::services::replication::Handoff>>,
     pub tracking: Vec<u8>,
     pub defer: Option<Deferred>,
 }
@@ -98,6 +108,9 @@ pub struct After {
 /// `Client::resume`.
 pub type Deferred = Box<dyn FnOnce() -> Box<dyn std::any::Any + Send> + Send>;
 
+/// A reply produced later (see [`After::later`]).
+pub type LaterReply = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>>>>;
+
 impl After {
     /// True when there is nothing to do (checked after every command).
     #[inline]
@@ -106,6 +119,8 @@ impl After {
             && self.ready_keys.is_empty()
             && self.block.is_none()
             && self.defer.is_none()
+            && self.later.is_none()
+            && self.handoff.is_none()
     }
 }
 
@@ -153,6 +168,7 @@ pub fn execute(
     }
     let mode_before = client.reply;
     let start_len = out.len();
+    let fed = crate::services::replication::backlog::fed_here();
     let resolved = w.server.table.resolve(call.argv);
     let id = resolved.as_ref().ok().copied();
     let outcome = match resolved {
@@ -161,6 +177,11 @@ pub fn execute(
     };
     // A paused command has not run: it comes back as if it had just arrived.
     if top && !matches!(outcome, Outcome::Paused) {
+        // The write (EXEC, script...) reached the replication stream: WAIT covers it.
+        let now = crate::services::replication::backlog::fed_here();
+        if now != fed {
+            client.woff = now;
+        }
         // What the (un)subscribe commands answer are push messages, which Redis sends
         // whatever CLIENT REPLY says.
         if suppress_reply(client, mode_before)
@@ -248,6 +269,8 @@ fn run(
     let db = client.db;
     let write = cmd.has(flags::WRITE);
     let replaying = matches!(origin, Origin::Replay);
+    // A replayed or replicated command runs with the clock stopped: nothing expires.
+    let frozen = replaying || matches!(origin, Origin::Master);
     let by_script = matches!(
         origin,
         Origin::Nested(Nest {
@@ -271,13 +294,13 @@ fn run(
         };
         // Nothing expires while the journal replays: its records already say which keys
         // expired (as DELs), and when.
-        let now_ms = if replaying {
+        let now_ms = if frozen {
             1
         } else {
             server.clock.unix_ms(started)
         };
         let out = Reply::new(out, proto);
-        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, replaying, after, nest);
+        let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, frozen, after, nest);
         let r = (cmd.handler)(&mut ctx);
         (r, ctx.into_effect())
     };
@@ -361,7 +384,7 @@ fn record(
         // With no sink (fixed at start) a group's records would go nowhere.
         Origin::Nested(n) if server.sinks.any() => n.group.add(db, call.argv, effect),
         Origin::Nested(_) | Origin::Replay => {}
-        Origin::Client => {
+        Origin::Client | Origin::Master => {
             if let Some(epoch) = hold.epoch() {
                 let lsn = server.sinks.record_command(
                     db,

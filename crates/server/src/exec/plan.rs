@@ -159,23 +159,24 @@ pub fn hold<'a>(
                 }
             }
             if write && server.persist.snapshots.active() {
-                let plan = LockPlan::of(server, db, cmd, argv);
-                keep_for_snapshot(server, nest.epoch, db, cmd, &plan, argv);
+                let world = matches!(LockPlan::of(server, db, cmd, argv), LockPlan::World);
+                keep_for_snapshot(server, nest.epoch, db, cmd, world, argv);
             }
             Ok(none)
         }
-        Origin::Client => {
+        Origin::Client | Origin::Master => {
             if !write || !server.orders_writes() {
                 return Ok(none);
             }
             let plan = LockPlan::of(server, db, cmd, argv);
-            if !server.persist.snapshots.active() {
-                return Ok(Hold {
-                    write: Some(snapshot::open_write(server, w.stats, plan)),
-                });
+            let world = matches!(plan, LockPlan::World);
+            let hold = snapshot::open_write(server, w.stats, plan);
+            // Read under the locks, after the write's epoch: a snapshot (or a replica's
+            // full sync) that began while this write waited for its shards needs what it
+            // changes as it was (else the write is both in the capture and after its cut).
+            if server.persist.snapshots.active() {
+                keep_for_snapshot(server, hold.epoch, db, cmd, world, argv);
             }
-            let hold = snapshot::open_write(server, w.stats, plan.clone());
-            keep_for_snapshot(server, hold.epoch, db, cmd, &plan, argv);
             Ok(Hold { write: Some(hold) })
         }
     }
@@ -187,12 +188,12 @@ fn keep_for_snapshot(
     epoch: u64,
     db: usize,
     cmd: &Command,
-    plan: &LockPlan,
+    world: bool,
     argv: &[Bytes],
 ) {
     let mut keys: Vec<&[u8]> = Vec::new();
     cmd.for_each_key_position(argv, |i| keys.extend(argv.get(i).map(|k| k.as_ref())));
-    snapshot::before_write(server, epoch, db, plan, &keys);
+    snapshot::before_write(server, epoch, db, world, &keys);
 }
 
 #[cfg(test)]

@@ -186,9 +186,7 @@ fn evict(server: &Server, limit: usize) {
     let mut candidates: Vec<_> = clients
         .into_iter()
         .filter(|c| {
-            !c.is_killed()
-                && !c.no_evict.load(Ordering::Relaxed)
-                && !c.replica.load(Ordering::Relaxed)
+            !c.is_killed() && !c.no_evict.load(Ordering::Relaxed) && !c.is_replication_link()
         })
         .map(|c| (c.mem.total.load(Ordering::Relaxed), c))
         .collect();
@@ -242,7 +240,7 @@ fn may_time_out(c: &ClientInfo) -> bool {
         + c.psub.load(Ordering::Relaxed)
         + c.ssub.load(Ordering::Relaxed)
         > 0;
-    !subscribed && !c.blocked.load(Ordering::Relaxed) && !c.replica.load(Ordering::Relaxed)
+    !subscribed && !c.blocked.load(Ordering::Relaxed) && !c.is_replication_link()
 }
 
 #[cfg(test)]
@@ -269,7 +267,8 @@ mod tests {
         c.psub.store(1, Ordering::Relaxed);
         assert!(!may_time_out(&c));
         c.psub.store(0, Ordering::Relaxed);
-        c.replica.store(true, Ordering::Relaxed);
+        c.kind
+            .store(crate::exec::client::kind::REPLICA, Ordering::Relaxed);
         assert!(!may_time_out(&c));
     }
 }

@@ -68,6 +68,26 @@ pub enum Incoming {
     Moved(Box<Moved>),
     /// Not a connection: the worker answers as it takes it (`workers::barrier`).
     Barrier(std::sync::mpsc::SyncSender<()>),
+    /// A long-lived task to run on the worker, as a connection runs (a replica's link to
+    /// its primary).
+    Task(Task),
+}
+
+/// See [`Incoming::Task`].
+pub type Task = Box<
+    dyn FnOnce(
+            Arc<Server>,
+            Arc<ThreadStats>,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+        + Send,
+>;
+
+/// How `serve_client` ended, when the connection stays open.
+enum Exit {
+    /// Hand the connection to worker N.
+    Move(usize),
+    /// SYNC or PSYNC: the connection is a replica's now, with the bytes it sent after.
+    Replica(Box<crate::services::replication::Handoff>, BytesMut),
 }
 
 /// A connection between two workers: its socket and its state, taken between two reads
@@ -84,8 +104,8 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
         Incoming::Moved(m) => {
             let Moved { stream, mut client } = *m;
             if let Ok(mut stream) = TcpStream::from_std(stream) {
-                let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
-                return finish(&server, stream, client, moved);
+                let exit = serve_client(&server, &stats, &mut stream, &mut client, me).await;
+                return finish(&server, stream, client, exit).await;
             }
             return finish_client(&server, client);
         }
@@ -93,6 +113,7 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
             let _ = passed.send(());
             return;
         }
+        Incoming::Task(task) => return task(server, stats).await,
     };
     let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {
         (Ok(p), Ok(l)) => (p, l),
@@ -130,8 +151,12 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
             return refuse(&server, &mut wire, &info, refusal).await;
         }
         let mut client = Client::new(info, Some(default), authenticated);
-        // A TLS session never moves to another worker: the answer is ignored.
-        serve_client(&server, &stats, &mut wire, &mut client, me).await;
+        // A TLS session never moves to another worker, nor serves a replica.
+        if let Some(Exit::Replica(..)) =
+            serve_client(&server, &stats, &mut wire, &mut client, me).await
+        {
+            tracing::warn!("replication over TLS is not supported: closing the replica's link");
+        }
         wire.close();
         return finish_client(&server, client);
     }
@@ -139,8 +164,8 @@ pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incom
         return refuse(&server, &mut stream, &info, refusal).await;
     }
     let mut client = Client::new(info, Some(default), authenticated);
-    let moved = serve_client(&server, &stats, &mut stream, &mut client, me).await;
-    finish(&server, stream, client, moved);
+    let exit = serve_client(&server, &stats, &mut stream, &mut client, me).await;
+    finish(&server, stream, client, exit).await;
 }
 
 /// Tells a turned-away client why (maxclients, protected mode) before it is closed.
@@ -154,11 +179,23 @@ async fn refuse<W: Wire>(server: &Server, wire: &mut W, info: &ClientInfo, why: 
     flush_all(wire, info, &mut out).await;
 }
 
-/// After `serve_client`: hands the connection to worker `to` if it asked to move, else
-/// closes it.
-fn finish(server: &Server, stream: TcpStream, client: Client, to: Option<usize>) {
-    let Some(to) = to else {
-        return finish_client(server, client);
+/// After `serve_client`: hands the connection to worker `to` if it asked to move, serves
+/// it as a replica's after SYNC/PSYNC, else closes it.
+async fn finish(server: &Server, mut stream: TcpStream, mut client: Client, exit: Option<Exit>) {
+    let to = match exit {
+        None => return finish_client(server, client),
+        Some(Exit::Move(to)) => to,
+        Some(Exit::Replica(h, inbuf)) => {
+            crate::services::replication::primary::serve_replica(
+                server,
+                &mut stream,
+                &mut client,
+                inbuf,
+                *h,
+            )
+            .await;
+            return finish_client(server, client);
+        }
     };
     let queue = server.workers.get().and_then(|w| w.get(to));
     match (stream.into_std(), queue) {
@@ -191,15 +228,15 @@ fn finish_client(server: &Server, mut client: Client) {
     server.clients.remove(client.info.id);
 }
 
-/// Serves the connection until it closes (None) or should move to another worker (its
-/// index).
+/// Serves the connection until it closes (None), should move to another worker, or becomes
+/// a replica's.
 async fn serve_client<W: Wire>(
     server: &Server,
     stats: &ThreadStats,
     stream: &mut W,
     client: &mut Client,
     me: usize,
-) -> Option<usize> {
+) -> Option<Exit> {
     let mut parser = Parser::new(Limits::default());
     let mut limits = ConnLimits::load(server, &mut parser, client.authenticated);
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -272,6 +309,7 @@ async fn serve_client<W: Wire>(
         let mut blocked = None;
         let mut paused = None;
         let mut deferred = None;
+        let mut later = None;
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
@@ -318,6 +356,23 @@ async fn serve_client<W: Wire>(
                             Some(Wait::Defer(work)) => {
                                 deferred = Some((argv.to_vec(), work));
                                 break;
+                            }
+                            // A reply that comes later (WAIT): what came before is
+                            // answered first.
+                            Some(Wait::Later(reply)) => {
+                                later = Some(reply);
+                                break;
+                            }
+                            // SYNC, PSYNC: the connection becomes a replica's once what
+                            // came before is answered.
+                            Some(Wait::Handoff(h)) => {
+                                drop(sticky);
+                                if !flush_all(stream, &info, &mut out).await {
+                                    return None;
+                                }
+                                written(client, &mut out);
+                                let rest = std::mem::take(&mut inbuf);
+                                return Some(Exit::Replica(h, rest));
                             }
                             None => {}
                         }
@@ -393,7 +448,7 @@ async fn serve_client<W: Wire>(
         info.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
         let buffers = inbuf.capacity() + out.buf.capacity() + held;
         clients::report(server, &info, mem.measure(client, buffers));
-        if paused.is_some() || deferred.is_some() {
+        if paused.is_some() || deferred.is_some() || later.is_some() {
             // What came before the held command goes out before it waits.
             if !flush_all(stream, &info, &mut out).await {
                 return None;
@@ -413,6 +468,14 @@ async fn serve_client<W: Wire>(
                 return None;
             }
             // Write its reply, and run what was pipelined after it.
+            more = true;
+        }
+        if let Some(reply) = later {
+            tokio::select! {
+                biased;
+                _ = info.killed() => return None,
+                r = reply => out.buf.extend_from_slice(&r),
+            }
             more = true;
         }
         if let Some(w) = blocked {
@@ -461,7 +524,7 @@ async fn serve_client<W: Wire>(
                 && !out.stalled()
                 && movable(client)
             {
-                return Some(to);
+                return Some(Exit::Move(to));
             }
         }
     }
@@ -633,7 +696,12 @@ fn movable(c: &Client) -> bool {
 /// What a command asked its connection to wait for.
 pub(super) enum Wait {
     Block(Box<BlockRequest>),
+    /// Blocking work for the worker's blocking pool, then the command again (MIGRATE).
     Defer(exec::Deferred),
+    /// The reply, once this future gives it (WAIT).
+    Later(exec::LaterReply),
+    /// SYNC, PSYNC: the connection leaves the request path for the replica's.
+    Handoff(Box<crate::services::replication::Handoff>),
 }
 
 /// The slow path after a command that left something in `after`: place the client's own
@@ -657,6 +725,12 @@ pub(super) fn after_command(
     }
     if let Some(req) = after.block.take() {
         return Some(Wait::Block(req));
+    }
+    if let Some(h) = after.handoff.take() {
+        return Some(Wait::Handoff(h));
+    }
+    if let Some(reply) = after.later.take() {
+        return Some(Wait::Later(reply));
     }
     after.defer.take().map(Wait::Defer)
 }

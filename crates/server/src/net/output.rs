@@ -28,7 +28,7 @@ pub(crate) const PUBSUB: usize = 2;
 
 /// The client's class: replicas, then clients subscribed to anything, then the rest.
 pub(crate) fn class(client: &Client) -> usize {
-    if client.info.replica.load(Ordering::Relaxed) {
+    if client.info.kind.load(Ordering::Relaxed) == crate::exec::client::kind::REPLICA {
         REPLICA
     } else if client
         .subs

@@ -47,6 +47,7 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
     if let Some(path) = &opts.rdb_import {
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
     }
+    crate::services::replication::load_at_start(&server);
     server
         .memory
         .startup
@@ -76,6 +77,8 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
                 .spawn(move || worker(server, stats, rx, i))?,
         );
     }
+    // Follows `replicaof`, now that the link has a worker to run on.
+    crate::services::replication::start(&server);
     let background = {
         let server = server.clone();
         std::thread::Builder::new()
@@ -94,7 +97,10 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
     for w in workers {
         w.join().ok();
     }
+    let journal = server.persist.journal().is_some();
     server.persist.close();
+    // No command runs any more: the replication offset is exactly that of the data.
+    crate::services::replication::save_at_shutdown(&server, journal);
     tracing::info!("Strata is now ready to exit, bye bye...");
     Ok(())
 }

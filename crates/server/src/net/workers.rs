@@ -55,6 +55,7 @@ pub fn worker(
             tokio::select! {
                 s = rx.recv() => match s {
                     Some(conn::Incoming::Barrier(passed)) => { let _ = passed.send(()); }
+                    Some(conn::Incoming::Task(task)) => { tokio::task::spawn_local(task(server.clone(), stats.clone())); }
                     Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s, me)); }
                     None => break,
                 },

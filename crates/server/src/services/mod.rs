@@ -14,6 +14,7 @@ pub mod notify;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;

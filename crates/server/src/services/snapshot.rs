@@ -164,25 +164,23 @@ fn wait_for_older_writes(server: &Server, older: u64) {
 /// start. A key of a shard not captured yet gets its entry copied aside (once); a command
 /// that reaches keys it does not name (FLUSHALL...) has every shard it holds captured
 /// whole. A write whose session began before the snapshot (`write_epoch` below the
-/// snapshot's) is part of the snapshot instead, as its journal block is skipped.
-pub fn before_write(server: &Server, write_epoch: u64, db: usize, plan: &LockPlan, keys: &[&[u8]]) {
+/// snapshot's) is part of the snapshot instead, as its journal block is skipped. `world`:
+/// the write's lock plan is `LockPlan::World`.
+pub fn before_write(server: &Server, write_epoch: u64, db: usize, world: bool, keys: &[&[u8]]) {
     let snap = &server.persist.snapshots;
     let epoch = snap.active.load(Ordering::SeqCst);
     if epoch == 0 || write_epoch != epoch {
         return;
     }
-    match plan {
-        LockPlan::World => {
-            for id in Keyspace::session_shards() {
-                if let (_, Some(chunk)) = capture(server, id, epoch, usize::MAX) {
-                    snap.early.lock().push(chunk);
-                }
+    if world {
+        for id in Keyspace::session_shards() {
+            if let (_, Some(chunk)) = capture(server, id, epoch, usize::MAX) {
+                snap.early.lock().push(chunk);
             }
         }
-        LockPlan::One(_) | LockPlan::Shards(_) => {
-            for key in keys {
-                server.keyspace.db(db).preserve(key, epoch);
-            }
+    } else {
+        for key in keys {
+            server.keyspace.db(db).preserve(key, epoch);
         }
     }
 }
@@ -325,16 +323,17 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
                 );
             }
             let (_, (pos, older)) = j.append_with_pos(0, epoch, &marker, |_, pos| {
-                let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
+                // `active` first: a writer that sees the new epoch sees it active.
                 snap.active.store(epoch, Ordering::SeqCst);
+                let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
                 (pos, older)
             });
             drop(libs);
             (pos, older)
         }
         None => {
-            let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
             snap.active.store(epoch, Ordering::SeqCst);
+            let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
             (Position::default(), older)
         }
     };
@@ -347,8 +346,7 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
             }
             let result = write(&server, epoch, from, rewrite, background);
             let snap = &server.persist.snapshots;
-            snap.active.store(0, Ordering::SeqCst);
-            snap.early.lock().clear();
+            end_walk(snap);
             snap.last_secs
                 .store(started.elapsed().as_secs(), Ordering::Relaxed);
             snap.last_failed.store(result.is_err(), Ordering::Relaxed);
@@ -403,18 +401,46 @@ fn write(
 ) -> Result<u64, String> {
     let dir = server.data_dir();
     let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
+    let entries = walk(server, epoch, background, &mut |bytes, count| {
+        w.raw_chunk(bytes, count).map_err(|e| e.to_string())
+    })?;
+    if let Some(j) = server.persist.journal() {
+        // The snapshot names a journal position: it must be on disk before the snapshot.
+        j.sync().map_err(|e| e.to_string())?;
+    }
+    w.finish().map_err(|e| e.to_string())?;
+    strata_storage::remove_older_snapshots(&dir, epoch).map_err(|e| e.to_string())?;
+    if rewrite {
+        if let Some(j) = server.persist.journal() {
+            j.drop_before(from).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(entries)
+}
+
+/// Takes each chunk of encoded entries of a walk, and their count.
+type Consume<'a> = dyn FnMut(&[u8], u64) -> Result<(), String> + 'a;
+
+/// The walk of snapshot `epoch` over every shard, on this thread (workers join in while it
+/// is starved, `help`): each chunk of encoded entries (`strata_storage::encode_entry`'s
+/// form) goes to `consume` as it is captured. Returns the number of entries.
+fn walk(
+    server: &Server,
+    epoch: u64,
+    background: bool,
+    consume: &mut Consume<'_>,
+) -> Result<u64, String> {
     let snap = &server.persist.snapshots;
     let mut entries = 0u64;
-    let flush_early = |w: &mut SnapshotWriter| -> Result<u64, String> {
+    let flush_early = |consume: &mut Consume<'_>| {
         let early = std::mem::take(&mut *snap.early.lock());
         let mut n = 0;
         for (bytes, count) in early {
-            w.raw_chunk(&bytes, count).map_err(|e| e.to_string())?;
+            consume(&bytes, count)?;
             n += count;
         }
-        Ok(n)
+        Ok::<u64, String>(n)
     };
-    // The walk, on this thread; workers join in while it is starved (`help`).
     snap.progress_ms
         .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
     snap.next_shard.store(0, Ordering::SeqCst);
@@ -422,10 +448,12 @@ fn write(
     let mut stranded = background
         .then(crate::net::stranded::Stranded::find)
         .flatten();
+    #[cfg(not(target_os = "linux"))]
+    let _ = background;
     while walk_step(server, epoch) {
         snap.progress_ms
             .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
-        entries += flush_early(&mut w)?;
+        entries += flush_early(consume)?;
         #[cfg(target_os = "linux")]
         if let Some(s) = stranded.as_mut() {
             s.take_over();
@@ -441,19 +469,78 @@ fn write(
     while snap.helpers.load(Ordering::SeqCst) != 0 {
         std::thread::yield_now();
     }
-    entries += flush_early(&mut w)?;
-    if let Some(j) = server.persist.journal() {
-        // The snapshot names a journal position: it must be on disk before the snapshot.
-        j.sync().map_err(|e| e.to_string())?;
-    }
-    w.finish().map_err(|e| e.to_string())?;
-    strata_storage::remove_older_snapshots(&dir, epoch).map_err(|e| e.to_string())?;
-    if rewrite {
-        if let Some(j) = server.persist.journal() {
-            j.drop_before(from).map_err(|e| e.to_string())?;
-        }
-    }
+    entries += flush_early(consume)?;
     Ok(entries)
+}
+
+/// After a walk, complete or abandoned: writers stop capturing, and once no helper holds
+/// a chunk any more, what is left queued is dropped (so it never reaches the next one).
+fn end_walk(snap: &Snapshots) {
+    snap.active.store(0, Ordering::SeqCst);
+    while snap.helpers.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+    snap.early.lock().clear();
+}
+
+/// A point-in-time capture of the keyspace for another consumer than a snapshot file (a
+/// replica's full sync): the same cut and walk as a snapshot, one at a time with them.
+/// Its owner takes the cut with [`PointInTime::cut`] while it holds every shard, so that it
+/// can read what must match the cut (the replication offset) in the same instant.
+pub struct PointInTime<'s> {
+    server: &'s Server,
+    epoch: u64,
+    older: Option<u64>,
+}
+
+impl<'s> PointInTime<'s> {
+    /// Reserves the capture machinery; None while a snapshot or another capture runs.
+    pub fn reserve(server: &'s Server) -> Option<PointInTime<'s>> {
+        let snap = &server.persist.snapshots;
+        if snap.running.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
+        snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
+        snap.next_shard.store(usize::MAX, Ordering::SeqCst);
+        Some(PointInTime {
+            server,
+            epoch,
+            older: None,
+        })
+    }
+
+    /// The cut: writes that lock their shards after this see the capture's epoch and
+    /// keep what they change for it. Hold every shard while calling it.
+    pub fn cut(&mut self) {
+        self.server
+            .persist
+            .snapshots
+            .active
+            .store(self.epoch, Ordering::SeqCst);
+        let older = self.server.persist.epoch.swap(self.epoch, Ordering::SeqCst);
+        self.older = Some(older);
+    }
+
+    /// Walks every shard as of the cut, handing each chunk of encoded entries to
+    /// `consume` (decode them with `strata_storage::decode_entries`). Returns how many.
+    pub fn run(self, consume: &mut Consume<'_>) -> Result<u64, String> {
+        let Some(older) = self.older else {
+            return Err("capture run before its cut".into());
+        };
+        if older & 1 != self.epoch & 1 {
+            wait_for_older_writes(self.server, older);
+        }
+        walk(self.server, self.epoch, true, consume)
+    }
+}
+
+impl Drop for PointInTime<'_> {
+    fn drop(&mut self) {
+        let snap = &self.server.persist.snapshots;
+        end_walk(snap);
+        snap.running.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Loads the newest snapshot in the data directory into the keyspace. Returns its epoch
@@ -568,7 +655,17 @@ pub fn on_shutdown(server: &Arc<Server>, save: bool) -> Result<(), String> {
     if !save && server.config.get().save.0.is_empty() {
         return Ok(());
     }
-    start(server, false, true)
+    // A replica's full sync may be capturing: its connection closes on the way out, which
+    // ends it soon.
+    let until = Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match start(server, false, true) {
+            Err(e) if e == ALREADY && Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            r => return r,
+        }
+    }
 }
 
 /// The `save <seconds> <changes>` rules: a BGSAVE once any rule is met.

@@ -102,7 +102,7 @@ pub fn dump_all(
         for k in keys {
             let ty: String = redis::cmd("TYPE").arg(&k[..]).query(con).expect("TYPE");
             let v = if ty != "stream" || streams {
-                Some(fetch(con, &k).expect("key vanished"))
+                Some(fetch(con, &k).unwrap_or_else(|| panic!("db {db} key {k:?} vanished")))
             } else {
                 None
             };
@@ -122,13 +122,8 @@ pub fn assert_same_data(
     b: &mut redis::Connection,
     streams: bool,
 ) -> usize {
-    let (da, db) = (dump_all(a, streams), dump_all(b, streams));
-    let keys = |d: &[(u64, Bytes, Option<RdbValue>, Option<i64>)]| {
-        d.iter().map(|e| (e.0, e.1.clone())).collect::<Vec<_>>()
-    };
-    assert_eq!(keys(&da), keys(&db), "the two servers hold different keys");
-    for (x, y) in da.iter().zip(&db) {
-        assert!(x == y, "db {} key {:?}:\n{x:?}\n{y:?}", x.0, x.1);
+    let da = assert_same_values(a, b, streams);
+    for x in &da {
         let enc = |c: &mut redis::Connection| -> String {
             let _: () = redis::cmd("SELECT").arg(x.0).query(c).expect("SELECT");
             redis::cmd("OBJECT")
@@ -149,6 +144,37 @@ pub fn assert_same_data(
         assert_eq!(seven, 7);
     }
     da.len()
+}
+
+/// Asserts what `assert_same_data` does but encodings (a replica loading an RDB encodes a
+/// value as loading it does, not as the commands that built it did). Returns the keys.
+pub fn assert_same_values(
+    a: &mut redis::Connection,
+    b: &mut redis::Connection,
+    streams: bool,
+) -> Vec<(u64, Bytes, Option<RdbValue>, Option<i64>)> {
+    let (da, db) = (dump_all(a, streams), dump_all(b, streams));
+    let keys = |d: &[(u64, Bytes, Option<RdbValue>, Option<i64>)]| {
+        d.iter().map(|e| (e.0, e.1.clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&da), keys(&db), "the two servers hold different keys");
+    for (x, y) in da.iter().zip(&db) {
+        assert!(x == y, "db {} key {:?}:\n{x:?}\n{y:?}", x.0, x.1);
+    }
+    // The function libraries (FUNCTION LIST: a read-only replica may not FCALL a function
+    // without the no-writes flag).
+    let libs = |c: &mut redis::Connection| -> redis::Value {
+        let _: () = redis::cmd("SELECT").arg(0).query(c).expect("SELECT");
+        redis::cmd("FUNCTION")
+            .arg("LIST")
+            .arg("WITHCODE")
+            .query(c)
+            .expect("FUNCTION LIST")
+    };
+    let la = libs(a);
+    assert_ne!(la, redis::Value::Array(vec![]), "no function library");
+    assert_eq!(la, libs(b), "function libraries differ");
+    da
 }
 
 /// The expiry of `key` in database 0 (PEXPIRETIME), None when it has none.

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Replication against Redis's, same run: a Strata primary with a Strata replica, and a
+# redis-server primary with a redis-server replica, both without persistence, measured
+# alternately (Strata first in odd rounds, Redis first in even ones):
+#
+#   sync     KEYS keys of 64 bytes loaded into the primary (redis-cli --pipe), then
+#            REPLICAOF on the replica: milliseconds until the replica's link is up and its
+#            offset equals the primary's (the full sync in RDB format, diskless, no delay)
+#   alone    redis-benchmark -t set -n N -r 100000 -c 50 -P 16 against the primary with no
+#            replica attached: requests per second
+#   repl     the same with the replica attached: requests per second
+#   lag      once that benchmark returns, milliseconds until the replica's offset reaches
+#            the primary's (how far behind the stream the replica ends)
+#
+# Prints a markdown table of each measure's median over the rounds and the ratio
+# Strata/Redis (for sync and lag, lower is better).
+#
+# Environment:
+#   ROUNDS=3           rounds (>= 3 for figures you quote)
+#   KEYS=1000000       keys of the full sync
+#   N=1000000          SETs per benchmark
+#   STRATA=target/release/strata   the binary (built with cargo build --release unless NO_BUILD=1)
+#   OUT=target/bench-repl.md       the table (also printed); raw rows in .csv
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh  # (the script has cd-ed to the repository root)
+
+ROUNDS=${ROUNDS:-3}
+KEYS=${KEYS:-1000000}
+N=${N:-1000000}
+STRATA=${STRATA:-target/release/strata}
+OUT=${OUT:-target/bench-repl.md}
+RAW=${OUT%.md}.csv
+
+if [ -z "${NO_BUILD:-}" ]; then
+    cargo build --release -p strata >&2
+fi
+require_redis_tools redis-server
+bench_workdir bench-repl
+mkdir -p "$(dirname "$OUT")"
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# info_field PORT NAME: a field of INFO replication.
+info_field() {
+    redis-cli -p "$1" info replication | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
+}
+
+wait_ping() {
+    local i
+    for i in $(seq 200); do
+        redis-cli -p "$1" ping >/dev/null 2>&1 && return
+        sleep 0.05
+    done
+    log "server on port $1 did not start"
+    exit 1
+}
+
+# start KIND DIR: starts a server of KIND (strata or redis) without persistence; sets PORT
+# to its port, and its pid joins PIDS.
+start() {
+    local kind=$1 dir=$2
+    PORT=$(free_port)
+    mkdir -p "$dir"
+    if [ "$kind" = strata ]; then
+        "$STRATA" serve --port "$PORT" --dir "$dir" --appendonly no --save '' \
+            --repl-diskless-sync-delay 0 >"$dir/log" 2>&1 &
+    else
+        redis-server --port "$PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+            --repl-diskless-sync-delay 0 --logfile "$dir/log" >/dev/null 2>&1 &
+    fi
+    PIDS+=($!)
+    wait_ping "$PORT"
+}
+
+stop() {
+    redis-cli -p "$1" shutdown nosave >/dev/null 2>&1 || true
+}
+
+# wait_caught_up PRIMARY REPLICA: until the replica's link is up and its offset is the
+# primary's.
+wait_caught_up() {
+    local want got
+    while :; do
+        if [ "$(info_field "$2" master_link_status)" = up ]; then
+            want=$(info_field "$1" master_repl_offset)
+            got=$(info_field "$2" slave_repl_offset)
+            [ -n "$got" ] && [ "$got" -ge "$want" ] && return
+        fi
+        sleep 0.005
+    done
+}
+
+rps() {
+    redis-benchmark -p "$1" -t set -n "$N" -r 100000 -c 50 -P 16 -q --csv |
+        awk -F, 'NR == 2 { gsub(/"/, "", $2); print $2 }'
+}
+
+# one KIND ROUND: a primary and a replica of KIND; appends a CSV row.
+one() {
+    local kind=$1 round=$2 p r t0 sync alone repl lag
+    start "$kind" "$WORK/$kind-$round-p"
+    p=$PORT
+    start "$kind" "$WORK/$kind-$round-r"
+    r=$PORT
+    gen_keys "$KEYS" | redis-cli -p "$p" --pipe >/dev/null
+    alone=$(rps "$p")
+    t0=$(now_ms)
+    redis-cli -p "$r" replicaof 127.0.0.1 "$p" >/dev/null
+    wait_caught_up "$p" "$r"
+    sync=$(( $(now_ms) - t0 ))
+    repl=$(rps "$p")
+    t0=$(now_ms)
+    wait_caught_up "$p" "$r"
+    lag=$(( $(now_ms) - t0 ))
+    stop "$r"
+    stop "$p"
+    log "$kind round $round: sync ${sync} ms, alone ${alone} rps, with a replica ${repl} rps, lag ${lag} ms"
+    echo "$kind,$round,$sync,$alone,$repl,$lag" >>"$RAW"
+}
+
+echo "kind,round,sync_ms,alone_rps,repl_rps,lag_ms" >"$RAW"
+for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) -eq 1 ]; then
+        one strata "$round"; one redis "$round"
+    else
+        one redis "$round"; one strata "$round"
+    fi
+done
+
+# median KIND COLUMN
+median() {
+    awk -F, -v k="$1" -v c="$2" 'NR > 1 && $1 == k { print $c }' "$RAW" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+{
+    echo "| measure (median of $ROUNDS rounds) | Strata | Redis 7.0 | Strata/Redis |"
+    echo "|---|---|---|---|"
+    for col in "3 full sync of $KEYS keys (ms)" "4 SET -P 16, no replica (rps)" \
+        "5 SET -P 16, one replica (rps)" "6 replica catch-up after the benchmark (ms)"; do
+        c=${col%% *}
+        name=${col#* }
+        s=$(median strata "$c")
+        r=$(median redis "$c")
+        ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "-" }')
+        echo "| $name | $s | $r | $ratio |"
+    done
+} | tee "$OUT"
