@@ -12,6 +12,7 @@ pub mod admin;
 pub mod bitmap;
 pub mod blocking;
 mod caching;
+pub mod client_list;
 pub mod config;
 pub mod connection;
 pub mod debug;

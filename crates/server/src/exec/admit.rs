@@ -264,7 +264,7 @@ pub fn log_refusal_as(
     object: String,
     username: String,
 ) {
-    let client_info = crate::commands::connection::client_line(server, &client.info);
+    let client_info = crate::commands::client_list::client_line(server, &client.info);
     let max = server.config.get().acllog_max_len as usize;
     let now = server.clock.unix_ms(crate::tick::Tick::now());
     server.acl.log(
