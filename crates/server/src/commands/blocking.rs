@@ -205,17 +205,19 @@ fn list_pop_or_block(
         };
         ctx.out.array(2);
         ctx.out.bulk(key);
-        match count {
-            Some(n) => {
-                pop_count_reply(&mut ctx.out, list, head, n);
+        let popped = match count {
+            Some(n) => Some(pop_count_reply(&mut ctx.out, list, head, n)),
+            None => {
+                match list.pop(head) {
+                    Some(v) => ctx.out.bulk(&v),
+                    None => ctx.out.null(),
+                }
+                None
             }
-            None => match list.pop(head) {
-                Some(v) => ctx.out.bulk(&v),
-                None => ctx.out.null(),
-            },
-        }
+        };
         let deleted = l.remove_if_empty_list(key);
         drop(l);
+        list::propagate_pop(ctx, key, head, popped);
         list::notify_popped(ctx, key, head, deleted);
         return Ok(());
     }
@@ -314,7 +316,8 @@ fn zset_pop_or_block(
         }
         let popped = zpop_reply(&mut ctx.out, &mut l, &[key], max, true, count, mpop, mpop)?;
         drop(l);
-        if let Some((k, deleted)) = popped {
+        if let Some((k, n, deleted)) = popped {
+            zset::propagate_pop(ctx, &k, max, mpop.then_some(n));
             zset::notify_popped(ctx, &k, max, deleted);
         }
         return Ok(());

@@ -27,7 +27,7 @@ use strata_engine::ListValue;
 use strata_resp::Reply;
 
 pub use lmove::{move_element, notify_moved};
-pub use pop::{mpop_reply, notify_popped, parse_mpop, pop_count_reply};
+pub use pop::{mpop_reply, notify_popped, parse_mpop, pop_count_reply, propagate_pop};
 pub use push::{notify_pushed, push_elements};
 
 use edit::{linsert, lrem, lset, ltrim};

@@ -68,16 +68,16 @@ pub fn parse_mpop(
 }
 
 /// LMPOP's effect: pops from the first non-empty list of `keys`, replying `[key, [elements]]`.
-/// Returns the key popped from and whether it was deleted; None (and nothing replied)
-/// when every key is missing; WRONGTYPE at the first key of another type met before a
-/// list.
+/// Returns the key popped from, how many elements, and whether it was deleted; None (and
+/// nothing replied) when every key is missing; WRONGTYPE at the first key of another type
+/// met before a list.
 pub fn mpop_reply(
     out: &mut Reply<'_>,
     l: &mut Locked<'_>,
     keys: &[Bytes],
     head: bool,
     count: usize,
-) -> Result<Option<(Bytes, bool)>, WrongType> {
+) -> Result<Option<(Bytes, usize, bool)>, WrongType> {
     for key in keys {
         let Some(list) = l.list_mut(key)? else {
             continue;
@@ -87,9 +87,9 @@ pub fn mpop_reply(
         }
         out.array(2);
         out.bulk(key);
-        pop_count_reply(out, list, head, count);
+        let popped = pop_count_reply(out, list, head, count);
         let deleted = l.remove_if_empty_list(key);
-        return Ok(Some((key.clone(), deleted)));
+        return Ok(Some((key.clone(), popped, deleted)));
     }
     Ok(None)
 }
@@ -160,8 +160,27 @@ pub(super) fn lmpop(ctx: &mut Ctx<'_>) -> CmdResult {
     let popped = mpop_reply(&mut ctx.out, &mut l, keys, head, count)?;
     drop(l);
     match popped {
-        Some((key, deleted)) => notify_popped(ctx, &key, head, deleted),
-        None => ctx.out.null_array(),
+        Some((key, n, deleted)) => {
+            propagate_pop(ctx, &key, head, Some(n));
+            notify_popped(ctx, &key, head, deleted);
+        }
+        None => {
+            // Nothing changed: nothing to journal or replicate.
+            ctx.no_effect();
+            ctx.out.null_array();
+        }
     }
     Ok(())
+}
+
+/// A pop by LMPOP or a blocking pop goes to the journal and replicas as the LPOP/RPOP
+/// (with the count popped, if any) it amounts to, as Redis propagates it: replayed, the
+/// blocking form could block and the multi-key form could pick another key.
+pub fn propagate_pop(ctx: &mut Ctx<'_>, key: &[u8], head: bool, count: Option<usize>) {
+    let name: &'static [u8] = if head { b"LPOP" } else { b"RPOP" };
+    let mut argv = vec![Bytes::from_static(name), Bytes::copy_from_slice(key)];
+    if let Some(n) = count {
+        argv.push(Bytes::from(n.to_string()));
+    }
+    ctx.rewrite1(argv);
 }

@@ -302,7 +302,11 @@ pub(super) fn getdel(ctx: &mut Ctx<'_>) -> CmdResult {
     if reply_value(&mut l, key, ctx)? {
         l.remove(key);
         drop(l);
+        // Journaled and replicated as the DEL it amounts to, as Redis propagates it.
+        ctx.rewrite1(vec![Bytes::from_static(b"DEL"), ctx.argv[1].clone()]);
         ctx.notify(notify::GENERIC, "del", key);
+    } else {
+        ctx.no_effect();
     }
     Ok(())
 }

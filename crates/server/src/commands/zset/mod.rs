@@ -22,7 +22,7 @@ use crate::exec::ctx::Ctx;
 use strata_engine::{Value, ZSetValue};
 use strata_resp::{Protocol, Reply};
 
-pub use pop::{notify_popped, parse_zmpop, zpop_reply};
+pub use pop::{notify_popped, parse_zmpop, propagate_pop, zpop_reply};
 use pop::{zmpop, zpopmax, zpopmin};
 use read::{zcard, zmscore, zrandmember, zrank, zrevrank, zscan, zscore};
 use setops::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunionstore};

@@ -4,6 +4,7 @@ use super::{positive_arg, resp3};
 use crate::exec::command::{CmdError, CmdResult};
 use crate::exec::ctx::Ctx;
 use crate::services::notify;
+use bytes::Bytes;
 use strata_engine::Locked;
 use strata_resp::Reply;
 
@@ -11,8 +12,8 @@ use strata_resp::Reply;
 /// the first of `keys` that exists (WRONGTYPE if it is not a sorted set) and writes the
 /// reply. `count` -1 means "one, reply flat"; `emitkey` puts the key first (ZMPOP,
 /// BZPOPMIN); `nested` answers [member, score] pairs; `nil_when_empty` answers a null
-/// array rather than an empty one when no key exists. Returns the key popped from and
-/// whether it was deleted (for notifications and propagation).
+/// array rather than an empty one when no key exists. Returns the key popped from, how
+/// many members, and whether it was deleted (for notifications and propagation).
 #[allow(clippy::too_many_arguments)]
 pub fn zpop_reply<K: AsRef<[u8]>>(
     out: &mut Reply<'_>,
@@ -23,7 +24,7 @@ pub fn zpop_reply<K: AsRef<[u8]>>(
     count: i64,
     nested: bool,
     nil_when_empty: bool,
-) -> Result<Option<(Vec<u8>, bool)>, CmdError> {
+) -> Result<Option<(Vec<u8>, usize, bool)>, CmdError> {
     let mut found = None;
     for k in keys {
         if l.zset_peek(k.as_ref())?.is_some() {
@@ -75,7 +76,18 @@ pub fn zpop_reply<K: AsRef<[u8]>>(
         out.bulk(m);
         out.double(*s);
     }
-    Ok(Some((key.to_vec(), deleted)))
+    Ok(Some((key.to_vec(), n, deleted)))
+}
+
+/// A pop by ZMPOP or a blocking pop goes to the journal and replicas as the
+/// ZPOPMIN/ZPOPMAX (with the count popped, if any) it amounts to, as Redis propagates it.
+pub fn propagate_pop(ctx: &mut Ctx<'_>, key: &[u8], max: bool, count: Option<usize>) {
+    let name: &'static [u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+    let mut argv = vec![Bytes::from_static(name), Bytes::copy_from_slice(key)];
+    if let Some(n) = count {
+        argv.push(Bytes::from(n.to_string()));
+    }
+    ctx.rewrite1(argv);
 }
 
 /// The keyspace events of a pop: `zpopmin`/`zpopmax`, then `del` if the key was deleted.
@@ -109,7 +121,7 @@ fn zpop_generic(ctx: &mut Ctx<'_>, max: bool) -> CmdResult {
         false,
     )?;
     drop(l);
-    if let Some((k, deleted)) = popped {
+    if let Some((k, _, deleted)) = popped {
         notify_popped(ctx, &k, max, deleted);
     }
     Ok(())
@@ -169,8 +181,13 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut l = ctx.lock(&keys);
     let popped = zpop_reply(&mut ctx.out, &mut l, &keys, max, true, count, true, true)?;
     drop(l);
-    if let Some((k, deleted)) = popped {
-        notify_popped(ctx, &k, max, deleted);
+    match popped {
+        Some((k, n, deleted)) => {
+            propagate_pop(ctx, &k, max, Some(n));
+            notify_popped(ctx, &k, max, deleted);
+        }
+        // Nothing changed: nothing to journal or replicate.
+        None => ctx.no_effect(),
     }
     Ok(())
 }

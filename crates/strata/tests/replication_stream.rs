@@ -1,0 +1,114 @@
+//! What goes down the replication stream, compared with redis-server's: the same commands
+//! against a Strata primary and a redis-server primary, each watched by `redis-cli
+//! --replica` (a real replica's handshake, then every command it is sent, one per line).
+//! Commands that pick their key or block go down as the plain pops they amounted to
+//! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), GETDEL as DEL.
+
+mod common;
+mod repl_common;
+
+use common::Proc;
+use repl_common::{redis, run, strata};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// `redis-cli --replica` against `p`, its lines sent to the returned channel.
+fn watch(p: &Proc) -> (Child, mpsc::Receiver<String>) {
+    let mut child = Command::new("stdbuf")
+        .args(["-oL", "redis-cli", "-p", &p.port.to_string(), "--replica"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run redis-cli --replica (Debian: redis-tools, coreutils' stdbuf)");
+    let out = child.stdout.take().expect("redis-cli's stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// The commands the stream carried until the `SET end 1` that closes the test, lower-cased,
+/// without the keepalive PINGs and SELECTs.
+fn commands_until_end(rx: &mpsc::Receiver<String>) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no `SET end 1` in the stream; saw {seen:?}"));
+        // Only the commands are quoted (redis-cli's own lines go to stderr).
+        if !line.starts_with('"') {
+            continue;
+        }
+        let cmd = line.to_ascii_lowercase();
+        if cmd.starts_with("\"ping\"") || cmd.starts_with("\"select\"") {
+            continue;
+        }
+        if cmd == "\"set\",\"end\",\"1\"" {
+            return seen;
+        }
+        seen.push(cmd);
+    }
+}
+
+/// Runs the same writes against `p` while `redis-cli --replica` watches it.
+fn stream_of(p: &Proc) -> Vec<String> {
+    let mut c = p.client();
+    let (mut child, rx) = watch(p);
+    // The replica is attached once the primary counts it.
+    let start = Instant::now();
+    while !run::<String>(&mut c, &["INFO", "replication"]).contains("connected_slaves:1") {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "redis-cli --replica never attached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let writes: &[&[&str]] = &[
+        &["RPUSH", "l1", "a", "b", "c"],
+        &["RPUSH", "l2", "x", "y"],
+        &["LMPOP", "2", "l0", "l1", "LEFT", "COUNT", "2"],
+        &["LMPOP", "2", "l0", "l1", "RIGHT", "COUNT", "10"],
+        &["LMPOP", "2", "l0", "l1", "RIGHT", "COUNT", "10"],
+        &["BLMPOP", "0", "2", "l1", "l2", "LEFT", "COUNT", "5"],
+        &["RPUSH", "l3", "p", "q"],
+        &["BLPOP", "l3", "0"],
+        &["BRPOP", "l3", "0"],
+        &["ZADD", "z1", "1", "a", "2", "b", "3", "c"],
+        &["ZMPOP", "1", "z1", "MIN", "COUNT", "2"],
+        &["ZMPOP", "1", "z0", "MIN"],
+        &["BZPOPMAX", "z1", "0"],
+        &["ZADD", "z2", "1", "a", "2", "b"],
+        &["BZMPOP", "0", "2", "z0", "z2", "MAX", "COUNT", "5"],
+        &["SET", "s", "v"],
+        &["GETDEL", "s"],
+        &["GETDEL", "s"],
+        &["SET", "end", "1"],
+    ];
+    for w in writes {
+        let _: redis::Value = run(&mut c, w);
+    }
+    let seen = commands_until_end(&rx);
+    let _ = child.kill();
+    let _ = child.wait();
+    seen
+}
+
+#[test]
+fn pops_and_getdel_go_down_the_stream_as_redis_sends_them() {
+    let want = stream_of(&redis(&[]));
+    let got = stream_of(&strata(&[]));
+    assert!(
+        want.iter().any(|c| c.starts_with("\"lpop\"")),
+        "the reference stream has the rewritten pops: {want:?}"
+    );
+    assert_eq!(got, want);
+}
