@@ -2,7 +2,8 @@
 //! against a Strata primary and a redis-server primary, each watched by `redis-cli
 //! --replica` (a real replica's handshake, then every command it is sent, one per line).
 //! Commands that pick their key or block go down as the plain pops they amounted to
-//! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), GETDEL as DEL.
+//! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), GETDEL as DEL; one that changed nothing (a
+//! pop of nothing, a DEL of missing keys) not at all.
 
 mod common;
 mod repl_common;
@@ -91,6 +92,10 @@ fn stream_of(p: &Proc) -> Vec<String> {
         &["SET", "s", "v"],
         &["GETDEL", "s"],
         &["GETDEL", "s"],
+        &["DEL", "nothing", "here"],
+        &["UNLINK", "nothing"],
+        &["SET", "gone", "1"],
+        &["DEL", "gone", "nothing"],
         &["SET", "end", "1"],
     ];
     for w in writes {

@@ -14,14 +14,23 @@ pub(super) fn del(ctx: &mut Ctx<'_>) -> CmdResult {
     if !ctx.notifying(notify::GENERIC) {
         let removed = keys.iter().filter(|k| l.remove(k)).count();
         drop(l);
-        ctx.out.int(removed as i64);
+        reply_removed(ctx, removed);
         return Ok(());
     }
     let gone: Vec<bool> = keys.iter().map(|k| l.remove(k)).collect();
     drop(l);
     let removed = notify_deleted(ctx, keys, gone.into_iter());
-    ctx.out.int(removed as i64);
+    reply_removed(ctx, removed);
     Ok(())
+}
+
+/// DEL's and UNLINK's reply; one that removed nothing changed nothing, so it is neither
+/// journaled nor replicated (as Redis propagates only what changed the data).
+fn reply_removed(ctx: &mut Ctx<'_>, removed: usize) {
+    if removed == 0 {
+        ctx.no_effect();
+    }
+    ctx.out.int(removed as i64);
 }
 
 /// UNLINK: DEL, with each value freed after the shards are unlocked, and on the lazyfree
@@ -41,7 +50,7 @@ pub(super) fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
         let n = large.len() as u64;
         crate::services::lazyfree::free_later(large, n);
     }
-    ctx.out.int(removed as i64);
+    reply_removed(ctx, removed);
     Ok(())
 }
 
