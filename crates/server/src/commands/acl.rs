@@ -184,6 +184,11 @@ fn acl_cat(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn acl_setuser(ctx: &mut Ctx<'_>) -> CmdResult {
+    // A user's rules may hold passwords: the slow log and MONITOR hide the name and every
+    // rule, as Redis does.
+    for i in 2..ctx.argv.len() {
+        ctx.redact(i);
+    }
     let name = ctx.arg(2);
     if has_spaces(name) {
         return Err(CmdError::err(

@@ -88,6 +88,13 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::SYNTAX);
     }
+    // Passwords are hidden from the slow log and MONITOR, as Redis hides them.
+    for i in (2..ctx.argv.len()).step_by(2) {
+        let name = &ctx.argv[i];
+        if name.eq_ignore_ascii_case(b"requirepass") || name.eq_ignore_ascii_case(b"masterauth") {
+            ctx.redact(i + 1);
+        }
+    }
     let text: Vec<String> = args
         .iter()
         .map(|a| String::from_utf8_lossy(a).into_owned())

@@ -138,6 +138,18 @@ struct Sent {
 
 fn migrate(ctx: &mut Ctx<'_>) -> CmdResult {
     let a = parse(ctx)?;
+    // AUTH's password, AUTH2's user and password: hidden from the slow log and MONITOR.
+    for j in 6..ctx.argv.len() {
+        let secrets = match ctx.lower(j).as_slice() {
+            b"auth" => 1,
+            b"auth2" => 2,
+            b"keys" => break,
+            _ => 0,
+        };
+        for k in 1..=secrets {
+            ctx.redact(j + k);
+        }
+    }
     if let Some(sent) = ctx.client.resume.take() {
         if let Ok(sent) = sent.downcast::<Sent>() {
             return finish(ctx, &a, *sent);

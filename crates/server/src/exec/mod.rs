@@ -326,7 +326,7 @@ fn run(
         let who = (!by_script).then_some(&*client.info);
         server
             .slowlog
-            .observe(took, &server.table.fullnames[id], call.argv, who);
+            .observe(took, &server.table.fullnames[id], call.argv, redacted, who);
         let event = if cmd.has(flags::FAST) {
             "fast-command"
         } else {

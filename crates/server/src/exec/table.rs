@@ -166,7 +166,8 @@ impl Table {
     /// Resolves argv to a command id, or the error Redis gives for an unknown command,
     /// an unknown subcommand or a wrong argument count.
     pub fn resolve(&self, argv: &[Bytes]) -> Result<usize, CmdError> {
-        let Some(id) = self.find(&argv[0]) else {
+        // A subcommand's full name (`config|get`) is not something a client can call.
+        let Some(id) = self.find(&argv[0]).filter(|_| !argv[0].contains(&b'|')) else {
             return Err(unknown_command(argv));
         };
         let cmd = self.commands[id];

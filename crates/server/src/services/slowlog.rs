@@ -62,16 +62,24 @@ impl SlowLog {
         micros: u64,
         fullname: &str,
         argv: &[Bytes],
+        redacted: u64,
         client: Option<&ClientInfo>,
     ) {
         let t = self.slower_than.load(Relaxed);
         if t >= 0 && micros >= t as u64 {
-            self.push(micros, fullname, argv, client);
+            self.push(micros, fullname, argv, redacted, client);
         }
     }
 
     #[cold]
-    fn push(&self, micros: u64, fullname: &str, argv: &[Bytes], client: Option<&ClientInfo>) {
+    fn push(
+        &self,
+        micros: u64,
+        fullname: &str,
+        argv: &[Bytes],
+        redacted: u64,
+        client: Option<&ClientInfo>,
+    ) {
         let max_len = self.max_len.load(Relaxed);
         // EXEC is not logged: the commands it ran are, one by one (transactions.rs).
         if max_len == 0 || fullname == "exec" {
@@ -81,7 +89,7 @@ impl SlowLog {
             id: self.next_id.fetch_add(1, Relaxed),
             time: crate::server::Server::now_unix(),
             micros,
-            argv: kept_args(fullname, argv),
+            argv: kept_args(argv, redacted),
             addr: client.map_or_else(|| "?:0".to_string(), |c| c.addr.clone()),
             name: client
                 .and_then(|c| c.name.lock().clone())
@@ -110,15 +118,16 @@ impl SlowLog {
 }
 
 /// The arguments an entry keeps: at most MAX_ARGC, each cut to MAX_STRING bytes, with
-/// secrets (passwords) replaced by "(redacted)" as Redis does.
-fn kept_args(fullname: &str, argv: &[Bytes]) -> Vec<Bytes> {
-    let secret = secrets(fullname, argv);
+/// the secrets the command redacted (bit i of `redacted`: argument i, see `Ctx::redact`)
+/// replaced by "(redacted)" as Redis does.
+fn kept_args(argv: &[Bytes], redacted: u64) -> Vec<Bytes> {
+    let secret = |i: usize| i < 64 && redacted & (1 << i) != 0;
     let n = argv.len().min(MAX_ARGC);
     (0..n)
         .map(|i| {
             if n < argv.len() && i == n - 1 {
                 Bytes::from(format!("... ({} more arguments)", argv.len() - n + 1))
-            } else if secret.contains(&i) {
+            } else if secret(i) {
                 Bytes::from_static(b"(redacted)")
             } else if argv[i].len() > MAX_STRING {
                 let mut s = argv[i][..MAX_STRING].to_vec();
@@ -133,29 +142,6 @@ fn kept_args(fullname: &str, argv: &[Bytes]) -> Vec<Bytes> {
         .collect()
 }
 
-/// Positions of arguments that hold a password: AUTH's, HELLO's AUTH pair, ACL SETUSER's
-/// name and rules, and the values of CONFIG SET's sensitive settings.
-fn secrets(fullname: &str, argv: &[Bytes]) -> Vec<usize> {
-    match fullname {
-        "auth" => (1..argv.len()).collect(),
-        // A user's rules may hold passwords: all of them are hidden, as Redis does.
-        "acl|setuser" => (2..argv.len()).collect(),
-        "hello" => argv
-            .iter()
-            .position(|a| a.eq_ignore_ascii_case(b"auth"))
-            .map_or_else(Vec::new, |i| vec![i + 1, i + 2]),
-        "config|set" => (2..argv.len())
-            .step_by(2)
-            .filter(|&i| {
-                argv[i].eq_ignore_ascii_case(b"requirepass")
-                    || argv[i].eq_ignore_ascii_case(b"masterauth")
-            })
-            .map(|i| i + 1)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,20 +154,20 @@ mod tests {
     fn long_commands_and_arguments_are_cut_as_redis_cuts_them() {
         let many: Vec<String> = (0..40).map(|i| i.to_string()).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
-        let kept = kept_args("sadd", &args(&refs));
+        let kept = kept_args(&args(&refs), 0);
         assert_eq!(kept.len(), MAX_ARGC);
         assert_eq!(kept[30], "30");
         assert_eq!(kept[31], "... (9 more arguments)");
         let long = "A".repeat(130);
-        let kept = kept_args("set", &args(&["set", "k", &long]));
+        let kept = kept_args(&args(&["set", "k", &long]), 0);
         assert_eq!(kept[2], format!("{}... (2 more bytes)", "A".repeat(128)));
     }
 
     #[test]
     fn passwords_are_redacted() {
         let kept = kept_args(
-            "hello",
             &args(&["hello", "3", "AUTH", "u", "p", "SETNAME", "n"]),
+            1 << 3 | 1 << 4,
         );
         assert_eq!(
             kept,
@@ -196,8 +182,8 @@ mod tests {
             ])
         );
         let kept = kept_args(
-            "config|set",
             &args(&["config", "set", "maxmemory", "1", "requirepass", "x"]),
+            1 << 5,
         );
         assert_eq!(
             kept,
