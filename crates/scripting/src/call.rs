@@ -98,6 +98,7 @@ unsafe fn call(l: *mut ffi::lua_State, state: &CallState, raise_errors: bool) ->
                 argv.push(Bytes::from(strata_resp::format_g17(n)));
             }
             _ => {
+                ffi::lua_settop(l, 0);
                 resp::push_error_table(
                     l,
                     b"Lua redis lib command arguments must be strings or integers",
@@ -106,6 +107,9 @@ unsafe fn call(l: *mut ffi::lua_State, state: &CallState, raise_errors: bool) ->
             }
         }
     }
+    // The arguments are copied: their stack slots go, so that a call made with nearly the
+    // whole Lua stack (unpack of ~8000 values) still has room for its reply.
+    ffi::lua_settop(l, 0);
     // SAFETY: the engine clears `host` before the borrow it came from ends.
     let mut reply = state.reply.take();
     reply.clear();

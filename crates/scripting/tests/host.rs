@@ -289,3 +289,20 @@ fn a_panic_in_the_host_reaches_the_caller_and_the_state_stays_usable() {
         "+PONG\r\n"
     );
 }
+
+/// A call made with nearly the whole Lua stack (Redis's "unpack with massive arguments")
+/// gets its reply: the arguments leave the stack once copied.
+#[test]
+fn a_call_with_thousands_of_arguments_gets_its_reply() {
+    let (mut lua, mut h) = (Lua::new(), FakeHost::default());
+    let out = eval(
+        &mut lua,
+        &mut h,
+        "local a = {} for i = 1, 7999 do a[i] = 'x' end \
+         return redis.call('echo', unpack(a))",
+        2,
+    );
+    assert!(!out.contains("Protocol error"), "{out}");
+    let (argv, _) = h.calls.last().expect("the host saw the call");
+    assert_eq!(argv.len(), 8000);
+}
