@@ -31,6 +31,7 @@ pub mod memory;
 pub mod migrate;
 mod pause;
 pub mod persistence;
+pub(crate) mod pqsort;
 pub mod pubsub;
 pub(crate) mod random;
 pub mod replication;

@@ -8,11 +8,12 @@
 
 use super::distance::within;
 use super::hash::{search_cells, Extent, Shape};
-use super::sort::{merge_sort, partial_sort};
+use super::sort::merge_sort;
 use super::{
     c_i64, decode_score, double_arg, lonlat_arg, radius_keys, radius_member_keys, reply_coord,
     reply_distance, unit_arg,
 };
+use crate::commands::pqsort::pqsort;
 use crate::exec::command::{CmdError, CmdResult};
 use crate::exec::ctx::Ctx;
 use crate::exec::effects::cmd;
@@ -397,8 +398,8 @@ fn order(points: &mut [Point<'_>], sort: Sort, returned: usize) {
         Sort::Asc if all => merge_sort(points, &asc),
         Sort::Desc if all => merge_sort(points, &desc),
         // A partial sort only happens for COUNT, so at least one point is wanted.
-        Sort::Asc => partial_sort(points, &asc, 0, returned - 1),
-        Sort::Desc => partial_sort(points, &desc, 0, returned - 1),
+        Sort::Asc => pqsort(points, &mut |a, b| asc(a, b), 0, returned as i64 - 1),
+        Sort::Desc => pqsort(points, &mut |a, b| desc(a, b), 0, returned as i64 - 1),
     }
 }
 
