@@ -132,7 +132,7 @@ impl Table {
                 .open_ledger(&b.books, fold, budget.samples.max(1));
         }
         self.ks.access().set_lfu(budget.policy.lfu());
-        b.policy.store(policy_code(budget.policy), Relaxed);
+        b.policy.store(budget.policy.code(), Relaxed);
         b.samples.store(budget.samples.max(1), Relaxed);
         b.touch.store(
             matches!(
@@ -178,7 +178,7 @@ impl Table {
         }
         let mut pool = b.pool.lock();
         let books = &b.books;
-        let policy = policy_of(b.policy.load(Relaxed));
+        let policy = Policy::from_code(b.policy.load(Relaxed));
         let samples = b.samples.load(Relaxed);
         let n = self
             .ks
@@ -189,27 +189,4 @@ impl Table {
         }
         Ok(())
     }
-}
-
-/// The policies in a fixed order, for keeping one in an atomic.
-const POLICIES: [Policy; 8] = [
-    Policy::NoEviction,
-    Policy::AllKeysLru,
-    Policy::AllKeysLfu,
-    Policy::AllKeysRandom,
-    Policy::VolatileLru,
-    Policy::VolatileLfu,
-    Policy::VolatileRandom,
-    Policy::VolatileTtl,
-];
-
-fn policy_code(p: Policy) -> u8 {
-    POLICIES.iter().position(|&q| q == p).unwrap_or(0) as u8
-}
-
-fn policy_of(code: u8) -> Policy {
-    POLICIES
-        .get(usize::from(code))
-        .copied()
-        .unwrap_or(Policy::NoEviction)
 }

@@ -52,6 +52,30 @@ impl Policy {
     fn random(self) -> bool {
         matches!(self, Policy::AllKeysRandom | Policy::VolatileRandom)
     }
+
+    /// The policy as a small number, to keep one in an atomic (`from_code` reads it back).
+    pub fn code(self) -> u8 {
+        Self::ALL.iter().position(|&q| q == self).unwrap_or(0) as u8
+    }
+
+    /// The policy `code` gave; NoEviction for a number no policy has.
+    pub fn from_code(code: u8) -> Policy {
+        Self::ALL
+            .get(usize::from(code))
+            .copied()
+            .unwrap_or(Policy::NoEviction)
+    }
+
+    const ALL: [Policy; 8] = [
+        Policy::NoEviction,
+        Policy::AllKeysLru,
+        Policy::AllKeysLfu,
+        Policy::AllKeysRandom,
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+    ];
 }
 
 /// Redis's EVPOOL_SIZE: how many candidates the pool keeps between rounds.

@@ -87,17 +87,6 @@ pub fn policy_of(p: MaxmemoryPolicy) -> Policy {
     }
 }
 
-const POLICIES: [Policy; 8] = [
-    Policy::NoEviction,
-    Policy::AllKeysLru,
-    Policy::AllKeysLfu,
-    Policy::AllKeysRandom,
-    Policy::VolatileLru,
-    Policy::VolatileLfu,
-    Policy::VolatileRandom,
-    Policy::VolatileTtl,
-];
-
 /// How long one call may evict: 50 µs per tenacity step up to 10, then 15% more per step,
 /// about two minutes at 99, and no limit at 100 (Redis's evictionTimeLimitUs).
 pub fn time_limit(tenacity: u32) -> Option<Duration> {
@@ -120,8 +109,7 @@ impl Evictor {
         tenacity: u32,
         lazy: bool,
     ) {
-        let code = POLICIES.iter().position(|&p| p == policy_of(policy));
-        self.policy.store(code.unwrap_or(0) as u8, Relaxed);
+        self.policy.store(policy_of(policy).code(), Relaxed);
         self.samples.store(samples.max(1), Relaxed);
         self.tenacity.store(tenacity, Relaxed);
         self.lazy.store(lazy, Relaxed);
@@ -135,10 +123,7 @@ impl Evictor {
     }
 
     fn policy(&self) -> Policy {
-        POLICIES
-            .get(usize::from(self.policy.load(Relaxed)))
-            .copied()
-            .unwrap_or(Policy::NoEviction)
+        Policy::from_code(self.policy.load(Relaxed))
     }
 
     /// Memory the limit does not count: the journal's buffered records (Redis leaves out
