@@ -130,19 +130,7 @@ pub(super) fn client_list(ctx: &mut Ctx<'_>) -> CmdResult {
     while j < ctx.argv.len() {
         match ctx.lower(j).as_slice() {
             b"type" if j + 1 < ctx.argv.len() => {
-                let t = ctx.lower(j + 1);
-                match t.as_slice() {
-                    b"normal" => class = Some(ClientClass::Normal),
-                    b"pubsub" => class = Some(ClientClass::PubSub),
-                    b"master" => class = Some(ClientClass::Master),
-                    b"replica" | b"slave" => class = Some(ClientClass::Replica),
-                    _ => {
-                        return Err(CmdError::err(format!(
-                            "Unknown client type '{}'",
-                            String::from_utf8_lossy(ctx.arg(j + 1))
-                        )))
-                    }
-                }
+                class = Some(ClientClass::parse(ctx.arg(j + 1))?);
                 j += 2;
             }
             b"id" if j + 1 < ctx.argv.len() => {
@@ -212,18 +200,7 @@ pub(super) fn client_kill(ctx: &mut Ctx<'_>) -> CmdResult {
                     )))
                 }
             },
-            b"type" => match val.to_ascii_lowercase().as_slice() {
-                b"normal" => class = Some(ClientClass::Normal),
-                b"pubsub" => class = Some(ClientClass::PubSub),
-                b"master" => class = Some(ClientClass::Master),
-                b"replica" | b"slave" => class = Some(ClientClass::Replica),
-                _ => {
-                    return Err(CmdError::err(format!(
-                        "Unknown client type '{}'",
-                        String::from_utf8_lossy(val)
-                    )))
-                }
-            },
+            b"type" => class = Some(ClientClass::parse(val)?),
             b"skipme" => match val.to_ascii_lowercase().as_slice() {
                 b"yes" => skipme = true,
                 b"no" => skipme = false,
@@ -271,6 +248,22 @@ enum ClientClass {
 }
 
 impl ClientClass {
+    /// CLIENT LIST's and CLIENT KILL's TYPE argument.
+    fn parse(arg: &[u8]) -> Result<ClientClass, CmdError> {
+        Ok(match arg.to_ascii_lowercase().as_slice() {
+            b"normal" => ClientClass::Normal,
+            b"pubsub" => ClientClass::PubSub,
+            b"master" => ClientClass::Master,
+            b"replica" | b"slave" => ClientClass::Replica,
+            _ => {
+                return Err(CmdError::err(format!(
+                    "Unknown client type '{}'",
+                    String::from_utf8_lossy(arg)
+                )))
+            }
+        })
+    }
+
     fn of(c: &ClientInfo) -> ClientClass {
         match c.kind.load(Ordering::Relaxed) {
             crate::exec::client::kind::REPLICA => return ClientClass::Replica,
