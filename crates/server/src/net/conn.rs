@@ -5,7 +5,7 @@ use crate::exec::client::{Client, ClientInfo};
 use crate::exec::{self, blocked, After, Call, Origin, Worker};
 use crate::net::clients::{self, MemTracker};
 use crate::net::output::{self, flush_all, Output, MAX_RESERVE};
-use crate::net::waits::{run_deferred, wait_blocked, wait_unpaused};
+use crate::net::waits::{run_deferred, wait_blocked, wait_later, wait_unpaused};
 use crate::net::wire::{read_some, Wire};
 use crate::server::Server;
 use crate::services::blocking::BlockRequest;
@@ -471,11 +471,8 @@ async fn serve_client<W: Wire>(
             more = true;
         }
         if let Some(reply) = later {
-            tokio::select! {
-                biased;
-                _ = info.killed() => return None,
-                r = reply => out.buf.extend_from_slice(&r),
-            }
+            let r = wait_later(stats, stream, client, &mut inbuf, &limits, reply).await?;
+            out.buf.extend_from_slice(&r);
             more = true;
         }
         if let Some(w) = blocked {

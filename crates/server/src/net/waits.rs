@@ -103,6 +103,19 @@ pub(super) async fn wait_blocked<W: Wire>(
     }
 }
 
+/// Waits for a reply that comes later (WAIT), serving the client meanwhile as `idle`
+/// does: its mail goes out and a disconnect is noticed. None when the connection must close.
+pub(super) async fn wait_later<W: Wire>(
+    stats: &ThreadStats,
+    stream: &mut W,
+    client: &Client,
+    inbuf: &mut BytesMut,
+    limits: &ConnLimits,
+    reply: exec::LaterReply,
+) -> Option<Vec<u8>> {
+    idle(stats, stream, client, inbuf, limits, reply).await
+}
+
 /// Waits while CLIENT PAUSE holds the client's command `argv` back (counted in INFO
 /// blocked_clients, flagged `b` in CLIENT LIST). False when the connection must close.
 pub(super) async fn wait_unpaused<W: Wire>(
