@@ -142,23 +142,20 @@ fn undeclared_keys_stay_atomic() {
     assert!(checks > 0);
 }
 
-/// Connections land on worker threads round-robin, and a busy script blocks its own
-/// thread: this opens connections until one, on another thread, answers `probe` with -BUSY
-/// (so the script is past busy-reply-threshold too). Returns it with that answer.
+/// Polls with `probe` on a new connection until it gets -BUSY (the script is past
+/// busy-reply-threshold). Returns the connection with that answer.
 fn busy_conn(p: &Proc, probe: &[&str]) -> (RespConn, String) {
+    let mut c = RespConn::new(p);
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let end = Instant::now() + Duration::from_secs(20);
     while Instant::now() < end {
-        let mut c = RespConn::new(p);
-        c.stream()
-            .set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
-        // A timeout: this connection is on the script's thread; drop it.
-        let Ok(r) = c.call(probe) else { continue };
+        let r = c
+            .call(probe)
+            .expect("a reply, even from the script's worker thread");
         let answer = String::from_utf8_lossy(&r.raw).trim_end().to_string();
         if answer.starts_with("-BUSY") {
-            c.stream()
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
             return (c, answer[1..].to_string());
         }
         // Not busy yet: the script has not run past the threshold.

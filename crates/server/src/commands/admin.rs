@@ -220,9 +220,19 @@ fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
             _ => return Err(CmdError::SYNTAX),
         }
     }
-    tracing::warn!("User requested shutdown...");
     let words: Vec<Vec<u8>> = (1..ctx.argv.len()).map(|i| ctx.lower(i)).collect();
     let has = |w: &[u8]| words.iter().any(|x| x == w);
+    // Under a busy script only SHUTDOWN NOSAVE goes through, as in Redis: a save would wait
+    // for the script's writes, which may never end.
+    if !has(b"nosave")
+        && ctx
+            .scripts()
+            .busy
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Err(ctx.scripts().busy_error());
+    }
+    tracing::warn!("User requested shutdown...");
     if !has(b"nosave") {
         if let Some(server) = ctx.server().arc() {
             if let Err(e) = crate::services::snapshot::on_shutdown(&server, has(b"save")) {

@@ -81,6 +81,16 @@ pub fn admit(
     if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
         return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
     }
+    // A script past busy-reply-threshold: others may only kill it or shut down. Before
+    // CLIENT PAUSE and MULTI queueing, as in Redis (a command refused here dooms the
+    // transaction), and before anything that reads a script's flags: on the script's own
+    // worker this runs inside the script's hook (`net::busy`), with its Lua state in use.
+    if matches!(origin, Origin::Client)
+        && server.scripts.busy.load(Ordering::Relaxed)
+        && !cmd.has(flags::ALLOW_BUSY)
+    {
+        return Admit::Refuse(server.scripts.busy_error());
+    }
     // Replication's rules (a read-only replica, min-replicas-to-write, a replica whose
     // link is down, loading a primary's data): one relaxed load while none applies.
     if server.repl.restricts() {
@@ -104,13 +114,6 @@ pub fn admit(
             return refuse("ERR Command not allowed inside a transaction");
         }
         return Admit::Queue;
-    }
-    // A script past busy-reply-threshold: others may only kill it or shut down.
-    if matches!(origin, Origin::Client)
-        && server.scripts.busy.load(Ordering::Relaxed)
-        && !cmd.has(flags::ALLOW_BUSY)
-    {
-        return Admit::Refuse(server.scripts.busy_error());
     }
     if let Err(e) = cluster_check(server, client, id, argv) {
         return Admit::Refuse(e);

@@ -251,6 +251,11 @@ impl ClientInfo {
         self.wake();
     }
 
+    /// Wakes the connection's task (a busy script's hook served it: `net::busy`).
+    pub(crate) fn wake_task(&self) {
+        self.wake();
+    }
+
     fn wake(&self) {
         if let Some(w) = self.waker.lock().as_ref() {
             w.wake_by_ref();

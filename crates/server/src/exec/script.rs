@@ -17,6 +17,7 @@ use crate::services::scripting::{with_lua, Running, Target};
 use crate::services::snapshot;
 use crate::tick::Tick;
 use bytes::Bytes;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -117,6 +118,38 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
     }
     drop(hold);
     reply
+}
+
+thread_local! {
+    /// What serves this thread's other connections while its script is busy, and when it
+    /// last did (`set_while_busy`).
+    static WHILE_BUSY: Cell<(Option<WhileBusy>, Option<Tick>)> = const { Cell::new((None, None)) };
+}
+
+/// Serves the calling thread's other connections (`net::busy::serve_idle`).
+pub type WhileBusy = fn(&crate::server::Server, &crate::services::stats::ThreadStats);
+
+/// How often a busy script's hook serves the other connections: each round reads every
+/// idle connection of the thread once.
+const SERVE_EVERY_MICROS: u64 = 1000;
+
+/// Installs, for the calling (worker) thread, what a busy script's hook calls to serve the
+/// thread's other connections, as Redis processes events while a script is busy.
+pub fn set_while_busy(f: WhileBusy) {
+    WHILE_BUSY.set((Some(f), None));
+}
+
+fn serve_while_busy(worker: &Worker<'_>) {
+    let (f, last) = WHILE_BUSY.get();
+    let Some(f) = f else {
+        return;
+    };
+    let now = Tick::now();
+    if last.is_some_and(|l| now.micros_since(l) < SERVE_EVERY_MICROS) {
+        return;
+    }
+    WHILE_BUSY.set((Some(f), Some(now)));
+    f(worker.server, worker.stats);
 }
 
 struct ScriptHost<'a> {
@@ -224,6 +257,10 @@ impl Host for ScriptHost<'_> {
 
     fn tick(&mut self) -> bool {
         let ran_us = || Tick::now().micros_since(self.started);
+        if self.running.is_some() {
+            // Busy: the worker's other clients are answered from here (-BUSY, SCRIPT KILL...).
+            serve_while_busy(&self.worker);
+        }
         if self.running.is_none() && u128::from(ran_us()) >= self.threshold.as_micros() {
             // Only a busy script is registered: SCRIPT KILL and FUNCTION STATS can only
             // reach one then, and a quick script costs no global lock.

@@ -6,18 +6,19 @@ use crate::exec::{self, blocked, After, Call, Origin, Worker};
 use crate::net::clients::{self, MemTracker};
 use crate::net::output::{self, flush_all, Output, MAX_RESERVE};
 use crate::net::waits::{run_deferred, wait_blocked, wait_later, wait_unpaused};
-use crate::net::wire::{read_some, Wire};
+use crate::net::wire::Wire;
 use crate::server::Server;
 use crate::services::blocking::BlockRequest;
 use crate::services::pubsub::BufferLimit;
 use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
 use bytes::{Bytes, BytesMut};
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_resp::{Limits, Parser};
-use tokio::net::TcpStream;
 
 pub(super) const READ_CHUNK: usize = 16 * 1024;
 
@@ -34,7 +35,7 @@ pub(super) struct ConnLimits {
 }
 
 impl ConnLimits {
-    fn load(server: &Server, parser: &mut Parser, authenticated: bool) -> ConnLimits {
+    pub(super) fn load(server: &Server, parser: &mut Parser, authenticated: bool) -> ConnLimits {
         let epoch = server.config.epoch();
         let config = server.config.get();
         parser.set_limits(Limits {
@@ -53,7 +54,7 @@ impl ConnLimits {
         }
     }
 
-    fn stale(&self, server: &Server, client: &Client) -> bool {
+    pub(super) fn stale(&self, server: &Server, client: &Client) -> bool {
         server.config.epoch() != self.epoch || client.authenticated != self.authenticated
     }
 }
@@ -83,7 +84,7 @@ pub type Task = Box<
 >;
 
 /// How `serve_client` ended, when the connection stays open.
-enum Exit {
+pub(super) enum Exit {
     /// Hand the connection to worker N.
     Move(usize),
     /// SYNC or PSYNC: the connection is a replica's now, with the bytes it sent after.
@@ -93,155 +94,74 @@ enum Exit {
 /// A connection between two workers: its socket and its state, taken between two reads
 /// (nothing half-parsed, nothing unwritten). TLS connections stay where they started.
 pub struct Moved {
-    stream: std::net::TcpStream,
-    client: Client,
+    pub(super) stream: std::net::TcpStream,
+    pub(super) client: Client,
 }
 
-pub async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incoming, me: usize) {
-    let (stream, tls) = match incoming {
-        Incoming::New(stream) => (stream, false),
-        Incoming::NewTls(stream) => (stream, true),
-        Incoming::Moved(m) => {
-            let Moved { stream, mut client } = *m;
-            if let Ok(mut stream) = TcpStream::from_std(stream) {
-                let exit = serve_client(&server, &stats, &mut stream, &mut client, me).await;
-                return finish(&server, stream, client, exit).await;
-            }
-            return finish_client(&server, client);
-        }
-        Incoming::Barrier(passed) => {
-            let _ = passed.send(());
-            return;
-        }
-        Incoming::Task(task) => return task(server, stats).await,
-    };
-    let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {
-        (Ok(p), Ok(l)) => (p, l),
-        _ => return,
-    };
-    let _ = stream.set_nodelay(true);
-    if stream.set_nonblocking(true).is_err() {
-        return;
-    }
-    let Ok(mut stream) = TcpStream::from_std(stream) else {
-        return;
-    };
-    let nopass = server.acl.default_user().rules().nopass;
-    let refusal =
-        crate::net::listen::refuse(&server.config, nopass, server.clients.connected(), &peer);
-    // A refused connection gets no client id and is not listed.
-    let id = match refusal {
-        None => server.clients.next_id(),
-        Some(_) => 0,
-    };
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
-    let info = Arc::new(ClientInfo::new(id, peer.to_string(), local.to_string(), fd));
-    if refusal.is_none() {
-        server.clients.add(info.clone());
-    }
-    // Authenticated at once when the default user is on and needs no password.
-    let authenticated = !server.acl.auth_required();
-    let default = server.acl.default_user().clone();
-    if tls {
-        let Some(mut wire) = crate::net::tls::accept(&server, stream, &info).await else {
-            server.clients.remove(info.id);
-            return;
-        };
-        if let Some(refusal) = refusal {
-            return refuse(&server, &mut wire, &info, refusal).await;
-        }
-        let mut client = Client::new(info, Some(default), authenticated);
-        // A TLS session never moves to another worker, nor serves a replica.
-        if let Some(Exit::Replica(..)) =
-            serve_client(&server, &stats, &mut wire, &mut client, me).await
-        {
-            tracing::warn!("replication over TLS is not supported: closing the replica's link");
-        }
-        wire.close();
-        return finish_client(&server, client);
-    }
-    if let Some(refusal) = refusal {
-        return refuse(&server, &mut stream, &info, refusal).await;
-    }
-    let mut client = Client::new(info, Some(default), authenticated);
-    let exit = serve_client(&server, &stats, &mut stream, &mut client, me).await;
-    finish(&server, stream, client, exit).await;
+/// The state a connection keeps between reads, for `client`.
+pub(super) fn new_conn(server: &Server, client: Client) -> Rc<RefCell<Conn>> {
+    let mut parser = Parser::new(Limits::default());
+    let limits = ConnLimits::load(server, &mut parser, client.authenticated);
+    Rc::new(RefCell::new(Conn {
+        client,
+        parser,
+        limits,
+        inbuf: BytesMut::with_capacity(READ_CHUNK),
+        out: Output::new(READ_CHUNK),
+        resume: None,
+        served: false,
+    }))
 }
 
-/// Tells a turned-away client why (maxclients, protected mode) before it is closed.
-async fn refuse<W: Wire>(server: &Server, wire: &mut W, info: &ClientInfo, why: &str) {
-    server
-        .stats
-        .rejected_connections
-        .fetch_add(1, Ordering::Relaxed);
-    let mut out = Output::new(0);
-    out.buf.extend_from_slice(format!("-{why}\r\n").as_bytes());
-    flush_all(wire, info, &mut out).await;
-}
-
-/// After `serve_client`: hands the connection to worker `to` if it asked to move, serves
-/// it as a replica's after SYNC/PSYNC, else closes it.
-async fn finish(server: &Server, mut stream: TcpStream, mut client: Client, exit: Option<Exit>) {
-    let to = match exit {
-        None => return finish_client(server, client),
-        Some(Exit::Move(to)) => to,
-        Some(Exit::Replica(h, inbuf)) => {
-            crate::services::replication::primary::serve_replica(
-                server,
-                &mut stream,
-                &mut client,
-                inbuf,
-                *h,
-            )
-            .await;
-            return finish_client(server, client);
-        }
-    };
-    let queue = server.workers.get().and_then(|w| w.get(to));
-    match (stream.into_std(), queue) {
-        (Ok(stream), Some(q)) => {
-            server
-                .stats
-                .connections_moved
-                .fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = q.send(Incoming::Moved(Box::new(Moved { stream, client }))) {
-                // The worker is gone (shutting down): the connection closes.
-                if let Incoming::Moved(m) = e.0 {
-                    finish_client(server, m.client);
-                }
-            }
-        }
-        _ => finish_client(server, client),
-    }
-}
-
-/// A closed connection's client leaves its subscriptions, transaction, tracking, MONITOR,
-/// the client memory figures and the registry.
-fn finish_client(server: &Server, mut client: Client) {
-    clients::forget(server, &client.info);
-    if let Some(mut subs) = client.subs.take() {
-        server.pubsub.remove_all(&mut subs);
-    }
-    server.tracking.forget(&client.info);
-    server.monitors.remove(&client.info);
-    crate::commands::transactions::forget(&server.watches, &mut client);
-    server.clients.remove(client.info.id);
+/// What a connection keeps from one read to the next. Its task holds it borrowed while it
+/// works or waits for anything but input; while it waits for input, a busy script's hook
+/// on the same worker may borrow it to serve the client (`net::busy`).
+pub(super) struct Conn {
+    pub(super) client: Client,
+    pub(super) parser: Parser,
+    pub(super) limits: ConnLimits,
+    pub(super) inbuf: BytesMut,
+    pub(super) out: Output,
+    /// A command CLIENT PAUSE held back: it runs first once the pause lets it.
+    pub(super) resume: Option<Vec<Bytes>>,
+    /// Served by a busy script's hook while it waited: replies may wait to be written, a
+    /// command to be resumed, or the client to be closed.
+    pub(super) served: bool,
 }
 
 /// Serves the connection until it closes (None), should move to another worker, or becomes
-/// a replica's.
-async fn serve_client<W: Wire>(
+/// a replica's; gives the client back (`idle`: its place in the busy registry, given up
+/// first).
+pub(super) async fn serve_client<W: Wire>(
     server: &Server,
     stats: &ThreadStats,
     stream: &mut W,
-    client: &mut Client,
+    conn: Rc<RefCell<Conn>>,
+    idle: Option<crate::net::busy::Registration>,
+    me: usize,
+) -> (Client, Option<Exit>) {
+    let exit = serve_conn(server, stats, stream, &conn, me).await;
+    drop(idle);
+    match Rc::try_unwrap(conn) {
+        Ok(c) => (c.into_inner().client, exit),
+        Err(_) => unreachable!(
+            "the busy registry holds weak references, upgraded only inside a script's hook"
+        ),
+    }
+}
+
+/// The connection's state stays borrowed across its waits but one (`wait_input`, and the
+/// end of a turn): that is what keeps a busy script's hook (`net::busy`, which only ever
+/// tries to borrow it) from serving a connection that waits for anything else.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn serve_conn<W: Wire>(
+    server: &Server,
+    stats: &ThreadStats,
+    stream: &mut W,
+    conn: &RefCell<Conn>,
     me: usize,
 ) -> Option<Exit> {
-    let mut parser = Parser::new(Limits::default());
-    let mut limits = ConnLimits::load(server, &mut parser, client.authenticated);
-    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut out = Output::new(READ_CHUNK);
-    let info = client.info.clone();
+    let info = conn.borrow().client.info.clone();
     // Set when a batch stopped early (its replies grew large, or too much output waits
     // for the socket): the buffer may still hold complete commands, so run them before
     // reading more.
@@ -249,27 +169,36 @@ async fn serve_client<W: Wire>(
     let mut streak = Streak::default();
     let mut after = After::default();
     let mut mem = MemTracker::default();
-    // A command CLIENT PAUSE held back: it runs first once the pause lets it.
-    let mut resume: Option<Vec<Bytes>> = None;
     loop {
         let mut n = 0;
-        let room = !out.stalled() || out.pending(stream.held()) < limits.cap[output::class(client)];
+        let (stalled, room) = {
+            let c = conn.borrow();
+            let class = output::class(&c.client);
+            let room = !c.out.stalled() || c.out.pending(stream.held()) < c.limits.cap[class];
+            (c.out.stalled(), room)
+        };
         if !(more && room) {
-            if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-                let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
-                inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
-            }
-            let woke = if out.stalled() {
-                wait_stalled(stream, &info, &mut inbuf, &mut out, room).await
+            let woke = if stalled {
+                let mut g = conn.borrow_mut();
+                let c = &mut *g;
+                reserve_input(&mut c.inbuf, &c.parser);
+                wait_stalled(stream, &info, &mut c.inbuf, &mut c.out, room).await
             } else {
-                wait_input(stream, client, &mut inbuf).await
+                wait_input(stream, conn, &info).await
             };
+            let mut g = conn.borrow_mut();
+            let Conn {
+                client,
+                limits,
+                out,
+                ..
+            } = &mut *g;
             match woke {
                 Woke::Input(k) => n = k,
                 Woke::Mail => {}
                 Woke::Wrote => {
                     if !out.stalled() {
-                        written(client, &mut out);
+                        written(client, out);
                     }
                     info.mem
                         .omem
@@ -277,7 +206,7 @@ async fn serve_client<W: Wire>(
                     continue;
                 }
                 Woke::Tick => {
-                    if over_output_limit(&limits, client, &mut out, stream.held()) {
+                    if over_output_limit(limits, client, out, stream.held()) {
                         return None;
                     }
                     continue;
@@ -285,6 +214,16 @@ async fn serve_client<W: Wire>(
                 Woke::Closed => return None,
             }
         }
+        let mut g = conn.borrow_mut();
+        let Conn {
+            client,
+            parser,
+            limits,
+            inbuf,
+            out,
+            resume,
+            ..
+        } = &mut *g;
         let mut wk = Worker {
             server,
             stats,
@@ -315,13 +254,13 @@ async fn serve_client<W: Wire>(
         let sticky = server.keyspace.sticky();
         loop {
             if limits.stale(server, client) {
-                limits = ConnLimits::load(server, &mut parser, client.authenticated);
+                *limits = ConnLimits::load(server, parser, client.authenticated);
             }
             let next = match resume.take() {
                 // Its frame is gone: the journal records it from its arguments.
                 Some(argv) => Ok(Some((argv, None))),
                 None => parser
-                    .parse(&mut inbuf)
+                    .parse(inbuf)
                     .map(|a| a.map(|argv| (argv, parser.take_frame()))),
             };
             match next {
@@ -367,11 +306,11 @@ async fn serve_client<W: Wire>(
                             // came before is answered.
                             Some(Wait::Handoff(h)) => {
                                 drop(sticky);
-                                if !flush_all(stream, &info, &mut out).await {
+                                if !flush_all(stream, &info, out).await {
                                     return None;
                                 }
-                                written(client, &mut out);
-                                let rest = std::mem::take(&mut inbuf);
+                                written(client, out);
+                                let rest = std::mem::take(inbuf);
                                 return Some(Exit::Replica(h, rest));
                             }
                             None => {}
@@ -380,8 +319,7 @@ async fn serve_client<W: Wire>(
                     if client.close_after_reply {
                         break;
                     }
-                    if limits.obuf_on && over_output_limit(&limits, client, &mut out, stream.held())
-                    {
+                    if limits.obuf_on && over_output_limit(limits, client, out, stream.held()) {
                         drop(sticky);
                         if let Some(w) = blocked {
                             server.blocking.abandon(&w);
@@ -413,7 +351,7 @@ async fn serve_client<W: Wire>(
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
-            query_buffer_exceeded(&info, &inbuf);
+            query_buffer_exceeded(&info, inbuf);
             if let Some(w) = blocked {
                 server.blocking.abandon(&w);
             }
@@ -429,11 +367,28 @@ async fn serve_client<W: Wire>(
         if server.persist.must_wait(client.last_lsn) {
             server.persist.wait_durable(client.last_lsn).await;
         } else if out.buf.len() > fresh && fresh == 0 {
-            crate::net::turn::end(wk.clock).await;
+            if blocked.is_none() && paused.is_none() && deferred.is_none() && later.is_none() {
+                // Let go while the replies wait: a script that gets busy on this worker
+                // before the turn ends writes them (`net::busy`). Not while a command
+                // waits: what the client sent after it must not run first.
+                drop(g);
+                crate::net::turn::end(wk.clock).await;
+                g = conn.borrow_mut();
+            } else {
+                crate::net::turn::end(wk.clock).await;
+            }
         }
+        let Conn {
+            client,
+            limits,
+            inbuf,
+            out,
+            resume,
+            ..
+        } = &mut *g;
         if out.stalled() {
             match out.push(stream) {
-                Ok(true) => written(client, &mut out),
+                Ok(true) => written(client, out),
                 Ok(false) => {}
                 Err(_) => {
                     if let Some(w) = blocked {
@@ -450,17 +405,17 @@ async fn serve_client<W: Wire>(
         clients::report(server, &info, mem.measure(client, buffers));
         if paused.is_some() || deferred.is_some() || later.is_some() {
             // What came before the held command goes out before it waits.
-            if !flush_all(stream, &info, &mut out).await {
+            if !flush_all(stream, &info, out).await {
                 return None;
             }
-            written(client, &mut out);
+            written(client, out);
             info.mem.omem.store(0, Ordering::Relaxed);
         }
         if let Some(argv) = paused {
-            if !wait_unpaused(server, stats, stream, client, &mut inbuf, &limits, &argv).await {
+            if !wait_unpaused(server, stats, stream, client, inbuf, limits, &argv).await {
                 return None;
             }
-            resume = Some(argv);
+            *resume = Some(argv);
             more = true;
         }
         if let Some((argv, work)) = deferred {
@@ -471,19 +426,19 @@ async fn serve_client<W: Wire>(
             more = true;
         }
         if let Some(reply) = later {
-            let r = wait_later(stats, stream, client, &mut inbuf, &limits, reply).await?;
+            let r = wait_later(stats, stream, client, inbuf, limits, reply).await?;
             out.buf.extend_from_slice(&r);
             more = true;
         }
         if let Some(w) = blocked {
             // A blocked client's earlier replies go out before it waits.
-            let flushed = flush_all(stream, &info, &mut out).await;
+            let flushed = flush_all(stream, &info, out).await;
             if flushed {
-                written(client, &mut out);
+                written(client, out);
                 info.mem.omem.store(0, Ordering::Relaxed);
             }
             let reply = match flushed {
-                true => wait_blocked(server, stats, stream, client, &mut inbuf, &limits, &w).await,
+                true => wait_blocked(server, stats, stream, client, inbuf, limits, &w).await,
                 false => {
                     server.blocking.abandon(&w);
                     None
@@ -503,7 +458,7 @@ async fn serve_client<W: Wire>(
         }
         if client.close_after_reply {
             // What the client was told before it goes (QUIT's +OK, a protocol error).
-            flush_all(stream, &info, &mut out).await;
+            flush_all(stream, &info, out).await;
             return None;
         }
         if info.is_killed() {
@@ -540,23 +495,55 @@ enum Woke {
     Closed,
 }
 
+/// Grows the input buffer when little room is left, to the size of the frame being read.
+fn reserve_input(inbuf: &mut BytesMut, parser: &Parser) {
+    if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
+        let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
+        inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
+    }
+}
+
 /// Waits for input, mail (messages, invalidations, MONITOR lines) or a kill, with nothing
-/// pending for the socket.
-async fn wait_input<W: Wire>(stream: &mut W, client: &Client, inbuf: &mut BytesMut) -> Woke {
-    let info = &client.info;
-    tokio::select! {
-        biased;
-        _ = info.signalled() => {
-            if info.is_killed() {
-                Woke::Closed
-            } else {
-                Woke::Mail
+/// pending for the socket. While it waits the connection's state is not borrowed: a busy
+/// script's hook on this worker may serve the client meanwhile (`net::busy`), and then
+/// wakes it (`Woke::Mail`: look at what it left).
+async fn wait_input<W: Wire>(stream: &mut W, conn: &RefCell<Conn>, info: &ClientInfo) -> Woke {
+    loop {
+        {
+            let mut g = conn.borrow_mut();
+            let c = &mut *g;
+            if std::mem::take(&mut c.served) {
+                return Woke::Mail;
+            }
+            reserve_input(&mut c.inbuf, &c.parser);
+            match stream.try_read_buf(&mut c.inbuf) {
+                Ok(0) => return Woke::Closed,
+                Ok(n) => return Woke::Input(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return Woke::Closed,
             }
         }
-        r = read_some(stream, inbuf) => match r {
-            Ok(0) | Err(_) => Woke::Closed,
-            Ok(n) => Woke::Input(n),
-        },
+        let served = std::future::poll_fn(|_| match conn.borrow().served {
+            true => std::task::Poll::Ready(()),
+            false => std::task::Poll::Pending,
+        });
+        tokio::select! {
+            biased;
+            _ = info.signalled() => {
+                return if info.is_killed() {
+                    Woke::Closed
+                } else {
+                    Woke::Mail
+                };
+            }
+            _ = served => {}
+            r = stream.readable() => {
+                if r.is_err() {
+                    return Woke::Closed;
+                }
+            }
+        }
     }
 }
 
@@ -602,7 +589,7 @@ async fn wait_stalled<W: Wire>(
 }
 
 /// Everything pending was written: the mailbox learns its messages are out.
-fn written(client: &Client, out: &mut Output) {
+pub(super) fn written(client: &Client, out: &mut Output) {
     if out.mail > 0 {
         client.info.mail.written(out.mail);
         out.mail = 0;

@@ -1,5 +1,7 @@
 //! Listeners, connections and worker threads.
 
+pub(crate) mod accept;
+pub(crate) mod busy;
 pub mod clients;
 pub(crate) mod conn;
 pub mod listen;

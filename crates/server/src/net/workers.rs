@@ -15,7 +15,7 @@ pub const WORKER_THREAD: &str = "strata-worker";
 pub fn worker(
     server: Arc<Server>,
     stats: Arc<ThreadStats>,
-    mut rx: mpsc::UnboundedReceiver<conn::Incoming>,
+    rx: mpsc::UnboundedReceiver<conn::Incoming>,
     me: usize,
 ) {
     if server.config.get().worker_sched == crate::config::WorkerSched::Batch {
@@ -23,6 +23,9 @@ pub fn worker(
             tracing::warn!("worker thread stays SCHED_OTHER: SCHED_BATCH refused: {e}");
         }
     }
+    // A busy script's hook serves this thread's connections and takes from its queue.
+    crate::exec::script::set_while_busy(crate::net::busy::serve_idle);
+    crate::net::busy::install(server.clone(), stats.clone(), rx, me);
     let leader = server.clone();
     #[cfg(target_os = "linux")]
     let workers = server.threads;
@@ -53,10 +56,10 @@ pub fn worker(
     local.block_on(&rt, async move {
         loop {
             tokio::select! {
-                s = rx.recv() => match s {
+                s = crate::net::busy::next() => match s {
                     Some(conn::Incoming::Barrier(passed)) => { let _ = passed.send(()); }
                     Some(conn::Incoming::Task(task)) => { tokio::task::spawn_local(task(server.clone(), stats.clone())); }
-                    Some(s) => { tokio::task::spawn_local(conn::serve(server.clone(), stats.clone(), s, me)); }
+                    Some(s) => { crate::net::accept::start(&server, &stats, s, me); }
                     None => break,
                 },
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
