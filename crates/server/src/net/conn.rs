@@ -509,6 +509,14 @@ fn reserve_input(inbuf: &mut BytesMut, parser: &Parser) {
 /// wakes it (`Woke::Mail`: look at what it left).
 async fn wait_input<W: Wire>(stream: &mut W, conn: &RefCell<Conn>, info: &ClientInfo) -> Woke {
     loop {
+        // As the select below: a kill, then mail, before any input (mail that arrived
+        // before the next command goes out before its reply).
+        if info.is_killed() {
+            return Woke::Closed;
+        }
+        if info.mail.has_mail() {
+            return Woke::Mail;
+        }
         {
             let mut g = conn.borrow_mut();
             let c = &mut *g;
