@@ -1,8 +1,9 @@
 //! Stage 2: may this client run this command now? Each rule is checked once, here, in
 //! Redis's order: authentication, the ACL hook, memory (eviction, and the refusal of
-//! commands that need memory when none can be freed), the subscribed context, CLIENT
-//! PAUSE, MULTI queueing, a busy script, the cluster-slot hook, a journal that cannot be
-//! written; and for a script's `redis.call`, the rules scripts run under.
+//! commands that need memory when none can be freed), the subscribed context, a busy
+//! script (before replication's rules, unlike Redis: see there), CLIENT PAUSE, MULTI
+//! queueing, the cluster-slot hook, a journal that cannot be written; and for a script's
+//! `redis.call`, the rules scripts run under.
 
 use crate::commands::transactions;
 use crate::exec::client::Client;
@@ -83,8 +84,9 @@ pub fn admit(
     }
     // A script past busy-reply-threshold: others may only kill it or shut down. Before
     // CLIENT PAUSE and MULTI queueing, as in Redis (a command refused here dooms the
-    // transaction), and before anything that reads a script's flags: on the script's own
-    // worker this runs inside the script's hook (`net::busy`), with its Lua state in use.
+    // transaction), and before anything that reads a script's flags (replication's rules
+    // do, which Redis checks first): on the script's own worker this runs inside the
+    // script's hook (`net::busy`), with its Lua state in use.
     if matches!(origin, Origin::Client)
         && server.scripts.busy.load(Ordering::Relaxed)
         && !cmd.has(flags::ALLOW_BUSY)

@@ -4,7 +4,7 @@
 //!
 //! 1. resolve: the name (and subcommand) to a declaration in the command table; arity.
 //! 2. admit (`admit.rs`): may this client run it now? Auth, ACL, the subscribed context,
-//!    MULTI queueing, a busy script, journal errors, script rules.
+//!    a busy script, MULTI queueing, journal errors, script rules.
 //! 3. plan and lock (`plan.rs`): a write holds the shards of its keys until its effect is
 //!    recorded, so every consumer of effects sees writes to a key in the order memory did.
 //! 4. run: the handler, with a narrow context (`ctx.rs`).
