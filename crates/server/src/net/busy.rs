@@ -15,6 +15,7 @@
 
 use crate::exec::{self, After, Call, Origin, Worker};
 use crate::net::conn::{self, Conn, ConnLimits, Incoming, READ_CHUNK};
+use crate::net::output;
 use crate::net::wire::Wire;
 use crate::server::Server;
 use crate::services::stats::ThreadStats;
@@ -130,7 +131,10 @@ fn serve_one(server: &Server, stats: &ThreadStats, c: &mut Conn) {
     }
     let mut socket = Socket(info.fd);
     let mut n = 0;
-    if c.inbuf.len() < c.limits.query_buffer {
+    // Bounded as its task bounds it: no more input past the query buffer limit, and none
+    // while the client leaves as much output unread as its class may hold.
+    let class = output::class(&c.client);
+    if c.inbuf.len() < c.limits.query_buffer && c.out.pending(0) < c.limits.cap[class] {
         // The end of the stream (Ok(0)) and errors are the task's to find.
         if let Ok(k) = socket.try_read_buf(&mut c.inbuf) {
             n = k;

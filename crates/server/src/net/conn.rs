@@ -31,7 +31,7 @@ pub(super) struct ConnLimits {
     obuf: [BufferLimit; 3],
     obuf_on: bool,
     /// Pending output past which commands wait for the socket, per class.
-    cap: [usize; 3],
+    pub(super) cap: [usize; 3],
 }
 
 impl ConnLimits {
