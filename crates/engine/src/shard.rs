@@ -83,6 +83,10 @@ pub(crate) struct ShardData {
     /// The embedded table's memory accounting (`crate::ledger`), None when off: the
     /// shard's bytes, and the keys whose collections are being edited in place.
     pub ledger: Option<Box<Ledger>>,
+    /// Keys of this shard in the cold store (`crate::cold`), and moves there and back.
+    pub cold: usize,
+    pub spills: u64,
+    pub faults: u64,
 }
 
 /// An entry for editing, found by `ShardData::find_mut`.
@@ -611,6 +615,7 @@ impl ShardData {
     pub fn clear(&mut self) -> HashTable<Slot> {
         self.forget_bytes();
         self.volatile = 0;
+        self.cold = 0;
         self.slots_end = 0;
         self.small_end = 0;
         self.small = HashTable::new();
@@ -622,6 +627,7 @@ impl ShardData {
         std::mem::swap(&mut self.table, &mut other.table);
         std::mem::swap(&mut self.small, &mut other.small);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.cold, &mut other.cold);
         std::mem::swap(&mut self.slots_end, &mut other.slots_end);
         std::mem::swap(&mut self.small_end, &mut other.small_end);
         self.swap_bytes(other);
