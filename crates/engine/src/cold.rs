@@ -75,6 +75,16 @@ impl Db {
         }
     }
 
+    /// Whether `key` may be in the cold store (its shard has cold keys and it is not in
+    /// RAM): Some(its shard's index), for a read ahead of the command that needs it.
+    pub fn maybe_cold(&self, key: &[u8]) -> Option<usize> {
+        self.cold_store()?;
+        let h = hash(key);
+        let idx = self.shard_index(h);
+        let g = self.shard_ref(idx).acquire();
+        (g.cold != 0 && g.position(h, key).is_none()).then_some(idx)
+    }
+
     /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in
     /// RAM (and has a TTL, if `volatile`). Returns the RAM entry for the caller to free,
     /// None if there was nothing to move, or the store's error (the entry stays).
@@ -162,6 +172,55 @@ impl crate::Keyspace {
 
     pub fn tiering(&self) -> bool {
         self.hooks().cold.get().is_some()
+    }
+
+    /// One step of the background pass over cold keys (the active expiry's): the next
+    /// shards holding cold keys (up to 16), round robin, have those whose time has passed
+    /// removed as expired keys are. Returns how many went.
+    pub fn cold_expire_step(&self) -> usize {
+        if self.hooks().cold.get().is_none() || !self.db(0).may_expire(crate::clock::now_ms()) {
+            return 0;
+        }
+        let per_db = self.db(0).shard_count();
+        let total = per_db * self.db_count();
+        let start = self
+            .hooks()
+            .cold_cursor
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let (mut removed, mut visited) = (0, 0);
+        let mut pos = start % total;
+        for _ in 0..total.min(4096) {
+            let db = self.db(pos / per_db);
+            let idx = pos % per_db;
+            pos = (pos + 1) % total;
+            let mut g = db.shard_ref(idx).acquire();
+            if g.cold == 0 {
+                continue;
+            }
+            let now = crate::clock::now_ms();
+            let mut expired = Vec::new();
+            db.each_cold(&g, idx, &mut |key, o| {
+                if o.expire_at.is_some_and(|at| at <= now) {
+                    expired.push(key.to_vec());
+                }
+                true
+            });
+            for key in &expired {
+                // Back into RAM, then removed as any expired key is (its event, its DEL).
+                db.fault(&mut g, hash(key), key);
+            }
+            if !expired.is_empty() {
+                removed += g.purge_expired(now, |k| db.expired(k));
+            }
+            visited += 1;
+            if visited == 16 {
+                break;
+            }
+        }
+        self.hooks()
+            .cold_cursor
+            .store(pos, std::sync::atomic::Ordering::Relaxed);
+        removed
     }
 
     pub(crate) fn swap_cold(&self, a: usize, b: usize) {

@@ -44,8 +44,9 @@ pub(crate) struct Hooks {
     /// A replica's keys expire only when its primary's DEL arrives
     /// ([`Keyspace::set_keep_expired`]): while set, nothing is removed either.
     keep: std::sync::atomic::AtomicBool,
-    /// The cold tier, when tiering is on (`crate::cold`).
+    /// The cold tier, when tiering is on (`crate::cold`), and where its expiry pass is.
     pub(crate) cold: std::sync::OnceLock<std::sync::Arc<dyn crate::cold::ColdStore>>,
+    pub(crate) cold_cursor: AtomicUsize,
 }
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.

@@ -277,6 +277,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
             // Redis lets its slow expire cycle use up to 25% of each period.
             let started = Instant::now();
             server.keyspace.active_expire_cycle(period / 4);
+            server.keyspace.cold_expire_step();
             let ms = started.elapsed().as_millis() as u64;
             server.latency.observe("expire-cycle", ms);
         }

@@ -146,6 +146,7 @@ fn every_command_sees_what_an_in_memory_server_sees() {
     assert!(tiering_field(&mut t, "moved_to_disk") > 100);
     assert!(tiering_field(&mut t, "moved_to_ram") > 100);
     assert!(tiering_field(&mut t, "cold_keys") > 0);
+    assert!(tiering_field(&mut t, "cold_reads_waited") > 0);
     let hot: u64 = tiering_field(&mut t, "hot_bytes");
     assert!(
         hot <= 1024 * 1024 + 64 * 1024,
@@ -310,4 +311,30 @@ fn sigkill_while_entries_move_loses_nothing() {
     assert_eq!(f, filler);
     drop(s2);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn expired_cold_keys_go_by_the_background_pass() {
+    let s = tiered(&["--hz", "50"]);
+    let mut c = s.client();
+    let big = vec![b'e'; 8000];
+    for i in 0..300 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("t{i}"))
+            .arg(&big)
+            .arg("PX")
+            .arg(1500)
+            .query(&mut c)
+            .unwrap();
+    }
+    assert!(tiering_field(&mut c, "cold_keys") > 150);
+    // Nothing reads them: only the background pass can remove the cold ones.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while redis::cmd("DBSIZE").query::<u64>(&mut c).unwrap() != 0 {
+        assert!(std::time::Instant::now() < end, "expired cold keys stayed");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(tiering_field(&mut c, "cold_keys"), 0);
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(info.contains("expired_keys:300"), "{info}");
 }

@@ -39,6 +39,8 @@ pub struct Tier {
     pub written_bytes: AtomicU64,
     /// Store errors met (reads and writes); the last is logged.
     pub errors: AtomicU64,
+    /// Commands that waited for a read from the tier.
+    pub prefetches: AtomicU64,
     /// Bit i: database i's tree has been written (it has a write buffer).
     written_trees: AtomicU64,
     /// What `maxmemory` bounds under tiering: the hot entries' bytes.
@@ -81,6 +83,7 @@ impl Tier {
             written_bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             written_trees: AtomicU64::new(0),
+            prefetches: AtomicU64::new(0),
             hot: Default::default(),
         })
     }
@@ -254,6 +257,46 @@ pub fn spill_while_loading(server: &Server) {
     }
 }
 
+/// Before a client's command runs: if any of its keys may be in the tier (its shard has
+/// cold keys and it is not in RAM), the work that reads them on the blocking pool. The
+/// read only warms the store's cache and the page cache: the command, run again, brings
+/// the keys back under their locks as any access does, so a key that moved meanwhile is
+/// still found where it is. A key that is in neither place costs the same round trip (the
+/// store's filters answer it without a disk read).
+pub fn prefetch(
+    server: &Server,
+    db: usize,
+    cmd: &crate::exec::command::Command,
+    argv: &[bytes::Bytes],
+) -> Option<crate::exec::Deferred> {
+    let tier = server.tier.get()?;
+    // A blocking command may block on its second run, which nothing would then wait
+    // for: its cold keys come back synchronously instead.
+    if cmd.has(crate::exec::command::flags::BLOCKING) {
+        return None;
+    }
+    let d = server.keyspace.db(db);
+    let mut cold = Vec::new();
+    cmd.for_each_key_position(argv, |i| {
+        if let Some(key) = argv.get(i) {
+            if let Some(shard) = d.maybe_cold(key) {
+                cold.push((shard, key.clone()));
+            }
+        }
+    });
+    if cold.is_empty() {
+        return None;
+    }
+    let tier = tier.clone();
+    tier.prefetches.fetch_add(1, Relaxed);
+    Some(Box::new(move || {
+        for (shard, key) in cold {
+            tier.get(db, shard, &key);
+        }
+        Box::new(())
+    }))
+}
+
 /// Whether the tier may take more: below `tiering-max-disk` (0: no limit).
 pub fn has_room(server: &Server, tier: &Tier) -> bool {
     let max = server.config.get().tiering_max_disk;
@@ -285,7 +328,7 @@ pub fn info(server: &Server, out: &mut String) {
          cold_disk_bytes:{disk}\r\ntier_memory_bytes:{mem}\r\n\
          tier_ram_per_cold_key:{:.1}\r\nmoved_to_disk:{spills}\r\nmoved_to_ram:{faults}\r\n\
          tier_bytes_written:{written}\r\ntier_bytes_read:{}\r\ntier_errors:{}\r\n\
-         tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\n",
+         tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\n",
         tier.path().display(),
         keys - cold,
         tier.hot_bytes(),
@@ -294,5 +337,6 @@ pub fn info(server: &Server, out: &mut String) {
         tier.errors.load(Relaxed),
         tier.db.cache_size(),
         tier.db.write_buffer_size(),
+        tier.prefetches.load(Relaxed),
     );
 }
