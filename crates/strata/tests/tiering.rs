@@ -84,8 +84,8 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
         (4, 0..=4) => vec![s("ZADD"), key, num(r, 1000), pad(r)],
         (4, 5) => vec![s("ZPOPMIN"), key],
         (4, _) => vec![s("ZRANGE"), key, s("0"), s("-1"), s("WITHSCORES")],
-        (_, 0..=4) => vec![s("INCRBY"), key, num(r, 100)],
-        (_, 5) => vec![s("DECR"), key],
+        (5, 0..=4) => vec![s("INCRBY"), key, num(r, 100)],
+        (5, 5) => vec![s("DECR"), key],
         (_, _) => vec![s("GET"), key],
     }
 }
@@ -238,8 +238,8 @@ fn sigkill_while_entries_move_loses_nothing() {
     let s = serve_in(&dir, &args);
     let mut c = s.client();
     let filler = vec![b'f'; 6000];
-    let mut counts = vec![0i64; 20];
-    let mut lists = vec![0i64; 20];
+    let mut counts = [0i64; 20];
+    let mut lists = [0i64; 20];
     for round in 0..1500i64 {
         let i = (round % 20) as usize;
         let n: i64 = redis::cmd("INCR")
