@@ -354,11 +354,17 @@ impl Db {
         g.preserve(h, key);
     }
 
-    /// Calls `f` with every entry, expired ones not yet collected included, one shard
-    /// after another, each under its shard's lock (DEBUG DIGEST: `f` must not lock shards).
-    pub fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'_>)) {
-        for s in self.shards.iter() {
-            s.acquire().iter().for_each(&mut f);
+    /// Calls `f` with every entry, expired ones not yet collected and cold ones (tiering)
+    /// included, one shard after another, each under its shard's lock (DEBUG DIGEST: `f`
+    /// must not lock shards).
+    pub fn for_each_entry(&self, mut f: impl FnMut(Captured<'_>)) {
+        for (idx, s) in self.shards.iter().enumerate() {
+            let g = s.acquire();
+            g.iter().for_each(|e| f(Captured::Entry(e)));
+            self.each_cold(&g, idx, &mut |key, o| {
+                f(Captured::Value(key, &o));
+                true
+            });
         }
     }
 

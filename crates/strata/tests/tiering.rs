@@ -62,7 +62,8 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
             0 => vec![s("DEL"), key],
             1 => vec![s("EXISTS"), key],
             2 => vec![s("TYPE"), key],
-            3 => vec![s("EXPIRE"), key, s("1000")],
+            // An absolute time, the same on both servers (DEBUG DIGEST compares it).
+            3 => vec![s("PEXPIREAT"), key, s("4102444800000")],
             4 => vec![s("PERSIST"), key],
             _ => vec![s("TTL"), key],
         },
@@ -133,8 +134,8 @@ fn all_keys(c: &mut redis::Connection) -> Vec<String> {
 
 #[test]
 fn every_command_sees_what_an_in_memory_server_sees() {
-    let tiered = tiered(&[]);
-    let plain = strata(&[]);
+    let tiered = tiered(&["--enable-debug-command", "yes"]);
+    let plain = strata(&["--enable-debug-command", "yes"]);
     let (mut t, mut p) = (tiered.client(), plain.client());
     let mut r = Rng(0x5eed_7113);
     for i in 0..6000 {
@@ -179,6 +180,28 @@ fn every_command_sees_what_an_in_memory_server_sees() {
     scanned.sort();
     scanned.dedup();
     assert_eq!(scanned, keys);
+    // The whole data set's digest, cold entries read in place: push most back out first.
+    for i in 0..300 {
+        let filler = vec![b'q'; 4000];
+        let _: () = redis::cmd("SET")
+            .arg(format!("q{i}"))
+            .arg(&filler)
+            .query(&mut t)
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("q{i}"))
+            .arg(&filler)
+            .query(&mut p)
+            .unwrap();
+    }
+    assert!(tiering_field(&mut t, "cold_keys") > 200);
+    let digest = |c: &mut redis::Connection| {
+        redis::cmd("DEBUG")
+            .arg("DIGEST")
+            .query::<String>(c)
+            .unwrap()
+    };
+    assert_eq!(digest(&mut t), digest(&mut p));
 }
 
 #[test]
@@ -337,4 +360,48 @@ fn expired_cold_keys_go_by_the_background_pass() {
     assert_eq!(tiering_field(&mut c, "cold_keys"), 0);
     let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
     assert!(info.contains("expired_keys:300"), "{info}");
+}
+
+/// Once the tier takes `tiering-max-disk`, the eviction policy applies as without
+/// tiering: allkeys-lru deletes, noeviction refuses writes. (The store's journal takes
+/// 64 MiB from the start, so a limit of 64mb is reached at once.)
+#[test]
+fn a_full_tier_falls_back_to_the_eviction_policy() {
+    let big = vec![b'd'; 8000];
+    let s = tiered(&["--tiering-max-disk", "64mb"]);
+    let mut c = s.client();
+    for i in 0..300 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("d{i}"))
+            .arg(&big)
+            .query(&mut c)
+            .unwrap();
+    }
+    assert_eq!(tiering_field(&mut c, "cold_keys"), 0);
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    let evicted: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert!(evicted > 100, "{info}");
+
+    let s = strata(&[
+        "--maxmemory",
+        "1mb",
+        "--tiering",
+        "yes",
+        "--tiering-max-disk",
+        "64mb",
+    ]);
+    let mut c = s.client();
+    let refused = (0..300).find_map(|i| {
+        redis::cmd("SET")
+            .arg(format!("d{i}"))
+            .arg(&big)
+            .query::<()>(&mut c)
+            .err()
+    });
+    let e = refused.expect("a write must be refused once nothing can go");
+    assert_eq!(e.code(), Some("OOM"), "{e}");
 }
