@@ -25,6 +25,10 @@ pub trait ColdStore: Send + Sync {
     fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
     /// `key`'s entry, left in the store.
     fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
+    /// Drops `key`'s entry, unread.
+    fn remove(&self, db: usize, shard: usize, key: &[u8]);
+    /// Whether `key` may have an entry (a filter's answer: false is certain).
+    fn may_contain(&self, db: usize, shard: usize, key: &[u8]) -> bool;
     /// Every entry of one shard, in key order, until `f` returns false.
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
     /// Drops every entry of database `db` (FLUSHDB, FLUSHALL).
@@ -39,28 +43,46 @@ impl Db {
     }
 
     /// Brings `key` back into RAM if its shard has entries in the cold store and it is one
-    /// of them. Called with the shard locked, before any lookup of the key.
+    /// of them. Called with the shard locked, before any lookup of the key. A read leaves
+    /// the store's copy in place (the key is then `clean`: evicted again unchanged, it
+    /// needs no write); a `write` drops it, since the entry is about to change.
     #[inline]
-    pub(crate) fn fault(&self, g: &mut ShardData, h: u64, key: &[u8]) {
-        if g.cold != 0 {
-            self.fault_slow(g, h, key);
+    pub(crate) fn fault(&self, g: &mut ShardData, h: u64, key: &[u8], write: bool) {
+        if g.cold != 0 || (write && !g.clean.is_empty()) {
+            self.fault_slow(g, h, key, write);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn fault_slow(&self, g: &mut ShardData, h: u64, key: &[u8]) {
+    fn fault_slow(&self, g: &mut ShardData, h: u64, key: &[u8], write: bool) {
         let Some(store) = self.cold_store() else {
             return;
         };
+        let idx = self.shard_index(h);
         if g.position(h, key).is_some() {
+            if write {
+                self.forget_copy(g, h, key);
+            }
             return;
         }
-        let Some(owned) = store.take(self.index(), self.shard_index(h), key) else {
+        if g.cold == 0 {
+            return;
+        }
+        let found = if write {
+            store.take(self.index(), idx, key)
+        } else {
+            store.get(self.index(), idx, key)
+        };
+        let Some(owned) = found else {
             return;
         };
         g.cold -= 1;
+        g.cold_volatile -= usize::from(owned.expire_at.is_some());
         g.faults += 1;
+        if !write {
+            g.clean.insert(key.into());
+        }
         if let Some(pre) = g.pre.as_mut() {
             if g.captured < pre.epoch && !pre.map.contains_key(key) {
                 // The key's value at the snapshot's start is the one it brings back.
@@ -75,14 +97,43 @@ impl Db {
         }
     }
 
+    /// `key` (in RAM, or just removed from it) no longer owns a copy in the store: the
+    /// copy goes, so it can never come back in its place.
+    pub(crate) fn forget_copy(&self, g: &mut ShardData, h: u64, key: &[u8]) {
+        if g.clean.is_empty() || !g.clean.remove(key) {
+            return;
+        }
+        if let Some(store) = self.cold_store() {
+            store.remove(self.index(), self.shard_index(h), key);
+        }
+    }
+
+    /// Removes the shard's expired keys from RAM (`ShardData::purge_expired`), with the
+    /// store copies of clean ones.
+    pub(crate) fn purge_expired(&self, g: &mut ShardData, now: u64) -> usize {
+        if g.clean.is_empty() {
+            return g.purge_expired(now, |k| self.expired(k));
+        }
+        let mut gone = Vec::new();
+        let n = g.purge_expired(now, |k| {
+            self.expired(k);
+            gone.push(k.to_vec());
+        });
+        for k in gone {
+            self.forget_copy(g, hash(&k), &k);
+        }
+        n
+    }
+
     /// Whether `key` may be in the cold store (its shard has cold keys and it is not in
     /// RAM): Some(its shard's index), for a read ahead of the command that needs it.
     pub fn maybe_cold(&self, key: &[u8]) -> Option<usize> {
-        self.cold_store()?;
+        let store = self.cold_store()?;
         let h = hash(key);
         let idx = self.shard_index(h);
         let g = self.shard_ref(idx).acquire();
-        (g.cold != 0 && g.position(h, key).is_none()).then_some(idx)
+        (g.cold != 0 && g.position(h, key).is_none() && store.may_contain(self.index(), idx, key))
+            .then_some(idx)
     }
 
     /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in
@@ -102,17 +153,24 @@ impl Db {
         let Some(e) = g.find(h, key) else {
             return Ok(None);
         };
-        if volatile && e.expire_at().is_none() {
+        let expires = e.expire_at().is_some();
+        if volatile && !expires {
             return Ok(None);
         }
-        let owned = e.to_owned_value();
-        store.put(self.index(), idx, key, &owned)?;
+        // A clean entry's copy in the store is its value already.
+        let owned = (g.clean.is_empty() || !g.clean.contains(key)).then(|| e.to_owned_value());
+        if let Some(owned) = owned {
+            store.put(self.index(), idx, key, &owned)?;
+        } else {
+            g.clean.remove(key);
+        }
         if g.pre.is_some() {
             // A capture in progress: the entry as it is now, if no chunk gave it yet.
             g.preserve(h, key);
         }
         let removed = g.remove(h, key);
         g.cold += 1;
+        g.cold_volatile += usize::from(expires);
         g.spills += 1;
         Ok(removed.map(crate::Unlinked))
     }
@@ -124,7 +182,9 @@ impl Db {
         };
         let saved = g.pre.as_ref().map(|p| &p.map);
         store.each(self.index(), idx, &mut |key, owned| {
-            if !saved.is_some_and(|m| m.contains_key(key)) {
+            // Clean keys are in RAM: the walk gave them.
+            let in_ram = !g.clean.is_empty() && g.clean.contains(key);
+            if !in_ram && !saved.is_some_and(|m| m.contains_key(key)) {
                 f(Captured::Value(key, &owned));
             }
             true
@@ -140,7 +200,10 @@ impl Db {
         f: &mut dyn FnMut(&[u8], Owned) -> bool,
     ) {
         if let (Some(store), true) = (self.cold_store(), g.cold != 0) {
-            store.each(self.index(), idx, f);
+            // Clean keys' copies are their RAM entries' too: only the others are cold.
+            store.each(self.index(), idx, &mut |key, o| {
+                (!g.clean.is_empty() && g.clean.contains(key)) || f(key, o)
+            });
         }
     }
 
@@ -175,7 +238,7 @@ impl crate::Keyspace {
     }
 
     /// One step of the background pass over cold keys (the active expiry's): the next
-    /// shards holding cold keys (up to 16), round robin, have those whose time has passed
+    /// shards holding cold keys with an expiry (up to 16), round robin, have those whose time has passed
     /// removed as expired keys are. Returns how many went.
     pub fn cold_expire_step(&self) -> usize {
         if self.hooks().cold.get().is_none() || !self.db(0).may_expire(crate::clock::now_ms()) {
@@ -194,7 +257,7 @@ impl crate::Keyspace {
             let idx = pos % per_db;
             pos = (pos + 1) % total;
             let mut g = db.shard_ref(idx).acquire();
-            if g.cold == 0 {
+            if g.cold_volatile == 0 {
                 continue;
             }
             let now = crate::clock::now_ms();
@@ -207,10 +270,10 @@ impl crate::Keyspace {
             });
             for key in &expired {
                 // Back into RAM, then removed as any expired key is (its event, its DEL).
-                db.fault(&mut g, hash(key), key);
+                db.fault(&mut g, hash(key), key, true);
             }
             if !expired.is_empty() {
-                removed += g.purge_expired(now, |k| db.expired(k));
+                removed += db.purge_expired(&mut g, now);
             }
             visited += 1;
             if visited == 16 {

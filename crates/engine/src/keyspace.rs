@@ -350,7 +350,7 @@ impl Db {
         }
         crate::shard::PreImages::for_epoch(&mut g.pre, epoch);
         // A cold key comes back first: its value is the one to keep (`crate::cold`).
-        self.fault(&mut g, h, key);
+        self.fault(&mut g, h, key, true);
         g.preserve(h, key);
     }
 
@@ -484,7 +484,7 @@ impl Db {
             };
             let mut g = self.shards[idx].acquire();
             if self.may_expire(now) {
-                g.purge_expired(now, |k| self.expired(k));
+                self.purge_expired(&mut g, now);
             }
             let len = g.len();
             if len + g.cold == 0 {
@@ -668,7 +668,7 @@ impl Keyspace {
             let shard = &db.shards[pos % per_db];
             pos = (pos + 1) % total;
             // Checking the count under the lock is cheap; purging holds it briefly per shard.
-            removed += shard.acquire().purge_expired(now, |k| db.expired(k));
+            removed += db.purge_expired(&mut shard.acquire(), now);
             if visited % 64 == 63 && start.elapsed() >= budget {
                 break;
             }

@@ -69,7 +69,11 @@ impl Tier {
         let trees = (0..databases)
             .map(|i| {
                 db.keyspace(&format!("db{i}"), || {
-                    fjall::KeyspaceCreateOptions::default().max_memtable_size(WRITE_BUFFER_BYTES)
+                    // No write of the store's journal per record: the tier is rebuilt at
+                    // start, its journal is never needed.
+                    fjall::KeyspaceCreateOptions::default()
+                        .max_memtable_size(WRITE_BUFFER_BYTES)
+                        .manual_journal_persist(true)
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -195,6 +199,23 @@ impl ColdStore for Tier {
         self.read(db, shard, key, false)
     }
 
+    fn remove(&self, db: usize, shard: usize, key: &[u8]) {
+        if let Some(tree) = self.tree(db) {
+            if let Err(e) = tree.remove(Self::record_key(shard, key)) {
+                self.fatal("remove", e);
+            }
+        }
+    }
+
+    fn may_contain(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        let Some(tree) = self.tree(db) else {
+            return false;
+        };
+        // An error says nothing: the command's own lookup will meet it.
+        tree.contains_key(Self::record_key(shard, key))
+            .unwrap_or(true)
+    }
+
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
         let Some(tree) = self.tree(db) else {
             return;
@@ -258,11 +279,10 @@ pub fn spill_while_loading(server: &Server) {
 }
 
 /// Before a client's command runs: if any of its keys may be in the tier (its shard has
-/// cold keys and it is not in RAM), the work that reads them on the blocking pool. The
+/// cold keys, it is not in RAM, the store's filter does not rule it out), the work that reads them on the blocking pool. The
 /// read only warms the store's cache and the page cache: the command, run again, brings
 /// the keys back under their locks as any access does, so a key that moved meanwhile is
-/// still found where it is. A key that is in neither place costs the same round trip (the
-/// store's filters answer it without a disk read).
+/// still found where it is.
 pub fn prefetch(
     server: &Server,
     db: usize,
