@@ -405,3 +405,35 @@ fn a_full_tier_falls_back_to_the_eviction_policy() {
     let e = refused.expect("a write must be refused once nothing can go");
     assert_eq!(e.code(), Some("OOM"), "{e}");
 }
+
+/// The store's write buffers are flushed to disk as they fill: writing several times their
+/// bound through the tier leaves them within it. (With one fjall worker they once stopped
+/// flushing under a release build's load and grew with the data; this debug-build test
+/// does not reach that timing, scripts/bench-tiering.sh did.)
+#[test]
+fn the_tier_write_buffers_stay_bounded() {
+    let s = tiered(&[]);
+    let mut c = s.client();
+    let big = vec![b'w'; 4000];
+    for chunk in 0..80 {
+        let mut p = redis::pipe();
+        for i in 0..250 {
+            p.cmd("SET").arg(format!("w{chunk}:{i}")).arg(&big).ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    // 80 MB written; the bound on all write buffers is 16 MiB (docs/tiering.md).
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let used = tiering_field(&mut c, "tier_write_buffers_used");
+        if used <= 24 << 20 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "write buffers at {used} bytes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(tiering_field(&mut c, "cold_keys") > 15_000);
+}
