@@ -540,14 +540,7 @@ impl<'a> EntryRef<'a> {
     pub fn kind(&self) -> Kind {
         match self.obj() {
             None => Kind::String,
-            Some(o) => match o.value {
-                Value::Str(_) => Kind::String,
-                Value::Hash(_) => Kind::Hash,
-                Value::List(_) => Kind::List,
-                Value::Set(_) => Kind::Set,
-                Value::ZSet(_) => Kind::ZSet,
-                Value::Stream(_) => Kind::Stream,
-            },
+            Some(o) => kind_of(&o.value),
         }
     }
 
@@ -638,6 +631,18 @@ impl<'a> EntryRef<'a> {
 }
 
 /// True when `s` is the canonical decimal text of an i64 (what Redis would encode as int).
+/// The type of a value in its general form.
+pub(crate) fn kind_of(v: &Value) -> Kind {
+    match v {
+        Value::Str(_) => Kind::String,
+        Value::Hash(_) => Kind::Hash,
+        Value::List(_) => Kind::List,
+        Value::Set(_) => Kind::Set,
+        Value::ZSet(_) => Kind::ZSet,
+        Value::Stream(_) => Kind::Stream,
+    }
+}
+
 pub fn is_canonical_i64(s: &[u8]) -> bool {
     crate::int::parse_i64(s).is_some()
 }

@@ -417,6 +417,7 @@ impl Keyspace {
             return None;
         }
         let removed = g.remove(h, key)?;
+        db.forget_copy(&mut g, h, key);
         under_lock();
         Some(Unlinked(removed))
     }

@@ -44,6 +44,9 @@ pub(crate) struct Hooks {
     /// A replica's keys expire only when its primary's DEL arrives
     /// ([`Keyspace::set_keep_expired`]): while set, nothing is removed either.
     keep: std::sync::atomic::AtomicBool,
+    /// The cold tier, when tiering is on (`crate::cold`), and where its expiry pass is.
+    pub(crate) cold: std::sync::OnceLock<std::sync::Arc<dyn crate::cold::ColdStore>>,
+    pub(crate) cold_cursor: AtomicUsize,
 }
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
@@ -70,6 +73,13 @@ impl ScanFilter<'_> {
         self.pattern
             .is_none_or(|p| glob::matches(p, e.key(), false))
             && self.kind.is_none_or(|k| e.kind() == k)
+    }
+
+    fn accepts_owned(&self, key: &[u8], o: &crate::value::Owned) -> bool {
+        self.pattern.is_none_or(|p| glob::matches(p, key, false))
+            && self
+                .kind
+                .is_none_or(|k| crate::entry::kind_of(&o.value) == k)
     }
 }
 
@@ -321,6 +331,9 @@ impl Db {
                 f(Captured::Value(key, o));
             }
         }
+        g.pre = pre;
+        self.capture_cold(&g, idx, &mut f);
+        g.pre = None;
         g.captured = epoch;
         Capture::Done
     }
@@ -336,24 +349,37 @@ impl Db {
             return;
         }
         crate::shard::PreImages::for_epoch(&mut g.pre, epoch);
+        // A cold key comes back first: its value is the one to keep (`crate::cold`).
+        self.fault(&mut g, h, key, true);
         g.preserve(h, key);
     }
 
-    /// Calls `f` with every entry, expired ones not yet collected included, one shard
-    /// after another, each under its shard's lock (DEBUG DIGEST: `f` must not lock shards).
-    pub fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'_>)) {
-        for s in self.shards.iter() {
-            s.acquire().iter().for_each(&mut f);
+    /// Calls `f` with every entry, expired ones not yet collected and cold ones (tiering)
+    /// included, one shard after another, each under its shard's lock (DEBUG DIGEST: `f`
+    /// must not lock shards).
+    pub fn for_each_entry(&self, mut f: impl FnMut(Captured<'_>)) {
+        for (idx, s) in self.shards.iter().enumerate() {
+            let g = s.acquire();
+            g.iter().for_each(|e| f(Captured::Entry(e)));
+            self.each_cold(&g, idx, &mut |key, o| {
+                f(Captured::Value(key, &o));
+                true
+            });
         }
     }
 
     /// Number of keys, including expired ones not yet collected (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.acquire().len()).sum()
+        self.shard_iter().map(|g| g.len() + g.cold).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.acquire().len() == 0)
+        self.shard_iter().all(|g| g.len() + g.cold == 0)
+    }
+
+    /// Each shard in turn, locked.
+    pub(crate) fn shard_iter(&self) -> impl Iterator<Item = crate::session::ShardGuard<'_>> {
+        self.shards.iter().map(|s| s.acquire())
     }
 
     /// Keys that carry an expiry (INFO keyspace `expires=`).
@@ -380,7 +406,13 @@ impl Db {
 
     /// Empties the database, returning its tables to be dropped by the caller.
     pub fn flush(&self) -> Flushed {
-        Flushed(self.shards.iter().map(|s| s.acquire().clear()).collect())
+        if self.hooks.cold.get().is_none() {
+            return Flushed(self.shards.iter().map(|s| s.acquire().clear()).collect());
+        }
+        // Every shard held while the cold entries go: none moves meanwhile.
+        let mut held: Vec<_> = self.shard_iter().collect();
+        self.clear_cold();
+        Flushed(held.iter_mut().map(|g| g.clear()).collect())
     }
 
     /// One SCAN step. The cursor is a shard index: each call returns whole shards (at least
@@ -393,12 +425,18 @@ impl Db {
         let mut visited = 0usize;
         while idx < self.shards.len() {
             let g = self.shards[idx].acquire();
-            visited += g.len();
+            visited += g.len() + g.cold;
             out.extend(
                 g.iter()
                     .filter(|e| !e.is_expired(now) && filter.accepts(e))
                     .map(|e| e.key().to_vec()),
             );
+            self.each_cold(&g, idx, &mut |key, o| {
+                if o.expire_at.is_none_or(|at| at > now) && filter.accepts_owned(key, &o) {
+                    out.push(key.to_vec());
+                }
+                true
+            });
             idx += 1;
             // COUNT bounds the work done, as in Redis: stop once that many were visited.
             if visited >= count.max(1) {
@@ -411,31 +449,6 @@ impl Db {
             idx as u64
         };
         (next, out)
-    }
-
-    /// Starts a walk of shard `idx` for a reader that must not hold its lock for long (an
-    /// RDB export, a replica's full sync): the keys not expired at `now` are listed under
-    /// one hold of the lock, then [`ShardWalk::next_batch`] reads their entries a batch per
-    /// hold. Each entry is read whole under the lock and given once; keys deleted or
-    /// expired meanwhile are skipped, keys added meanwhile are not seen. Not a point in
-    /// time across shards or batches: the snapshot capture is.
-    pub fn walk_shard(&self, idx: usize, now: u64) -> ShardWalk<'_> {
-        let mut walk = ShardWalk {
-            db: self,
-            idx,
-            now,
-            keys: Vec::new(),
-            ends: Vec::new(),
-            next: 0,
-        };
-        if let Some(shard) = self.shards.get(idx) {
-            let g = shard.acquire();
-            for e in g.iter().filter(|e| !e.is_expired(now)) {
-                walk.keys.extend_from_slice(e.key());
-                walk.ends.push(walk.keys.len());
-            }
-        }
-        walk
     }
 
     /// All live keys matching `pattern` (KEYS).
@@ -471,59 +484,30 @@ impl Db {
             };
             let mut g = self.shards[idx].acquire();
             if self.may_expire(now) {
-                g.purge_expired(now, |k| self.expired(k));
+                self.purge_expired(&mut g, now);
             }
             let len = g.len();
-            if len == 0 {
+            if len + g.cold == 0 {
                 continue;
             }
-            let pick = (xorshift(rng) % len as u64) as usize;
-            return g.iter().nth(pick).map(|e| e.key().to_vec());
-        }
-        None
-    }
-}
-
-/// A walk of one shard's entries in batches (see [`Db::walk_shard`]).
-pub struct ShardWalk<'a> {
-    db: &'a Db,
-    idx: usize,
-    now: u64,
-    /// The keys listed at the start, back to back; `ends[i]` is where key i ends.
-    keys: Vec<u8>,
-    ends: Vec<usize>,
-    next: usize,
-}
-
-impl ShardWalk<'_> {
-    /// Keys listed at the start of the walk.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// Calls `f` with the entries of the next `batch` keys still present and live, all
-    /// under one hold of the shard's lock. False once every key has been visited.
-    pub fn next_batch(&mut self, batch: usize, mut f: impl FnMut(EntryRef<'_>)) -> bool {
-        if self.next >= self.ends.len() {
-            return false;
-        }
-        let end = self.next.saturating_add(batch.max(1)).min(self.ends.len());
-        let g = self.db.shards[self.idx].acquire();
-        for i in self.next..end {
-            let start = if i == 0 { 0 } else { self.ends[i - 1] };
-            let key = &self.keys[start..self.ends[i]];
-            if let Some(e) = g.find(hash(key), key) {
-                if !e.is_expired(self.now) {
-                    f(e);
+            let pick = (xorshift(rng) % (len + g.cold) as u64) as usize;
+            if pick < len {
+                return g.iter().nth(pick).map(|e| e.key().to_vec());
+            }
+            let (mut skip, mut found) = (pick - len, None);
+            self.each_cold(&g, idx, &mut |key, _| {
+                if skip == 0 {
+                    found = Some(key.to_vec());
+                    return false;
                 }
+                skip -= 1;
+                true
+            });
+            if found.is_some() {
+                return found;
             }
         }
-        self.next = end;
-        true
+        None
     }
 }
 
@@ -565,6 +549,10 @@ impl Keyspace {
             rng: AtomicU64::new(clock::now_ms() | 1),
             hooks,
         }
+    }
+
+    pub(crate) fn hooks(&self) -> &Hooks {
+        &self.hooks
     }
 
     pub(crate) fn id(&self) -> usize {
@@ -654,6 +642,7 @@ impl Keyspace {
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
             x.swap_entries(y);
         }
+        self.swap_cold(a, b);
     }
 
     /// Flushes every database.
@@ -679,7 +668,7 @@ impl Keyspace {
             let shard = &db.shards[pos % per_db];
             pos = (pos + 1) % total;
             // Checking the count under the lock is cheap; purging holds it briefly per shard.
-            removed += shard.acquire().purge_expired(now, |k| db.expired(k));
+            removed += db.purge_expired(&mut shard.acquire(), now);
             if visited % 64 == 63 && start.elapsed() >= budget {
                 break;
             }

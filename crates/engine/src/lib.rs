@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod clock;
+mod cold;
 pub mod embedded;
 mod embedded_budget;
 mod entry;
@@ -23,16 +24,19 @@ mod session;
 mod shard;
 mod types;
 mod value;
+mod walk;
 
+pub use cold::{ColdStore, HotBytes};
 pub use embedded::Table;
 pub use embedded_budget::Budget;
 pub use entry::{EntryRef, Kind};
 pub use evict::{Policy, Pool};
 pub use keyspace::{
-    Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, ShardWalk, DB_COUNT,
+    Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT,
 };
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};
 pub use shard::key_eq;
 pub use types::{stream, Encodings, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{Owned, Value};
+pub use walk::ShardWalk;

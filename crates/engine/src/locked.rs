@@ -116,9 +116,25 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// Brings `key` back from the cold tier first if it is there (tiering): every lookup
+    /// of a key through this guard starts here, so commands see one keyspace.
+    #[inline]
+    fn fault(&mut self, h: u64, key: &[u8]) {
+        let db = self.db;
+        db.fault(self.shard(h), h, key, false);
+    }
+
+    /// `fault` before a change of `key`: its store copy, if any, stops being its.
+    #[inline]
+    fn fault_w(&mut self, h: u64, key: &[u8]) {
+        let db = self.db;
+        db.fault(self.shard(h), h, key, true);
+    }
+
     /// Finds a live entry, deleting it first if it has expired.
     fn live(&mut self, key: &[u8]) -> (u64, bool) {
         let h = hash(key);
+        self.fault(h, key);
         let expire_at = match self.shard(h).find(h, key) {
             None => return (h, false),
             Some(s) => s.expire_at(),
@@ -128,11 +144,13 @@ impl<'a> Locked<'a> {
             // Frozen: the key reads as gone but stays (writes replace it in place).
             return (h, false);
         }
+        let db = self.db;
         let shard = self.shard(h);
         if expired {
             shard.remove(h, key);
+            db.forget_copy(shard, h, key);
             shard.expired += 1;
-            self.db.expired(key);
+            db.expired(key);
             return (h, false);
         }
         (h, true)
@@ -145,6 +163,7 @@ impl<'a> Locked<'a> {
 
     /// `get` for a key whose hash the caller has already computed (`Db::read1`).
     pub(crate) fn get_hashed(&mut self, h: u64, key: &[u8]) -> Option<EntryRef<'_>> {
+        self.fault(h, key);
         // Expiry can only remove a key from a shard that holds keys with a TTL; elsewhere
         // the lookup below is the only probe.
         if self.shard(h).volatile != 0 && !self.live(key).1 {
@@ -198,6 +217,7 @@ impl<'a> Locked<'a> {
     }
 
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
+        self.fault_w(hash(key), key);
         let expire_at = self.resolve_ttl(key, ttl);
         let created = self.creating(key);
         let h = hash(key);
@@ -210,6 +230,7 @@ impl<'a> Locked<'a> {
 
     /// Stores a value of any type.
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
+        self.fault_w(hash(key), key);
         let expire_at = self.resolve_ttl(key, ttl);
         let created = self.creating(key);
         let h = hash(key);
@@ -231,6 +252,7 @@ impl<'a> Locked<'a> {
     /// The string value for editing in place (APPEND, SETRANGE, SETBIT...). The entry moves
     /// to its growable form, so repeated edits are amortized.
     pub fn str_mut(&mut self, key: &[u8]) -> Result<Option<&mut Vec<u8>>, WrongType> {
+        self.fault_w(hash(key), key);
         let (h, found) = self.live(key);
         if !found {
             return Ok(None);
@@ -262,6 +284,7 @@ impl<'a> Locked<'a> {
     /// when it holds a string. The caller matches the variant it wants (and answers
     /// WRONGTYPE for the others); the type modules add typed shortcuts (`hash_mut`...).
     pub fn collection_mut(&mut self, key: &[u8]) -> Result<Option<&mut Value>, WrongType> {
+        self.fault_w(hash(key), key);
         let h = hash(key);
         // As in `get_hashed`: only a shard with keys that expire needs `live`'s probe.
         if self.shard(h).volatile != 0 && !self.live(key).1 {
@@ -314,6 +337,7 @@ impl<'a> Locked<'a> {
     /// Deletes a key and hands back its entry (UNLINK), for the caller to free once the
     /// shard is unlocked, or on another thread when it is large.
     pub fn unlink(&mut self, key: &[u8]) -> Option<Unlinked> {
+        self.fault_w(hash(key), key);
         let (h, found) = self.live(key);
         if !found {
             return None;
@@ -345,6 +369,7 @@ impl<'a> Locked<'a> {
     /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one;
     /// a string keeps its form ("raw" stays raw).
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
+        self.fault_w(hash(key), key);
         let created = self.creating(key);
         let h = hash(key);
         let stamp = self.stamp();
@@ -372,6 +397,7 @@ impl<'a> Locked<'a> {
     /// The entry as stored, without expiring it first (DEBUG looks at keys whose time has
     /// passed as they are).
     pub fn peek_raw(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        self.fault(hash(key), key);
         let h = hash(key);
         self.shard(h).find(h, key)
     }
@@ -379,6 +405,7 @@ impl<'a> Locked<'a> {
     /// The entry's expiry as stored, without expiring it first (WATCH needs to know that a
     /// key has expired before anything removes it). None: no entry at all.
     pub fn peek_raw_expire(&mut self, key: &[u8]) -> Option<Option<u64>> {
+        self.fault(hash(key), key);
         let h = hash(key);
         self.shard(h).find(h, key).map(|s| s.expire_at())
     }
@@ -391,6 +418,7 @@ impl<'a> Locked<'a> {
     /// Sets or clears an existing key's expiry; false if there is no such key.
     /// Like Redis's write lookups, this refreshes the key's access time.
     pub fn set_expire(&mut self, key: &[u8], expire_at: Option<u64>) -> bool {
+        self.fault_w(hash(key), key);
         let (h, found) = self.live(key);
         let stamp = self.stamp();
         let shard = self.shard(h);

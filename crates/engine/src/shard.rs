@@ -83,6 +83,15 @@ pub(crate) struct ShardData {
     /// The embedded table's memory accounting (`crate::ledger`), None when off: the
     /// shard's bytes, and the keys whose collections are being edited in place.
     pub ledger: Option<Box<Ledger>>,
+    /// Keys of this shard in the cold store only (`crate::cold`), and moves there and back.
+    pub cold: usize,
+    /// Of those, keys with an expiry (the background expiry pass visits only these shards).
+    pub cold_volatile: usize,
+    /// Keys in RAM whose store copy is still theirs (brought back by a read, unchanged
+    /// since): evicted again, they need no write.
+    pub clean: hashbrown::HashSet<Box<[u8]>>,
+    pub spills: u64,
+    pub faults: u64,
 }
 
 /// An entry for editing, found by `ShardData::find_mut`.
@@ -611,6 +620,9 @@ impl ShardData {
     pub fn clear(&mut self) -> HashTable<Slot> {
         self.forget_bytes();
         self.volatile = 0;
+        self.cold = 0;
+        self.cold_volatile = 0;
+        self.clean = Default::default();
         self.slots_end = 0;
         self.small_end = 0;
         self.small = HashTable::new();
@@ -622,6 +634,9 @@ impl ShardData {
         std::mem::swap(&mut self.table, &mut other.table);
         std::mem::swap(&mut self.small, &mut other.small);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.cold, &mut other.cold);
+        std::mem::swap(&mut self.cold_volatile, &mut other.cold_volatile);
+        std::mem::swap(&mut self.clean, &mut other.clean);
         std::mem::swap(&mut self.slots_end, &mut other.slots_end);
         std::mem::swap(&mut self.small_end, &mut other.small_end);
         self.swap_bytes(other);

@@ -36,6 +36,8 @@ pub struct Server {
     pub memory: crate::services::memory::Memory,
     /// maxmemory: the eviction settings, pool and counters.
     pub evict: crate::services::evict::Evictor,
+    /// The on-disk tier of cold entries, when `tiering yes`.
+    pub tier: std::sync::OnceLock<Arc<crate::services::tiering::Tier>>,
     /// Commands per second over the last second, sampled by the background cycle.
     pub ops_per_sec: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE: tests turn the active cycle off to observe lazy expiry.
@@ -209,6 +211,7 @@ impl Server {
             shutting_down: AtomicBool::new(false),
             memory: Default::default(),
             evict: Default::default(),
+            tier: Default::default(),
             ops_per_sec: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             debug: Default::default(),
@@ -274,6 +277,7 @@ pub(crate) fn cron(server: &Arc<Server>) {
             // Redis lets its slow expire cycle use up to 25% of each period.
             let started = Instant::now();
             server.keyspace.active_expire_cycle(period / 4);
+            server.keyspace.cold_expire_step();
             let ms = started.elapsed().as_millis() as u64;
             server.latency.observe("expire-cycle", ms);
         }

@@ -36,6 +36,7 @@ pub fn render(server: &Server, requested: &[String]) -> String {
             "all" | "everything" => {
                 wanted.extend(DEFAULT);
                 wanted.push("commandstats");
+                wanted.push("tiering");
             }
             s => wanted.push(s),
         }
@@ -157,6 +158,10 @@ fn section(server: &Server, name: &str) -> Option<String> {
             for (code, n) in server.stats.errors() {
                 field(&mut s, &format!("errorstat_{code}"), format!("count={n}"));
             }
+        }
+        "tiering" => {
+            s.push_str("# Tiering\r\n");
+            crate::services::tiering::info(server, &mut s);
         }
         "cluster" => {
             s.push_str("# Cluster\r\n");

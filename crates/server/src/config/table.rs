@@ -74,6 +74,13 @@ directives! {
     /// How long one command may spend evicting before the rest goes to the background.
     maxmemory_eviction_tenacity: u32 [int(0, 100)] = "10",
         "maxmemory-eviction-tenacity", LIVE => Maxmemory;
+    /// Evicted entries move to an on-disk tier instead of being deleted, and come back on
+    /// access (docs/tiering.md). Set at start only.
+    tiering: bool = "no", "tiering", START | OWN;
+    /// Where the tier lives; empty: `tier` inside `dir`. Emptied at start.
+    tiering_dir: String = "", "tiering-dir", START | OWN;
+    /// Disk the tier may take (0: no limit); once reached, eviction deletes as without it.
+    tiering_max_disk: u64 [memory(0, ULLONG_MAX)] = "0", "tiering-max-disk", LIVE | OWN;
     /// How slowly LFU counters grow with accesses.
     lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE => Maxmemory;
     /// Minutes per decrement of the LFU counter (OBJECT FREQ).

@@ -133,6 +133,9 @@ pub enum Outcome {
     /// Held back by CLIENT PAUSE: nothing is written; the connection waits for the pause
     /// to end and submits it again.
     Paused,
+    /// Not run yet: its keys are being read from the tier (`After::defer`); it runs when
+    /// they are in.
+    Deferred,
     /// Not run. The error is written already, except for a script's call, whose host
     /// turns it into a Lua error.
     Refused(CmdError),
@@ -264,6 +267,14 @@ fn run(
         }
         admit::Admit::Pause => return Outcome::Paused,
         admit::Admit::Refuse(e) => return refuse(w, client, id, origin, out, e),
+    }
+    // Keys in the on-disk tier are read on the blocking pool first, so the worker serves
+    // its other clients meanwhile; the command then runs again and finds them cached.
+    if matches!(origin, Origin::Client) && client.resume.is_none() {
+        if let Some(work) = crate::services::tiering::prefetch(server, client.db, cmd, call.argv) {
+            after.defer = Some(work);
+            return Outcome::Deferred;
+        }
     }
     let started = w.clock;
     let db = client.db;

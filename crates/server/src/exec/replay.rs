@@ -70,6 +70,9 @@ pub fn replay(
             }
         }
         report.blocks += 1;
+        if report.blocks % 256 == 0 {
+            crate::services::tiering::spill_while_loading(server);
+        }
         if last_log.elapsed() >= Duration::from_secs(1) {
             last_log = Instant::now();
             let secs = started.elapsed().as_secs_f64().max(0.001);

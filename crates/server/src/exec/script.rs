@@ -227,7 +227,7 @@ impl Host for ScriptHost<'_> {
                     }
                 }
             }
-            Outcome::Queued | Outcome::Paused => {}
+            Outcome::Queued | Outcome::Paused | Outcome::Deferred => {}
             Outcome::Refused(e) => {
                 reply.clear();
                 strata_resp::Reply::new(reply, Protocol::Resp2).error(&e.text());

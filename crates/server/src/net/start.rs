@@ -43,6 +43,11 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
         .map_err(|e| std::io::Error::other(format!("TLS configuration: {e}")))?;
     // Signals are watched from here on, so one that arrives while loading is handled.
     crate::net::signals::watch(&server)?;
+    if let Some(tier) =
+        crate::services::tiering::open_at_start(&server).map_err(std::io::Error::other)?
+    {
+        let _ = server.tier.set(tier);
+    }
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
     if let Some(path) = &opts.rdb_import {
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;

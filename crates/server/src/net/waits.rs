@@ -27,36 +27,45 @@ pub(super) async fn run_deferred(
     work: exec::Deferred,
     out: &mut Vec<u8>,
 ) -> bool {
-    let done = tokio::select! {
-        biased;
-        _ = client.info.killed() => return false,
-        r = tokio::task::spawn_blocking(work) => r,
-    };
-    let Ok(result) = done else {
-        return false;
-    };
-    client.resume = Some(result);
-    let mut wk = Worker {
-        server,
-        stats,
-        clock: Tick::now(),
-    };
-    let mut after = After::default();
-    let start = out.len();
-    exec::execute(
-        &mut wk,
-        client,
-        Call::new(argv),
-        Origin::Client,
-        out,
-        &mut after,
-    );
-    client.resume = None;
-    if !after.is_empty() {
-        // A second run finishes what the first began: it neither blocks nor defers.
-        let _ = after_command(&mut wk, &mut after, out, start);
+    let mut work = work;
+    loop {
+        let done = tokio::select! {
+            biased;
+            _ = client.info.killed() => return false,
+            r = tokio::task::spawn_blocking(work) => r,
+        };
+        let Ok(result) = done else {
+            return false;
+        };
+        client.resume = Some(result);
+        let mut wk = Worker {
+            server,
+            stats,
+            clock: Tick::now(),
+        };
+        let mut after = After::default();
+        let start = out.len();
+        exec::execute(
+            &mut wk,
+            client,
+            Call::new(argv),
+            Origin::Client,
+            out,
+            &mut after,
+        );
+        client.resume = None;
+        // A command whose keys came from the tier may then defer work of its own
+        // (MIGRATE's round trips).
+        if let Some(next) = after.defer.take() {
+            work = next;
+            continue;
+        }
+        if !after.is_empty() {
+            // A second run finishes what the first began: it does not block.
+            let _ = after_command(&mut wk, &mut after, out, start);
+        }
+        return true;
     }
-    true
 }
 
 /// Waits while the client is blocked: until it is served, times out, is unblocked (CLIENT

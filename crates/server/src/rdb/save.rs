@@ -1,11 +1,11 @@
 //! The server's data written as RDB: the options from its configuration, its function
 //! libraries, and its keyspace, database by database and shard by shard.
 
-use super::convert::entry_to_rdb;
+use super::convert::{entry_to_rdb, value_to_rdb};
 use super::meta::{key_meta, Access};
 use crate::server::Server;
 use std::io::{self, Write};
-use strata_engine::clock;
+use strata_engine::{clock, Captured};
 use strata_rdb::{AuxFields, KeyMeta, RdbValue, WriteOptions, Writer};
 
 /// How values are written under the server's configuration: its encoding thresholds
@@ -83,8 +83,20 @@ pub fn write_keyspace<W: Write>(server: &Server, w: &mut Writer<W>) -> io::Resul
         for idx in 0..db.shard_count() {
             let now = clock::now_ms();
             let mut walk = db.walk_shard(idx, now);
-            while walk.next_batch(BATCH, |e| {
-                batch.push((e.key().to_vec(), entry_to_rdb(e), key_meta(e, access, now)))
+            while walk.next_batch(BATCH, |c| {
+                batch.push(match c {
+                    Captured::Entry(e) => {
+                        (e.key().to_vec(), entry_to_rdb(e), key_meta(e, access, now))
+                    }
+                    // A cold entry (tiering): its access time stayed in RAM's past.
+                    Captured::Value(key, o) => {
+                        let meta = KeyMeta {
+                            expire_ms: o.expire_at.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+                            ..KeyMeta::default()
+                        };
+                        (key.to_vec(), value_to_rdb(&o.value), meta)
+                    }
+                })
             }) {
                 for (key, value, meta) in batch.drain(..) {
                     w.key(&key, &value, &meta)?;

@@ -135,10 +135,22 @@ impl Evictor {
             .map_or(0, |j| j.stats().pending_bytes)
     }
 
+    /// What `maxmemory` bounds: used memory, or with tiering the hot entries' bytes
+    /// (docs/tiering.md: the tier's caches come on top).
+    fn counted(server: &Server) -> u64 {
+        match server.tier.get() {
+            Some(tier) => tier.hot_bytes(),
+            None => memory::used(),
+        }
+    }
+
     /// Bytes to free to be under the limit; 0 when under it. Values queued for the
     /// lazy-free thread count as freed already: otherwise every command until that thread
     /// caught up would evict more.
     fn to_free(server: &Server, max: u64) -> u64 {
+        if let Some(tier) = server.tier.get() {
+            return tier.hot_bytes().saturating_sub(max);
+        }
         let used = memory::used();
         if used <= max {
             return 0;
@@ -152,7 +164,7 @@ impl Evictor {
     /// time is up (then the background eviction carries on). See [`State`].
     pub fn perform(&self, server: &Server) -> State {
         let max = self.maxmemory();
-        if max == 0 || memory::used() <= max {
+        if max == 0 || Self::counted(server) <= max {
             return State::Ok;
         }
         // Eviction locks shards while holding the pool: a shard this thread kept locked
@@ -165,7 +177,12 @@ impl Evictor {
         if to_free == 0 {
             return State::Ok;
         }
-        let policy = self.policy();
+        let tier = server.tier.get();
+        let policy = match (self.policy(), tier) {
+            // With tiering the policy picks what goes to disk; noeviction lets LRU pick.
+            (Policy::NoEviction, Some(_)) => Policy::AllKeysLru,
+            (p, _) => p,
+        };
         if policy == Policy::NoEviction {
             return State::Fail;
         }
@@ -182,6 +199,39 @@ impl Evictor {
             // What removing and freeing the entry gave back on this thread, less what
             // recording the removal took (a journal record, a keyspace event).
             let before = memory::thread_net();
+            if let Some(tier) = tier.filter(|t| crate::services::tiering::has_room(server, t)) {
+                match server
+                    .keyspace
+                    .db(db)
+                    .evict_to_cold(&key, policy.volatile())
+                {
+                    Ok(Some(entry)) => {
+                        drop(entry);
+                        keys += 1;
+                        if Self::to_free(server, max) == 0 {
+                            break;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tier.errors.fetch_add(1, Relaxed);
+                        tracing::warn!("tiering: {e}; writes that need memory are refused");
+                        drop(pool);
+                        return State::Fail;
+                    }
+                }
+                pool.recycle(key);
+                if keys % 16 == 0 && limit.is_some_and(|l| start.elapsed() > l) {
+                    self.start_background(server);
+                    break;
+                }
+                continue;
+            }
+            if tier.is_some() && self.policy() == Policy::NoEviction {
+                // The tier is full and the policy keeps keys: nothing more can go.
+                drop(pool);
+                return State::Fail;
+            }
             let mut recording = 0;
             let gone = server
                 .keyspace

@@ -19,5 +19,6 @@ pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
+pub mod tiering;
 pub mod tracking;
 pub mod watch;

@@ -609,6 +609,9 @@ pub(crate) fn load_newest(
         if (db as usize) >= ks.db_count() || (how.skip_expired && exp.is_some_and(|at| at <= now)) {
             return;
         }
+        if n % 1024 == 1023 {
+            crate::services::tiering::spill_while_loading(server);
+        }
         // Stores take the load's time as the keys' access time; nothing expires meanwhile
         // (no store looks at expiry).
         let d = ks.db(db as usize);

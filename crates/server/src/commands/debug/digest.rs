@@ -16,7 +16,7 @@ use crate::exec::ctx::Ctx;
 use crate::server::Server;
 use sha1_smol::Sha1;
 use strata_engine::stream::StreamId;
-use strata_engine::{EntryRef, StreamValue, Value};
+use strata_engine::{Captured, EntryRef, StreamValue, Value};
 
 pub type Digest = [u8; 20];
 
@@ -62,11 +62,17 @@ fn unordered<I: Iterator<Item = Digest>>(parts: I) -> Digest {
 
 /// The digest of a value alone (DEBUG DIGEST-VALUE).
 fn value_digest(e: &EntryRef<'_>) -> Digest {
-    let Some(value) = e.value() else {
-        return Parts::new(b"string")
+    match e.value() {
+        Some(value) => general_digest(value),
+        None => Parts::new(b"string")
             .add(e.as_str().unwrap_or_default())
-            .finish();
-    };
+            .finish(),
+    }
+}
+
+/// The digest of a value in its general form (a packed string is digested as this
+/// string would be).
+fn general_digest(value: &Value) -> Digest {
     let mut buf = [0u8; 20];
     match value {
         Value::Str(s) => Parts::new(b"string").add(s).finish(),
@@ -132,10 +138,10 @@ fn stream_digest(s: &StreamValue) -> Digest {
 }
 
 /// The digest of one key: its name, its value and its expiry.
-fn key_digest(e: &EntryRef<'_>) -> Digest {
+fn key_digest(key: &[u8], value: &Digest, expire_at: Option<u64>) -> Digest {
     let mut p = Parts::new(b"key");
-    p.add(e.key()).add(&value_digest(e));
-    if let Some(at) = e.expire_at() {
+    p.add(key).add(value);
+    if let Some(at) = expire_at {
         p.num(at);
     }
     p.finish()
@@ -146,11 +152,12 @@ fn dataset_digest(server: &Server) -> Digest {
     let ks = &server.keyspace;
     let mut acc = [0u8; 20];
     for db in 0..ks.db_count() {
-        ks.db(db).for_each_entry(|e| {
-            let d = Parts::new(b"db")
-                .num(db as u64)
-                .add(&key_digest(&e))
-                .finish();
+        ks.db(db).for_each_entry(|c| {
+            let key = match c {
+                Captured::Entry(e) => key_digest(e.key(), &value_digest(&e), e.expire_at()),
+                Captured::Value(key, o) => key_digest(key, &general_digest(&o.value), o.expire_at),
+            };
+            let d = Parts::new(b"db").num(db as u64).add(&key).finish();
             xor(&mut acc, &d);
         });
     }

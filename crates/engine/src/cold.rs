@@ -1,0 +1,322 @@
+//! The cold tier's seam: entries that left RAM for a store outside the engine (the
+//! server's on-disk tier), and the keyspace operations that must see them.
+//!
+//! Invariants (docs/tiering.md):
+//! - A key is in RAM or in the store, never both, and it moves only under its shard's lock
+//!   (eviction to the store, `Db::evict_to_cold`; back on any access through `Locked`,
+//!   `Db::fault`). So a command holding a shard sees each of its keys in one place, and
+//!   `ShardData::cold` counts the shard's keys in the store exactly.
+//! - A move is not a change: no effect, no keyspace event, no WATCH touch.
+//! - A snapshot sees the logical state: while a shard's capture is in progress, a key
+//!   brought back first saves its value aside (as a write saves its pre-image), and the
+//!   shard's stored entries are given with its last chunk, except keys saved aside.
+
+use crate::keyspace::{Captured, Db};
+use crate::shard::{hash, ShardData};
+use crate::value::Owned;
+
+/// Where cold entries live. The engine calls it under the shard's lock of the key, so an
+/// implementation needs no ordering of its own between calls for one shard.
+pub trait ColdStore: Send + Sync {
+    /// Stores `key`'s entry (it leaves RAM once this returned Ok). An error (a full disk)
+    /// leaves the entry in RAM.
+    fn put(&self, db: usize, shard: usize, key: &[u8], entry: &Owned) -> Result<(), String>;
+    /// Removes `key`'s entry from the store and returns it, if it is there.
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
+    /// `key`'s entry, left in the store.
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
+    /// Drops `key`'s entry, unread.
+    fn remove(&self, db: usize, shard: usize, key: &[u8]);
+    /// Whether `key` may have an entry (a filter's answer: false is certain).
+    fn may_contain(&self, db: usize, shard: usize, key: &[u8]) -> bool;
+    /// Every entry of one shard, in key order, until `f` returns false.
+    fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
+    /// Drops every entry of database `db` (FLUSHDB, FLUSHALL).
+    fn clear(&self, db: usize);
+    /// SWAPDB: the two databases' entries change places.
+    fn swap(&self, a: usize, b: usize);
+}
+
+impl Db {
+    fn cold_store(&self) -> Option<&dyn ColdStore> {
+        self.hooks.cold.get().map(|c| &**c)
+    }
+
+    /// Brings `key` back into RAM if its shard has entries in the cold store and it is one
+    /// of them. Called with the shard locked, before any lookup of the key. A read leaves
+    /// the store's copy in place (the key is then `clean`: evicted again unchanged, it
+    /// needs no write); a `write` drops it, since the entry is about to change.
+    #[inline]
+    pub(crate) fn fault(&self, g: &mut ShardData, h: u64, key: &[u8], write: bool) {
+        if g.cold != 0 || (write && !g.clean.is_empty()) {
+            self.fault_slow(g, h, key, write);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fault_slow(&self, g: &mut ShardData, h: u64, key: &[u8], write: bool) {
+        let Some(store) = self.cold_store() else {
+            return;
+        };
+        let idx = self.shard_index(h);
+        if g.position(h, key).is_some() {
+            if write {
+                self.forget_copy(g, h, key);
+            }
+            return;
+        }
+        if g.cold == 0 {
+            return;
+        }
+        let found = if write {
+            store.take(self.index(), idx, key)
+        } else {
+            store.get(self.index(), idx, key)
+        };
+        let Some(owned) = found else {
+            return;
+        };
+        g.cold -= 1;
+        g.cold_volatile -= usize::from(owned.expire_at.is_some());
+        g.faults += 1;
+        if !write {
+            g.clean.insert(key.into());
+        }
+        if let Some(pre) = g.pre.as_mut() {
+            if g.captured < pre.epoch && !pre.map.contains_key(key) {
+                // The key's value at the snapshot's start is the one it brings back.
+                pre.map.insert(key.into(), Some(owned.clone()));
+            }
+        }
+        let stamp = self.stamp_now();
+        if owned.raw {
+            g.put_general(h, key, owned.value, owned.expire_at, stamp);
+        } else {
+            g.put(h, key, owned.value, owned.expire_at, stamp);
+        }
+    }
+
+    /// `key` (in RAM, or just removed from it) no longer owns a copy in the store: the
+    /// copy goes, so it can never come back in its place.
+    pub(crate) fn forget_copy(&self, g: &mut ShardData, h: u64, key: &[u8]) {
+        if g.clean.is_empty() || !g.clean.remove(key) {
+            return;
+        }
+        if let Some(store) = self.cold_store() {
+            store.remove(self.index(), self.shard_index(h), key);
+        }
+    }
+
+    /// Removes the shard's expired keys from RAM (`ShardData::purge_expired`), with the
+    /// store copies of clean ones.
+    pub(crate) fn purge_expired(&self, g: &mut ShardData, now: u64) -> usize {
+        if g.clean.is_empty() {
+            return g.purge_expired(now, |k| self.expired(k));
+        }
+        let mut gone = Vec::new();
+        let n = g.purge_expired(now, |k| {
+            self.expired(k);
+            gone.push(k.to_vec());
+        });
+        for k in gone {
+            self.forget_copy(g, hash(&k), &k);
+        }
+        n
+    }
+
+    /// Whether `key` may be in the cold store (its shard has cold keys and it is not in
+    /// RAM): Some(its shard's index), for a read ahead of the command that needs it.
+    pub fn maybe_cold(&self, key: &[u8]) -> Option<usize> {
+        let store = self.cold_store()?;
+        let h = hash(key);
+        let idx = self.shard_index(h);
+        let g = self.shard_ref(idx).acquire();
+        (g.cold != 0 && g.position(h, key).is_none() && store.may_contain(self.index(), idx, key))
+            .then_some(idx)
+    }
+
+    /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in
+    /// RAM (and has a TTL, if `volatile`). Returns the RAM entry for the caller to free,
+    /// None if there was nothing to move, or the store's error (the entry stays).
+    pub fn evict_to_cold(
+        &self,
+        key: &[u8],
+        volatile: bool,
+    ) -> Result<Option<crate::Unlinked>, String> {
+        let Some(store) = self.cold_store() else {
+            return Ok(None);
+        };
+        let h = hash(key);
+        let idx = self.shard_index(h);
+        let mut g = self.shard_ref(idx).acquire();
+        let Some(e) = g.find(h, key) else {
+            return Ok(None);
+        };
+        let expires = e.expire_at().is_some();
+        if volatile && !expires {
+            return Ok(None);
+        }
+        // A clean entry's copy in the store is its value already.
+        let owned = (g.clean.is_empty() || !g.clean.contains(key)).then(|| e.to_owned_value());
+        if let Some(owned) = owned {
+            store.put(self.index(), idx, key, &owned)?;
+        } else {
+            g.clean.remove(key);
+        }
+        if g.pre.is_some() {
+            // A capture in progress: the entry as it is now, if no chunk gave it yet.
+            g.preserve(h, key);
+        }
+        let removed = g.remove(h, key);
+        g.cold += 1;
+        g.cold_volatile += usize::from(expires);
+        g.spills += 1;
+        Ok(removed.map(crate::Unlinked))
+    }
+
+    /// The shard's cold entries for its capture's last chunk, except keys saved aside.
+    pub(crate) fn capture_cold(&self, g: &ShardData, idx: usize, f: &mut impl FnMut(Captured<'_>)) {
+        let (Some(store), true) = (self.cold_store(), g.cold != 0) else {
+            return;
+        };
+        let saved = g.pre.as_ref().map(|p| &p.map);
+        store.each(self.index(), idx, &mut |key, owned| {
+            // Clean keys are in RAM: the walk gave them.
+            let in_ram = !g.clean.is_empty() && g.clean.contains(key);
+            if !in_ram && !saved.is_some_and(|m| m.contains_key(key)) {
+                f(Captured::Value(key, &owned));
+            }
+            true
+        });
+    }
+
+    /// Calls `f` with each cold entry of shard `idx` (its lock held by the caller) until
+    /// `f` returns false.
+    pub(crate) fn each_cold(
+        &self,
+        g: &ShardData,
+        idx: usize,
+        f: &mut dyn FnMut(&[u8], Owned) -> bool,
+    ) {
+        if let (Some(store), true) = (self.cold_store(), g.cold != 0) {
+            // Clean keys' copies are their RAM entries' too: only the others are cold.
+            store.each(self.index(), idx, &mut |key, o| {
+                (!g.clean.is_empty() && g.clean.contains(key)) || f(key, o)
+            });
+        }
+    }
+
+    /// A cold entry of shard `idx` read in place (an export's walk).
+    pub(crate) fn get_cold(&self, idx: usize, key: &[u8]) -> Option<Owned> {
+        self.cold_store()?.get(self.index(), idx, key)
+    }
+
+    /// FLUSHDB: the cold entries go with the hot ones (the caller holds every shard).
+    pub(crate) fn clear_cold(&self) {
+        if let Some(store) = self.cold_store() {
+            store.clear(self.index());
+        }
+    }
+
+    /// Keys in the cold store, and moves each way since start: (keys, to disk, back).
+    pub fn cold_stats(&self) -> (u64, u64, u64) {
+        self.shard_iter().fold((0, 0, 0), |(k, s, f), g| {
+            (k + g.cold as u64, s + g.spills, f + g.faults)
+        })
+    }
+}
+
+impl crate::Keyspace {
+    /// Installs the cold store (tiering on), once, before any key is stored.
+    pub fn set_cold_store(&self, store: std::sync::Arc<dyn ColdStore>) {
+        let _ = self.hooks().cold.set(store);
+    }
+
+    pub fn tiering(&self) -> bool {
+        self.hooks().cold.get().is_some()
+    }
+
+    /// One step of the background pass over cold keys (the active expiry's): the next
+    /// shards holding cold keys with an expiry (up to 16), round robin, have those whose time has passed
+    /// removed as expired keys are. Returns how many went.
+    pub fn cold_expire_step(&self) -> usize {
+        if self.hooks().cold.get().is_none() || !self.db(0).may_expire(crate::clock::now_ms()) {
+            return 0;
+        }
+        let per_db = self.db(0).shard_count();
+        let total = per_db * self.db_count();
+        let start = self
+            .hooks()
+            .cold_cursor
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let (mut removed, mut visited) = (0, 0);
+        let mut pos = start % total;
+        for _ in 0..total.min(4096) {
+            let db = self.db(pos / per_db);
+            let idx = pos % per_db;
+            pos = (pos + 1) % total;
+            let mut g = db.shard_ref(idx).acquire();
+            if g.cold_volatile == 0 {
+                continue;
+            }
+            let now = crate::clock::now_ms();
+            let mut expired = Vec::new();
+            db.each_cold(&g, idx, &mut |key, o| {
+                if o.expire_at.is_some_and(|at| at <= now) {
+                    expired.push(key.to_vec());
+                }
+                true
+            });
+            for key in &expired {
+                // Back into RAM, then removed as any expired key is (its event, its DEL).
+                db.fault(&mut g, hash(key), key, true);
+            }
+            if !expired.is_empty() {
+                removed += db.purge_expired(&mut g, now);
+            }
+            visited += 1;
+            if visited == 16 {
+                break;
+            }
+        }
+        self.hooks()
+            .cold_cursor
+            .store(pos, std::sync::atomic::Ordering::Relaxed);
+        removed
+    }
+
+    pub(crate) fn swap_cold(&self, a: usize, b: usize) {
+        if let Some(store) = self.hooks().cold.get() {
+            store.swap(a, b);
+        }
+    }
+}
+
+/// The bytes of the entries in RAM, as the engine counts them (`crate::ledger`), for a
+/// server whose `maxmemory` bounds its hot entries (tiering): the store's own memory and
+/// the allocator's other users are not the entries' and must not push them out.
+pub struct HotBytes(std::sync::Arc<crate::ledger::Books>);
+
+impl HotBytes {
+    pub fn total(&self) -> u64 {
+        self.0.total() as u64
+    }
+}
+
+impl crate::Keyspace {
+    /// Starts counting the bytes of every database's entries (see [`HotBytes`]): each
+    /// shard folds its changes in every `fold` bytes.
+    pub fn count_hot_bytes(&self, fold: usize) -> HotBytes {
+        let books = std::sync::Arc::new(crate::ledger::Books::default());
+        for d in 0..self.db_count() {
+            let db = self.db(d);
+            for i in 0..db.shard_count() {
+                db.shard_ref(i)
+                    .acquire()
+                    .open_ledger(&books, fold.max(1), 5);
+            }
+        }
+        HotBytes(books)
+    }
+}

@@ -1,0 +1,368 @@
+//! Tiering (`tiering yes`): entries evicted under `maxmemory` move, key and value, to an
+//! on-disk store instead of being deleted, and come back into RAM on their next access.
+//! The engine decides when entries move and keeps the invariants (`strata_engine::ColdStore`,
+//! docs/tiering.md); this is the store: an LSM tree (fjall) with one tree per database,
+//! records keyed by (shard, key) so a shard's cold keys read together (SCAN, KEYS, a
+//! snapshot's capture). Only the tree's filters, index blocks, caches and write buffers
+//! stay in RAM, not the keys.
+//!
+//! The store is not part of the truth: snapshots hold cold entries like hot ones and the
+//! journal holds the writes, so the tier is emptied at start and refilled from them
+//! (docs/tiering.md says what that costs). So it is never fsynced.
+
+use crate::server::Server;
+use parking_lot::RwLock;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
+use strata_engine::{ColdStore, Owned};
+
+/// A record's first byte: flags, then the entry in the snapshot file's encoding.
+const RAW: u8 = 1;
+
+/// The tier's memory: fjall's block cache, and each database's write buffer (only those of
+/// databases with cold keys fill). Counted outside `maxmemory` (as Redis leaves out its
+/// replication buffers) and shown in INFO.
+const CACHE_BYTES: u64 = 8 << 20;
+const WRITE_BUFFER_BYTES: u64 = 4 << 20;
+const WRITE_BUFFERS_BYTES: u64 = 16 << 20;
+
+pub struct Tier {
+    path: PathBuf,
+    db: fjall::Database,
+    /// The tree of each logical database (SWAPDB exchanges two).
+    trees: RwLock<Vec<fjall::Keyspace>>,
+    /// The server, for its encoding thresholds when values come back.
+    server: Weak<Server>,
+    /// Bytes read back from and written to the store (records, not disk pages).
+    pub read_bytes: AtomicU64,
+    pub written_bytes: AtomicU64,
+    /// Store errors met (reads and writes); the last is logged.
+    pub errors: AtomicU64,
+    /// Commands that waited for a read from the tier.
+    pub prefetches: AtomicU64,
+    /// Bit i: database i's tree has been written (it has a write buffer).
+    written_trees: AtomicU64,
+    /// What `maxmemory` bounds under tiering: the hot entries' bytes.
+    pub hot: std::sync::OnceLock<strata_engine::HotBytes>,
+}
+
+impl Tier {
+    /// Opens an empty tier in `path` (what a previous run left there goes first: the
+    /// snapshot and the journal refill it).
+    pub fn open(path: &Path, databases: usize, server: Weak<Server>) -> Result<Tier, String> {
+        if path.exists() {
+            std::fs::remove_dir_all(path)
+                .map_err(|e| format!("cannot empty the tier at {}: {e}", path.display()))?;
+        }
+        let err = |e: fjall::Error| format!("cannot open the tier at {}: {e}", path.display());
+        // The bound on all write buffers together is what keeps the tier's memory bounded
+        // while flushes lag behind a burst of spills (hidden in fjall's docs for now).
+        #[allow(deprecated)]
+        let db = fjall::Database::builder(path)
+            .cache_size(CACHE_BYTES)
+            .max_write_buffer_size(Some(WRITE_BUFFERS_BYTES))
+            .manual_journal_persist(true)
+            // Never one: fjall's worker that rotates a write buffer then waits to queue its
+            // flush on the workers' own bounded queue, which a lone worker never drains
+            // (measured: flushes stopped and the write buffers grew to 1.9 GB).
+            .worker_threads(3)
+            .open()
+            .map_err(err)?;
+        let trees = (0..databases)
+            .map(|i| {
+                db.keyspace(&format!("db{i}"), || {
+                    // No write of the store's journal per record: the tier is rebuilt at
+                    // start, its journal is never needed.
+                    fjall::KeyspaceCreateOptions::default()
+                        .max_memtable_size(WRITE_BUFFER_BYTES)
+                        .manual_journal_persist(true)
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        Ok(Tier {
+            path: path.to_path_buf(),
+            db,
+            trees: RwLock::new(trees),
+            server,
+            read_bytes: AtomicU64::new(0),
+            written_bytes: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            written_trees: AtomicU64::new(0),
+            prefetches: AtomicU64::new(0),
+            hot: Default::default(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes the store takes on disk (its trees and its journal).
+    pub fn disk_bytes(&self) -> u64 {
+        self.db.disk_space().unwrap_or(0)
+    }
+
+    /// The hot entries' bytes (what `maxmemory` bounds under tiering).
+    pub fn hot_bytes(&self) -> u64 {
+        self.hot.get().map_or(0, |h| h.total())
+    }
+
+    /// The RAM set aside for the store: its block cache, and two write buffers (one
+    /// filling, one being flushed) per database that has had cold entries. What fjall
+    /// reports of its own use (`cache_size`, `write_buffer_size`) leaves out its
+    /// structures' overhead (measured: a third of the total), so the budget is reserved
+    /// whole rather than measured (docs/tiering.md).
+    pub fn memory_bytes(&self) -> u64 {
+        let written = self.written_trees.load(Relaxed) != 0;
+        CACHE_BYTES + if written { WRITE_BUFFERS_BYTES } else { 0 }
+    }
+
+    fn tree(&self, db: usize) -> Option<fjall::Keyspace> {
+        self.trees.read().get(db).cloned()
+    }
+
+    fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(4 + key.len());
+        k.extend_from_slice(&(shard as u32).to_be_bytes());
+        k.extend_from_slice(key);
+        k
+    }
+
+    fn encode(entry: &Owned) -> Vec<u8> {
+        let mut buf = vec![if entry.raw { RAW } else { 0 }];
+        strata_storage::encode_value(&mut buf, 0, b"", entry.expire_at, &entry.value);
+        buf
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Owned, String> {
+        let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
+        let server = self.server.upgrade().ok_or("the server is gone")?;
+        let mut out = None;
+        let enc = &server.keyspace.encodings;
+        strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
+            out = Some(Owned {
+                value,
+                expire_at,
+                raw: flags & RAW != 0,
+            })
+        })?;
+        out.ok_or_else(|| "record without an entry".into())
+    }
+
+    /// A store that cannot be read holds acknowledged data this process can no longer
+    /// serve or snapshot: stop, and let the restart rebuild the tier from the snapshot and
+    /// the journal (which lose nothing).
+    fn fatal(&self, what: &str, e: impl std::fmt::Display) -> ! {
+        tracing::error!("tier at {}: {what}: {e}; stopping", self.path.display());
+        std::process::abort()
+    }
+
+    fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
+        let tree = self.tree(db)?;
+        let rk = Self::record_key(shard, key);
+        let bytes = match tree.get(&rk) {
+            Ok(b) => b?,
+            Err(e) => self.fatal("read", e),
+        };
+        self.read_bytes.fetch_add(bytes.len() as u64, Relaxed);
+        let owned = self
+            .decode(&bytes)
+            .unwrap_or_else(|e| self.fatal("decode", e));
+        if remove {
+            if let Err(e) = tree.remove(rk) {
+                self.fatal("remove", e);
+            }
+        }
+        Some(owned)
+    }
+}
+
+impl ColdStore for Tier {
+    fn put(&self, db: usize, shard: usize, key: &[u8], entry: &Owned) -> Result<(), String> {
+        let tree = self.tree(db).ok_or("no such database")?;
+        let value = Self::encode(entry);
+        let n = value.len() + key.len() + 4;
+        tree.insert(Self::record_key(shard, key), value)
+            .map_err(|e| {
+                self.errors.fetch_add(1, Relaxed);
+                format!("tier write: {e}")
+            })?;
+        self.written_bytes.fetch_add(n as u64, Relaxed);
+        self.written_trees.fetch_or(1 << (db % 64), Relaxed);
+        Ok(())
+    }
+
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+        self.read(db, shard, key, true)
+    }
+
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+        self.read(db, shard, key, false)
+    }
+
+    fn remove(&self, db: usize, shard: usize, key: &[u8]) {
+        if let Some(tree) = self.tree(db) {
+            if let Err(e) = tree.remove(Self::record_key(shard, key)) {
+                self.fatal("remove", e);
+            }
+        }
+    }
+
+    fn may_contain(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        let Some(tree) = self.tree(db) else {
+            return false;
+        };
+        // An error says nothing: the command's own lookup will meet it.
+        tree.contains_key(Self::record_key(shard, key))
+            .unwrap_or(true)
+    }
+
+    fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
+        let Some(tree) = self.tree(db) else {
+            return;
+        };
+        for kv in tree.prefix((shard as u32).to_be_bytes()) {
+            let (k, v) = kv.into_inner().unwrap_or_else(|e| self.fatal("scan", e));
+            let owned = self.decode(&v).unwrap_or_else(|e| self.fatal("decode", e));
+            self.read_bytes.fetch_add(v.len() as u64, Relaxed);
+            if !f(&k[4..], owned) {
+                return;
+            }
+        }
+    }
+
+    fn clear(&self, db: usize) {
+        if let Some(tree) = self.tree(db) {
+            if let Err(e) = tree.clear() {
+                self.fatal("clear", e);
+            }
+        }
+    }
+
+    fn swap(&self, a: usize, b: usize) {
+        let mut trees = self.trees.write();
+        if a < trees.len() && b < trees.len() {
+            trees.swap(a, b);
+        }
+    }
+}
+
+/// Opens the tier when `tiering yes`, before anything is loaded.
+pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
+    let cfg = server.config.get();
+    if !cfg.tiering {
+        return Ok(None);
+    }
+    let path = if cfg.tiering_dir.is_empty() {
+        server.data_dir().join("tier")
+    } else {
+        PathBuf::from(&cfg.tiering_dir)
+    };
+    let me = server.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
+    let tier = Arc::new(Tier::open(&path, server.keyspace.db_count(), me)?);
+    server.keyspace.set_cold_store(tier.clone());
+    // Shards fold their counts in every `fold` bytes: the total is within a sixteenth of
+    // `maxmemory` of the exact sum.
+    let shards = server.keyspace.db_count() * server.keyspace.db(0).shard_count();
+    let fold = (cfg.maxmemory as usize / (16 * shards)).clamp(64, 4096);
+    let _ = tier.hot.set(server.keyspace.count_hot_bytes(fold));
+    tracing::info!("tiering: cold entries go to {}", path.display());
+    Ok(Some(tier))
+}
+
+/// While the server loads its data at start (snapshot, journal): with tiering, entries
+/// spill to the tier as they would under clients' commands, so data larger than
+/// `maxmemory` loads within it.
+pub fn spill_while_loading(server: &Server) {
+    if server.tier.get().is_some() && server.loading.load(std::sync::atomic::Ordering::Relaxed) {
+        server.evict.perform(server);
+    }
+}
+
+/// Before a client's command runs: if any of its keys may be in the tier (its shard has
+/// cold keys, it is not in RAM, the store's filter does not rule it out), the work that reads them on the blocking pool. The
+/// read only warms the store's cache and the page cache: the command, run again, brings
+/// the keys back under their locks as any access does, so a key that moved meanwhile is
+/// still found where it is.
+pub fn prefetch(
+    server: &Server,
+    db: usize,
+    cmd: &crate::exec::command::Command,
+    argv: &[bytes::Bytes],
+) -> Option<crate::exec::Deferred> {
+    let tier = server.tier.get()?;
+    // A blocking command may block on its second run, which nothing would then wait
+    // for: its cold keys come back synchronously instead.
+    if cmd.has(crate::exec::command::flags::BLOCKING) {
+        return None;
+    }
+    let d = server.keyspace.db(db);
+    let mut cold = Vec::new();
+    cmd.for_each_key_position(argv, |i| {
+        if let Some(key) = argv.get(i) {
+            if let Some(shard) = d.maybe_cold(key) {
+                cold.push((shard, key.clone()));
+            }
+        }
+    });
+    if cold.is_empty() {
+        return None;
+    }
+    let tier = tier.clone();
+    tier.prefetches.fetch_add(1, Relaxed);
+    Some(Box::new(move || {
+        for (shard, key) in cold {
+            tier.get(db, shard, &key);
+        }
+        Box::new(())
+    }))
+}
+
+/// Whether the tier may take more: below `tiering-max-disk` (0: no limit).
+pub fn has_room(server: &Server, tier: &Tier) -> bool {
+    let max = server.config.get().tiering_max_disk;
+    max == 0 || tier.disk_bytes() < max
+}
+
+/// INFO's `tiering` section.
+pub fn info(server: &Server, out: &mut String) {
+    use std::fmt::Write;
+    let Some(tier) = server.tier.get() else {
+        let _ = write!(out, "tiering_enabled:0\r\n");
+        return;
+    };
+    let ks = &server.keyspace;
+    let (mut cold, mut spills, mut faults, mut keys) = (0, 0, 0, 0u64);
+    for d in 0..ks.db_count() {
+        let (c, s, f) = ks.db(d).cold_stats();
+        cold += c;
+        spills += s;
+        faults += f;
+        keys += ks.db(d).len() as u64;
+    }
+    let disk = tier.disk_bytes();
+    let mem = tier.memory_bytes();
+    let written = tier.written_bytes.load(Relaxed);
+    let _ = write!(
+        out,
+        "tiering_enabled:1\r\ntiering_dir:{}\r\nhot_keys:{}\r\nhot_bytes:{}\r\ncold_keys:{cold}\r\n\
+         cold_disk_bytes:{disk}\r\ntier_memory_bytes:{mem}\r\n\
+         tier_ram_per_cold_key:{:.1}\r\nmoved_to_disk:{spills}\r\nmoved_to_ram:{faults}\r\n\
+         tier_bytes_written:{written}\r\ntier_bytes_read:{}\r\ntier_errors:{}\r\n\
+         tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\n\
+         tier_compactions:{}\r\ntier_compacting_ms:{}\r\n",
+        tier.path().display(),
+        keys - cold,
+        tier.hot_bytes(),
+        if cold == 0 { 0.0 } else { mem as f64 / cold as f64 },
+        tier.read_bytes.load(Relaxed),
+        tier.errors.load(Relaxed),
+        tier.db.cache_size(),
+        tier.db.write_buffer_size(),
+        tier.prefetches.load(Relaxed),
+        tier.db.compactions_completed(),
+        tier.db.time_compacting().as_millis(),
+    );
+}
