@@ -298,6 +298,11 @@ pub fn prefetch(
     if cmd.has(crate::exec::command::flags::BLOCKING) {
         return None;
     }
+    // While a script is busy its worker serves others from the script's hook
+    // (`net/busy.rs`), which runs commands through and cannot wait for them.
+    if server.scripts.busy.load(Relaxed) {
+        return None;
+    }
     let d = server.keyspace.db(db);
     let mut cold = Vec::new();
     cmd.for_each_key_position(argv, |i| {
