@@ -21,6 +21,7 @@
 #   ROUNDS=3 DURATION=15s     read rounds (alternating targets) and each round's length
 #   MAXMEM=256mb VALUE=1024 FACTOR=5
 #   SSDB=                     path of ssdb-server (the "ssdb" shape runs only when set)
+#   SHAPES=optane,ssdb        which shapes to run
 #   SMAXMEM=64mb SKEYS=10000000 SVALUE=50
 #   STRATA=target/release/strata  (built unless NO_BUILD=1)
 #   OUT=target/bench-tiering.md   the table (also printed); raw CSVs beside it
@@ -38,6 +39,7 @@ FACTOR=${FACTOR:-5}
 SMAXMEM=${SMAXMEM:-64mb}
 SKEYS=${SKEYS:-10000000}
 SVALUE=${SVALUE:-50}
+SHAPES=${SHAPES:-optane,ssdb}
 STRATA=${STRATA:-target/release/strata}
 OUT=${OUT:-target/bench-tiering.md}
 RAW=${OUT%.md}
@@ -128,40 +130,42 @@ strata_up tier "$TIER_PORT" --maxmemory "$MAXMEM" --tiering yes
 rss_watch "${PIDS[-1]}" "$WORK/tier.rss"
 TARGETS=(--target "mem=127.0.0.1:$MEM_PORT" --target "tier=127.0.0.1:$TIER_PORT")
 
-bench "${TARGETS[@]}" --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" \
-    >"$RAW-fill.csv"
-bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "zipf:$KEYS:0.99" \
-    -d "$VALUE" --duration "$DURATION" >"$RAW-zipf.csv"
-bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "random:$KEYS" \
-    -d "$VALUE" --duration "$DURATION" >"$RAW-uniform.csv"
-redis-cli -p "$TIER_PORT" info tiering | tr -d '\r' >"$WORK/tier.info"
-BIGGEST=$(find "$WORK/tier/tier" -type f -name '*' -size +1M -printf '%s %p\n' \
-    | sort -n | tail -1 | cut -d' ' -f2)
-IOPS=$(disk_iops "$BIGGEST")
+if [[ ",$SHAPES," == *,optane,* ]]; then
+    bench "${TARGETS[@]}" --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" \
+        >"$RAW-fill.csv"
+    bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "zipf:$KEYS:0.99" \
+        -d "$VALUE" --duration "$DURATION" >"$RAW-zipf.csv"
+    bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "random:$KEYS" \
+        -d "$VALUE" --duration "$DURATION" >"$RAW-uniform.csv"
+    redis-cli -p "$TIER_PORT" info tiering | tr -d '\r' >"$WORK/tier.info"
+    BIGGEST=$(find "$WORK/tier/tier" -type f -name '*' -size +1M -printf '%s %p\n' \
+        | sort -n | tail -1 | cut -d' ' -f2)
+    IOPS=$(disk_iops "$BIGGEST")
 
-row() { # NAME CSV COLUMN
-    local m t
-    m=$(best "$2" mem "$3")
-    t=$(best "$2" tier "$3")
-    echo "| $1 | $m | $t | $(awk -v a="$t" -v b="$m" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') |"
-}
-{
-    echo "Tiering, optane shape: $KEYS keys of $VALUE B (${FACTOR}x maxmemory $MAXMEM), $(date -u +%F)"
-    echo
-    echo "| measure | in memory | tiered | tiered / in memory |"
-    echo "| --- | ---: | ---: | ---: |"
-    row "fill, SET/s (-P 16)" "$RAW-fill.csv" 8
-    row "zipf 0.99 GET/s" "$RAW-zipf.csv" 8
-    row "zipf 0.99 GET p99 us" "$RAW-zipf.csv" 12
-    row "uniform GET/s" "$RAW-uniform.csv" 8
-    row "uniform GET p99 us" "$RAW-uniform.csv" 12
-    echo
-    echo "Disk: $IOPS random 4 KiB reads/s (O_DIRECT, queue depth 1) of the tier's largest file."
-    echo "Tiered server's largest RSS: $(( $(cat "$WORK/tier.rss") / 1024 )) MiB;" \
-        "$(grep -E '^(hot_keys|cold_keys|tier_bytes_written|cold_disk_bytes):' "$WORK/tier.info" | tr '\n' ' ')"
-} | tee "$OUT"
+    row() { # NAME CSV COLUMN
+        local m t
+        m=$(best "$2" mem "$3")
+        t=$(best "$2" tier "$3")
+        echo "| $1 | $m | $t | $(awk -v a="$t" -v b="$m" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') |"
+    }
+    {
+        echo "Tiering, optane shape: $KEYS keys of $VALUE B (${FACTOR}x maxmemory $MAXMEM), $(date -u +%F)"
+        echo
+        echo "| measure | in memory | tiered | tiered / in memory |"
+        echo "| --- | ---: | ---: | ---: |"
+        row "fill, SET/s (-P 16)" "$RAW-fill.csv" 8
+        row "zipf 0.99 GET/s" "$RAW-zipf.csv" 8
+        row "zipf 0.99 GET p99 us" "$RAW-zipf.csv" 12
+        row "uniform GET/s" "$RAW-uniform.csv" 8
+        row "uniform GET p99 us" "$RAW-uniform.csv" 12
+        echo
+        echo "Disk: $IOPS random 4 KiB reads/s (O_DIRECT, queue depth 1) of the tier's largest file."
+        echo "Tiered server's largest RSS: $(( $(cat "$WORK/tier.rss") / 1024 )) MiB;" \
+            "$(grep -E '^(hot_keys|cold_keys|tier_bytes_written|cold_disk_bytes):' "$WORK/tier.info" | tr '\n' ' ')"
+    } | tee "$OUT"
+fi
 
-if [ -n "${SSDB:-}" ]; then
+if [ -n "${SSDB:-}" ] && [[ ",$SHAPES," == *,ssdb,* ]]; then
     S_PORT=$(free_port)
     mkdir -p "$WORK/ssdb/var"
     printf 'work_dir = %s\npidfile = %s\nserver:\n\tip: 127.0.0.1\n\tport: %s\nlogger:\n\tlevel: error\n\toutput: %s\nleveldb:\n\tcache_size: 64\n\twrite_buffer_size: 64\n\tcompaction_speed: 1000\n\tcompression: yes\n' \

@@ -81,6 +81,9 @@ directives! {
     tiering_dir: String = "", "tiering-dir", START | OWN;
     /// Disk the tier may take (0: no limit); once reached, eviction deletes as without it.
     tiering_max_disk: u64 [memory(0, ULLONG_MAX)] = "0", "tiering-max-disk", LIVE | OWN;
+    /// The tier's block cache (its filters, index and data blocks), outside maxmemory.
+    tiering_cache_size: u64 [memory(1 << 20, ULLONG_MAX)] = "64mb", "tiering-cache-size",
+        START | OWN;
     /// How slowly LFU counters grow with accesses.
     lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE => Maxmemory;
     /// Minutes per decrement of the LFU counter (OBJECT FREQ).

@@ -20,10 +20,9 @@ use strata_engine::{ColdStore, Owned};
 /// A record's first byte: flags, then the entry in the snapshot file's encoding.
 const RAW: u8 = 1;
 
-/// The tier's memory: fjall's block cache, and each database's write buffer (only those of
-/// databases with cold keys fill). Counted outside `maxmemory` (as Redis leaves out its
-/// replication buffers) and shown in INFO.
-const CACHE_BYTES: u64 = 8 << 20;
+/// The tier's memory besides its cache (`tiering-cache-size`): each database's write
+/// buffer (only those of databases with cold keys fill), all of them bounded together.
+/// Outside `maxmemory` (as Redis leaves out its replication buffers); shown in INFO.
 const WRITE_BUFFER_BYTES: u64 = 4 << 20;
 const WRITE_BUFFERS_BYTES: u64 = 16 << 20;
 
@@ -50,7 +49,12 @@ pub struct Tier {
 impl Tier {
     /// Opens an empty tier in `path` (what a previous run left there goes first: the
     /// snapshot and the journal refill it).
-    pub fn open(path: &Path, databases: usize, server: Weak<Server>) -> Result<Tier, String> {
+    pub fn open(
+        path: &Path,
+        databases: usize,
+        cache_bytes: u64,
+        server: Weak<Server>,
+    ) -> Result<Tier, String> {
         if path.exists() {
             std::fs::remove_dir_all(path)
                 .map_err(|e| format!("cannot empty the tier at {}: {e}", path.display()))?;
@@ -60,7 +64,7 @@ impl Tier {
         // while flushes lag behind a burst of spills (hidden in fjall's docs for now).
         #[allow(deprecated)]
         let db = fjall::Database::builder(path)
-            .cache_size(CACHE_BYTES)
+            .cache_size(cache_bytes)
             .max_write_buffer_size(Some(WRITE_BUFFERS_BYTES))
             .manual_journal_persist(true)
             // Never one: fjall's worker that rotates a write buffer then waits to queue its
@@ -116,7 +120,7 @@ impl Tier {
     /// whole rather than measured (docs/tiering.md).
     pub fn memory_bytes(&self) -> u64 {
         let written = self.written_trees.load(Relaxed) != 0;
-        CACHE_BYTES + if written { WRITE_BUFFERS_BYTES } else { 0 }
+        self.db.cache_capacity() + if written { WRITE_BUFFERS_BYTES } else { 0 }
     }
 
     fn tree(&self, db: usize) -> Option<fjall::Keyspace> {
@@ -261,7 +265,8 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
         PathBuf::from(&cfg.tiering_dir)
     };
     let me = server.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
-    let tier = Arc::new(Tier::open(&path, server.keyspace.db_count(), me)?);
+    let dbs = server.keyspace.db_count();
+    let tier = Arc::new(Tier::open(&path, dbs, cfg.tiering_cache_size, me)?);
     server.keyspace.set_cold_store(tier.clone());
     // Shards fold their counts in every `fold` bytes: the total is within a sixteenth of
     // `maxmemory` of the exact sum.
