@@ -437,3 +437,26 @@ fn the_tier_write_buffers_stay_bounded() {
     }
     assert!(tiering_field(&mut c, "cold_keys") > 15_000);
 }
+
+/// The tier directory is emptied at every start, so a `tiering-dir` that holds anything but
+/// a tier is refused, and its files are left alone.
+#[test]
+fn a_tiering_dir_with_other_files_is_refused() {
+    let dir = temp_dir("tiering-foreign");
+    let tier = dir.join("mine");
+    std::fs::create_dir_all(&tier).unwrap();
+    std::fs::write(tier.join("notes.txt"), b"keep me").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["serve", "--port", "0", "--tiering", "yes", "--tiering-dir"])
+        .arg(&tier)
+        .arg("--dir")
+        .arg(dir.join("data"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("refusing to empty it"), "{text}");
+    assert_eq!(std::fs::read(tier.join("notes.txt")).unwrap(), b"keep me");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -250,6 +250,8 @@ pub struct Loader<'s> {
     server: &'s Server,
     opts: LoadOptions,
     pub summary: Summary,
+    /// Keys met so far.
+    seen: u64,
 }
 
 impl<'s> Loader<'s> {
@@ -258,6 +260,7 @@ impl<'s> Loader<'s> {
             server,
             opts,
             summary: Summary::default(),
+            seen: 0,
         }
     }
 
@@ -279,6 +282,11 @@ impl<'s> Loader<'s> {
     }
 
     pub fn key(&mut self, e: &Entry) -> Result<(), LoadError> {
+        self.seen += 1;
+        if self.seen % 1024 == 0 {
+            // An RDB larger than maxmemory loads into the tier (at start, with tiering).
+            crate::services::tiering::spill_while_loading(self.server);
+        }
         match load_key(&self.server.keyspace, e, clock::now_ms(), &self.opts)? {
             Loaded::Expired => self.summary.expired += 1,
             Loaded::Stored => {

@@ -50,15 +50,13 @@ impl Tier {
     /// Opens an empty tier in `path` (what a previous run left there goes first: the
     /// snapshot and the journal refill it).
     pub fn open(
-        path: &Path,
+        dir: &Path,
         databases: usize,
         cache_bytes: u64,
         server: Weak<Server>,
     ) -> Result<Tier, String> {
-        if path.exists() {
-            std::fs::remove_dir_all(path)
-                .map_err(|e| format!("cannot empty the tier at {}: {e}", path.display()))?;
-        }
+        let path = prepare_dir(dir)?;
+        let path = path.as_path();
         let err = |e: fjall::Error| format!("cannot open the tier at {}: {e}", path.display());
         // The bound on all write buffers together is what keeps the tier's memory bounded
         // while flushes lag behind a burst of spills (hidden in fjall's docs for now).
@@ -86,7 +84,7 @@ impl Tier {
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
         Ok(Tier {
-            path: path.to_path_buf(),
+            path: dir.to_path_buf(),
             db,
             trees: RwLock::new(trees),
             server,
@@ -251,6 +249,37 @@ impl ColdStore for Tier {
             trees.swap(a, b);
         }
     }
+}
+
+/// The marker file of a tier directory: only a directory that has it (or is empty) is
+/// emptied at start, so a mistyped `tiering-dir` never deletes someone's files.
+const MARKER: &str = "STRATA-TIER";
+
+/// Makes `dir` a tier directory with an empty store in it (`dir/store`), returning the
+/// store's path. Refuses a directory that holds other things.
+fn prepare_dir(dir: &Path) -> Result<PathBuf, String> {
+    let shown = dir.display();
+    let marker = dir.join(MARKER);
+    let empty = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(format!("cannot read tiering-dir {shown}: {e}")),
+    };
+    if !empty && !marker.exists() {
+        return Err(format!(
+            "tiering-dir {shown} is not empty and holds no Strata tier (no {MARKER} file): \
+             refusing to empty it; point tiering-dir at an empty or new directory"
+        ));
+    }
+    let store = dir.join("store");
+    if store.exists() {
+        std::fs::remove_dir_all(&store)
+            .map_err(|e| format!("cannot empty the tier at {}: {e}", store.display()))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create tiering-dir {shown}: {e}"))?;
+    std::fs::write(&marker, b"Strata's on-disk tier: emptied at every start\n")
+        .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    Ok(store)
 }
 
 /// Opens the tier when `tiering yes`, before anything is loaded.
