@@ -283,7 +283,7 @@ impl<'s> Loader<'s> {
 
     pub fn key(&mut self, e: &Entry) -> Result<(), LoadError> {
         self.seen += 1;
-        if self.seen % 1024 == 0 {
+        if self.seen.is_multiple_of(1024) {
             // An RDB larger than maxmemory loads into the tier (at start, with tiering).
             crate::services::tiering::spill_while_loading(self.server);
         }
