@@ -143,6 +143,12 @@ fn unlink_frees_large_values_in_the_background() {
     );
     assert_eq!(int(&mut c, &["UNLINK", "big", "nokey"]), 1);
     assert_eq!(int(&mut c, &["EXISTS", "big"]), 0);
+    // The value is handed to the lazyfree thread once the reply is on its way: wait for
+    // the thread rather than race the reply.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while !lazyfree(p.pid()) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(lazyfree(p.pid()), "no lazyfree thread after a large UNLINK");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {

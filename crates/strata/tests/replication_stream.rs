@@ -96,6 +96,13 @@ fn stream_of(p: &Proc) -> Vec<String> {
         &["UNLINK", "nothing"],
         &["SET", "gone", "1"],
         &["DEL", "gone", "nothing"],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &[
+            "EVAL",
+            "return redis.call('incrbyfloat', KEYS[1], '2.25')",
+            "1",
+            "f",
+        ],
         &["SET", "end", "1"],
     ];
     for w in writes {

@@ -66,6 +66,14 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = longdouble::to_human(sum);
     l.set_str(key, text.as_bytes(), ttl);
     drop(l);
+    // As Redis: the result goes to the journal and replicas, not the addition (float
+    // arithmetic need not agree elsewhere).
+    ctx.rewrite1(crate::exec::effects::cmd(&[
+        b"SET",
+        key,
+        text.as_bytes(),
+        b"KEEPTTL",
+    ]));
     ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.out.bulk(text.as_bytes());
     Ok(())
