@@ -96,6 +96,9 @@ fn stream_of(p: &Proc) -> Vec<String> {
         &["UNLINK", "nothing"],
         &["SET", "gone", "1"],
         &["DEL", "gone", "nothing"],
+        &["SPOP", "noset"],
+        &["SPOP", "noset", "3"],
+        &["EVAL", "return redis.call('spop', KEYS[1])", "1", "noset"],
         &["INCRBYFLOAT", "f", "1.5"],
         &[
             "EVAL",

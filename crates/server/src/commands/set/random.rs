@@ -21,7 +21,9 @@ pub(super) fn spop(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut rng = Rng::new(ctx);
     let mut l = ctx.lock1(key);
     let Some(s) = l.set_mut(key)? else {
+        // Nothing popped: nothing to journal or replicate (as Redis).
         drop(l);
+        ctx.no_effect();
         ctx.out.null();
         return Ok(());
     };
@@ -57,11 +59,13 @@ fn spop_count(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut l = ctx.lock1(key);
     let Some(s) = l.set_mut(key)? else {
         drop(l);
+        ctx.no_effect();
         ctx.out.set(0);
         return Ok(());
     };
     if count == 0 {
         drop(l);
+        ctx.no_effect();
         ctx.out.set(0);
         return Ok(());
     }
