@@ -337,3 +337,30 @@ fn a_second_sigint_exits_while_a_script_keeps_shutdown_waiting() {
     );
     drop(looping);
 }
+
+/// Time stands still inside a script, as in Redis: a key set with PX 1 by the script is
+/// still there for the script after a 10 ms sleep, and gone for the next command.
+#[test]
+fn time_stands_still_inside_a_script() {
+    let p = strata(&["--enable-debug-command", "yes"]);
+    let mut c = p.client();
+    // DEBUG is refused in scripts unless the test switch allows it (as Redis's suite does).
+    let _: () = redis::cmd("DEBUG")
+        .arg("set-disable-deny-scripts")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    let inside: i64 = redis::cmd("EVAL")
+        .arg(
+            "redis.call('SET', 'key', 'value', 'PX', '1') \
+             redis.call('DEBUG', 'SLEEP', '0.01') \
+             return redis.call('EXISTS', 'key')",
+        )
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(inside, 1);
+    std::thread::sleep(Duration::from_millis(2));
+    let after: i64 = redis::cmd("EXISTS").arg("key").query(&mut c).unwrap();
+    assert_eq!(after, 0);
+}

@@ -127,7 +127,7 @@ fn memory_usage(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     }
     let key = ctx.arg(2);
-    let mut l = ctx.db().lock1(key).no_touch(true);
+    let mut l = ctx.db().lock1_at(ctx.now_ms, key).no_touch(true);
     match l.peek(key).map(|e| e.memory_usage(samples)) {
         Some(bytes) => ctx.out.int(i64::try_from(bytes).unwrap_or(i64::MAX)),
         None => ctx.out.null(),

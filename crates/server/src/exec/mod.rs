@@ -82,6 +82,9 @@ pub struct ScriptRules {
     /// commands flagged DENYOOM are refused until its first write (Redis's
     /// scriptVerifyOOM; a script flagged `allow-oom` is never refused).
     pub deny_oom: bool,
+    /// When the script started (Unix ms): its commands all run at that time, so no key
+    /// expires while it runs (as Redis blocks the time for a script).
+    pub started_ms: u64,
 }
 
 /// What a command leaves for its connection to do after it: its own push messages, to be
@@ -305,10 +308,10 @@ fn run(
         };
         // Nothing expires while the journal replays: its records already say which keys
         // expired (as DELs), and when.
-        let now_ms = if frozen {
-            1
-        } else {
-            server.clock.unix_ms(started)
+        let now_ms = match nest.as_ref().and_then(|n| n.script) {
+            _ if frozen => 1,
+            Some(rules) => rules.started_ms,
+            None => server.clock.unix_ms(started),
         };
         let out = Reply::new(out, proto);
         let mut ctx = Ctx::new(w, client, call.argv, out, now_ms, frozen, after, nest);

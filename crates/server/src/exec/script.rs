@@ -64,12 +64,14 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
             (Some(hold), epoch)
         }
     };
+    let now = Tick::now();
     let mut nest = Nest {
         group: Group::new(db),
         epoch,
         script: Some(ScriptRules {
             read_only: script.read_only,
             deny_oom: script.deny_oom,
+            started_ms: server.clock.unix_ms(now),
         }),
     };
     let proto = client.proto;
@@ -78,7 +80,6 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
     let arg_refs: Vec<&[u8]> = script.args.iter().map(|a| a.as_ref()).collect();
     let threshold = Duration::from_millis(server.scripts.busy_threshold_ms.load(Ordering::Relaxed));
     let (reply, registered) = {
-        let now = Tick::now();
         let mut host = ScriptHost {
             worker,
             client: &mut *client,

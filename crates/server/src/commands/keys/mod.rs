@@ -394,5 +394,5 @@ const OBJECT_SUBCOMMANDS: &[Command] = &[
 /// A lock on `keys` whose reads count keyspace hits/misses but never update access times
 /// (Redis's LOOKUP_NOTOUCH).
 fn lock_notouch<'a, K: AsRef<[u8]>>(ctx: &Ctx<'a>, keys: &[K]) -> Locked<'a> {
-    ctx.db().lock(keys).no_touch(true)
+    ctx.db().lock_at(ctx.now_ms, keys).no_touch(true)
 }

@@ -93,7 +93,7 @@ pub(super) fn type_(ctx: &mut Ctx<'_>) -> CmdResult {
 /// NO-TOUCH does not stop TOUCH itself.
 pub(super) fn touch(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = &ctx.argv[1..];
-    let mut l = ctx.db().lock(keys);
+    let mut l = ctx.db().lock_at(ctx.now_ms, keys);
     let n = keys.iter().filter(|k| l.get(k).is_some()).count();
     drop(l);
     ctx.out.int(n as i64);
