@@ -364,3 +364,26 @@ fn time_stands_still_inside_a_script() {
     let after: i64 = redis::cmd("EXISTS").arg("key").query(&mut c).unwrap();
     assert_eq!(after, 0);
 }
+
+/// SORT BY a constant leaves a set in storage order, except for a script, which gets it
+/// sorted (as Redis does, so the script's result does not depend on the encoding).
+#[test]
+fn sort_by_a_constant_is_ordered_for_scripts() {
+    let p = strata(&[]);
+    let mut c = p.client();
+    let members = ["q", "b", "aa", "z", "a", "azz", "m", "aaa", "c"];
+    let _: i64 = redis::cmd("SADD")
+        .arg("myset")
+        .arg(&members[..])
+        .query(&mut c)
+        .unwrap();
+    let got: Vec<String> = redis::cmd("EVAL")
+        .arg("return redis.call('sort', KEYS[1], 'by', '_')")
+        .arg(1)
+        .arg("myset")
+        .query(&mut c)
+        .unwrap();
+    let mut sorted: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+    sorted.sort();
+    assert_eq!(got, sorted);
+}

@@ -126,6 +126,8 @@ struct Opts<'a> {
     /// A constant BY pattern was given (sticky, as in Redis, even if a later BY has `*`).
     dontsort: bool,
     gets: Vec<&'a [u8]>,
+    /// Called by a script, whose result must not depend on a set's storage order.
+    script: bool,
 }
 
 /// Parses SORT's options. `all_keys`: the user may read every key, which BY with a
@@ -140,6 +142,7 @@ fn parse<'a>(argv: &'a [Bytes], readonly: bool, all_keys: bool) -> Result<Opts<'
         sortby: None,
         dontsort: false,
         gets: Vec::new(),
+        script: false,
     };
     let int = |b: &[u8]| crate::exec::command::parse_i64(b).ok_or(CmdError::NOT_INTEGER);
     let mut j = 2;
@@ -285,8 +288,9 @@ fn load(l: &mut Locked<'_>, key: &[u8], o: &Opts<'_>, read: bool) -> Result<Load
     let mut dontsort = o.dontsort;
     let mut alpha = o.alpha;
     let mut by = o.sortby.is_some();
-    // An unsorted set is sorted anyway when stored, so the result is deterministic.
-    if dontsort && kind == Kind::Set && o.store.is_some() {
+    // An unsorted set is sorted anyway when stored or given to a script, so the result is
+    // deterministic (the journal, replicas, a script's effects).
+    if dontsort && kind == Kind::Set && (o.store.is_some() || o.script) {
         dontsort = false;
         alpha = true;
         by = false;
@@ -402,7 +406,8 @@ fn needs_pattern_keys(o: &Opts<'_>) -> bool {
 
 fn sort_generic(ctx: &mut Ctx<'_>, readonly: bool) -> CmdResult {
     let argv = ctx.argv;
-    let o = parse(argv, readonly, ctx.may_read_all_keys())?;
+    let mut o = parse(argv, readonly, ctx.may_read_all_keys())?;
+    o.script = ctx.in_script();
     let src: &[u8] = &argv[1];
     let mut base: Vec<Vec<u8>> = vec![src.to_vec()];
     base.extend(o.store.map(<[u8]>::to_vec));
