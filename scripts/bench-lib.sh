@@ -74,3 +74,14 @@ gen_keys() {
             printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$64\r\n%s\r\n", i, substr(pool, (i * 61) % 4096 + 1, 64)
     }'
 }
+
+# wait_ping PORT: waits up to 20 s for a server to answer PING on PORT, else exits.
+wait_ping() {
+    local i
+    for i in $(seq 400); do
+        redis-cli -p "$1" ping >/dev/null 2>&1 && return
+        sleep 0.05
+    done
+    log "server on port $1 did not start"
+    exit 1
+}

@@ -48,15 +48,6 @@ info_field() {
     redis-cli -p "$1" info replication | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
 }
 
-wait_ping() {
-    local i
-    for i in $(seq 200); do
-        redis-cli -p "$1" ping >/dev/null 2>&1 && return
-        sleep 0.05
-    done
-    log "server on port $1 did not start"
-    exit 1
-}
 
 # start KIND DIR: starts a server of KIND (strata or redis) without persistence; sets PORT
 # to its port, and its pid joins PIDS.

@@ -59,15 +59,6 @@ bytes() { # 256mb -> bytes
     esac
 }
 
-wait_ping() {
-    local i
-    for i in $(seq 400); do
-        redis-cli -p "$1" ping >/dev/null 2>&1 && return
-        sleep 0.05
-    done
-    log "server on port $1 did not start"
-    exit 1
-}
 
 # strata_up NAME PORT ARGS...: a Strata server without persistence in $WORK/NAME.
 strata_up() {

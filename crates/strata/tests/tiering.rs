@@ -17,15 +17,18 @@ fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
     }
 }
 
+/// A tiered server's options: almost everything spills to the tier.
+const TIERED: [&str; 6] = [
+    "--maxmemory",
+    "1mb",
+    "--tiering",
+    "yes",
+    "--maxmemory-policy",
+    "allkeys-lru",
+];
+
 fn tiered(extra: &[&str]) -> Proc {
-    let mut args = vec![
-        "--maxmemory",
-        "1mb",
-        "--tiering",
-        "yes",
-        "--maxmemory-policy",
-        "allkeys-lru",
-    ];
+    let mut args = TIERED.to_vec();
     args.extend_from_slice(extra);
     strata(&args)
 }
@@ -250,14 +253,7 @@ fn flushdb_swapdb_and_randomkey_reach_cold_keys() {
 #[test]
 fn sigkill_while_entries_move_loses_nothing() {
     let dir = temp_dir("tiering-kill");
-    let args = [
-        "--maxmemory",
-        "1mb",
-        "--tiering",
-        "yes",
-        "--maxmemory-policy",
-        "allkeys-lru",
-    ];
+    let args = TIERED;
     let s = serve_in(&dir, &args);
     let mut c = s.client();
     let filler = vec![b'f'; 6000];
