@@ -536,6 +536,10 @@ fn function_delete(ctx: &mut Ctx<'_>) -> CmdResult {
 }
 
 fn function_flush(ctx: &mut Ctx<'_>) -> CmdResult {
+    // Redis answers extra arguments as a wrong subcommand (SCRIPT FLUSH does not).
+    if ctx.argv.len() > 3 {
+        return Err(crate::exec::table::wrong_subcommand_args(ctx.argv));
+    }
     flush_mode(ctx, "FUNCTION FLUSH only supports SYNC|ASYNC option")?;
     ctx.scripts().libraries.write().clear();
     ctx.scripts().functions_changed();
