@@ -134,15 +134,16 @@ fn pq<T>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn by_key(a: &(u32, u32), b: &(u32, u32)) -> Ordering {
+    /// Orders (key, position) pairs by key alone (the position shows stability).
+    pub(crate) fn by_key(a: &(u32, u32), b: &(u32, u32)) -> Ordering {
         a.0.cmp(&b.0)
     }
 
-    /// A small deterministic generator for the tests.
-    fn numbers(seed: u64, n: usize, modulo: u64) -> Vec<u32> {
+    /// A small deterministic generator for the sorting tests (here and geo's).
+    pub(crate) fn numbers(seed: u64, n: usize, modulo: u64) -> Vec<u32> {
         let mut x = seed;
         (0..n)
             .map(|_| {

@@ -46,23 +46,7 @@ fn merge_sort_in<T: Copy>(v: &mut [T], tmp: &mut Vec<T>, cmp: &impl Fn(&T, &T) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn by_key(a: &(u32, u32), b: &(u32, u32)) -> Ordering {
-        a.0.cmp(&b.0)
-    }
-
-    /// A small deterministic generator for the tests.
-    fn numbers(seed: u64, n: usize, modulo: u64) -> Vec<u32> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % modulo) as u32
-            })
-            .collect()
-    }
+    use crate::commands::pqsort::tests::{by_key, numbers};
 
     #[test]
     fn merge_sort_is_sorted_and_stable() {
