@@ -251,6 +251,27 @@ fn bit_range_to_bytes(start: &mut i64, end: &mut i64) -> (u8, u8) {
     (first, last)
 }
 
+/// BITCOUNT's and BITPOS's range over a string of `totlen` (bytes, or bits with `isbit`):
+/// negative indexes count from the end, both are clamped to the string, and a bit range
+/// becomes its bytes with the masks of its first and last byte ((0, 0): whole bytes).
+fn clamp_range(start: &mut i64, end: &mut i64, totlen: i64, isbit: bool) -> (u8, u8) {
+    if *start < 0 {
+        *start += totlen;
+    }
+    if *end < 0 {
+        *end += totlen;
+    }
+    *start = (*start).max(0);
+    *end = (*end).max(0);
+    if *end >= totlen {
+        *end = totlen - 1;
+    }
+    if isbit && *start <= *end {
+        return bit_range_to_bytes(start, end);
+    }
+    (0, 0)
+}
+
 fn bitcount(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let argc = ctx.argv.len();
@@ -275,20 +296,7 @@ fn bitcount(ctx: &mut Ctx<'_>) -> CmdResult {
             ctx.out.int(0);
             return Ok(());
         }
-        if start < 0 {
-            start += totlen;
-        }
-        if end < 0 {
-            end += totlen;
-        }
-        start = start.max(0);
-        end = end.max(0);
-        if end >= totlen {
-            end = totlen - 1;
-        }
-        if isbit && start <= end {
-            (first_mask, last_mask) = bit_range_to_bytes(&mut start, &mut end);
-        }
+        (first_mask, last_mask) = clamp_range(&mut start, &mut end, totlen, isbit);
     } else if argc == 2 {
         start = 0;
         end = strlen - 1;
@@ -357,20 +365,7 @@ fn bitpos(ctx: &mut Ctx<'_>) -> CmdResult {
         if isbit {
             totlen <<= 3;
         }
-        if start < 0 {
-            start += totlen;
-        }
-        if end < 0 {
-            end += totlen;
-        }
-        start = start.max(0);
-        end = end.max(0);
-        if end >= totlen {
-            end = totlen - 1;
-        }
-        if isbit && start <= end {
-            (first_mask, last_mask) = bit_range_to_bytes(&mut start, &mut end);
-        }
+        (first_mask, last_mask) = clamp_range(&mut start, &mut end, totlen, isbit);
     } else if argc == 3 {
         start = 0;
         end = strlen - 1;
