@@ -192,8 +192,9 @@ impl Config {
             } else {
                 value.split(' ').collect()
             };
-            let failed =
-                |e: &str| format!("CONFIG SET failed (possibly related to argument '{under}') - {e}");
+            let failed = |e: &str| {
+                format!("CONFIG SET failed (possibly related to argument '{under}') - {e}")
+            };
             let changed = d.set(&mut next, &words, false).map_err(|e| failed(&e))?;
             if changed && !d.has(LIVE) {
                 return Err(failed("can't set immutable config"));

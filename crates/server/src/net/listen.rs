@@ -35,16 +35,16 @@ impl Want {
     }
 }
 
-/// Every address of `bind` on `port` and on `tls-port`, plain ones first. Port 0 means no
-/// plain listener when `tls-port` is set, as in Redis; without TLS it asks for the port
-/// `chosen` (the one the OS picked at start), or any free one (Strata's tests start that
-/// way). An empty `bind` is Redis's default, every address (`* -::*`).
+/// Every address of `bind` on `port` and on `tls-port`, plain ones first. Port 0 asks for
+/// the port `chosen` (the one the OS picked at start), if any; else, without a TLS port,
+/// for any free one (Strata's tests start that way); else for no plain listener, as in
+/// Redis. An empty `bind` is Redis's default, every address (`* -::*`).
 pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
     let mut ports = Vec::new();
-    if values.port != 0 {
-        ports.push((values.port, false));
-    } else if values.tls_port == 0 {
-        ports.push((chosen.unwrap_or(0), false));
+    match (values.port, chosen) {
+        (0, Some(chosen)) => ports.push((chosen, false)),
+        (0, None) if values.tls_port != 0 => {}
+        (port, _) => ports.push((port, false)),
     }
     if values.tls_port != 0 {
         ports.push((values.tls_port, true));
@@ -85,7 +85,11 @@ pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
 /// Binds every address `wanted` asks for at start, each with `tcp-backlog`.
 pub fn bind(config: &Config) -> std::io::Result<Vec<Listener>> {
     let values = config.get();
-    bind_each(&wanted(&values, None), effective_backlog(values.tcp_backlog), 0)
+    bind_each(
+        &wanted(&values, None),
+        effective_backlog(values.tcp_backlog),
+        0,
+    )
 }
 
 /// Binds each of `wanted` (an optional one that fails is skipped); all or none. Fails

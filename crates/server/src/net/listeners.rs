@@ -19,6 +19,8 @@ use std::thread::JoinHandle;
 #[derive(Default)]
 pub struct Listeners {
     open: Mutex<Vec<Open>>,
+    /// The plain port the OS picked at start (`port 0`), which `port 0` keeps meaning.
+    chosen: Mutex<Option<u16>>,
 }
 
 /// A listener with its accept thread.
@@ -35,6 +37,9 @@ impl Listeners {
     /// Starts an accept thread for each listener bound at start (the workers must exist).
     pub fn serve(&self, server: &Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<()> {
         let mut open = self.open.lock();
+        if server.config.get().port == 0 {
+            *self.chosen.lock() = listeners.iter().find(|l| !l.tls).map(|l| l.addr.port());
+        }
         for l in listeners {
             open.push(spawn(server, l)?);
         }
@@ -57,12 +62,12 @@ impl Listeners {
     }
 }
 
-/// Makes the listeners match the current `bind`, `port` and `tls-port`. Port 0 without a
-/// TLS port keeps the port the OS chose at start (Strata's "any free port"); with one it
-/// means no plain listener, as in Redis. Err (logged) leaves the listeners as they were.
+/// Makes the listeners match the current `bind`, `port` and `tls-port`. Port 0 is the
+/// port the OS chose at start when it chose one (Strata's "any free port"), else no plain
+/// listener, as in Redis. Err (logged) leaves the listeners as they were.
 pub fn rebind(server: &Arc<Server>) -> std::io::Result<()> {
     let mut open = server.listeners.open.lock();
-    let chosen = open.iter().find(|o| !o.tls).map(|o| o.addr.port());
+    let chosen = *server.listeners.chosen.lock();
     let wanted = wanted(&server.config.get(), chosen);
     // What is wanted and already open stays; the rest of `wanted` is bound anew.
     let mut keep = Vec::new();
@@ -133,8 +138,11 @@ pub fn rebind(server: &Arc<Server>) -> std::io::Result<()> {
 fn reopen(server: &Arc<Server>, keep: &mut Vec<Open>, old: &[(SocketAddr, bool)]) {
     let backlog = server.config.get().tcp_backlog;
     for &(addr, tls) in old {
-        let l = crate::net::listen::listen_on(&addr.to_string(), backlog)
-            .map(|socket| Listener { socket, tls, addr });
+        let l = crate::net::listen::listen_on(&addr.to_string(), backlog).map(|socket| Listener {
+            socket,
+            tls,
+            addr,
+        });
         match l.and_then(|l| spawn(server, l)) {
             Ok(o) => keep.push(o),
             Err(e) => tracing::warn!("could not listen on {addr} again: {e}"),
