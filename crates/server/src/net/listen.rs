@@ -221,6 +221,46 @@ pub fn refuse(
 mod tests {
     use super::*;
 
+    /// (address, tls, optional) for each listener the directives ask for.
+    fn asked(c: &Config, chosen: Option<u16>) -> Vec<(String, bool, bool)> {
+        wanted(&c.get(), chosen)
+            .into_iter()
+            .map(|w| (w.addr, w.tls, w.optional))
+            .collect()
+    }
+
+    #[test]
+    fn wanted_addresses_and_what_port_0_means() {
+        let c = Config::new(None);
+        c.set("port", "0", false).unwrap();
+        c.set("bind", "", false).unwrap();
+        let any = |p: u16| {
+            vec![
+                (format!("0.0.0.0:{p}"), false, false),
+                (format!("[::]:{p}"), false, true),
+            ]
+        };
+        assert_eq!(asked(&c, None), any(0), "an empty bind is `* -::*`");
+        assert_eq!(
+            asked(&c, Some(7000)),
+            any(7000),
+            "port 0 keeps the OS's choice"
+        );
+        c.set("bind", "127.0.0.1 -::1", false).unwrap();
+        c.set("tls-port", "7100", false).unwrap();
+        assert_eq!(
+            asked(&c, None),
+            vec![
+                ("127.0.0.1:7100".to_string(), true, false),
+                ("[::1]:7100".to_string(), true, true),
+            ],
+            "with a TLS port, port 0 is no plain listener"
+        );
+        c.set("port", "7001", false).unwrap();
+        let plain: Vec<_> = asked(&c, Some(7000)).into_iter().filter(|w| !w.1).collect();
+        assert_eq!(plain[0].0, "127.0.0.1:7001");
+    }
+
     #[test]
     fn protected_mode_and_maxclients() {
         let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
