@@ -8,7 +8,6 @@ use crate::exec::table::Table;
 use crate::net::conn;
 use crate::services::stats::Stats;
 use crate::tick::Tick;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,8 +24,8 @@ pub struct Server {
     pub started: Instant,
     pub run_id: String,
     pub threads: usize,
-    /// Addresses actually bound (port 0 resolves to the port the OS chose).
-    pub listen: Vec<SocketAddr>,
+    /// The listening sockets (CONFIG SET bind/port/tls-port changes them).
+    pub listeners: crate::net::listeners::Listeners,
     /// Unix seconds of the last successful save (the start time until persistence lands).
     pub last_save: AtomicU64,
     pub shutting_down: AtomicBool,
@@ -180,9 +179,9 @@ impl Server {
 }
 
 impl Server {
-    /// Builds the shared state for `config`, listening on `listen`, with an empty keyspace
-    /// (start-up then loads the data directory into it).
-    pub fn new(config: Config, listen: Vec<SocketAddr>) -> Arc<Server> {
+    /// Builds the shared state for `config`, with an empty keyspace (start-up then loads
+    /// the data directory into it) and no listener yet (`net::start` serves them).
+    pub fn new(config: Config) -> Arc<Server> {
         let values = config.get();
         let mut threads = values.threads as usize;
         if threads == 0 {
@@ -206,7 +205,7 @@ impl Server {
             started: Instant::now(),
             run_id: run_id(),
             threads,
-            listen,
+            listeners: Default::default(),
             last_save: AtomicU64::new(Server::now_unix()),
             shutting_down: AtomicBool::new(false),
             memory: Default::default(),

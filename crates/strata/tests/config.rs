@@ -11,7 +11,7 @@ use std::io::{BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use strata_server::config::{DIRECTIVES, HIDDEN, OWN};
+use strata_server::config::{DIRECTIVES, HIDDEN, LIVE, OWN};
 
 /// A connection to a server on `port` that sends a command and reads its reply.
 struct Conn(BufReader<TcpStream>);
@@ -120,10 +120,6 @@ fn every_directive_redis_lists_is_there_with_its_default() {
     }
 }
 
-/// Directives Strata sets at start only, which redis-server can change at run time
-/// (docs/compatibility.md).
-const START_ONLY: &[&str] = &["bind", "port", "tls-port"];
-
 /// CONFIG SET of every directive (and alias) redis-server lists, to the value each server
 /// has: accepted, or refused (immutable, protected), alike.
 #[test]
@@ -134,7 +130,7 @@ fn every_directive_sets_as_in_redis() {
     let want = config_get(&mut r, &["*"]);
     let got = config_get(&mut s, &["*"]);
     let mut mismatches = Vec::new();
-    for name in want.keys().filter(|n| !START_ONLY.contains(&n.as_str())) {
+    for name in want.keys() {
         let redis_said = r.call(&["CONFIG", "SET", name, &want[name]]);
         let strata_said = s.call(&["CONFIG", "SET", name, &got[name]]);
         if redis_said.raw != strata_said.raw {
@@ -146,11 +142,33 @@ fn every_directive_sets_as_in_redis() {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-    for name in START_ONLY {
-        assert!(s
-            .call(&["CONFIG", "SET", name, &got[*name]])
-            .shown()
-            .contains("can't set immutable config"));
+    // Strata's own start-only directives take the value they have (what replays CONFIG
+    // GET * through CONFIG SET works), and no other.
+    let own_start: Vec<&str> = DIRECTIVES
+        .iter()
+        .filter(|d| d.has(OWN) && !d.has(LIVE))
+        .map(|d| d.name)
+        .collect();
+    let others = [
+        ("threads", "3"),
+        ("worker-sched", "normal"),
+        ("shards", "64"),
+        ("tiering", "yes"),
+        ("tiering-dir", "elsewhere"),
+        ("tiering-cache-size", "2mb"),
+    ];
+    assert_eq!(own_start, others.map(|(n, _)| n), "a value for each");
+    for (name, other) in others {
+        assert_ne!(got[name], other, "{name}");
+        let same = s.call(&["CONFIG", "SET", name, &got[name]]);
+        assert_eq!(same.raw, b"+OK\r\n", "{name}: {}", same.shown());
+        let changed = s.call(&["CONFIG", "SET", name, other]);
+        assert!(
+            changed.shown().contains("can't set immutable config"),
+            "{name}: {}",
+            changed.shown()
+        );
+        assert_eq!(config_get(&mut s, &[name])[name], got[name], "{name}");
     }
 }
 

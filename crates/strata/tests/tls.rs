@@ -548,3 +548,53 @@ fn encrypted_pkcs8_keys_open_with_their_pass_and_legacy_ones_are_refused_clearly
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("openssl pkcs8 -topk8"), "{log}");
 }
+
+/// tls-port at run time: refused without certificates as redis-server refuses it; with
+/// them a TLS listener opens, follows CONFIG SET bind, and closes with tls-port 0.
+#[test]
+fn config_set_tls_port_opens_a_tls_listener_that_follows_bind() {
+    let redis = common::redis(&[]);
+    let bare = strata(&[]);
+    let port = free_port().to_string();
+    let set = ["CONFIG", "SET", "tls-port", port.as_str()];
+    let want = common::RespConn::new(&redis).call(&set).unwrap();
+    let got = common::RespConn::new(&bare).call(&set).unwrap();
+    assert!(want.shown().contains("'tls-port'"), "{}", want.shown());
+    assert_eq!(
+        got.raw,
+        want.raw,
+        "strata {} redis {}",
+        got.shown(),
+        want.shown()
+    );
+
+    let pki = Pki::new();
+    let args = pki.server_args("a");
+    let p = strata(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut c = p.client();
+    let tls_port = free_port();
+    let set = |c: &mut redis::Connection, name: &str, value: &str| -> String {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query::<String>(c)
+            .unwrap_or_else(|e| e.to_string())
+    };
+    assert_eq!(set(&mut c, "tls-port", &tls_port.to_string()), "OK");
+    let ping = |host: &str| redis_cli_tls(&pki, tls_port, Some("a-client"), &["-h", host, "PING"]);
+    assert_eq!(ping("127.0.0.1"), (true, "PONG".to_string()));
+
+    assert_eq!(set(&mut c, "bind", "127.0.0.2"), "OK");
+    assert_eq!(ping("127.0.0.2"), (true, "PONG".to_string()));
+    assert!(
+        TcpStream::connect(("127.0.0.1", tls_port)).is_err(),
+        "the old TLS address still accepts"
+    );
+    assert_eq!(set(&mut c, "tls-port", "0"), "OK");
+    assert!(TcpStream::connect(("127.0.0.2", tls_port)).is_err());
+    assert!(
+        TcpStream::connect(("127.0.0.2", p.port)).is_ok(),
+        "the plain port moved too"
+    );
+}

@@ -409,3 +409,55 @@ fn counts_and_flags_match_redis() {
     assert!(got.iter().any(|l| l == "flags=t"), "{got:?}");
     assert_eq!(got, fields(&r));
 }
+
+/// Redis's suite case: with `maxmemory` 100 KB above the memory in use, a write of 200 KB
+/// passes, and the next command evicts the only volatile key, whose invalidation reaches
+/// its tracking client before that command's reply. Small writes just before the sample
+/// (each written to the journal on its own) must not eat the margin.
+fn evict_tracked(p: &Proc) -> Vec<String> {
+    let mut s = Session::new(p, &[]);
+    s.call(T, &["hello", "3"]);
+    s.call(T, &["client", "tracking", "on"]);
+    for i in 0..20 {
+        s.w.call(&["set", &format!("warm{i}"), "x"]).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    let info = s.w.call(&["info", "memory"]).unwrap();
+    let info = String::from_utf8_lossy(&info.raw).into_owned();
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in INFO memory"))
+    };
+    let limit = field("used_memory") - field("mem_not_counted_for_evict") + 100 * 1024;
+    for (name, value) in [
+        ("maxmemory", limit.to_string()),
+        ("maxmemory-policy", "volatile-random".to_string()),
+    ] {
+        let ok = s.w.call(&["config", "set", name, &value]).unwrap();
+        assert_eq!(ok.raw, b"+OK\r\n", "{}: {}", p.name, ok.shown());
+    }
+    s.call(T, &["setex", "volatile-key", "10000", "x"]);
+    s.call(T, &["get", "volatile-key"]);
+    s.call(T, &["setbit", "big-key", "1600000", "0"]);
+    s.call(T, &["getbit", "big-key", "0"]);
+    s.w.call(&["config", "set", "maxmemory", "0"]).unwrap();
+    s.collect();
+    s.log
+}
+
+#[test]
+fn eviction_invalidates_before_the_evicting_reply_as_in_redis() {
+    let s = common::strata(&[]);
+    let r = common::redis(&[]);
+    let got = evict_tracked(&s);
+    let want = evict_tracked(&r);
+    let getbit = want.iter().position(|l| l == "T > getbit big-key 0");
+    let push = want.iter().position(|l| l.starts_with("T push "));
+    assert!(
+        push.is_some() && push > getbit,
+        "redis did not evict: {want:#?}"
+    );
+    assert_eq!(got, want, "strata: {got:#?}\nredis: {want:#?}");
+}

@@ -233,11 +233,7 @@ fn server_section(server: &Server, s: &mut String) {
     field(s, "process_id", std::process::id());
     field(s, "process_supervised", "no");
     field(s, "run_id", &server.run_id);
-    field(
-        s,
-        "tcp_port",
-        server.listen.first().map(|a| a.port()).unwrap_or(0),
-    );
+    field(s, "tcp_port", server.listeners.port().unwrap_or(0));
     field(s, "server_time_usec", now.as_micros());
     field(s, "uptime_in_seconds", uptime);
     field(s, "uptime_in_days", uptime / 86400);

@@ -36,13 +36,18 @@ pub enum Hook {
     /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
     /// clocks or LFU counters).
     Maxmemory,
-    /// Rebuilding the TLS configuration (certificates, CAs, protocols...): the one hook
-    /// that can fail, and CONFIG SET then puts the old values back.
+    /// Rebuilding the TLS configuration (certificates, CAs, protocols...). This one and
+    /// the listeners' can fail; CONFIG SET then puts the old values back.
     Tls,
+    /// Listening on the addresses `bind` names (`net::listeners`).
+    Bind,
+    /// Listening on `port` and `tls-port` (TLS configured first if it was off, as Redis).
+    Port,
 }
 
 impl Hook {
-    /// Runs the hook; Err (with the text CONFIG SET answers) only from `Tls`.
+    /// Runs the hook; Err (with the text CONFIG SET answers) only from `Tls`, `Bind` and
+    /// `Port`.
     pub fn run(self, server: &Server) -> Result<(), String> {
         let c = server.config.get();
         match self {
@@ -107,6 +112,25 @@ impl Hook {
                 if !server.loading.load(Ordering::SeqCst) {
                     crate::net::tls::reload(server)
                         .map_err(|_| crate::net::tls::UPDATE_FAILED.to_string())?;
+                }
+            }
+            // Start-up binds the listeners itself (`net::start`).
+            Hook::Bind | Hook::Port if server.loading.load(Ordering::SeqCst) => {}
+            Hook::Bind => {
+                if let Some(s) = server.arc() {
+                    crate::net::listeners::rebind(&s)
+                        .map_err(|_| "Failed to bind to specified addresses.".to_string())?;
+                }
+            }
+            Hook::Port => {
+                if c.tls_port != 0 && !server.tls.serving() {
+                    crate::net::tls::reload(server)
+                        .map_err(|_| crate::net::tls::UPDATE_FAILED.to_string())?;
+                }
+                if let Some(s) = server.arc() {
+                    crate::net::listeners::rebind(&s).map_err(|_| {
+                        "Unable to listen on this port. Check server logs.".to_string()
+                    })?;
                 }
             }
             Hook::Appendonly => {

@@ -169,7 +169,9 @@ impl Config {
                     "Unknown option or number of arguments for CONFIG SET - '{name}'"
                 ));
             };
-            if !d.has(LIVE) {
+            // Strata's own start-only directives may be "set" to the value they have, so
+            // what replays CONFIG GET * through CONFIG SET works; Redis's are refused.
+            if !d.has(LIVE) && !d.has(OWN) {
                 return Err(failed("can't set immutable config"));
             }
             if d.has(PROTECTED) && !protected_allowed(now.enable_protected_configs, local) {
@@ -190,9 +192,13 @@ impl Config {
             } else {
                 value.split(' ').collect()
             };
-            let changed = d.set(&mut next, &words, false).map_err(|e| {
+            let failed = |e: &str| {
                 format!("CONFIG SET failed (possibly related to argument '{under}') - {e}")
-            })?;
+            };
+            let changed = d.set(&mut next, &words, false).map_err(|e| failed(&e))?;
+            if changed && !d.has(LIVE) {
+                return Err(failed("can't set immutable config"));
+            }
             if changed {
                 hooks.extend(d.hook);
             }

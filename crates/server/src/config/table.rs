@@ -17,10 +17,10 @@ const PERMISSIONS: Kind = Kind::Octal { min: 0, max: 0o777 };
 directives! {
     // --- Network and clients
     /// Addresses to listen on; a `-` prefix skips one that is unavailable. Strata's
-    /// default is loopback only (Redis: `* -::*`); set at start only.
-    bind: Addresses = "127.0.0.1", "bind", START;
-    /// TCP port (0 picks a free one); set at start only.
-    port: u16 [int(0, 65535)] = "6379", "port", START;
+    /// default is loopback only (Redis: `* -::*`, what an empty list means).
+    bind: Addresses = "127.0.0.1", "bind", LIVE => Bind;
+    /// TCP port (0 without a TLS port: one the OS picks at start, kept after).
+    port: u16 [int(0, 65535)] = "6379", "port", LIVE => Port;
     /// Worker threads, each an event loop with its own connections (0: one per core).
     threads: u32 [int(0, 256)] = "0", "threads", START | OWN;
     /// Scheduling policy of the worker threads: batch (SCHED_BATCH, a waking worker does
@@ -311,7 +311,7 @@ directives! {
 
     // --- TLS (net::tls): a change rebuilds the configuration; one that does not build is
     // refused and the old one stays. No cluster here, so tls-cluster only asks for TLS.
-    tls_port: u16 [int(0, 65535)] = "0", "tls-port", START;
+    tls_port: u16 [int(0, 65535)] = "0", "tls-port", LIVE => Port;
     tls_cert_file: String = "", "tls-cert-file", LIVE => Tls;
     tls_key_file: String = "", "tls-key-file", LIVE => Tls;
     tls_key_file_pass: String = "", "tls-key-file-pass", LIVE | SENSITIVE => Tls;

@@ -80,7 +80,17 @@ fn file_and_runtime_rules() {
     assert_eq!(c.get().requirepass, "a b");
     assert!(c.get().save.0.is_empty());
     assert!(c.load_text("nonsense 1").unwrap_err().contains("line 1"));
-    assert!(c.set("port", "1", true).is_err());
+    assert!(
+        c.set("databases", "16", true).is_err(),
+        "Redis's start-only: refused"
+    );
+    c.set("threads", "0", true).unwrap();
+    assert!(
+        c.set("threads", "3", true).is_err(),
+        "Strata's own start-only: only the value it has"
+    );
+    c.set("port", "7001", true).unwrap();
+    assert_eq!(c.get().port, 7001);
     assert!(c.set("maxclients", "x", true).is_err());
     c.set("maxclients", "5", true).unwrap();
     assert_eq!(c.get().maxclients, 5);

@@ -262,7 +262,11 @@ fn run(
             .last_cmd
             .store(id, std::sync::atomic::Ordering::Relaxed);
     }
-    match admit::admit(server, client, id, call.argv, origin) {
+    let admitted = admit::admit(server, client, id, call.argv, origin);
+    if matches!(origin, Origin::Client) {
+        tracking::after_admission(server, client, out);
+    }
+    match admitted {
         admit::Admit::Run => {}
         admit::Admit::Queue => {
             crate::commands::transactions::queue(client, id, call.argv, out);

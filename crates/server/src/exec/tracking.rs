@@ -1,6 +1,6 @@
 //! Client-side caching's stops on a command's path (the tracking itself is
 //! `services::tracking`): keys a read records, before it runs; the table's limit, before a
-//! client's command; after it, the BCAST messages its writes caused, the invalidations for
+//! client's command; what evictions sent it, before its reply; after it, the BCAST messages its writes caused, the invalidations for
 //! the client itself (after its reply, after EXEC's whole reply), and the end of a
 //! one-command CLIENT CACHING.
 
@@ -8,7 +8,7 @@ use crate::exec::client::Client;
 use crate::exec::command::{flags, Command};
 use crate::exec::After;
 use crate::server::Server;
-use crate::services::tracking::{records_reads, Current};
+use crate::services::tracking::{mode, records_reads, Current};
 use bytes::Bytes;
 
 /// A read-only command of a tracking client: records its keys (a script command's keys are
@@ -35,6 +35,17 @@ pub(super) fn before(server: &Server, client: &Client, out: &mut Vec<u8>) {
             deferred: out,
         };
         server.tracking.enforce_limit(Some(me));
+    }
+}
+
+/// After admission, which evicts keys while memory is over `maxmemory`: the invalidations
+/// this client got meanwhile go before its reply (Redis sends them as the keys go, before
+/// the command runs). Mail that arrived earlier goes with them, as it was due anyway.
+#[inline]
+pub(super) fn after_admission(server: &Server, client: &Client, out: &mut Vec<u8>) {
+    let info = &client.info;
+    if server.evict.maxmemory() != 0 && info.tracking.has(mode::ON) && info.mail.has_mail() {
+        info.mail.drain_into(out);
     }
 }
 

@@ -1,75 +1,134 @@
 //! Listening: binding the configured addresses, accepting connections and handing each to a
 //! worker thread, and turning away those Redis would refuse (maxclients, protected mode).
 
-use crate::config::Config;
+use crate::config::{Config, Values};
 use crate::net::conn::Incoming;
 use crate::server::Server;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// Redis's reply to a non-loopback client while protected mode is on and no password is set.
 const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
-/// A bound listening socket, and whether its connections speak TLS.
+/// A bound listening socket, the address it is bound to, and whether its connections
+/// speak TLS.
 pub struct Listener {
     pub socket: TcpListener,
+    pub addr: SocketAddr,
     pub tls: bool,
 }
 
-/// Binds every address of `bind` on `port` and on `tls-port`, each with `tcp-backlog`.
-/// Returns the listeners (plain ones first) and the addresses actually bound. Port 0 means
-/// no plain listener when `tls-port` is set, as in Redis; without TLS it asks the OS for
-/// a free port (Strata's tests start that way).
-pub fn bind(config: &Config) -> std::io::Result<(Vec<Listener>, Vec<SocketAddr>)> {
-    let values = config.get();
-    let backlog = effective_backlog(values.tcp_backlog);
+/// An address the directives ask to listen on.
+pub(crate) struct Want {
+    /// `host:port`, as `to_socket_addrs` reads it.
+    addr: String,
+    pub tls: bool,
+    /// Redis's `-` prefix: skipped when it cannot be bound.
+    optional: bool,
+}
+
+impl Want {
+    /// The socket address it names (the first a host name resolves to).
+    pub fn resolved(&self) -> Option<SocketAddr> {
+        self.addr.to_socket_addrs().ok()?.next()
+    }
+}
+
+/// Every address of `bind` on `port` and on `tls-port`, plain ones first. Port 0 asks for
+/// the port `chosen` (the one the OS picked at start), if any; else, without a TLS port,
+/// for any free one (Strata's tests start that way); else for no plain listener, as in
+/// Redis. An empty `bind` is Redis's default, every address (`* -::*`).
+pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
     let mut ports = Vec::new();
-    if values.port != 0 || values.tls_port == 0 {
-        ports.push((values.port, false));
+    match (values.port, chosen) {
+        (0, Some(chosen)) => ports.push((chosen, false)),
+        (0, None) if values.tls_port != 0 => {}
+        (port, _) => ports.push((port, false)),
     }
     if values.tls_port != 0 {
         ports.push((values.tls_port, true));
     }
-    let mut listeners = Vec::new();
-    let mut listen = Vec::new();
+    let every = ["*".to_string(), "-::*".to_string()];
+    let hosts = match values.bind.0.is_empty() {
+        true => &every[..],
+        false => &values.bind.0[..],
+    };
+    let mut out = Vec::new();
     for (port, tls) in ports {
-        for host in values.bind.0.iter().map(String::as_str) {
-            // Redis's "-" prefix means "optional": skip it if the address is unavailable.
+        for host in hosts {
             let (optional, host) = match host.strip_prefix('-') {
                 Some(h) => (true, h),
-                None => (false, host),
+                None => (false, host.as_str()),
+            };
+            // Redis's wildcards: any IPv4 address, any IPv6 one.
+            let host = match host {
+                "*" => "0.0.0.0",
+                "::*" => "::",
+                h => h,
             };
             let addr = if host.contains(':') {
                 format!("[{host}]:{port}")
             } else {
                 format!("{host}:{port}")
             };
-            match listen_on(&addr, backlog) {
-                Ok(l) => {
-                    listen.push(l.local_addr()?);
-                    listeners.push(Listener { socket: l, tls });
-                }
-                Err(e) if optional => tracing::warn!("skipping optional bind address {addr}: {e}"),
-                Err(e) => {
-                    return Err(std::io::Error::new(
-                        e.kind(),
-                        format!("could not bind {addr}: {e}"),
-                    ))
-                }
+            out.push(Want {
+                addr,
+                tls,
+                optional,
+            });
+        }
+    }
+    out
+}
+
+/// Binds every address `wanted` asks for at start, each with `tcp-backlog`.
+pub fn bind(config: &Config) -> std::io::Result<Vec<Listener>> {
+    let values = config.get();
+    bind_each(
+        &wanted(&values, None),
+        effective_backlog(values.tcp_backlog),
+        0,
+    )
+}
+
+/// Binds each of `wanted` (an optional one that fails is skipped); all or none. Fails
+/// too when nothing would be listening (`already`: the listeners kept open besides).
+pub(crate) fn bind_each(
+    wanted: &[Want],
+    backlog: u32,
+    already: usize,
+) -> std::io::Result<Vec<Listener>> {
+    let mut listeners = Vec::new();
+    for w in wanted {
+        match listen_on(&w.addr, backlog) {
+            Ok(socket) => {
+                let addr = socket.local_addr()?;
+                listeners.push(Listener {
+                    socket,
+                    addr,
+                    tls: w.tls,
+                });
+            }
+            Err(e) if w.optional => {
+                tracing::warn!("skipping optional bind address {}: {e}", w.addr)
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("could not bind {}: {e}", w.addr),
+                ))
             }
         }
     }
-    if listeners.is_empty() {
+    if listeners.is_empty() && already == 0 {
         return Err(std::io::Error::other("no address to listen on"));
     }
-    Ok((listeners, listen))
+    Ok(listeners)
 }
 
 /// One listening socket with the given accept queue length (std's `bind` fixes it at 128).
-fn listen_on(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+pub(crate) fn listen_on(addr: &str, backlog: u32) -> std::io::Result<TcpListener> {
     use socket2::{Domain, Socket, Type};
     let addr: SocketAddr = addr
         .to_socket_addrs()?
@@ -82,17 +141,16 @@ fn listen_on(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
         socket.set_only_v6(true)?;
     }
     socket.bind(&addr.into())?;
-    socket.listen(backlog)?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
     Ok(socket.into())
 }
 
 /// `tcp-backlog`, warned about when the kernel's `somaxconn` silently cuts it, as Redis
 /// warns at start.
-fn effective_backlog(wanted: u32) -> i32 {
-    let wanted = i32::try_from(wanted).unwrap_or(i32::MAX);
+fn effective_backlog(wanted: u32) -> u32 {
     let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
         .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
+        .and_then(|s| s.trim().parse::<u32>().ok());
     if let Some(max) = somaxconn.filter(|&m| m < wanted) {
         tracing::warn!(
             "WARNING: The TCP backlog setting of {wanted} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
@@ -101,18 +159,18 @@ fn effective_backlog(wanted: u32) -> i32 {
     wanted
 }
 
-/// Accepts connections and deals them to the workers in turn until shutdown.
-pub fn accept_loop(
-    server: &Arc<Server>,
-    listener: Listener,
-    workers: &[mpsc::UnboundedSender<Incoming>],
-) {
+/// Accepts connections on `socket` and deals them to the workers in turn, until
+/// shutdown or until `stop` is set (the listener was closed: `net::listeners`).
+pub(crate) fn accept_loop(server: &Server, socket: &TcpListener, tls: bool, stop: &AtomicBool) {
+    let Some(workers) = server.workers.get() else {
+        return;
+    };
     let mut next = 0usize;
     loop {
-        let stream = match listener.socket.accept() {
+        let stream = match socket.accept() {
             Ok((s, _)) => s,
             Err(e) => {
-                if server.shutting_down.load(Ordering::SeqCst) {
+                if server.shutting_down.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
                     return;
                 }
                 // EMFILE and friends: back off instead of spinning.
@@ -121,14 +179,14 @@ pub fn accept_loop(
                 continue;
             }
         };
-        if server.shutting_down.load(Ordering::SeqCst) {
+        if server.shutting_down.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
             return;
         }
         server
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        let incoming = match listener.tls {
+        let incoming = match tls {
             false => Incoming::New(stream),
             true => Incoming::NewTls(stream),
         };
@@ -162,6 +220,46 @@ pub fn refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (address, tls, optional) for each listener the directives ask for.
+    fn asked(c: &Config, chosen: Option<u16>) -> Vec<(String, bool, bool)> {
+        wanted(&c.get(), chosen)
+            .into_iter()
+            .map(|w| (w.addr, w.tls, w.optional))
+            .collect()
+    }
+
+    #[test]
+    fn wanted_addresses_and_what_port_0_means() {
+        let c = Config::new(None);
+        c.set("port", "0", false).unwrap();
+        c.set("bind", "", false).unwrap();
+        let any = |p: u16| {
+            vec![
+                (format!("0.0.0.0:{p}"), false, false),
+                (format!("[::]:{p}"), false, true),
+            ]
+        };
+        assert_eq!(asked(&c, None), any(0), "an empty bind is `* -::*`");
+        assert_eq!(
+            asked(&c, Some(7000)),
+            any(7000),
+            "port 0 keeps the OS's choice"
+        );
+        c.set("bind", "127.0.0.1 -::1", false).unwrap();
+        c.set("tls-port", "7100", false).unwrap();
+        assert_eq!(
+            asked(&c, None),
+            vec![
+                ("127.0.0.1:7100".to_string(), true, false),
+                ("[::1]:7100".to_string(), true, true),
+            ],
+            "with a TLS port, port 0 is no plain listener"
+        );
+        c.set("port", "7001", false).unwrap();
+        let plain: Vec<_> = asked(&c, Some(7000)).into_iter().filter(|w| !w.1).collect();
+        assert_eq!(plain[0].0, "127.0.0.1:7001");
+    }
 
     #[test]
     fn protected_mode_and_maxclients() {

@@ -5,6 +5,7 @@ pub(crate) mod busy;
 pub mod clients;
 pub(crate) mod conn;
 pub mod listen;
+pub mod listeners;
 pub(crate) mod output;
 pub mod sched;
 pub mod signals;

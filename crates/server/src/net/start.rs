@@ -23,9 +23,10 @@ pub struct StartOptions {
 /// Returns once the server has stopped.
 pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
     let (server, listeners) = start(config, &opts)?;
-    for (l, addr) in listeners.iter().zip(&server.listen) {
+    for l in &listeners {
         tracing::info!(
-            "Ready to accept connections on {addr}{} with {} worker threads",
+            "Ready to accept connections on {}{} with {} worker threads",
+            l.addr,
             if l.tls { " (tls)" } else { "" },
             server.threads
         );
@@ -35,8 +36,8 @@ pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
 
 /// Binds, builds the shared state and loads the data directory, without serving yet.
 pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server>, Vec<Listener>)> {
-    let (listeners, listen) = crate::net::listen::bind(&config)?;
-    let server = Server::new(config, listen);
+    let listeners = crate::net::listen::bind(&config)?;
+    let server = Server::new(config);
     crate::services::acl::file::load_at_start(&server).map_err(std::io::Error::other)?;
     // Certificates and keys are read now, so a bad one stops the start with its reason.
     crate::net::tls::reload(&server)
@@ -71,7 +72,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
         senders.push(tx);
         queues.push(rx);
     }
-    let _ = server.workers.set(senders.clone());
+    let _ = server.workers.set(senders);
     for (i, rx) in queues.into_iter().enumerate() {
         let server = server.clone();
         let stats = Arc::new(ThreadStats::new(server.table.commands.len()));
@@ -90,14 +91,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
             .name("strata-cron".into())
             .spawn(move || crate::server::cron(&server))?
     };
-    for listener in listeners {
-        let server = server.clone();
-        let senders = senders.clone();
-        std::thread::Builder::new()
-            .name("strata-accept".into())
-            .spawn(move || crate::net::listen::accept_loop(&server, listener, &senders))?;
-    }
-    drop(senders);
+    server.listeners.serve(&server, listeners)?;
     background.join().ok();
     for w in workers {
         w.join().ok();

@@ -16,7 +16,7 @@ fn server(directives: &[(&str, &str)]) -> Arc<Server> {
     for (name, value) in directives {
         config.set(name, value, false).expect("directive");
     }
-    Server::new(config, Vec::new())
+    Server::new(config)
 }
 
 fn b(s: &str) -> Bytes {

@@ -23,7 +23,7 @@ use strata_rdb::Reader;
 
 /// A server on the data directory of `config`, loaded as start-up loads it, not serving.
 fn open_dir(config: Config) -> Result<Arc<Server>, String> {
-    let server = Server::new(config, Vec::new());
+    let server = Server::new(config);
     crate::services::persist::open(&server)?;
     server
         .loading

@@ -71,6 +71,16 @@ fn record(sh: &Shared, res: &io::Result<()>) {
     }
 }
 
+/// Hands a chunk buffer whose bytes are on disk back to the appenders, emptied, unless
+/// enough are kept or it grew too large (then it is freed).
+fn recycle(sh: &Shared, mut bytes: Vec<u8>) {
+    let mut spare = sh.spare.lock();
+    if spare.len() < SPARE_BUFFERS && bytes.capacity() <= 4 * CHUNK_BYTES {
+        bytes.clear();
+        spare.push(bytes);
+    }
+}
+
 /// The flusher thread: waits for appends (or a leader's failure, or `sync`, or the
 /// everysec clock), writes and fsyncs per the policy, and does the final flush at close.
 pub(super) fn flusher_thread(sh: &Shared) -> io::Result<()> {
@@ -258,14 +268,9 @@ impl Flusher {
         sh.last_fsync_us
             .store(t.elapsed().as_micros() as u64, Relaxed);
         self.last_sync = Instant::now();
-        let mut spare = sh.spare.lock();
-        for mut c in self.unsynced.drain(..) {
-            if spare.len() < SPARE_BUFFERS && c.bytes.capacity() <= 4 * CHUNK_BYTES {
-                c.bytes.clear();
-                spare.push(c.bytes);
-            }
+        for c in self.unsynced.drain(..) {
+            recycle(sh, c.bytes);
         }
-        drop(spare);
         self.synced_lsn = self.written_lsn;
         sh.synced.store(self.synced_lsn, Release);
         Ok(())
@@ -315,13 +320,17 @@ impl Flusher {
                 sh.disk_bytes.fetch_add(n, Relaxed);
             }
             if policy != Fsync::No || want_sync {
+                // Kept only to be rewritten if the fsync fails: a buffer mostly empty
+                // (writes spaced out, each written at once) is swapped for an exact copy
+                // and reused now, or each small write would hold a whole chunk buffer
+                // until the next fsync, a second later under everysec.
+                if c.bytes.len() * 4 < c.bytes.capacity() {
+                    let copy = c.bytes.clone();
+                    recycle(sh, std::mem::replace(&mut c.bytes, copy));
+                }
                 self.unsynced.push(c);
             } else {
-                let mut spare = sh.spare.lock();
-                if spare.len() < SPARE_BUFFERS && c.bytes.capacity() <= 4 * CHUNK_BYTES {
-                    c.bytes.clear();
-                    spare.push(c.bytes);
-                }
+                recycle(sh, c.bytes);
             }
         }
         let unsynced: usize = self.unsynced.iter().map(|c| c.bytes.len()).sum();

@@ -309,7 +309,7 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), LinkError> {
     let port = if c.replica_announce_port != 0 {
         c.replica_announce_port
     } else {
-        server.listen.first().map_or(c.port, |a| a.port())
+        server.listeners.port().unwrap_or(c.port)
     };
     let port = port.to_string();
     crate::exec::effects::encode(
