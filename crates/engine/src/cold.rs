@@ -27,8 +27,6 @@ pub trait ColdStore: Send + Sync {
     fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
     /// Drops `key`'s entry, unread.
     fn remove(&self, db: usize, shard: usize, key: &[u8]);
-    /// Whether `key` may have an entry (a filter's answer: false is certain).
-    fn may_contain(&self, db: usize, shard: usize, key: &[u8]) -> bool;
     /// Every entry of one shard, in key order, until `f` returns false.
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
     /// Drops every entry of database `db` (FLUSHDB, FLUSHALL).
@@ -66,7 +64,7 @@ impl Db {
             }
             return;
         }
-        if g.cold == 0 {
+        if g.cold == 0 || !g.cold_filter.may_contain(h) {
             return;
         }
         let found = if write {
@@ -80,7 +78,9 @@ impl Db {
         g.cold -= 1;
         g.cold_volatile -= usize::from(owned.expire_at.is_some());
         g.faults += 1;
-        if !write {
+        if write {
+            g.cold_filter.remove(h);
+        } else {
             g.clean.insert(key.into());
         }
         if let Some(pre) = g.pre.as_mut() {
@@ -105,6 +105,7 @@ impl Db {
         }
         if let Some(store) = self.cold_store() {
             store.remove(self.index(), self.shard_index(h), key);
+            g.cold_filter.remove(h);
         }
     }
 
@@ -128,12 +129,11 @@ impl Db {
     /// Whether `key` may be in the cold store (its shard has cold keys and it is not in
     /// RAM): Some(its shard's index), for a read ahead of the command that needs it.
     pub fn maybe_cold(&self, key: &[u8]) -> Option<usize> {
-        let store = self.cold_store()?;
+        self.cold_store()?;
         let h = hash(key);
         let idx = self.shard_index(h);
         let g = self.shard_ref(idx).acquire();
-        (g.cold != 0 && g.position(h, key).is_none() && store.may_contain(self.index(), idx, key))
-            .then_some(idx)
+        (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h)).then_some(idx)
     }
 
     /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in
@@ -161,6 +161,7 @@ impl Db {
         let owned = (g.clean.is_empty() || !g.clean.contains(key)).then(|| e.to_owned_value());
         if let Some(owned) = owned {
             store.put(self.index(), idx, key, &owned)?;
+            g.cold_filter.insert(h);
         } else {
             g.clean.remove(key);
         }
@@ -217,6 +218,11 @@ impl Db {
         if let Some(store) = self.cold_store() {
             store.clear(self.index());
         }
+    }
+
+    /// The RAM of the shards' filters of cold keys (`crate::cold_filter`).
+    pub fn cold_filter_bytes(&self) -> usize {
+        self.shard_iter().map(|g| g.cold_filter.bytes()).sum()
     }
 
     /// Keys in the cold store, and moves each way since start: (keys, to disk, back).

@@ -9,6 +9,7 @@
 pub mod access;
 pub mod clock;
 mod cold;
+mod cold_filter;
 pub mod embedded;
 mod embedded_budget;
 mod entry;

@@ -90,6 +90,8 @@ pub(crate) struct ShardData {
     /// Keys in RAM whose store copy is still theirs (brought back by a read, unchanged
     /// since): evicted again, they need no write.
     pub clean: hashbrown::HashSet<Box<[u8]>>,
+    /// Which keys have an entry in the store (cold keys and clean keys' copies).
+    pub cold_filter: crate::cold_filter::ColdFilter,
     pub spills: u64,
     pub faults: u64,
 }
@@ -623,6 +625,7 @@ impl ShardData {
         self.cold = 0;
         self.cold_volatile = 0;
         self.clean = Default::default();
+        self.cold_filter = Default::default();
         self.slots_end = 0;
         self.small_end = 0;
         self.small = HashTable::new();
@@ -637,6 +640,7 @@ impl ShardData {
         std::mem::swap(&mut self.cold, &mut other.cold);
         std::mem::swap(&mut self.cold_volatile, &mut other.cold_volatile);
         std::mem::swap(&mut self.clean, &mut other.clean);
+        std::mem::swap(&mut self.cold_filter, &mut other.cold_filter);
         std::mem::swap(&mut self.slots_end, &mut other.slots_end);
         std::mem::swap(&mut self.small_end, &mut other.small_end);
         self.swap_bytes(other);
