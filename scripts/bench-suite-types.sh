@@ -30,8 +30,8 @@
 #
 # Environment:
 #   ROUNDS=3          rounds per test (each round runs both servers once, order alternating)
-#   N1=300000         requests per -P 1 run
-#   N16=1000000       requests per -P 16 run
+#   N1=300000         requests per -P 1 run (a quarter of it for XRANGE COUNT 100)
+#   N16=1000000       requests per -P 16 run (the same)
 #   ENTRIES=1000000   stream entries for the memory figure and XRANGE's stream
 #   POINTS=1000000    geo points
 #   RADIUS_KM=10 GEO_COUNT=20
@@ -145,7 +145,7 @@ run() {
     local suite=$1 test=$2 p=$3 round=$4 name=$5 port pid n
     shift 5
     if [ "$name" = redis ]; then port=$REDIS_PORT pid=$REDIS_PID; else port=$STRATA_PORT pid=$STRATA_PID; fi
-    if [ "$p" = 1 ]; then n=$N1; else n=$N16; fi
+    n=$(requests "$test" "$p")
     case "$test" in
     xadd) cli "$port" del stream:xadd ;;
     xreadgroup)
@@ -163,10 +163,19 @@ run() {
     echo "$suite,$test,$p,$round,$name,$n,$RB_RPS,$RB_P99,$RB_TICKS,$CLK_TCK,$RB_ERR,$RB_CLIENT,$RB_WALL" >>"$RAW"
 }
 
+# requests TEST PIPELINE: N1 or N16, a quarter of it for XRANGE COUNT 100 (each reply
+# carries 100 entries: the run takes as long as the others).
+requests() {
+    local n
+    if [ "$2" = 1 ]; then n=$N1; else n=$N16; fi
+    if [ "$1" = xrange100 ]; then n=$((n / 4)); fi
+    echo "$n"
+}
+
 # test_args TEST PIPELINE: the redis-benchmark arguments of TEST (after -n -c -P).
 test_args() {
     local n
-    if [ "$2" = 1 ]; then n=$N1; else n=$N16; fi
+    n=$(requests "$1" "$2")
     case "$1" in
     xadd) echo "-r 1000000 XADD stream:xadd * a __rand_int__ b 42 c ok" ;;
     xrange10) echo "XRANGE stream:mem - + COUNT 10" ;;
@@ -397,7 +406,7 @@ redis_version=$(${REDIS_CMD%% *} --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
         tracking) tests="get get_tracking" ;;
         esac
         for t in $tests; do
-            echo "- $t: \`-n $N1 -P 1 $(test_args "$t" 1)\`; \`-n $N16 -P 16 $(test_args "$t" 16)\`"
+            echo "- $t: \`-n $(requests "$t" 1) -P 1 $(test_args "$t" 1)\`; \`-n $(requests "$t" 16) -P 16 $(test_args "$t" 16)\`"
         done
     done
 } >"$OUT"
