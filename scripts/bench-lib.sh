@@ -85,3 +85,107 @@ wait_ping() {
     log "server on port $1 did not start"
     exit 1
 }
+
+# ---- A Strata and a Redis side by side, both without persistence. The callers set
+# REDIS_CMD (e.g. "redis-server"), STRATA_CMD (e.g. "target/release/strata serve") and
+# STRATA_ARGS, and have called bench_workdir.
+
+# pair_server NAME (redis|strata) -> sets SERVER_PID and SERVER_PORT; a few tries, in case
+# another process takes the port between the probe and the bind.
+pair_server() {
+    local try
+    for try in 1 2 3 4 5; do
+        SERVER_PORT=$(free_port)
+        if pair_server_on "$1" "$SERVER_PORT"; then
+            return
+        fi
+    done
+    log "$1 did not start (command: $LAST_CMD); its log:"
+    cat "$WORK/$1.log" >&2
+    exit 1
+}
+
+# pair_server_on NAME PORT: starts it and waits for PONG; false if it exited instead.
+pair_server_on() {
+    local name=$1 port=$2 cmd
+    if [ "$name" = redis ]; then
+        cmd="$REDIS_CMD --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no"
+    else
+        # Configured as Redis is above (no journal, no snapshots), in a fresh directory:
+        # the durable default would replay the previous server's data into this one.
+        cmd="$STRATA_CMD --port $port --appendonly no --save '' --dir $(mktemp -d "$WORK/strata.XXXXXX") $STRATA_ARGS"
+    fi
+    # exec: $! is the server itself, not a shell around it.
+    LAST_CMD=$cmd
+    (eval "exec $cmd" >"$WORK/$name.log" 2>&1) &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    local i
+    for i in $(seq 1 200); do
+        if [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ]; then
+            return 0
+        fi
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            wait "$SERVER_PID" 2>/dev/null || true
+            return 1
+        fi
+        sleep 0.05
+    done
+    log "$name did not answer PING on port $port within 10 s ($cmd); its log:"
+    cat "$WORK/$name.log" >&2
+    exit 1
+}
+
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+# start_pair -> REDIS_PID REDIS_PORT STRATA_PID STRATA_PORT
+start_pair() {
+    pair_server redis
+    REDIS_PID=$SERVER_PID REDIS_PORT=$SERVER_PORT
+    pair_server strata
+    STRATA_PID=$SERVER_PID STRATA_PORT=$SERVER_PORT
+}
+
+stop_pair() {
+    stop_pid "$REDIS_PID"
+    stop_pid "$STRATA_PID"
+}
+
+# rss_kb PID [FIELD]: a /proc/PID/status size in kB (VmRSS unless FIELD is given).
+rss_kb() {
+    awk -v f="${2:-VmRSS}:" '$1 == f { print $2 }' "/proc/$1/status"
+}
+
+# rb_run PORT PID REQUESTS ARGS...: one `redis-benchmark -n REQUESTS ARGS... --csv` against
+# the server PID listens on. Sets RB_RPS and RB_P99 (of the last line: an LRANGE test first
+# prints the line of the LPUSHes that fill its list), RB_TICKS (the server's CPU ticks over
+# the run), RB_CLIENT and RB_WALL (the client's CPU and wall seconds: CPU near wall means
+# the client was the bottleneck) and RB_ERR (empty on success). Exits if the server died.
+rb_run() {
+    local port=$1 pid=$2 n=$3 before after rc=0 csv
+    shift 3
+    local TIMEFORMAT='%3R %3U %3S'
+    before=$(cpu_ticks "$pid")
+    { time redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" --csv "$@" \
+        >"$WORK/out.csv" 2>"$WORK/err.txt"; } 2>"$WORK/time.txt" || rc=$?
+    after=$(cpu_ticks "$pid")
+    RB_TICKS=$((after - before))
+    read -r RB_WALL RB_CLIENT < <(awk '{ print $1, $2 + $3 }' "$WORK/time.txt") || true
+    if ! kill -0 "$pid" 2>/dev/null; then
+        log "the server on port $port died during: redis-benchmark $*"
+        exit 1
+    fi
+    # The test's line: "SET","68027.21","0.491",...,"p99","max".
+    csv=$(awk -F, 'NR > 1 { gsub(/"/, ""); line = $2 "," $7 } END { print line }' "$WORK/out.csv")
+    RB_ERR=""
+    # An error reply makes redis-benchmark exit 1 (and print it on stderr).
+    if [ "$rc" != 0 ] || [ -z "$csv" ]; then
+        RB_ERR=$(head -c 200 "$WORK/err.txt" | tr '\n,' '  ')
+        [ -z "$RB_ERR" ] && RB_ERR="redis-benchmark exit $rc"
+        csv=","
+    fi
+    RB_RPS=${csv%,*} RB_P99=${csv#*,}
+}

@@ -82,76 +82,6 @@ fi
 
 bench_workdir bench-vs-redis
 
-
-# start_server NAME -> sets SERVER_PID and SERVER_PORT; a few tries, in case another
-# process takes the port between the probe and the bind.
-start_server() {
-    local try
-    for try in 1 2 3 4 5; do
-        SERVER_PORT=$(free_port)
-        if start_server_on "$1" "$SERVER_PORT"; then
-            return
-        fi
-    done
-    log "$1 did not start (command: $LAST_CMD); its log:"
-    cat "$WORK/$1.log" >&2
-    exit 1
-}
-
-# start_server_on NAME PORT: starts it and waits for PONG; false if it exited instead.
-start_server_on() {
-    local name=$1 port=$2 cmd
-    if [ "$name" = redis ]; then
-        cmd="$REDIS_CMD --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no"
-    else
-        # Configured as Redis is above (no journal, no snapshots), in a fresh directory:
-        # the durable default would replay the previous server's data into this one.
-        cmd="$STRATA_CMD --port $port --appendonly no --save '' --dir $(mktemp -d "$WORK/strata.XXXXXX") $STRATA_ARGS"
-    fi
-    # exec: $! is the server itself, not a shell around it.
-    LAST_CMD=$cmd
-    (eval "exec $cmd" >"$WORK/$name.log" 2>&1) &
-    SERVER_PID=$!
-    PIDS+=("$SERVER_PID")
-    local i
-    for i in $(seq 1 200); do
-        if [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ]; then
-            return 0
-        fi
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            wait "$SERVER_PID" 2>/dev/null || true
-            return 1
-        fi
-        sleep 0.05
-    done
-    log "$name did not answer PING on port $port within 10 s ($cmd); its log:"
-    cat "$WORK/$name.log" >&2
-    exit 1
-}
-
-stop_server() {
-    kill "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-}
-
-
-# rss_kb PID [FIELD]: a /proc/PID/status size in kB (VmRSS unless FIELD is given).
-rss_kb() {
-    awk -v f="${2:-VmRSS}:" '$1 == f { print $2 }' "/proc/$1/status"
-}
-
-start_pair() {
-    start_server redis
-    REDIS_PID=$SERVER_PID REDIS_PORT=$SERVER_PORT
-    start_server strata
-    STRATA_PID=$SERVER_PID STRATA_PORT=$SERVER_PORT
-}
-
-stop_pair() {
-    stop_server "$REDIS_PID"
-    stop_server "$STRATA_PID"
-}
-
 RAW="${OUT%.md}.csv"
 mkdir -p "$(dirname "$OUT")" "$(dirname "$RAW")"
 echo "suite,test,round,server,requests,rps,p99_ms,cpu_ticks,clk_tck,rss_kb,error,client_cpu_s,client_wall_s" >"$RAW"
@@ -160,35 +90,18 @@ echo "suite,test,round,server,requests,rps,p99_ms,cpu_ticks,clk_tck,rss_kb,error
 run_one() {
     local suite=$1 test=$2 round=$3 name=$4 port=$5 pid=$6 n=$7
     shift 7
-    local before after csv rc=0 err="" what=(-t "$test")
+    local what=(-t "$test")
     # The script test is a command line, not a -t test (the suite loaded the script).
     [ "$test" = evalsha ] && what=(evalsha "$EVAL_SHA" 1 "key:__rand_int__")
-    before=$(cpu_ticks "$pid")
-    # The client's own CPU and wall seconds: when its CPU is near its wall time, the client
-    # was the bottleneck and the throughput ratio says little about the servers.
-    local TIMEFORMAT='%3R %3U %3S' wall client
-    { time redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" "$@" --csv "${what[@]}" \
-        >"$WORK/out.csv" 2>"$WORK/err.txt"; } 2>"$WORK/time.txt" || rc=$?
-    after=$(cpu_ticks "$pid")
-    read -r wall client < <(awk '{ print $1, $2 + $3 }' "$WORK/time.txt") || true
-    if ! kill -0 "$pid" 2>/dev/null; then
-        log "$name died during $suite/$test"
-        exit 1
-    fi
-    # The line of this test: "SET","68027.21","0.491",...,"p99","max". It is the last line:
-    # for an LRANGE test redis-benchmark first fills the list with as many LPUSHes, and
-    # prints their line before the LRANGE line. (The server's and the client's CPU figures
-    # include those LPUSHes; no figure of one process can leave them out.)
-    csv=$(awk -F, 'NR > 1 { gsub(/"/, ""); line = $2 "," $7 } END { print line }' "$WORK/out.csv")
-    if [ "$rc" != 0 ] || [ -z "$csv" ]; then
-        err=$(head -c 200 "$WORK/err.txt" | tr '\n,' '  ')
-        [ -z "$err" ] && err="redis-benchmark exit $rc"
-        csv=","
-        log "  $suite/$test round $round $name: ERROR $err"
+    # For an LRANGE test the server's and the client's CPU figures include the LPUSHes that
+    # fill its list first: no figure of one process can leave them out.
+    rb_run "$port" "$pid" "$n" "$@" "${what[@]}"
+    if [ -n "$RB_ERR" ]; then
+        log "  $suite/$test round $round $name: ERROR $RB_ERR"
     else
-        log "  $suite/$test round $round $name: ${csv%,*} req/s, p99 ${csv#*,} ms, $((after - before)) ticks, client ${client}s of ${wall}s"
+        log "  $suite/$test round $round $name: $RB_RPS req/s, p99 $RB_P99 ms, $RB_TICKS ticks, client ${RB_CLIENT}s of ${RB_WALL}s"
     fi
-    echo "$suite,$test,$round,$name,$n,$csv,$((after - before)),$CLK_TCK,,$err,$client,$wall" >>"$RAW"
+    echo "$suite,$test,$round,$name,$n,$RB_RPS,$RB_P99,$RB_TICKS,$CLK_TCK,,$RB_ERR,$RB_CLIENT,$RB_WALL" >>"$RAW"
 }
 
 # run_suite SUITE TESTS REQUESTS ARGS...
