@@ -49,6 +49,8 @@ pub struct Tier {
     pub errors: AtomicU64,
     /// Commands that waited for a read from the tier.
     pub prefetches: AtomicU64,
+    /// Reads ahead in flight, which commands needing the same key share.
+    pub reads: crate::services::tier_reads::ReadMerger,
     /// Bit i: database i's tree has been written (it has a write buffer).
     written_trees: AtomicU64,
     /// What `maxmemory` bounds under tiering: the hot entries' bytes.
@@ -106,6 +108,7 @@ impl Tier {
             errors: AtomicU64::new(0),
             written_trees: AtomicU64::new(0),
             prefetches: AtomicU64::new(0),
+            reads: Default::default(),
             hot: Default::default(),
         })
     }
@@ -357,7 +360,8 @@ pub fn prefetch(
     tier.prefetches.fetch_add(1, Relaxed);
     Some(Box::new(move || {
         for (shard, key) in cold {
-            tier.get(db, shard, &key);
+            let read = || drop(tier.get(db, shard, &key));
+            tier.reads.read((db, shard, key.clone()), read);
         }
         Box::new(())
     }))
@@ -367,6 +371,34 @@ pub fn prefetch(
 pub fn has_room(server: &Server, tier: &Tier) -> bool {
     let max = server.config.get().tiering_max_disk;
     max == 0 || tier.disk_bytes() < max
+}
+
+/// Bytes the store's own threads (flushes, blob files, compactions: fjall names them
+/// `fjall:*`) have written, from Linux's per-thread I/O counters; None elsewhere.
+fn store_thread_writes() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("fjall") {
+            continue;
+        }
+        let io = std::fs::read_to_string(task.path().join("io")).unwrap_or_default();
+        total += io
+            .lines()
+            .find_map(|l| l.strip_prefix("wchar:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(total)
+}
+
+/// Write amplification: what the store wrote to disk per byte of records put into it.
+/// Records reach its journal once on the spilling thread; the rest is the store's threads'.
+fn write_amplification(records: u64) -> f64 {
+    match store_thread_writes() {
+        Some(w) if records > 0 => (records + w) as f64 / records as f64,
+        _ => 0.0,
+    }
 }
 
 /// INFO's `tiering` section.
@@ -394,18 +426,21 @@ pub fn info(server: &Server, out: &mut String) {
         "tiering_enabled:1\r\ntiering_dir:{}\r\nhot_keys:{}\r\nhot_bytes:{}\r\ncold_keys:{cold}\r\n\
          cold_disk_bytes:{disk}\r\ntier_memory_bytes:{mem}\r\ncold_filter_bytes:{filters}\r\n\
          tier_ram_per_cold_key:{:.1}\r\nmoved_to_disk:{spills}\r\nmoved_to_ram:{faults}\r\n\
-         tier_bytes_written:{written}\r\ntier_bytes_read:{}\r\ntier_errors:{}\r\n\
-         tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\n\
+         tier_bytes_written:{written}\r\ntier_write_amplification:{:.2}\r\n\
+         tier_bytes_read:{}\r\ntier_errors:{}\r\n\
+         tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\ncold_reads_merged:{}\r\n\
          tier_compactions:{}\r\ntier_compacting_ms:{}\r\n",
         tier.path().display(),
         keys - cold,
         tier.hot_bytes(),
         if cold == 0 { 0.0 } else { (mem + filters) as f64 / cold as f64 },
+        write_amplification(written),
         tier.read_bytes.load(Relaxed),
         tier.errors.load(Relaxed),
         tier.db.cache_size(),
         tier.db.write_buffer_size(),
         tier.prefetches.load(Relaxed),
+        tier.reads.merged.load(Relaxed),
         tier.db.compactions_completed(),
         tier.db.time_compacting().as_millis(),
     );
