@@ -34,6 +34,13 @@ fn tiered(extra: &[&str]) -> Proc {
 }
 
 fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
+    tiering_value(c, field)
+}
+
+fn tiering_value<T: std::str::FromStr>(c: &mut redis::Connection, field: &str) -> T
+where
+    T::Err: std::fmt::Debug,
+{
     let info: String = redis::cmd("INFO").arg("tiering").query(c).unwrap();
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
@@ -433,11 +440,14 @@ fn the_tier_write_buffers_stay_bounded() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let cold = tiering_field(&mut c, "cold_keys");
+    let cold: u64 = tiering_field(&mut c, "cold_keys");
     assert!(cold > 45_000);
     // What stays in RAM per cold key to rule out keys the store lacks: a few bytes.
-    let filters = tiering_field(&mut c, "cold_filter_bytes");
+    let filters: u64 = tiering_field(&mut c, "cold_filter_bytes");
     assert!(filters > 0 && filters < cold * 16, "{filters} bytes");
+    // The store wrote its records at least once (its journal), plus its flushes.
+    let amplification: f64 = tiering_value(&mut c, "tier_write_amplification");
+    assert!(amplification > 1.0, "write amplification {amplification}");
 }
 
 /// The tier directory is emptied at every start, so a `tiering-dir` that holds anything but
@@ -461,4 +471,54 @@ fn a_tiering_dir_with_other_files_is_refused() {
     assert!(text.contains("refusing to empty it"), "{text}");
     assert_eq!(std::fs::read(tier.join("notes.txt")).unwrap(), b"keep me");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An RDB file from redis-server several times `maxmemory`, loaded with `--rdb-import`:
+/// the entries spill to the tier as they load, and every key reads back as Redis has it.
+#[test]
+fn an_rdb_import_larger_than_maxmemory_spills_to_the_tier() {
+    let dir = temp_dir("tier-rdb-import");
+    let rdb_dir = dir.join("redis");
+    std::fs::create_dir_all(&rdb_dir).unwrap();
+    let r = common::redis(&["--dir", rdb_dir.to_str().unwrap()]);
+    let mut rc = r.client();
+    let mut p = redis::pipe();
+    for i in 0..1500 {
+        let value = format!("{i:04}").repeat(500);
+        p.cmd("SET").arg(format!("s{i}")).arg(value).ignore();
+        if i % 10 == 0 {
+            p.cmd("RPUSH")
+                .arg(format!("l{i}"))
+                .arg(i)
+                .arg("x".repeat(300))
+                .ignore();
+            p.cmd("HSET").arg(format!("h{i}")).arg("f").arg(i).ignore();
+            p.cmd("EXPIRE").arg(format!("h{i}")).arg(3600).ignore();
+        }
+    }
+    let _: () = p.query(&mut rc).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut rc).unwrap();
+    let file = rdb_dir.join("dump.rdb");
+    let mut args = TIERED.to_vec();
+    args.extend(["--rdb-import", file.to_str().unwrap()]);
+    let s = serve_in(&dir.join("strata"), &args);
+    let mut c = s.client();
+    let keys = all_keys(&mut rc);
+    assert_eq!(all_keys(&mut c), keys);
+    // Loading spills as it goes; under a loaded machine the last of it may be left to the
+    // background eviction, which must bring the hot bytes within maxmemory (1 MiB, a
+    // sixteenth loose) soon.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while tiering_field(&mut c, "hot_bytes") > (1 << 20) * 17 / 16 {
+        assert!(
+            std::time::Instant::now() < end,
+            "hot bytes stay over maxmemory"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let cold = tiering_field(&mut c, "cold_keys");
+    assert!(cold > 1000, "only {cold} cold keys");
+    for key in &keys {
+        assert_eq!(contents(&mut c, key), contents(&mut rc, key), "{key}");
+    }
 }
