@@ -84,6 +84,11 @@ rss_watch() {
     PIDS+=($!)
 }
 
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks.
+cpu_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 # bench ARGS...: strata bench kv, quiet, CSV rows (with a header) to standard output.
 bench() {
     "$STRATA" bench kv -q -c 50 --threads 1 --csv - "$@" | grep -v '^ *$'
@@ -117,13 +122,22 @@ TIER_PORT=$(free_port)
 KEYS=$(( $(bytes "$MAXMEM") * FACTOR / VALUE ))
 log "optane shape: $KEYS keys of $VALUE bytes, maxmemory $MAXMEM"
 strata_up mem "$MEM_PORT"
+MEM_PID=${PIDS[-1]}
 strata_up tier "$TIER_PORT" --maxmemory "$MAXMEM" --tiering yes
+TIER_PID=${PIDS[-1]}
 rss_watch "${PIDS[-1]}" "$WORK/tier.rss"
 TARGETS=(--target "mem=127.0.0.1:$MEM_PORT" --target "tier=127.0.0.1:$TIER_PORT")
 
 if [[ ",$SHAPES," == *,optane,* ]]; then
+    # The CPU each server spent on the fill, and in the 5 s after it (the tier's flushes
+    # and compactions catch up): a figure the machine's noise moves less than a rate.
+    M0=$(cpu_ticks "$MEM_PID")
+    T0=$(cpu_ticks "$TIER_PID")
     bench "${TARGETS[@]}" --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" \
         >"$RAW-fill.csv"
+    sleep 5
+    FILL_CPU=$(awk -v m=$(( $(cpu_ticks "$MEM_PID") - M0 )) -v t=$(( $(cpu_ticks "$TIER_PID") - T0 )) \
+        -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "in memory %.2f s, tiered %.2f s (%.1fx)", m / hz, t / hz, (m > 0 ? t / m : 0) }')
     bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "zipf:$KEYS:0.99" \
         -d "$VALUE" --duration "$DURATION" >"$RAW-zipf.csv"
     bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "random:$KEYS" \
@@ -150,6 +164,7 @@ if [[ ",$SHAPES," == *,optane,* ]]; then
         row "uniform GET/s" "$RAW-uniform.csv" 8
         row "uniform GET p99 us" "$RAW-uniform.csv" 12
         echo
+        echo "CPU of the fill (and the 5 s after it): $FILL_CPU."
         echo "Disk: $IOPS random 4 KiB reads/s (O_DIRECT, queue depth 1) of the tier's largest file."
         echo "Tiered server's largest RSS: $(( $(cat "$WORK/tier.rss") / 1024 )) MiB;" \
             "$(grep -E '^(hot_keys|cold_keys|tier_bytes_written|cold_disk_bytes):' "$WORK/tier.info" | tr '\n' ' ')"
