@@ -117,12 +117,6 @@ impl Pool {
         self.rng
     }
 
-    /// The best candidate of the last samples, without sampling afresh (tiering's moves
-    /// take a few per sample: a move is undone by the next access, a deletion is not).
-    pub fn pop_best(&mut self) -> Option<(usize, Vec<u8>)> {
-        self.best.pop().map(|c| (c.db, c.key))
-    }
-
     /// Offers a candidate: it enters if the pool has room or it beats the worst one there,
     /// which then leaves.
     fn offer(&mut self, score: u64, db: usize, key: &[u8]) {

@@ -99,10 +99,6 @@ pub fn time_limit(tenacity: u32) -> Option<Duration> {
     }
 }
 
-/// With tiering, how many candidates of one sample move before the next sample: sampling
-/// costs more than a move (measured: a fifth of a tiered fill's CPU at one per sample).
-const TIER_PICKS_PER_SAMPLE: usize = 4;
-
 impl Evictor {
     /// The settings, from the configuration (its hook calls this).
     pub fn configure(
@@ -202,13 +198,8 @@ impl Evictor {
         let lazy = self.lazy.load(Relaxed);
         let start = Instant::now();
         let (mut freed, mut keys) = (0i64, 0u64);
-        let mut streak = 0;
         while freed < to_free as i64 {
-            let again = (tier.is_some() && streak < TIER_PICKS_PER_SAMPLE)
-                .then(|| pool.pop_best())
-                .flatten();
-            streak = if again.is_some() { streak + 1 } else { 1 };
-            let picked = again.or_else(|| server.keyspace.evict_pick(policy, samples, &mut pool));
+            let picked = server.keyspace.evict_pick(policy, samples, &mut pool);
             let Some((db, key)) = picked else {
                 drop(pool);
                 return self.cannot_free(server, max, lazy, start, limit);
