@@ -84,6 +84,11 @@ directives! {
     /// The tier's block cache (its filters, index and data blocks), outside maxmemory.
     tiering_cache_size: u64 [memory(1 << 20, ULLONG_MAX)] = "64mb", "tiering-cache-size",
         START | OWN;
+    /// Cold reads run in place while the tier's reads average under this many
+    /// microseconds (they come from memory); above it, or at 0, they go to the blocking
+    /// pool first so the worker serves others meanwhile.
+    tiering_inline_read_us: u64 [int(0, INT_MAX)] = "20", "tiering-inline-read-us",
+        LIVE | OWN;
     /// How slowly LFU counters grow with accesses.
     lfu_log_factor: u32 [int(0, INT_MAX)] = "10", "lfu-log-factor", LIVE => Maxmemory;
     /// Minutes per decrement of the LFU counter (OBJECT FREQ).
