@@ -210,11 +210,7 @@ impl Command {
         match self.keys {
             Keys::None => Cow::Borrowed(&[]),
             Keys::Range { first, last, step } => {
-                let flags = if self.has(flags::WRITE) {
-                    ks::RW | ks::UPDATE
-                } else {
-                    ks::RO | ks::ACCESS
-                };
+                let flags = self.range_flags();
                 let lastkey = if last < 0 { last } else { last - first };
                 Cow::Owned(vec![KeySpec::range(flags, first, lastkey, step)])
             }
@@ -222,30 +218,48 @@ impl Command {
         }
     }
 
+    /// The flags of the key spec a legacy range stands for.
+    fn range_flags(&self) -> u16 {
+        if self.has(flags::WRITE) {
+            ks::RW | ks::UPDATE
+        } else {
+            ks::RO | ks::ACCESS
+        }
+    }
+
     /// The keys in `argv` with their flags (COMMAND GETKEYSANDFLAGS).
     pub fn keys_and_flags(&self, argv: &[Bytes]) -> Vec<KeyAt> {
         match self.keys {
-            Keys::None => Vec::new(),
+            Keys::Custom(g, _) => g(argv),
+            _ => {
+                let mut v = Vec::new();
+                self.for_each_key_and_flags(argv, |k| v.push(k));
+                v
+            }
+        }
+    }
+
+    /// Calls `f` with each key in `argv` and its flags, in `keys_and_flags`'s order; no
+    /// allocation unless the command finds its keys with code of its own (ACL checks this
+    /// for every command of a restricted user).
+    pub fn for_each_key_and_flags(&self, argv: &[Bytes], mut f: impl FnMut(KeyAt)) {
+        match self.keys {
+            Keys::None => {}
             Keys::Range { .. } => {
-                let flags = self.key_specs().first().map_or(0, |s| s.flags);
-                self.key_positions(argv)
-                    .into_iter()
-                    .map(|pos| KeyAt { pos, flags })
-                    .collect()
+                let flags = self.range_flags();
+                self.for_each_key_position(argv, |pos| f(KeyAt { pos, flags }));
             }
             Keys::Specs(specs) => {
-                let mut v = Vec::new();
                 for s in specs.iter().filter(|s| s.flags & ks::NOT_KEY == 0) {
                     s.for_each(argv, |pos| {
-                        v.push(KeyAt {
+                        f(KeyAt {
                             pos,
                             flags: s.flags,
                         })
                     });
                 }
-                v
             }
-            Keys::Custom(g, _) => g(argv),
+            Keys::Custom(g, _) => g(argv).into_iter().for_each(f),
         }
     }
 

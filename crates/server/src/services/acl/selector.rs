@@ -85,8 +85,15 @@ impl Denied {
 pub struct CallKeys(Option<Vec<KeyAt>>);
 
 impl CallKeys {
-    fn get(&mut self, cmd: &Command, argv: &[Bytes]) -> &[KeyAt] {
-        self.0.get_or_insert_with(|| cmd.keys_and_flags(argv))
+    /// Calls `f` with each key: keys found by a command's own code are found once and kept
+    /// for the next selector; the others cost no allocation.
+    fn each(&mut self, cmd: &Command, argv: &[Bytes], mut f: impl FnMut(KeyAt)) {
+        if matches!(cmd.keys, crate::exec::command::Keys::Custom(..)) {
+            let keys = self.0.get_or_insert_with(|| cmd.keys_and_flags(argv));
+            keys.iter().copied().for_each(f);
+        } else {
+            cmd.for_each_key_and_flags(argv, &mut f);
+        }
     }
 }
 
@@ -377,11 +384,15 @@ impl Selector {
             }
         }
         if !self.all_keys {
-            for k in keys.get(cmd, argv) {
-                let Some(key) = argv.get(k.pos) else { continue };
-                if !self.key_allowed(key, needed(k.flags)) {
-                    return Err(Denied::Key(k.pos));
+            let mut denied = None;
+            keys.each(cmd, argv, |k| {
+                let Some(key) = argv.get(k.pos) else { return };
+                if denied.is_none() && !self.key_allowed(key, needed(k.flags)) {
+                    denied = Some(k.pos);
                 }
+            });
+            if let Some(pos) = denied {
+                return Err(Denied::Key(pos));
             }
         }
         if !self.all_channels {
