@@ -20,12 +20,13 @@ const FINGERPRINT_BITS: u8 = 26;
 /// The smallest filter's keys: 64 slots (a shard's first cold key costs 200 bytes).
 const MIN_KEYS: u64 = 60;
 
+/// `None`: no entry of this shard is in the store. One pointer, as a shard's fields must
+/// stay within its cache lines (every shard of every database has one).
 #[derive(Default)]
-pub(crate) enum ColdFilter {
-    /// No entry of this shard is in the store.
-    #[default]
-    Empty,
-    Exact(Box<Filter>),
+pub(crate) struct ColdFilter(Option<Box<State>>);
+
+enum State {
+    Exact(Filter),
     /// Full (or not creatable): every key may be in the store.
     Unknown,
 }
@@ -33,24 +34,26 @@ pub(crate) enum ColdFilter {
 impl ColdFilter {
     /// An entry for the key of hash `h` went to the store.
     pub fn insert(&mut self, h: u64) {
-        if let ColdFilter::Empty = self {
-            *self = match Filter::with_fingerprint_size(MIN_KEYS, FINGERPRINT_BITS) {
-                Ok(f) => ColdFilter::Exact(Box::new(f)),
-                Err(_) => ColdFilter::Unknown,
-            };
-        }
-        if let ColdFilter::Exact(f) = self {
+        let state = self.0.get_or_insert_with(|| {
+            Box::new(
+                match Filter::with_fingerprint_size(MIN_KEYS, FINGERPRINT_BITS) {
+                    Ok(f) => State::Exact(f),
+                    Err(_) => State::Unknown,
+                },
+            )
+        });
+        if let State::Exact(f) = &mut **state {
             // Duplicates are kept: two keys may share a fingerprint, and each removal
             // must take away only its own.
             if f.insert_fingerprint(true, fingerprint(h)).is_err() {
-                *self = ColdFilter::Unknown;
+                **state = State::Unknown;
             }
         }
     }
 
     /// The entry for the key of hash `h` left the store (it was inserted before).
     pub fn remove(&mut self, h: u64) {
-        if let ColdFilter::Exact(f) = self {
+        if let Some(State::Exact(f)) = self.0.as_deref_mut() {
             f.remove_fingerprint(fingerprint(h));
         }
     }
@@ -58,17 +61,17 @@ impl ColdFilter {
     /// Whether the key of hash `h` may have an entry in the store (false is certain).
     #[inline]
     pub fn may_contain(&self, h: u64) -> bool {
-        match self {
-            ColdFilter::Empty => false,
-            ColdFilter::Exact(f) => f.contains_fingerprint(fingerprint(h)),
-            ColdFilter::Unknown => true,
+        match self.0.as_deref() {
+            None => false,
+            Some(State::Exact(f)) => f.contains_fingerprint(fingerprint(h)),
+            Some(State::Unknown) => true,
         }
     }
 
     /// The filter's memory, in bytes.
     pub fn bytes(&self) -> usize {
-        match self {
-            ColdFilter::Exact(f) => f.memory_usage(),
+        match self.0.as_deref() {
+            Some(State::Exact(f)) => f.memory_usage(),
             _ => 0,
         }
     }
@@ -84,6 +87,14 @@ fn fingerprint(h: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shard's data and its lock fill four cache lines at most (the filter is one
+    /// pointer): 16 databases of 1024 shards each are allocated at start.
+    #[test]
+    fn a_shard_stays_within_its_cache_lines() {
+        assert_eq!(std::mem::size_of::<ColdFilter>(), 8);
+        assert!(std::mem::size_of::<crate::keyspace::Shard>() <= 256);
+    }
 
     fn h(i: u64) -> u64 {
         crate::shard::hash(format!("key:{i}").as_bytes())
