@@ -86,9 +86,12 @@ wait_ping() {
     exit 1
 }
 
-# ---- A Strata and a Redis side by side, both without persistence. The callers set
-# REDIS_CMD (e.g. "redis-server"), STRATA_CMD (e.g. "target/release/strata serve") and
-# STRATA_ARGS, and have called bench_workdir.
+# ---- A Strata and a Redis side by side, both without persistence. The callers may set
+# REDIS_CMD, STRATA_CMD and STRATA_ARGS (defaults below), and have called bench_workdir.
+REDIS_CMD=${REDIS_CMD:-redis-server}
+DEFAULT_STRATA="target/release/strata serve"
+STRATA_CMD=${STRATA_CMD:-$DEFAULT_STRATA}
+STRATA_ARGS=${STRATA_ARGS:-}
 
 # pair_server NAME (redis|strata) -> sets SERVER_PID and SERVER_PORT; a few tries, in case
 # another process takes the port between the probe and the bind.

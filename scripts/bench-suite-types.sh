@@ -58,10 +58,6 @@ RADIUS_KM=${RADIUS_KM:-10}
 GEO_COUNT=${GEO_COUNT:-20}
 TRACK_KEYS=${TRACK_KEYS:-100000}
 OUT=${OUT:-target/bench-suite-types.md}
-REDIS_CMD=${REDIS_CMD:-redis-server}
-DEFAULT_STRATA="target/release/strata serve"
-STRATA_CMD=${STRATA_CMD:-$DEFAULT_STRATA}
-STRATA_ARGS=${STRATA_ARGS:-}
 CLK_TCK=$(getconf CLK_TCK)
 
 SUITES=("$@")

@@ -84,11 +84,6 @@ rss_watch() {
     PIDS+=($!)
 }
 
-# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks.
-cpu_ticks() {
-    awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
-
 # bench ARGS...: strata bench kv, quiet, CSV rows (with a header) to standard output.
 bench() {
     "$STRATA" bench kv -q -c 50 --threads 1 --csv - "$@" | grep -v '^ *$'

@@ -47,10 +47,6 @@ ROUNDS=${ROUNDS:-5}
 N=${N:-}
 MEM_KEYS=${MEM_KEYS:-${N:-1000000}}
 OUT=${OUT:-target/bench-vs-redis.md}
-REDIS_CMD=${REDIS_CMD:-redis-server}
-DEFAULT_STRATA="target/release/strata serve"
-STRATA_CMD=${STRATA_CMD:-$DEFAULT_STRATA}
-STRATA_ARGS=${STRATA_ARGS:-}
 CLK_TCK=$(getconf CLK_TCK)
 
 SUITES=("$@")

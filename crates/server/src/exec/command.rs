@@ -229,14 +229,9 @@ impl Command {
 
     /// The keys in `argv` with their flags (COMMAND GETKEYSANDFLAGS).
     pub fn keys_and_flags(&self, argv: &[Bytes]) -> Vec<KeyAt> {
-        match self.keys {
-            Keys::Custom(g, _) => g(argv),
-            _ => {
-                let mut v = Vec::new();
-                self.for_each_key_and_flags(argv, |k| v.push(k));
-                v
-            }
-        }
+        let mut v = Vec::new();
+        self.for_each_key_and_flags(argv, |k| v.push(k));
+        v
     }
 
     /// Calls `f` with each key in `argv` and its flags, in `keys_and_flags`'s order; no
