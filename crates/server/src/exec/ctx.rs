@@ -363,6 +363,14 @@ impl<'a> Ctx<'a> {
         self.no_effect();
     }
 
+    /// True when writes' effects go somewhere (a journal, a replication backlog). A
+    /// handler may skip building a rewritten record when they do not: a sink added later
+    /// takes its cut only after writes that began without it have ended.
+    #[inline]
+    pub fn effects_wanted(&self) -> bool {
+        self.server.sinks.any()
+    }
+
     /// Logs `argv` instead of this command's argv.
     pub fn rewrite1(&mut self, argv: Vec<Bytes>) {
         self.effect = Effect::Commands(vec![argv]);

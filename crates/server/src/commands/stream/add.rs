@@ -180,7 +180,7 @@ pub(super) fn xadd(ctx: &mut Ctx<'_>) -> CmdResult {
         .map_err(stream_err)?;
     let trimmed = a.trim.map_or(0, |t| s.trim(&t));
     let generated = !matches!(id, AddId::Exact(_));
-    if generated || a.trim.is_some_and(|t| t.approx) {
+    if (generated || a.trim.is_some_and(|t| t.approx)) && ctx.effects_wanted() {
         let id = generated.then(|| id_bytes(added));
         let record = a.exact_record(argv, s, id);
         ctx.rewrite1(record);
@@ -208,7 +208,7 @@ pub(super) fn xtrim(ctx: &mut Ctx<'_>) -> CmdResult {
     let removed = s.trim(&trim);
     if removed == 0 {
         ctx.no_effect();
-    } else if trim.approx {
+    } else if trim.approx && ctx.effects_wanted() {
         let record = a.exact_record(ctx.argv, s, None);
         ctx.rewrite1(record);
     }
