@@ -11,6 +11,10 @@
 #   repl     the same with the replica attached: requests per second
 #   lag      once that benchmark returns, milliseconds until the replica's offset reaches
 #            the primary's (how far behind the stream the replica ends)
+#   probe    during that benchmark, scripts/repl-lag.py: a probe SET on the primary every
+#            2 ms, and the time from its reply until a GET on the replica sees it; p50 and
+#            p99 in microseconds
+#   repl2    the benchmark again with a second replica attached (synced first)
 #
 # Prints a markdown table of each measure's median over the rounds and the ratio
 # Strata/Redis (for sync and lag, lower is better).
@@ -89,30 +93,50 @@ rps() {
         awk -F, 'NR == 2 { gsub(/"/, "", $2); print $2 }'
 }
 
+# rps_probed PRIMARY REPLICA: rps, with the lag probe running against the pair meanwhile;
+# prints "rps p50_us p99_us".
+rps_probed() {
+    local probe out=$WORK/probe.txt r
+    python3 scripts/repl-lag.py "$1" "$2" 3600 >"$out" &
+    probe=$!
+    r=$(rps "$1")
+    kill -TERM "$probe"
+    wait "$probe"
+    read -r p50 p99 _ <"$out"
+    echo "$r $p50 $p99"
+}
+
 # one KIND ROUND: a primary and a replica of KIND; appends a CSV row.
 one() {
-    local kind=$1 round=$2 p r t0 sync alone repl lag
+    local kind=$1 round=$2 p r r2 t0 sync alone repl lag p50 p99 repl2
     start "$kind" "$WORK/$kind-$round-p"
     p=$PORT
     start "$kind" "$WORK/$kind-$round-r"
     r=$PORT
+    start "$kind" "$WORK/$kind-$round-r2"
+    r2=$PORT
     gen_keys "$KEYS" | redis-cli -p "$p" --pipe >/dev/null
     alone=$(rps "$p")
     t0=$(now_ms)
     redis-cli -p "$r" replicaof 127.0.0.1 "$p" >/dev/null
     wait_caught_up "$p" "$r"
     sync=$(( $(now_ms) - t0 ))
-    repl=$(rps "$p")
+    read -r repl p50 p99 < <(rps_probed "$p" "$r")
     t0=$(now_ms)
     wait_caught_up "$p" "$r"
     lag=$(( $(now_ms) - t0 ))
+    redis-cli -p "$r2" replicaof 127.0.0.1 "$p" >/dev/null
+    wait_caught_up "$p" "$r2"
+    repl2=$(rps "$p")
+    stop "$r2"
     stop "$r"
     stop "$p"
-    log "$kind round $round: sync ${sync} ms, alone ${alone} rps, with a replica ${repl} rps, lag ${lag} ms"
-    echo "$kind,$round,$sync,$alone,$repl,$lag" >>"$RAW"
+    log "$kind round $round: sync ${sync} ms, alone ${alone} rps, with a replica ${repl} rps," \
+        "lag ${lag} ms, probe p50 ${p50} us p99 ${p99} us, with two replicas ${repl2} rps"
+    echo "$kind,$round,$sync,$alone,$repl,$lag,$p50,$p99,$repl2" >>"$RAW"
 }
 
-echo "kind,round,sync_ms,alone_rps,repl_rps,lag_ms" >"$RAW"
+echo "kind,round,sync_ms,alone_rps,repl_rps,lag_ms,probe_p50_us,probe_p99_us,repl2_rps" >"$RAW"
 for round in $(seq "$ROUNDS"); do
     if [ $((round % 2)) -eq 1 ]; then
         one strata "$round"; one redis "$round"
@@ -131,7 +155,9 @@ median() {
     echo "| measure (median of $ROUNDS rounds) | Strata | Redis 7.0 | Strata/Redis |"
     echo "|---|---|---|---|"
     for col in "3 full sync of $KEYS keys (ms)" "4 SET -P 16, no replica (rps)" \
-        "5 SET -P 16, one replica (rps)" "6 replica catch-up after the benchmark (ms)"; do
+        "5 SET -P 16, one replica (rps)" "6 replica catch-up after the benchmark (ms)" \
+        "7 write-to-replica lag under that load, p50 (us)" \
+        "8 write-to-replica lag under that load, p99 (us)" "9 SET -P 16, two replicas (rps)"; do
         c=${col%% *}
         name=${col#* }
         s=$(median strata "$c")
