@@ -405,6 +405,34 @@ fn the_log_records_refusals_with_their_context() {
 }
 
 #[test]
+fn a_connection_sees_rule_changes_and_user_switches_at_its_next_command() {
+    let p = strata(&[]);
+    let mut admin = p.client();
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "a", "on", ">pw", "+get", "~k*"],
+    );
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "b", "on", ">pw", "+set", "~*"],
+    );
+    let mut u = login(&p, "a", "pw");
+    ok(&mut u, &["GET", "k1"]);
+    ok(&mut admin, &["ACL", "SETUSER", "a", "-get"]);
+    assert!(err(&mut u, &["GET", "k1"]).starts_with("NOPERM"));
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "a", "+get", "resetkeys", "~other*"],
+    );
+    assert!(err(&mut u, &["GET", "k1"]).starts_with("NOPERM"));
+    ok(&mut u, &["GET", "other1"]);
+    // Another user on the same connection: its rules, not the ones checked last.
+    let _: () = query(&mut u, &["AUTH", "b", "pw"]);
+    assert!(err(&mut u, &["GET", "other1"]).starts_with("NOPERM"));
+    ok(&mut u, &["SET", "k1", "v"]);
+}
+
+#[test]
 fn exec_checks_its_commands_again() {
     let p = strata(&[]);
     let mut admin = p.client();

@@ -10,7 +10,7 @@ use crate::exec::client::Client;
 use crate::exec::command::{flags, CmdError};
 use crate::exec::{Nest, Origin};
 use crate::server::Server;
-use crate::services::acl::{self, user::User, Context, Reason, Refusal};
+use crate::services::acl::{self, Context, Reason, Refusal};
 use crate::services::evict::{State, OOM};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -196,32 +196,31 @@ fn memory_check(server: &Server, client: &mut Client, id: usize) -> Result<(), (
 #[inline]
 fn acl_check(
     server: &Server,
-    client: &Client,
+    client: &mut Client,
     id: usize,
     argv: &[Bytes],
     origin: &Origin<'_>,
 ) -> Result<(), CmdError> {
-    match &client.user {
-        Some(user) if !user.unrestricted() => acl_refusal(server, client, user, id, argv, origin),
-        _ => Ok(()),
+    let Some(user) = &client.user else {
+        return Ok(());
+    };
+    match user.check_cached(&mut client.acl_rules, &server.table, id, argv) {
+        Ok(()) => Ok(()),
+        Err(denied) => acl_refusal(server, client, denied, id, argv, origin),
     }
 }
 
-/// A restricted user's check; a refusal is logged (ACL LOG) and worded for where the
-/// command came from.
+/// A refusal: logged (ACL LOG) and worded for where the command came from.
 #[cold]
 #[inline(never)]
 fn acl_refusal(
     server: &Server,
     client: &Client,
-    user: &User,
+    denied: acl::selector::Denied,
     id: usize,
     argv: &[Bytes],
     origin: &Origin<'_>,
 ) -> Result<(), CmdError> {
-    let Err(denied) = user.check(&server.table, id, argv) else {
-        return Ok(());
-    };
     let (wording, context) = match origin {
         Origin::Nested(Nest {
             script: Some(_), ..

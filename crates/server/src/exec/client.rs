@@ -33,6 +33,8 @@ pub struct Client {
     /// The ACL user the client runs as; None for the server's own (journal replay), which
     /// may run anything.
     pub user: Option<Arc<User>>,
+    /// This connection's copy of its user's rules (the ACL check's fast path).
+    pub acl_rules: crate::services::acl::user::CachedRules,
     pub reply: ReplyMode,
     pub no_evict: bool,
     pub no_touch: bool,
@@ -81,6 +83,7 @@ impl Client {
             proto: Protocol::Resp2,
             authenticated,
             user,
+            acl_rules: Default::default(),
             reply: ReplyMode::On,
             no_evict: false,
             no_touch: false,

@@ -6,7 +6,7 @@ use super::selector::{Denied, Selector};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A SHA-256 digest of a password (Redis stores and shows passwords only so).
@@ -269,7 +269,18 @@ pub struct User {
     /// Some selector may do everything: the check is one load of this flag.
     unrestricted: AtomicBool,
     rules: ArcSwap<Rules>,
+    /// Changes with every change of the rules; drawn from one counter for all users, so a
+    /// connection's copy of one user's rules is never taken for another's.
+    version: AtomicU64,
 }
+
+static VERSIONS: AtomicU64 = AtomicU64::new(1);
+
+/// A connection's copy of its user's rules, renewed when their version changes: the check
+/// of each command then reads one counter that only ACL changes write, instead of taking
+/// a reference to rules that every worker thread shares.
+#[derive(Default)]
+pub struct CachedRules(Option<(u64, Arc<Rules>)>);
 
 impl std::fmt::Debug for User {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -283,6 +294,7 @@ impl User {
             name,
             unrestricted: AtomicBool::new(rules.unrestricted()),
             rules: ArcSwap::from_pointee(rules),
+            version: AtomicU64::new(VERSIONS.fetch_add(1, Ordering::Relaxed)),
         }
     }
 
@@ -299,6 +311,9 @@ impl User {
         let open = rules.unrestricted();
         self.rules.store(Arc::new(rules));
         self.unrestricted.store(open, Ordering::Release);
+        // After the store: whoever sees the new version loads the new rules.
+        self.version
+            .store(VERSIONS.fetch_add(1, Ordering::Relaxed), Ordering::Release);
     }
 
     pub fn name_lossy(&self) -> String {
@@ -319,6 +334,26 @@ impl User {
         // A guard, not a clone: every worker checks the same user, and a shared
         // reference count would bounce its cache line between them on every command.
         self.rules.load().check(table, id, argv)
+    }
+
+    /// [`User::check`] through a connection's copy of the rules.
+    #[inline]
+    pub fn check_cached(
+        &self,
+        cache: &mut CachedRules,
+        table: &crate::exec::table::Table,
+        id: usize,
+        argv: &[Bytes],
+    ) -> Result<(), Denied> {
+        if self.unrestricted() {
+            return Ok(());
+        }
+        let version = self.version.load(Ordering::Acquire);
+        let rules = match &mut cache.0 {
+            Some((v, rules)) if *v == version => rules,
+            slot => &slot.insert((version, self.rules.load_full())).1,
+        };
+        rules.check(table, id, argv)
     }
 }
 
