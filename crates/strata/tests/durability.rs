@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{info_field, serve_in, temp_dir};
+use common::{info_field, mount_tmpfs, serve_in, temp_dir};
 use redis::Value;
 use std::path::Path;
 use std::process::Command;
@@ -367,31 +367,13 @@ fn appendonly_no_keeps_nothing() {
 /// A full disk: writes are refused with MISCONF while reads keep working, the write that
 /// hit the full disk is not acknowledged until its bytes are on disk, writes resume by
 /// themselves once space is freed, and everything acknowledged survives a SIGKILL.
-/// Runs on a 1 MiB tmpfs, which needs root (CI has it); elsewhere it says loudly that it
-/// did not run.
+/// Runs on a 1 MiB tmpfs (`mount_tmpfs`).
 #[test]
 fn full_disk_refuses_writes_then_recovers() {
     let dir = temp_dir("full");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mount = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&dir)
-        .output();
-    match &mount {
-        Ok(o) if o.status.success() => {}
-        other => {
-            eprintln!("SKIPPED full_disk_refuses_writes_then_recovers: cannot mount a tmpfs ({other:?}); run as root to test a full disk");
-            return;
-        }
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _unmount = Unmount(dir.clone());
+    let Some(_mounted) = mount_tmpfs(&dir, "1m", "full_disk_refuses_writes_then_recovers") else {
+        return;
+    };
     let data = dir.join("data");
     // Leave room for the journal's first few hundred KiB only.
     std::fs::write(dir.join("filler"), vec![7u8; 600 << 10]).unwrap();

@@ -542,3 +542,93 @@ fn an_rdb_import_larger_than_maxmemory_spills_to_the_tier() {
         assert_eq!(contents(&mut c, key), contents(&mut rc, key), "{key}");
     }
 }
+
+/// A tier on a file system that fills: spills stop short of the end (a store that meets a
+/// full disk takes no more writes until reopened), the eviction policy applies instead
+/// (noeviction: writes refused with OOM), reads and deletes of cold keys keep working,
+/// and a restart on the same nearly full file system loses nothing.
+#[test]
+fn a_tier_on_a_filling_file_system_stops_short_of_it() {
+    let dir = temp_dir("tiering-fs-full");
+    let tier_dir = dir.join("tier");
+    let test = "a_tier_on_a_filling_file_system_stops_short_of_it";
+    let Some(_mounted) = common::mount_tmpfs(&tier_dir, "320m", test) else {
+        return;
+    };
+    let tier = tier_dir.to_str().unwrap();
+    let data = dir.join("data");
+    let args = [
+        "--appendfsync",
+        "everysec",
+        "--maxmemory",
+        "4mb",
+        "--maxmemory-policy",
+        "noeviction",
+        "--tiering",
+        "yes",
+        "--tiering-dir",
+        tier,
+    ];
+    // Values the store cannot compress, each its own.
+    let value = |i: u64| -> Vec<u8> {
+        let mut r = Rng(i * 7919 + 1);
+        (0..1000).flat_map(|_| r.next().to_le_bytes()).collect()
+    };
+    let s = serve_in(&data, &args);
+    let mut c = s.client();
+    let mut acked = 0;
+    let refused = loop {
+        assert!(acked < 40_000, "320 MB written and nothing refused");
+        match redis::cmd("SET")
+            .arg(format!("k{acked}"))
+            .arg(value(acked))
+            .query::<()>(&mut c)
+        {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(refused.code(), Some("OOM"), "{refused}");
+    // Thousands went to the tier before it stopped, and the store never met the full disk.
+    assert!(tiering_field(&mut c, "cold_keys") > 5000);
+    assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
+    let log = s.log.lock().unwrap().join("\n");
+    assert!(log.contains("kept for the store's flushes"), "{log}");
+    // Cold keys read back whole, and deleting some lets writes in again.
+    for i in (0..acked).step_by(97) {
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(format!("k{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(v == value(i), "k{i}");
+    }
+    // The first keys are cold, the last hot.
+    let gone: Vec<u64> = (0..20).chain(acked - 200..acked).collect();
+    let keys: Vec<String> = gone.iter().map(|i| format!("k{i}")).collect();
+    let n: u64 = redis::cmd("DEL").arg(&keys).query(&mut c).unwrap();
+    assert_eq!(n, 220);
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    // The restart refills the tier from the journal, on the same file system.
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut c);
+    drop(c);
+    drop(s);
+    let s = serve_in(&data, &args);
+    let mut c = s.client();
+    let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, acked - 220 + 1);
+    for i in (20..acked - 200).step_by(101) {
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(format!("k{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(v == value(i), "k{i}");
+    }
+    assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
+    drop(c);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&data);
+}

@@ -13,7 +13,7 @@
 use crate::server::Server;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use strata_engine::{ColdStore, Owned};
 
@@ -34,6 +34,19 @@ const WRITE_BUFFERS_BYTES: u64 = 64 << 20;
 /// per spilled 1 KiB entry, docs/tiering.md). A read of such a value costs one more
 /// block read.
 const SEPARATE_ABOVE: u32 = 512;
+
+/// Free space the tier leaves on its file system: room for the write buffers to flush and
+/// for a compaction to write its output before it deletes its inputs. A store that meets
+/// a full disk takes no more writes until it is reopened (fjall poisons itself), and then
+/// a DEL of a cold key could not be carried out; so spills stop short of it and the
+/// eviction policy applies instead, as at `tiering-max-disk`.
+fn disk_reserve(disk: u64) -> u64 {
+    2 * WRITE_BUFFERS_BYTES + disk / 4
+}
+
+/// Spills between two looks at the file system's free space (a system call per spill
+/// would add a tenth to its cost; the reserve covers what this many spills can write).
+const ROOM_EVERY: u64 = 64;
 
 pub struct Tier {
     path: PathBuf,
@@ -56,6 +69,9 @@ pub struct Tier {
     pub reads: crate::services::tier_reads::ReadMerger,
     /// Bit i: database i's tree has been written (it has a write buffer).
     written_trees: AtomicU64,
+    /// Calls of [`Tier::disk_has_room`], and what its last look at the file system found.
+    room_calls: AtomicU64,
+    room: AtomicBool,
     /// What `maxmemory` bounds under tiering: the hot entries' bytes.
     pub hot: std::sync::OnceLock<strata_engine::HotBytes>,
 }
@@ -110,6 +126,8 @@ impl Tier {
             written_bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             written_trees: AtomicU64::new(0),
+            room_calls: AtomicU64::new(0),
+            room: AtomicBool::new(true),
             prefetches: AtomicU64::new(0),
             reads: Default::default(),
             read_ns: AtomicU64::new(0),
@@ -124,6 +142,35 @@ impl Tier {
     /// Bytes the store takes on disk (its trees and its journal).
     pub fn disk_bytes(&self) -> u64 {
         self.db.disk_space().unwrap_or(0)
+    }
+
+    /// Whether the file system has more than [`disk_reserve`] free; a change is logged.
+    pub fn disk_has_room(&self) -> bool {
+        if !self
+            .room_calls
+            .fetch_add(1, Relaxed)
+            .is_multiple_of(ROOM_EVERY)
+        {
+            return self.room.load(Relaxed);
+        }
+        let Some(free) = free_bytes(&self.path) else {
+            return true;
+        };
+        let reserve = disk_reserve(self.disk_bytes());
+        let room = free > reserve;
+        if self.room.swap(room, Relaxed) != room {
+            let dir = self.path.display();
+            if room {
+                tracing::info!(
+                    "tier at {dir}: its file system has room again; cold entries move to it again"
+                );
+            } else {
+                tracing::warn!(
+                    "tier at {dir}: {free} bytes free on its file system, under the {reserve} kept for the store's flushes and compactions; the eviction policy applies until there is room"
+                );
+            }
+        }
+        room
     }
 
     /// The hot entries' bytes (what `maxmemory` bounds under tiering).
@@ -384,10 +431,21 @@ pub fn prefetch(
     }))
 }
 
-/// Whether the tier may take more: below `tiering-max-disk` (0: no limit).
+/// Whether the tier may take more: below `tiering-max-disk` (0: no limit), and short of
+/// filling its file system.
 pub fn has_room(server: &Server, tier: &Tier) -> bool {
     let max = server.config.get().tiering_max_disk;
-    max == 0 || tier.disk_bytes() < max
+    (max == 0 || tier.disk_bytes() < max) && tier.disk_has_room()
+}
+
+/// Bytes an unprivileged process may still write on `path`'s file system.
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs reads a NUL-terminated path and fills the struct it is given.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0;
+    ok.then(|| st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// Bytes the store's own threads (flushes, blob files, compactions: fjall names them

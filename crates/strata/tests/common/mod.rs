@@ -703,3 +703,32 @@ pub fn read_text(c: &mut RespConn) -> String {
 pub fn call_text(c: &mut RespConn, cmd: &[&str]) -> String {
     reply_text(c.call(cmd).unwrap())
 }
+
+/// A tmpfs of `size` (as mount's `size=` takes it) mounted on `dir`, unmounted and removed
+/// when dropped: a file system a test can fill. Mounting needs root (CI has it); elsewhere
+/// None, and the test says loudly that it did not run.
+pub struct Tmpfs(pub std::path::PathBuf);
+
+pub fn mount_tmpfs(dir: &std::path::Path, size: &str, test: &str) -> Option<Tmpfs> {
+    std::fs::create_dir_all(dir).unwrap();
+    let mount = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .output();
+    match &mount {
+        Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
+        other => {
+            eprintln!(
+                "SKIPPED {test}: cannot mount a tmpfs ({other:?}); run as root to test a full disk"
+            );
+            None
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
