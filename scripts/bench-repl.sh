@@ -15,6 +15,9 @@
 #            2 ms, and the time from its reply until a GET on the replica sees it; p50 and
 #            p99 in microseconds
 #   repl2    the benchmark again with a second replica attached (synced first)
+#   cpu      the primary's CPU seconds (utime+stime, all threads) per million SETs, alone
+#            and with one replica: what feeding a replica costs the primary itself, apart
+#            from the replica's own CPU taken from this machine's cores
 #
 # Prints a markdown table of each measure's median over the rounds and the ratio
 # Strata/Redis (for sync and lag, lower is better).
@@ -67,6 +70,7 @@ start() {
             --repl-diskless-sync-delay 0 --logfile "$dir/log" >/dev/null 2>&1 &
     fi
     PIDS+=($!)
+    SERVER_PID=$!
     wait_ping "$PORT"
 }
 
@@ -108,20 +112,25 @@ rps_probed() {
 
 # one KIND ROUND: a primary and a replica of KIND; appends a CSV row.
 one() {
-    local kind=$1 round=$2 p r r2 t0 sync alone repl lag p50 p99 repl2
+    local kind=$1 round=$2 p r r2 t0 sync alone repl lag p50 p99 repl2 ppid c0 cpu1 cpu2
     start "$kind" "$WORK/$kind-$round-p"
     p=$PORT
+    ppid=$SERVER_PID
     start "$kind" "$WORK/$kind-$round-r"
     r=$PORT
     start "$kind" "$WORK/$kind-$round-r2"
     r2=$PORT
     gen_keys "$KEYS" | redis-cli -p "$p" --pipe >/dev/null
+    c0=$(cpu_ticks "$ppid")
     alone=$(rps "$p")
+    cpu1=$(per_million "$(( $(cpu_ticks "$ppid") - c0 ))")
     t0=$(now_ms)
     redis-cli -p "$r" replicaof 127.0.0.1 "$p" >/dev/null
     wait_caught_up "$p" "$r"
     sync=$(( $(now_ms) - t0 ))
+    c0=$(cpu_ticks "$ppid")
     read -r repl p50 p99 < <(rps_probed "$p" "$r")
+    cpu2=$(per_million "$(( $(cpu_ticks "$ppid") - c0 ))")
     t0=$(now_ms)
     wait_caught_up "$p" "$r"
     lag=$(( $(now_ms) - t0 ))
@@ -132,11 +141,17 @@ one() {
     stop "$r"
     stop "$p"
     log "$kind round $round: sync ${sync} ms, alone ${alone} rps, with a replica ${repl} rps," \
-        "lag ${lag} ms, probe p50 ${p50} us p99 ${p99} us, with two replicas ${repl2} rps"
-    echo "$kind,$round,$sync,$alone,$repl,$lag,$p50,$p99,$repl2" >>"$RAW"
+        "lag ${lag} ms, probe p50 ${p50} us p99 ${p99} us, with two replicas ${repl2} rps," \
+        "primary CPU s/1M alone ${cpu1}, with a replica ${cpu2}"
+    echo "$kind,$round,$sync,$alone,$repl,$lag,$p50,$p99,$repl2,$cpu1,$cpu2" >>"$RAW"
 }
 
-echo "kind,round,sync_ms,alone_rps,repl_rps,lag_ms,probe_p50_us,probe_p99_us,repl2_rps" >"$RAW"
+# per_million TICKS: CPU seconds per million of the N requests.
+per_million() {
+    awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN { printf "%.3f", t / hz / n * 1e6 }'
+}
+
+echo "kind,round,sync_ms,alone_rps,repl_rps,lag_ms,probe_p50_us,probe_p99_us,repl2_rps,alone_cpu,repl_cpu" >"$RAW"
 for round in $(seq "$ROUNDS"); do
     if [ $((round % 2)) -eq 1 ]; then
         one strata "$round"; one redis "$round"
@@ -157,7 +172,8 @@ median() {
     for col in "3 full sync of $KEYS keys (ms)" "4 SET -P 16, no replica (rps)" \
         "5 SET -P 16, one replica (rps)" "6 replica catch-up after the benchmark (ms)" \
         "7 write-to-replica lag under that load, p50 (us)" \
-        "8 write-to-replica lag under that load, p99 (us)" "9 SET -P 16, two replicas (rps)"; do
+        "8 write-to-replica lag under that load, p99 (us)" "9 SET -P 16, two replicas (rps)" \
+        "10 primary CPU s per 1M SETs, no replica" "11 primary CPU s per 1M SETs, one replica"; do
         c=${col%% *}
         name=${col#* }
         s=$(median strata "$c")
