@@ -1,16 +1,19 @@
 //! MIGRATE between Strata and redis-server 7.0 in every direction: single keys and KEYS,
 //! TTLs, COPY, REPLACE and a key that exists at the target, AUTH and AUTH2, Redis's
 //! replies for missing keys, unreachable and silent targets, the cached connection, the
-//! journal's DEL, and a worker thread that keeps serving while a transfer waits.
+//! journal's DEL, a worker thread that keeps serving while a transfer waits, and TLS
+//! to the target with `tls-cluster yes`.
 
 mod common;
 mod rdb_common;
+mod tls_common;
 
-use common::{redis, redis_requiring_auth, serve_in, strata, temp_dir, Proc};
+use common::{free_port, redis, redis_requiring_auth, serve_in, strata, temp_dir, Proc};
 use rdb_common::{dump_all, populate};
 use redis::Value;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
+use tls_common::{tls_server, Pki};
 
 fn q(con: &mut redis::Connection, args: &[&str]) -> Result<Value, String> {
     let mut c = redis::cmd(args[0]);
@@ -322,4 +325,51 @@ fn connections_are_cached_then_released() {
         assert!(Instant::now() < end, "never released");
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// `tls-cluster yes`: MIGRATE reaches the TLS port of a Strata and of a redis-server that
+/// require client certificates; with `no` it speaks plain TCP there and fails.
+#[test]
+fn tls_cluster_makes_migrate_speak_tls() {
+    let pki = Pki::new();
+    let mut args = pki.server_args("a");
+    args.extend(["--tls-cluster".to_string(), "no".to_string()]);
+    let src = strata(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut sc = src.client();
+    let (st, strata_tls) = tls_server(&pki, false, &[]);
+    let redis_tls = free_port();
+    let mut args = vec!["--tls-port".to_string(), redis_tls.to_string()];
+    args.extend(pki.server_args("a"));
+    let rt = redis(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(st.port, strata_tls);
+    let to = |c: &mut redis::Connection, port: u16, key: &str| {
+        q(
+            c,
+            &["MIGRATE", "127.0.0.1", &port.to_string(), key, "0", "2000"],
+        )
+    };
+
+    ok(&mut sc, &["SET", "k1", "v1"]);
+    ok(&mut sc, &["RPUSH", "k2", "a", "b"]);
+    for port in [strata_tls, redis_tls] {
+        let e = to(&mut sc, port, "k1").expect_err("plain TCP to a TLS port");
+        assert!(e.contains("IOERR"), "{e}");
+    }
+    assert_eq!(ok(&mut sc, &["EXISTS", "k1"]), Value::Int(1));
+
+    ok(&mut sc, &["CONFIG", "SET", "tls-cluster", "yes"]);
+    assert_eq!(to(&mut sc, strata_tls, "k1"), Ok(okay()));
+    assert_eq!(to(&mut sc, redis_tls, "k2"), Ok(okay()));
+    assert_eq!(ok(&mut sc, &["EXISTS", "k1", "k2"]), Value::Int(0));
+    assert_eq!(
+        ok(&mut pki.client(strata_tls), &["GET", "k1"]),
+        Value::BulkString(b"v1".to_vec())
+    );
+    assert_eq!(
+        ok(&mut rt.client(), &["LRANGE", "k2", "0", "-1"]),
+        Value::Array(vec![
+            Value::BulkString(b"a".to_vec()),
+            Value::BulkString(b"b".to_vec())
+        ])
+    );
 }

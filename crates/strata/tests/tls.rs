@@ -1,94 +1,19 @@
-//! TLS on the real binary: certificates made here (rcgen), clients that are Debian's
-//! redis-cli, the `redis` crate and a bare rustls session (to see what was negotiated).
+//! TLS on the real binary: certificates made in the test (`tls_common`), clients that
+//! are Debian's redis-cli, the `redis` crate and a bare rustls session (to see what was
+//! negotiated).
 
 mod common;
+mod tls_common;
 
-use common::{free_port, strata, temp_dir, Proc};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use common::{free_port, strata};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A CA and a certificate signed by it, written as PEM files into a directory.
-struct Pki {
-    dir: PathBuf,
-}
-
-/// One CA's files: `<name>-ca.crt`, and `<name>-server.{crt,key}`, `<name>-client.{crt,key}`.
-fn make_ca(dir: &Path, name: &str) {
-    let ca_key = KeyPair::generate().expect("CA key");
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, format!("{name} test CA"));
-    let ca = params.self_signed(&ca_key).expect("CA cert");
-    std::fs::write(dir.join(format!("{name}-ca.crt")), ca.pem()).expect("write");
-    for role in ["server", "client"] {
-        let key = KeyPair::generate().expect("key");
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .expect("params");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("{name} {role}"));
-        let cert = params.signed_by(&key, &ca, &ca_key).expect("signed");
-        std::fs::write(dir.join(format!("{name}-{role}.crt")), cert.pem()).expect("write");
-        std::fs::write(dir.join(format!("{name}-{role}.key")), key.serialize_pem()).expect("write");
-    }
-}
-
-impl Pki {
-    /// Two unrelated CAs, "a" and "b", each with a server and a client certificate.
-    fn new() -> Pki {
-        let dir = temp_dir("pki");
-        std::fs::create_dir_all(&dir).expect("pki dir");
-        make_ca(&dir, "a");
-        make_ca(&dir, "b");
-        Pki { dir }
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.dir.join(file).to_string_lossy().into_owned()
-    }
-
-    /// Server options for CA `ca`'s server certificate, trusting client certificates of
-    /// CA "a".
-    fn server_args(&self, ca: &str) -> Vec<String> {
-        vec![
-            "--tls-cert-file".into(),
-            self.path(&format!("{ca}-server.crt")),
-            "--tls-key-file".into(),
-            self.path(&format!("{ca}-server.key")),
-            "--tls-ca-cert-file".into(),
-            self.path("a-ca.crt"),
-        ]
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Strata with TLS on its own port and `extra` options; the plain port too when `plain`.
-fn tls_server(pki: &Pki, plain: bool, extra: &[&str]) -> (Proc, u16) {
-    let tls_port = free_port();
-    let mut args: Vec<String> = vec!["--tls-port".into(), tls_port.to_string()];
-    if plain {
-        args.extend(["--port".into(), free_port().to_string()]);
-    }
-    args.extend(pki.server_args("a"));
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    (strata(&args), tls_port)
-}
+use tls_common::{tls_server, Pki};
 
 /// What a bare rustls client connection ended up with.
 struct Session {
@@ -238,18 +163,7 @@ fn redis_cli_and_the_redis_crate_over_tls_beside_the_plain_port() {
     assert!(ok, "redis-cli --tls: {out}");
     assert_eq!(out, "OK");
 
-    let client = redis::Client::build_with_tls(
-        format!("rediss://127.0.0.1:{tls_port}/"),
-        redis::TlsCertificates {
-            client_tls: Some(redis::ClientTlsConfig {
-                client_cert: std::fs::read(pki.path("a-client.crt")).unwrap(),
-                client_key: std::fs::read(pki.path("a-client.key")).unwrap(),
-            }),
-            root_cert: Some(std::fs::read(pki.path("a-ca.crt")).unwrap()),
-        },
-    )
-    .expect("client");
-    let mut tls_conn = client.get_connection().expect("TLS connection");
+    let mut tls_conn = pki.client(tls_port);
     let v: String = redis::cmd("GET").arg("k").query(&mut tls_conn).unwrap();
     assert_eq!(v, "over tls");
     // A value larger than a TLS record and the socket buffers both ways.

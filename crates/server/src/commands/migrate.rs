@@ -203,6 +203,8 @@ fn migrate(ctx: &mut Ctx<'_>) -> CmdResult {
         auth: a.auth.clone(),
         replace: a.replace,
         keys: restores,
+        tls: (ctx.server().config.get().tls_cluster)
+            .then(|| crate::net::tls::client_side(ctx.server())),
     };
     match ctx.server().arc().filter(|_| ctx.may_block()) {
         Some(server) => {

@@ -337,7 +337,7 @@ directives! {
         LIVE => Tls;
     tls_auth_clients: TlsAuthClients = "yes", "tls-auth-clients", LIVE => Tls;
     tls_replication: bool = "no", "tls-replication", LIVE => Tls;
-    tls_cluster: bool = "no", "tls-cluster", LIVE | INERT => Tls;
+    tls_cluster: bool = "no", "tls-cluster", LIVE => Tls;
 
     // --- Test hooks Redis keeps out of CONFIG GET *
     rdb_key_save_delay: i32 [int(INT_MIN, INT_MAX)] = "0", "rdb-key-save-delay",

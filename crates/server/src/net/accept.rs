@@ -87,10 +87,17 @@ async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incoming,
         return refuse(&server, &mut wire, &info, refusal).await;
     }
     let conn = new_conn(&server, new_client(&server, info));
-    // A TLS session never moves to another worker, nor serves a replica.
-    let (client, exit) = serve_client(&server, &stats, &mut wire, conn, None, me).await;
-    if let Some(Exit::Replica(..)) = exit {
-        tracing::warn!("replication over TLS is not supported: closing the replica's link");
+    // A TLS session never moves to another worker; it may become a replica's.
+    let (mut client, exit) = serve_client(&server, &stats, &mut wire, conn, None, me).await;
+    if let Some(Exit::Replica(h, inbuf)) = exit {
+        crate::services::replication::primary::serve_replica(
+            &server,
+            &mut wire,
+            &mut client,
+            inbuf,
+            *h,
+        )
+        .await;
     }
     wire.close();
     finish_client(&server, client);

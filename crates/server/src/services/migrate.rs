@@ -5,13 +5,18 @@
 //! reply line read per command, each socket operation bounded by the timeout, one retry
 //! on a fresh connection when a cached one turns out dead before any reply.
 //!
+//! With `tls-cluster yes` the connections are TLS sessions, as Redis 7.0's MIGRATE uses
+//! the cluster's connection type.
+//!
 //! A transfer is blocking I/O: the command runs it on a thread of the worker's blocking
 //! pool, so the worker thread keeps serving its other clients (`commands/migrate.rs`).
 
+use crate::net::tls::ClientSide;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use rustls::{ClientConnection, StreamOwned};
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -24,8 +29,48 @@ const LINE_MAX: usize = 1024;
 /// Bytes written per write call (Redis writes the request in 64 KiB chunks).
 const CHUNK: usize = 64 * 1024;
 
+/// A connection to a target: a plain socket, or a TLS session over one.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}
+
 struct Cached {
-    conn: TcpStream,
+    conn: Conn,
     /// The database the connection has SELECTed, when known.
     db: Option<i64>,
     last_use: Instant,
@@ -48,6 +93,8 @@ pub struct Transfer {
     pub replace: bool,
     /// Each key, its TTL in ms (0: none) and its DUMP payload.
     pub keys: Vec<(Bytes, u64, Vec<u8>)>,
+    /// TLS for a new connection (`tls-cluster yes`), with the configuration of the time.
+    pub tls: Option<ClientSide>,
 }
 
 /// How a transfer ended: for each key, whether the target acknowledged its RESTORE, and
@@ -87,21 +134,54 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-fn connect(host: &str, port: &str, timeout: Duration) -> io::Result<TcpStream> {
-    let port: u16 = port
+fn connect(t: &Transfer) -> io::Result<Conn> {
+    let port: u16 = t
+        .port
         .parse()
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad port"))?;
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
-    for addr in (host, port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, timeout) {
+    for addr in (t.host.as_str(), port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, t.timeout) {
             Ok(c) => {
                 c.set_nodelay(true)?;
-                return Ok(c);
+                return match &t.tls {
+                    None => Ok(Conn::Plain(c)),
+                    Some(tls) => handshake(tls, c, t).map(|s| Conn::Tls(Box::new(s))),
+                };
             }
             Err(e) => last = e,
         }
     }
     Err(last)
+}
+
+/// The TLS handshake, within the timeout, as part of connecting (a failure is a connect
+/// error, as in Redis); the reason goes to the log.
+fn handshake(
+    tls: &ClientSide,
+    mut sock: TcpStream,
+    t: &Transfer,
+) -> io::Result<StreamOwned<ClientConnection, TcpStream>> {
+    let run = |sock: &mut TcpStream| {
+        sock.set_read_timeout(Some(t.timeout))?;
+        sock.set_write_timeout(Some(t.timeout))?;
+        let mut session = tls.session(&t.host)?;
+        while session.is_handshaking() {
+            session.complete_io(sock)?;
+        }
+        Ok(session)
+    };
+    match run(&mut sock) {
+        Ok(session) => Ok(StreamOwned::new(session, sock)),
+        Err(e) => {
+            tracing::warn!(
+                "MIGRATE: TLS handshake with {}:{} failed: {e}",
+                t.host,
+                t.port
+            );
+            Err(e)
+        }
+    }
 }
 
 fn bulk(out: &mut Vec<u8>, b: &[u8]) {
@@ -171,14 +251,14 @@ impl Migrations {
         let mut may_retry = true;
         loop {
             let taken = self.cache.lock().remove(&name);
-            let (conn, db) = match taken {
+            let (mut conn, db) = match taken {
                 Some(c) => (c.conn, c.db),
-                None => match connect(&t.host, &t.port, t.timeout) {
+                None => match connect(t) {
                     Ok(c) => (c, None),
                     Err(_) => return t.failed(Failure::Io(CONNECT_ERR), 0),
                 },
             };
-            match attempt(&conn, db, t) {
+            match attempt(&mut conn, db, t) {
                 Attempt::Done { outcome, broken } => {
                     // A connection that failed mid-way is dropped; after an error reply
                     // its selected database is no longer trusted.
@@ -199,7 +279,7 @@ impl Migrations {
         }
     }
 
-    fn keep(&self, name: String, conn: TcpStream, db: Option<i64>) {
+    fn keep(&self, name: String, conn: Conn, db: Option<i64>) {
         let mut cache = self.cache.lock();
         if cache.len() >= CACHE_ITEMS {
             // Full: make room by dropping one (Redis drops one at random).
@@ -219,14 +299,15 @@ impl Migrations {
 }
 
 /// One try over `conn`, whose selected database is `db` if known.
-fn attempt(conn: &TcpStream, db: Option<i64>, t: &Transfer) -> Attempt {
+fn attempt(conn: &mut Conn, db: Option<i64>, t: &Transfer) -> Attempt {
     let failed = |e: &io::Error, writing| Attempt::Failed {
         timeout: is_timeout(e),
         writing,
     };
-    if let Err(e) = conn
+    let sock = conn.socket();
+    if let Err(e) = sock
         .set_read_timeout(Some(t.timeout))
-        .and_then(|_| conn.set_write_timeout(Some(t.timeout)))
+        .and_then(|_| sock.set_write_timeout(Some(t.timeout)))
     {
         return failed(&e, true);
     }
@@ -249,11 +330,14 @@ fn attempt(conn: &TcpStream, db: Option<i64>, t: &Transfer) -> Attempt {
         }
         command(&mut req, &args);
     }
-    let mut w = conn;
     for chunk in req.chunks(CHUNK) {
-        if let Err(e) = w.write_all(chunk) {
+        if let Err(e) = conn.write_all(chunk) {
             return failed(&e, true);
         }
+    }
+    // A TLS session may still hold the last records.
+    if let Err(e) = conn.flush() {
+        return failed(&e, true);
     }
     let mut r = BufReader::new(conn);
     let mut first_error: Option<Vec<u8>> = None;

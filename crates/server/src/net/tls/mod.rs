@@ -1,5 +1,6 @@
 //! TLS: the server's side for connections on `tls-port`, and the client side for the
-//! replication link (`connect`), both from the `tls-*` directives.
+//! replication link (`connect`) and MIGRATE (`client_side`), all from the `tls-*`
+//! directives.
 //!
 //! rustls does the protocol; `stream::TlsStream` drives it over the connection's own
 //! non-blocking socket, so a TLS connection runs the same connection code as a plain one
@@ -19,6 +20,7 @@ use arc_swap::ArcSwapOption;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig, ServerConnection};
 use std::io;
+use std::sync::Arc;
 use tokio::net::TcpStream;
 
 /// What CONFIG SET answers when the new TLS configuration does not build (the reason goes
@@ -81,21 +83,36 @@ pub(crate) async fn accept(
     }
 }
 
-/// The client side, for the replication link (`tls-replication yes`): a TLS session over
-/// an already connected socket, presenting `tls-client-cert-file` (or the server's own
-/// certificate) and checking the peer's chain against the CA certificates, not its name,
-/// as Redis does.
+/// The client side's configuration as it is now: for the replication link
+/// (`tls-replication`) and MIGRATE (`tls-cluster`). Taken when a connection starts, so a
+/// change by CONFIG SET applies to the next connection.
+pub struct ClientSide(Option<Arc<ClientConfig>>);
+
+/// The outgoing configuration now (it may be missing: then sessions fail to start).
+pub fn client_side(server: &Server) -> ClientSide {
+    ClientSide(server.tls.client.load_full())
+}
+
+impl ClientSide {
+    /// A new session to `host`, presenting `tls-client-cert-file` (or the server's own
+    /// certificate) and checking the peer's chain against the CA certificates, not its
+    /// name, as Redis does.
+    pub fn session(&self, host: &str) -> io::Result<ClientConnection> {
+        let config = self.0.clone().ok_or_else(|| {
+            io::Error::other("TLS is not configured for outgoing connections (see the log)")
+        })?;
+        // The name only rides in the handshake (SNI); it is not checked against the peer.
+        let name = ServerName::try_from(host.to_string())
+            .or_else(|_| ServerName::try_from("strata".to_string()))
+            .map_err(io::Error::other)?;
+        ClientConnection::new(config, name).map_err(io::Error::other)
+    }
+}
+
+/// The client side of a TLS session over an already connected socket, its handshake done
+/// (the replication link, `tls-replication yes`).
 pub async fn connect(server: &Server, tcp: TcpStream, host: &str) -> io::Result<TlsStream> {
-    let config = server.tls.client.load_full().ok_or_else(|| {
-        io::Error::other(
-            "TLS is not configured for outgoing connections (tls-replication and a CA)",
-        )
-    })?;
-    // The name only rides in the handshake (SNI); it is not checked against the peer.
-    let name = ServerName::try_from(host.to_string())
-        .or_else(|_| ServerName::try_from("strata".to_string()))
-        .map_err(io::Error::other)?;
-    let conn = ClientConnection::new(config, name).map_err(io::Error::other)?;
+    let conn = client_side(server).session(host)?;
     let mut s = TlsStream::new(tcp, Connection::Client(conn));
     s.handshake().await?;
     Ok(s)

@@ -6,7 +6,7 @@
 //! - `backlog`: the stream and its history, an effect sink on a primary.
 //! - `primary`: a replica's connection on this primary, from PSYNC on.
 //! - `fullsync`: the RDB of a full resynchronization, from a point-in-time capture.
-//! - `replica`: this replica's link to its primary.
+//! - `replica`: this replica's link to its primary; `upstream`: its connection (TCP or TLS).
 //! - `role`: turning into a replica or a primary, and the replication IDs.
 //! - `persisted`: the replication ID and offset kept across a clean restart.
 //! - `report`: INFO replication, ROLE.
@@ -22,6 +22,7 @@ pub mod primary;
 pub mod replica;
 mod report;
 mod role;
+mod upstream;
 
 pub use failover::{failover_command, FailoverArgs};
 pub use persisted::{load_at_start, save_at_shutdown};

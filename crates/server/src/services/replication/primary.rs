@@ -1,6 +1,8 @@
 //! A replica's connection on this primary, from its SYNC or PSYNC on: a partial
 //! resynchronization from the backlog (+CONTINUE), or a full one (+FULLRESYNC, the RDB of
-//! a capture, see `fullsync`), then the stream, while its REPLCONF ACKs come back.
+//! a capture, see `fullsync`), then the stream, while its REPLCONF ACKs come back. The
+//! connection is a plain socket or a TLS session (a replica with `tls-replication yes`
+//! connecting to the TLS port).
 
 use super::fullsync::{Piece, SyncRequest};
 use super::{peer, Handoff, Peer};
@@ -12,16 +14,15 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strata_resp::{Limits, Parser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Bytes of stream copied out of the backlog per write.
 const SEND_CHUNK: usize = 256 * 1024;
 
 /// Serves the replica that sent SYNC or PSYNC on this connection until it goes.
-pub async fn serve_replica(
+pub async fn serve_replica<S: AsyncRead + AsyncWrite + Unpin>(
     server: &Server,
-    stream: &mut TcpStream,
+    stream: &mut S,
     client: &mut Client,
     inbuf: BytesMut,
     h: Handoff,
@@ -154,22 +155,29 @@ pub fn over_limit(p: &Peer, pending: u64, hard: u64, soft: u64, soft_secs: u64) 
     false
 }
 
-struct Link<'a> {
+/// A replica's connection: a plain socket or a TLS session.
+struct Link<'a, S> {
     server: &'a Server,
-    stream: &'a mut TcpStream,
+    stream: &'a mut S,
     peer: Arc<Peer>,
     inbuf: BytesMut,
     parser: Parser,
 }
 
-impl Link<'_> {
-    /// Writes `buf` whole; false if the replica went (or was killed) meanwhile.
+impl<S: AsyncRead + AsyncWrite + Unpin> Link<'_, S> {
+    /// Writes `buf` whole (out of the TLS session's buffer too); false if the replica
+    /// went (or was killed) meanwhile.
     async fn write(&mut self, buf: &[u8]) -> bool {
         let info = self.peer.info.clone();
+        let stream = &mut *self.stream;
+        let write = async move {
+            stream.write_all(buf).await?;
+            stream.flush().await
+        };
         tokio::select! {
             biased;
             _ = info.killed() => false,
-            r = self.stream.write_all(buf) => r.is_ok(),
+            r = write => r.is_ok(),
         }
     }
 

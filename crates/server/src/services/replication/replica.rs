@@ -4,9 +4,10 @@
 //! (or `?` for a full sync), receives and loads the RDB of a full sync, then applies the
 //! primary's stream through `exec::execute` as `Origin::Master`, in order, acknowledging
 //! it every second and when asked (REPLCONF GETACK). When the link drops it comes back
-//! with PSYNC from the last applied offset.
+//! with PSYNC from the last applied offset. The connection, plain or TLS, is `upstream`'s.
 
 use super::backlog::{set_applying, take_applying};
+use super::upstream::{fail, Conn, LinkError};
 use super::{link, role, Cached, ClientRepl};
 use crate::exec::client::{kind, Client, ClientInfo};
 use crate::exec::{execute, After, Call, Origin, Worker};
@@ -18,8 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_resp::{Limits, Parser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 
 /// Starts the link for role `generation` on a worker thread.
 pub fn spawn(server: &Arc<Server>, generation: u64) {
@@ -90,93 +90,6 @@ async fn run(server: Arc<Server>, stats: Arc<ThreadStats>, generation: u64) {
     }
 }
 
-/// Why a link attempt ended.
-struct LinkError {
-    text: String,
-    /// The link had been up (its stream flowing).
-    was_up: bool,
-}
-
-impl std::fmt::Display for LinkError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-fn fail<T>(text: impl Into<String>) -> Result<T, LinkError> {
-    Err(LinkError {
-        text: text.into(),
-        was_up: false,
-    })
-}
-
-/// A connection to the primary during the handshake: lines in, commands out.
-struct Conn {
-    stream: TcpStream,
-    buf: BytesMut,
-    timeout: Duration,
-}
-
-impl Conn {
-    async fn send(&mut self, argv: &[&[u8]]) -> Result<(), LinkError> {
-        let mut b = Vec::new();
-        crate::exec::effects::encode(&mut b, argv);
-        self.write(&b).await
-    }
-
-    async fn write(&mut self, b: &[u8]) -> Result<(), LinkError> {
-        match tokio::time::timeout(self.timeout, self.stream.write_all(b)).await {
-            Ok(Ok(())) => Ok(()),
-            _ => fail("Sending command to master in replication handshake: write error"),
-        }
-    }
-
-    /// Reads more; false at the end of the stream. Times out after `repl-timeout`.
-    async fn fill(&mut self) -> Result<bool, LinkError> {
-        if self.buf.capacity() - self.buf.len() < 16 * 1024 {
-            self.buf.reserve(64 * 1024);
-        }
-        match tokio::time::timeout(self.timeout, self.stream.read_buf(&mut self.buf)).await {
-            Ok(Ok(n)) => Ok(n > 0),
-            Ok(Err(e)) => fail(format!("I/O error reading from MASTER: {e}")),
-            Err(_) => fail("Timeout connecting to the MASTER..."),
-        }
-    }
-
-    /// One line, without its `\r\n` (an empty one for a keep-alive newline).
-    async fn line(&mut self) -> Result<String, LinkError> {
-        loop {
-            if let Some(nl) = self.buf.iter().position(|&c| c == b'\n') {
-                let line = self.buf.split_to(nl + 1);
-                let text = line.strip_suffix(b"\n").unwrap_or(&line);
-                let text = text.strip_suffix(b"\r").unwrap_or(text);
-                return Ok(String::from_utf8_lossy(text).into_owned());
-            }
-            if self.buf.len() > 64 * 1024 {
-                return fail("Bad protocol from MASTER: a reply line too long");
-            }
-            if !self.fill().await? {
-                return fail("Master did not respond to command during SYNC handshake");
-            }
-        }
-    }
-
-    /// The next line that is not a keep-alive newline.
-    async fn reply(&mut self, server: &Server) -> Result<String, LinkError> {
-        loop {
-            let l = self.line().await?;
-            server
-                .repl
-                .link
-                .last_io
-                .store(Server::now_unix(), Ordering::Relaxed);
-            if !l.is_empty() {
-                return Ok(l);
-            }
-        }
-    }
-}
-
 /// One attempt: connect, handshake, sync, then the stream until the link drops. Ok with
 /// whether the stream was flowing when it ended (a change of role ends it quietly).
 async fn connect(
@@ -190,19 +103,9 @@ async fn connect(
     let st = &repl.link;
     st.state.store(link::CONNECTING, Ordering::SeqCst);
     let timeout = Duration::from_secs(u64::from(server.config.get().repl_timeout.max(1)));
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return fail(format!("Error condition on socket for SYNC: {e}")),
-        Err(_) => return fail("Timeout connecting to the MASTER..."),
-    };
-    let _ = stream.set_nodelay(!server.config.get().repl_disable_tcp_nodelay);
+    let mut conn = Conn::open(server, host, port, timeout).await?;
     tracing::info!("MASTER <-> REPLICA sync started");
     st.state.store(link::HANDSHAKE, Ordering::SeqCst);
-    let mut conn = Conn {
-        stream,
-        buf: BytesMut::with_capacity(64 * 1024),
-        timeout,
-    };
     handshake(server, &mut conn).await?;
     if !current(server, generation) {
         return Ok(false);
@@ -306,8 +209,11 @@ async fn handshake(server: &Server, conn: &mut Conn) -> Result<(), LinkError> {
         argv.push(c.masterauth.as_bytes());
         crate::exec::effects::encode(&mut out, &argv);
     }
+    // Where this replica's own clients connect: over TLS when its link is TLS.
     let port = if c.replica_announce_port != 0 {
         c.replica_announce_port
+    } else if c.tls_replication && c.tls_port != 0 {
+        c.tls_port
     } else {
         server.listeners.port().unwrap_or(c.port)
     };
@@ -525,17 +431,11 @@ async fn follow(
     st.state.store(link::CONNECTED, Ordering::SeqCst);
     st.down_since.store(0, Ordering::SeqCst);
     st.last_io.store(Server::now_unix(), Ordering::Relaxed);
-    let local = conn
-        .stream
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&conn.stream);
     let info = Arc::new(ClientInfo::new(
         server.clients.next_id(),
         format!("{host}:{port}"),
-        local,
-        fd,
+        conn.local.clone(),
+        conn.fd,
     ));
     info.kind.store(kind::MASTER, Ordering::Relaxed);
     server.clients.add(info.clone());
@@ -568,7 +468,7 @@ async fn follow(
     } else {
         // After a full sync the primary waits for this first ACK to start the stream.
         let ack = super::primary::ack_command(apply.reploff);
-        if conn.stream.write_all(&ack).await.is_err() {
+        if conn.put(&ack).await.is_err() {
             server.clients.remove(info.id);
             return fail("Connection with master lost.");
         }
@@ -580,7 +480,7 @@ async fn follow(
         let r = apply.run(server, stats, &mut conn.buf);
         if !apply.acks.is_empty() {
             let acks = std::mem::take(&mut apply.acks);
-            if conn.stream.write_all(&acks).await.is_err() {
+            if conn.put(&acks).await.is_err() {
                 break Err("Connection with master lost.".to_string());
             }
         }
@@ -615,7 +515,7 @@ async fn follow(
                 }
                 if !start.pre_psync {
                     let ack = super::primary::ack_command(apply.reploff);
-                    if conn.stream.write_all(&ack).await.is_err() {
+                    if conn.put(&ack).await.is_err() {
                         break Err("Connection with master lost.".to_string());
                     }
                 }
