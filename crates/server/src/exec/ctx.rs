@@ -50,6 +50,9 @@ pub struct Ctx<'a> {
     nest: Option<&'a mut Nest>,
     /// Arguments MONITOR must not show (bit i: argv[i]).
     redacted: u64,
+    /// Times the command counts as failed besides an `Err` it returns: a script's reply
+    /// that holds errors (see `exec::script`).
+    failures: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -76,12 +79,20 @@ impl<'a> Ctx<'a> {
             after,
             nest,
             redacted: 0,
+            failures: 0,
         }
     }
 
-    /// The effect the handler left (stage 5 records it) and the arguments it redacted.
-    pub(crate) fn into_effect(self) -> (Effect, u64) {
-        (self.effect, self.redacted)
+    /// The effect the handler left (stage 5 records it), the arguments it redacted and
+    /// the failures it counted (`count_failures`).
+    pub(crate) fn into_effect(self) -> (Effect, u64, u64) {
+        (self.effect, self.redacted, self.failures)
+    }
+
+    /// Counts the command as failed `n` more times in INFO commandstats although it
+    /// answers `Ok` (a script whose reply is an error).
+    pub(crate) fn count_failures(&mut self, n: u64) {
+        self.failures += n;
     }
 
     /// Shows this command to MONITOR now: EVAL and FCALL (flagged skip_monitor) appear

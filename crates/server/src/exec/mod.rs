@@ -179,7 +179,7 @@ pub fn execute(
     let id = resolved.as_ref().ok().copied();
     let outcome = match resolved {
         Ok(id) => run(w, client, id, call, &mut origin, out, after),
-        Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
+        Err(e) => refuse_unresolved(w, client, call.argv, &origin, out, e),
     };
     // A paused command has not run: it comes back as if it had just arrived.
     if top && !matches!(outcome, Outcome::Paused) {
@@ -221,21 +221,30 @@ fn suppress_reply(client: &mut Client, mode_before: ReplyMode) -> bool {
     }
 }
 
-/// An unknown command or subcommand, or a wrong argument count.
+/// An unknown command or subcommand, or a wrong argument count (which counts as a
+/// rejected call of the command, as in Redis).
 #[cold]
 fn refuse_unresolved(
-    server: &Server,
+    w: &Worker<'_>,
     client: &mut Client,
     argv: &[Bytes],
     origin: &Origin<'_>,
     out: &mut Vec<u8>,
     e: CmdError,
 ) -> Outcome {
+    let server = w.server;
+    if admit::is_arity_error(&e) {
+        if let Some(id) = server.table.lookup_call(argv) {
+            w.stats.rejected(id);
+        }
+    }
     if let Origin::Nested(Nest {
         script: Some(_), ..
     }) = origin
     {
-        return Outcome::Refused(admit::script_resolve_error(&e));
+        let e = admit::script_resolve_error(&e);
+        server.stats.count_error(&e.text());
+        return Outcome::Refused(e);
     }
     let e = admit::abort_transaction(server, client, &argv[0], e);
     write_error(server, client, out, &e);
@@ -305,7 +314,7 @@ fn run(
         tracking::remember(server, client, cmd, call.argv);
     }
     let proto = client.proto;
-    let (result, (effect, redacted)) = {
+    let (result, (effect, redacted, failures)) = {
         let nest = match origin {
             Origin::Nested(n) => Some(&mut **n),
             _ => None,
@@ -356,6 +365,9 @@ fn run(
             show_to_monitors(server, client, by_script, call.argv, redacted);
         }
     }
+    if failures > 0 {
+        w.stats.failed_by(id, failures);
+    }
     if let Err(e) = result {
         w.stats.failed(id);
         write_error(server, client, out, &e);
@@ -365,7 +377,8 @@ fn run(
 
 /// A command refused before it ran. A script's refused call raises a Lua error instead
 /// (its host writes it); anything else is answered with the error, and inside MULTI it
-/// dooms the transaction.
+/// dooms the transaction. Either way the refusal counts in the error statistics, as
+/// Redis counts a script's refused call when it happens.
 fn refuse(
     w: &Worker<'_>,
     client: &mut Client,
@@ -374,13 +387,14 @@ fn refuse(
     out: &mut Vec<u8>,
     e: CmdError,
 ) -> Outcome {
+    w.stats.rejected(id);
     if let Origin::Nested(Nest {
         script: Some(_), ..
     }) = origin
     {
+        w.server.stats.count_error(&e.text());
         return Outcome::Refused(e);
     }
-    w.stats.rejected(id);
     let name = w.server.table.fullnames[id].as_bytes();
     let e = admit::abort_transaction(w.server, client, name, e);
     write_error(w.server, client, out, &e);
