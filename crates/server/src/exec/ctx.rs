@@ -6,7 +6,7 @@
 use crate::config::Config;
 use crate::exec::client::Client;
 use crate::exec::command::{parse_i64, CmdError};
-use crate::exec::effects::Effect;
+use crate::exec::effects::{Audience, Effect};
 use crate::exec::table::Table;
 use crate::exec::{After, Nest, Worker};
 use crate::server::Server;
@@ -382,6 +382,19 @@ impl<'a> Ctx<'a> {
     /// Logs these commands instead of this command's argv.
     pub fn rewrite(&mut self, cmds: Vec<Vec<Bytes>>) {
         self.effect = Effect::Commands(cmds);
+    }
+
+    /// Sends this command to the replicas alone (not the journal), as Redis forces
+    /// PUBLISH's propagation to its replicas though it writes nothing.
+    pub fn replicate_only(&mut self) {
+        if self.server.sinks.any() {
+            self.effect = Effect::Targeted(vec![(Audience::Replicas, self.argv.to_vec())]);
+        }
+    }
+
+    /// Logs these commands, each for the sinks of its audience.
+    pub fn rewrite_targeted(&mut self, cmds: Vec<(Audience, Vec<Bytes>)>) {
+        self.effect = Effect::Targeted(cmds);
     }
 
     /// Logs nothing for this command (it changed nothing).

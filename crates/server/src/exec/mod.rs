@@ -331,8 +331,9 @@ fn run(
         let r = (cmd.handler)(&mut ctx);
         (r, ctx.into_effect())
     };
-    if write && result.is_ok() && after.block.is_none() {
-        if !matches!(effect, Effect::Skip) && !replaying {
+    // A command that writes nothing may still record an effect for some sinks (PUBLISH).
+    if (write || effect.is_targeted()) && result.is_ok() && after.block.is_none() {
+        if write && !matches!(effect, Effect::Skip) && !replaying {
             w.stats.changed();
         }
         record(server, client, db, &call, effect, origin, &hold);
@@ -417,17 +418,22 @@ fn record(
         Origin::Nested(n) if server.sinks.any() => n.group.add(db, call.argv, effect),
         Origin::Nested(_) | Origin::Replay => {}
         Origin::Client | Origin::Master => {
-            if let Some(epoch) = hold.epoch() {
-                let lsn = server.sinks.record_command(
-                    db,
-                    epoch,
-                    call.argv,
-                    call.frame.as_deref(),
-                    &effect,
-                );
-                if lsn != 0 {
-                    client.last_lsn = lsn;
-                }
+            // A command that writes nothing holds no shards, and no epoch: what it records
+            // concerns no data a snapshot holds, so the current epoch serves.
+            let epoch = match hold.epoch() {
+                Some(epoch) => epoch,
+                None if effect.is_targeted() && server.sinks.any() => server
+                    .persist
+                    .epoch
+                    .load(std::sync::atomic::Ordering::SeqCst),
+                None => return,
+            };
+            let lsn =
+                server
+                    .sinks
+                    .record_command(db, epoch, call.argv, call.frame.as_deref(), effect);
+            if lsn != 0 {
+                client.last_lsn = lsn;
             }
         }
     }
