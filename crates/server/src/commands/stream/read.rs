@@ -335,7 +335,7 @@ fn serve_group(
     // New entries read with NOACK do not become pending. Redis writes no XCLAIM for a
     // history read's deliveries.
     let history = req.from != ReadFrom::New;
-    let claims = !(req.noack && !history) && !delivered.is_empty();
+    let claims = (!req.noack || history) && !delivered.is_empty();
     // Replaying an XCLAIM creates its consumer.
     if read.consumer_created && (req.noack || !claims) {
         let to = written_by_redis_if(req.noack);
