@@ -184,6 +184,7 @@ impl Link<'_> {
             SyncRequest {
                 id: self.peer.id,
                 eof: h.conf.capa_eof,
+                filter: h.conf.rdb_filter,
                 tx,
             },
         );
