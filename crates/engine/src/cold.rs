@@ -112,11 +112,21 @@ impl Db {
     /// Removes the shard's expired keys from RAM (`ShardData::purge_expired`), with the
     /// store copies of clean ones.
     pub(crate) fn purge_expired(&self, g: &mut ShardData, now: u64) -> usize {
+        self.purge_expired_where(g, now, |_| true)
+    }
+
+    /// `purge_expired` for the expired keys that pass `which`.
+    pub(crate) fn purge_expired_where(
+        &self,
+        g: &mut ShardData,
+        now: u64,
+        which: impl Fn(&[u8]) -> bool,
+    ) -> usize {
         if g.clean.is_empty() {
-            return g.purge_expired(now, |k| self.expired(k));
+            return g.purge_expired_where(now, which, |k| self.expired(k));
         }
         let mut gone = Vec::new();
-        let n = g.purge_expired(now, |k| {
+        let n = g.purge_expired_where(now, which, |k| {
             self.expired(k);
             gone.push(k.to_vec());
         });

@@ -423,8 +423,17 @@ impl Db {
         let mut out = Vec::new();
         let mut idx = cursor as usize;
         let mut visited = 0usize;
+        let expire = self.may_expire(now);
         while idx < self.shards.len() {
-            let g = self.shards[idx].acquire();
+            let mut g = self.shards[idx].acquire();
+            // Expired keys the scan meets go, as Redis's SCAN expires those that pass its
+            // MATCH pattern (each removal is recorded as a DEL of its own).
+            if expire {
+                let pattern = filter.pattern;
+                self.purge_expired_where(&mut g, now, |k| {
+                    pattern.is_none_or(|p| glob::matches(p, k, false))
+                });
+            }
             visited += g.len() + g.cold;
             out.extend(
                 g.iter()

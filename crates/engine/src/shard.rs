@@ -585,9 +585,15 @@ impl ShardData {
         true
     }
 
-    /// Removes every expired entry, reporting each key to `on_expired`; returns how many.
-    /// (Inline strings never expire: one with an expiry is a block.)
-    pub fn purge_expired(&mut self, now: u64, mut on_expired: impl FnMut(&[u8])) -> usize {
+    /// Removes every expired entry whose key passes `which`, reporting each key to
+    /// `on_expired`; returns how many. (Inline strings never expire: one with an expiry is
+    /// a block.)
+    pub fn purge_expired_where(
+        &mut self,
+        now: u64,
+        which: impl Fn(&[u8]) -> bool,
+        mut on_expired: impl FnMut(&[u8]),
+    ) -> usize {
         if self.volatile == 0 {
             return 0;
         }
@@ -596,7 +602,7 @@ impl ShardData {
         let mut freed = 0;
         let samples = self.ledger.as_ref().map(|l| l.samples());
         self.table.retain(|s| {
-            let gone = s.view().is_expired(now);
+            let gone = s.view().is_expired(now) && which(s.key());
             if gone {
                 on_expired(s.key());
                 if let Some(n) = samples {

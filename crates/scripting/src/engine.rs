@@ -595,24 +595,29 @@ impl Engine {
             Protocol::Resp2
         };
         let mut out = Vec::new();
+        let mut errors = Vec::new();
         self.set_hook(true);
         let result = self.pcall(f, input, true);
         let conv = match result {
             Ok((true, v)) => {
                 let script_resp = self.call.resp.get();
-                resp::lua_to_reply(&mut out, v, script_resp, proto)
+                resp::lua_to_reply(&mut out, v, script_resp, proto, &mut errors)
             }
-            Ok((false, e)) => resp::script_error_reply(&mut out, &e, name),
+            Ok((false, e)) => resp::script_error_reply(&mut out, &e, name, &mut errors),
             Err(e) => Err(e),
         };
         if let Err(e) = conv {
             out.clear();
-            resp::push_error(&mut out, format!("ERR {e}").as_bytes());
+            errors.clear();
+            resp::push_noted_error(&mut out, format!("ERR {e}").as_bytes(), false, &mut errors);
         }
         self.set_hook(false);
         self.call.host.set(None);
         if let Some(p) = self.call.panic.take() {
             std::panic::resume_unwind(p);
+        }
+        for (text, counted) in &errors {
+            host.reply_error(text, *counted);
         }
         self.runs += 1;
         if self.runs >= GC_PERIOD {

@@ -36,6 +36,12 @@ pub trait Host {
     /// redis.acl_check_cmd: may the user running the script run this command (argv[0] is
     /// the name) with these arguments? None when no such command exists.
     fn acl_check_cmd(&mut self, argv: &[bytes::Bytes]) -> Option<bool>;
+    /// The reply of the script (or of the attempt to run it) holds this error: its text,
+    /// without the '-'. `counted` says the error comes from a command the script called
+    /// and was counted in the error statistics when that command failed (Redis's
+    /// `ignore_error_stats_update`); any other is for the host to count. Called once per
+    /// error, nested ones included, after the script ends.
+    fn reply_error(&mut self, _text: &[u8], _counted: bool) {}
 }
 
 /// One function of a library, as FUNCTION LIST shows it.
@@ -125,7 +131,7 @@ impl Lua {
         };
         let f = match compiled {
             Ok(f) => f,
-            Err(reply) => return reply,
+            Err(reply) => return refused(reply, host),
         };
         let input = engine::Input::Globals(keys, args);
         self.eval.run(&f, input, sha, client_resp, host)
@@ -255,7 +261,7 @@ impl Lua {
         host: &mut dyn Host,
     ) -> Vec<u8> {
         let Some((f, _)) = self.functions.get(&function.to_ascii_lowercase()) else {
-            return b"-ERR Function not found\r\n".to_vec();
+            return refused(b"-ERR Function not found\r\n".to_vec(), host);
         };
         let input = engine::Input::Args(keys, args);
         self.func.run(f, input, function, client_resp, host)
@@ -269,6 +275,14 @@ impl Lua {
             self.eval = e;
         }
     }
+}
+
+/// An error reply given instead of running a script, noted for the host's statistics.
+fn refused(reply: Vec<u8>, host: &mut dyn Host) -> Vec<u8> {
+    if let Some(text) = reply.get(1..reply.len().saturating_sub(2)) {
+        host.reply_error(text, false);
+    }
+    reply
 }
 
 /// An mlua failure outside the script (allocation): still an error reply, never a panic.

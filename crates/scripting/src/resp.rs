@@ -293,6 +293,32 @@ pub(crate) fn push_error(buf: &mut Vec<u8>, msg: &[u8]) {
     buf.extend_from_slice(b"\r\n");
 }
 
+/// The errors a script's reply carries, in order: each one's text (without the '-') and
+/// whether it was counted already (see [`crate::Host::reply_error`]).
+pub(crate) type ReplyErrors = Vec<(Vec<u8>, bool)>;
+
+/// `push_error`, noting the error in `errors`.
+pub(crate) fn push_noted_error(
+    buf: &mut Vec<u8>,
+    msg: &[u8],
+    counted: bool,
+    errors: &mut ReplyErrors,
+) {
+    let start = buf.len();
+    push_error(buf, msg);
+    let text = buf.get(start + 1..buf.len() - 2).unwrap_or_default();
+    errors.push((text.to_vec(), counted));
+}
+
+/// `ignore_error_stats_update` of an error table: the error came from a command the script
+/// called, whose failure was counted then.
+fn counted_already(t: &Table) -> mlua::Result<bool> {
+    Ok(matches!(
+        t.raw_get::<Value>("ignore_error_stats_update")?,
+        Value::Boolean(true)
+    ))
+}
+
 fn map_crlf(s: &[u8]) -> Vec<u8> {
     s.iter()
         .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
@@ -361,12 +387,17 @@ pub(crate) fn fmt_g14(d: f64) -> String {
 
 /// The error reply for a Lua error object: `luaExtractErrorInformation` plus the
 /// " script: NAME, on SOURCE:LINE." suffix of `luaCallFunction`.
-pub(crate) fn script_error_reply(buf: &mut Vec<u8>, err: &Value, name: &str) -> mlua::Result<()> {
+pub(crate) fn script_error_reply(
+    buf: &mut Vec<u8>,
+    err: &Value,
+    name: &str,
+    errors: &mut ReplyErrors,
+) -> mlua::Result<()> {
     let Value::Table(t) = err else {
         let msg = lua_tostring(err).unwrap_or_else(|| b"execution failure".to_vec());
         let mut m = format!("ERR Error running script {name}, ").into_bytes();
         m.extend_from_slice(&msg[..msg.len().min(100)]);
-        push_error(buf, &m);
+        push_noted_error(buf, &m, false, errors);
         return Ok(());
     };
     let mut msg = match lua_tostring(&t.get::<Value>("err")?) {
@@ -383,25 +414,27 @@ pub(crate) fn script_error_reply(buf: &mut Vec<u8>, err: &Value, name: &str) -> 
         msg.extend_from_slice(&line);
         msg.push(b'.');
     }
-    push_error(buf, &msg);
+    push_noted_error(buf, &msg, counted_already(t)?, errors);
     Ok(())
 }
 
 /// `luaReplyToRedisReply` for the value a script returned. `script_resp` is what the script
 /// set with redis.setresp (it decides how booleans map), `client` the client's protocol.
 /// Iterative so deep tables cannot overflow the Rust stack; `used` mirrors Lua stack slots.
-/// Fields are read raw, as Redis reads them: metatables play no part.
+/// Fields are read raw, as Redis reads them: metatables play no part. The errors the reply
+/// holds, at any depth, are noted in `errors`.
 pub(crate) fn lua_to_reply(
     buf: &mut Vec<u8>,
     v: Value,
     script_resp: u8,
     client: Protocol,
+    errors: &mut ReplyErrors,
 ) -> mlua::Result<()> {
     let mut work: Vec<(Value, usize)> = vec![(v, 2)];
     while let Some((v, used)) = work.pop() {
         let mut r = Reply::new(buf, client);
         if used + 4 > MAX_CSTACK {
-            r.error("ERR reached lua stack limit");
+            push_noted_error(r.buf, b"ERR reached lua stack limit", false, errors);
             continue;
         }
         match v {
@@ -422,7 +455,7 @@ pub(crate) fn lua_to_reply(
             Value::Table(t) => {
                 if let Some(e) = get_str(&t, "err")? {
                     // addReplyErrorFormat("-%s", err): written as is, no "ERR " added.
-                    push_error(r.buf, &e.as_bytes());
+                    push_noted_error(r.buf, &e.as_bytes(), counted_already(&t)?, errors);
                     continue;
                 }
                 if let Some(ok) = get_str(&t, "ok")? {

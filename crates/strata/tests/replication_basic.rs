@@ -275,3 +275,55 @@ fn min_replicas_to_write_refuses_writes() {
     let mut c = redis.client();
     assert_eq!(error_text(&mut c, &["SET", "k", "v"]), text);
 }
+
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn published_messages_reach_the_replicas_subscribers_but_not_the_journal() {
+    let p = strata(&["--appendonly", "yes"]);
+    let r = strata(&[]);
+    let (mut pc, mut rc) = (p.client(), r.client());
+    replicaof(&mut rc, &p);
+    wait_synced(&mut pc, &mut rc);
+    let mut sub = common::RespConn::new(&r);
+    assert!(common::call_text(&mut sub, &["SUBSCRIBE", "ch"]).contains("subscribe"));
+    let dir = p.own_dir.clone().expect("the primary's data directory");
+    let before = dir_bytes(&dir);
+    // Nobody listens on the primary; the replica's subscriber gets each message.
+    for i in 0..50 {
+        let n: i64 = run(&mut pc, &["PUBLISH", "ch", &format!("m{i}")]);
+        assert_eq!(n, 0);
+        let msg = common::read_text(&mut sub);
+        assert!(
+            msg.ends_with(&format!(
+                "$2\\r\\nch\\r\\n${}\\r\\nm{i}\\r\\n",
+                1 + i.to_string().len()
+            )),
+            "{msg}"
+        );
+    }
+    assert_eq!(dir_bytes(&dir), before, "PUBLISH is not journaled");
+    // A write is (the measure sees the journal grow).
+    let _: () = run(&mut pc, &["SET", "k", "v"]);
+    let start = Instant::now();
+    while dir_bytes(&dir) == before {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the journal never grew"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -3,7 +3,9 @@
 //! --replica` (a real replica's handshake, then every command it is sent, one per line).
 //! Commands that pick their key or block go down as the plain pops they amounted to
 //! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), GETDEL as DEL; one that changed nothing (a
-//! pop of nothing, a DEL of missing keys) not at all.
+//! pop of nothing, a DEL of missing keys) not at all. PUBLISH reaches the replicas, inside
+//! MULTI too; a transaction's consumer-group reads go down as their XCLAIMs; keys SCAN
+//! expires go down as DELs of their own.
 
 mod common;
 mod repl_common;
@@ -57,16 +59,16 @@ fn wait_synced(rx: &mpsc::Receiver<String>) {
     }
 }
 
-/// The commands the stream carried until the `SET end 1` that closes the test, lower-cased,
-/// without the keepalive PINGs and SELECTs.
-fn commands_until_end(rx: &mpsc::Receiver<String>) -> Vec<String> {
+/// The commands the stream carried until `SET <mark> 1`, lower-cased, without the
+/// keepalive PINGs and SELECTs, an XCLAIM's TIME (a clock reading) shown as `<time>`.
+fn commands_until(rx: &mpsc::Receiver<String>, mark: &str) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut seen = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = rx
             .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("no `SET end 1` in the stream; saw {seen:?}"));
+            .unwrap_or_else(|_| panic!("no `SET {mark} 1` in the stream; saw {seen:?}"));
         // Only the commands are quoted (redis-cli's own lines go to stderr).
         if !line.starts_with('"') {
             continue;
@@ -75,18 +77,40 @@ fn commands_until_end(rx: &mpsc::Receiver<String>) -> Vec<String> {
         if cmd.starts_with("\"ping\"") || cmd.starts_with("\"select\"") {
             continue;
         }
-        if cmd == "\"set\",\"end\",\"1\"" {
+        if cmd == format!("\"set\",\"{mark}\",\"1\"") {
             return seen;
         }
-        seen.push(cmd);
+        let mut words: Vec<&str> = cmd.split(',').collect();
+        for i in 1..words.len() {
+            if words[i - 1] == "\"time\"" {
+                words[i] = "<time>";
+            }
+        }
+        seen.push(words.join(","));
     }
 }
 
-/// Runs the same writes against `p` while `redis-cli --replica` watches it.
-fn stream_of(p: &Proc) -> Vec<String> {
+/// Runs `before`, then `writes` while `redis-cli --replica` watches `p`; returns what the
+/// stream carried for `writes`.
+fn stream_of(p: &Proc, before: &[&[&str]], writes: &[&[&str]]) -> Vec<String> {
     let mut c = p.client();
+    for w in before {
+        let _: redis::Value = run(&mut c, w);
+    }
     let (mut child, rx) = watch(p);
     wait_synced(&rx);
+    for w in writes {
+        let _: redis::Value = run(&mut c, w);
+    }
+    let _: redis::Value = run(&mut c, &["SET", "end", "1"]);
+    let seen = commands_until(&rx, "end");
+    let _ = child.kill();
+    let _ = child.wait();
+    seen
+}
+
+#[test]
+fn pops_and_getdel_go_down_the_stream_as_redis_sends_them() {
     let writes: &[&[&str]] = &[
         &["RPUSH", "l1", "a", "b", "c"],
         &["RPUSH", "l2", "x", "y"],
@@ -120,24 +144,116 @@ fn stream_of(p: &Proc) -> Vec<String> {
             "1",
             "f",
         ],
-        &["SET", "end", "1"],
     ];
-    for w in writes {
-        let _: redis::Value = run(&mut c, w);
-    }
-    let seen = commands_until_end(&rx);
-    let _ = child.kill();
-    let _ = child.wait();
-    seen
-}
-
-#[test]
-fn pops_and_getdel_go_down_the_stream_as_redis_sends_them() {
-    let want = stream_of(&redis(&[]));
-    let got = stream_of(&strata(&[]));
+    let want = stream_of(&redis(&[]), &[], writes);
+    let got = stream_of(&strata(&[]), &[], writes);
     assert!(
         want.iter().any(|c| c.starts_with("\"lpop\"")),
         "the reference stream has the rewritten pops: {want:?}"
     );
+    assert_eq!(got, want);
+}
+
+#[test]
+fn publish_and_group_reads_in_transactions_go_down_as_redis_sends_them() {
+    let before: &[&[&str]] = &[
+        &["XADD", "mystream", "1-1", "foo", "bar"],
+        &["XADD", "mystream", "1-2", "foo2", "bar2"],
+        &["XADD", "mystream", "1-3", "foo3", "bar3"],
+        &["XGROUP", "CREATE", "mystream", "mygroup", "0"],
+    ];
+    let writes: &[&[&str]] = &[
+        // PUBLISH alone, alone in MULTI, with a write in MULTI, from a script.
+        &["PUBLISH", "ch", "m1"],
+        &["MULTI"],
+        &["PUBLISH", "bla", "bla"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SET", "k", "v"],
+        &["PUBLISH", "ch", "m2"],
+        &["EXEC"],
+        &["EVAL", "return redis.call('publish', 'ch', 'm3')", "0"],
+        &["SPUBLISH", "sch", "m4"],
+        // Reads that deliver: their XCLAIMs, one transaction, the consumer created by them.
+        &["MULTI"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer1",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "mystream",
+            ">",
+        ],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer1",
+            "STREAMS",
+            "mystream",
+            ">",
+        ],
+        &["EXEC"],
+        // A history read (nothing goes down), a read of nothing by a new consumer, NOACK.
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer1",
+            "STREAMS",
+            "mystream",
+            "0",
+        ],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer2",
+            "STREAMS",
+            "mystream",
+            "0",
+        ],
+        &["XADD", "mystream", "1-4", "foo4", "bar4"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer3",
+            "NOACK",
+            "STREAMS",
+            "mystream",
+            ">",
+        ],
+    ];
+    let want = stream_of(&redis(&[]), before, writes);
+    let got = stream_of(&strata(&[]), before, writes);
+    assert!(
+        want.iter().any(|c| c.starts_with("\"publish\"")),
+        "the reference stream has PUBLISH: {want:?}"
+    );
+    assert_eq!(got, want);
+}
+
+#[test]
+fn keys_scan_expires_go_down_as_dels_of_their_own() {
+    let before: &[&[&str]] = &[
+        &["DEBUG", "SET-ACTIVE-EXPIRE", "0"],
+        &["SET", "foo1", "bar", "PX", "1"],
+        &["SET", "foo2", "bar", "PX", "1"],
+        &["SET", "other", "bar", "PX", "1"],
+        &["DEBUG", "SLEEP", "0.01"],
+    ];
+    // Only the keys the MATCH pattern passes expire.
+    let writes: &[&[&str]] = &[&["SCAN", "0", "MATCH", "foo*", "COUNT", "1000"]];
+    let debug = ["--enable-debug-command", "yes"];
+    let mut want = stream_of(&redis(&debug), before, writes);
+    let mut got = stream_of(&strata(&debug), before, writes);
+    assert_eq!(want.len(), 2, "two DELs, no MULTI: {want:?}");
+    // Which of the two keys SCAN meets first is each server's own order.
+    want.sort();
+    got.sort();
     assert_eq!(got, want);
 }

@@ -164,9 +164,10 @@ fn write_info(ctx: &mut Ctx<'_>, cmd: &Command, fullname: &str) {
     for c in cats {
         out.simple(c);
     }
+    // Tips are bulk strings, where flags and categories are status replies (as in Redis).
     out.set(cmd.tips.len());
     for t in cmd.tips {
-        out.simple(t);
+        out.bulk(t.as_bytes());
     }
     out.array(specs.len());
     for spec in specs.iter() {

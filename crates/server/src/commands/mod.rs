@@ -13,6 +13,7 @@ pub mod bitmap;
 pub mod blocking;
 mod caching;
 pub mod client_list;
+pub mod cluster;
 pub mod config;
 pub mod connection;
 pub mod debug;
@@ -76,6 +77,7 @@ pub const FAMILIES: &[&[Command]] = &[
     replication::COMMANDS,
     latency::COMMANDS,
     lolwut::COMMANDS,
+    cluster::COMMANDS,
 ];
 
 /// Redis's answer to a container's subcommand given more arguments than it takes, e.g.

@@ -353,6 +353,8 @@ fn publish_in(ctx: &mut Ctx<'_>, space: Space) -> CmdResult {
         Space::Global => hub.publish(channel, message, &mut me),
         Space::Shard => hub.spublish(channel, message, &mut me),
     };
+    // Subscribers of the replicas get the message too (Redis without cluster mode).
+    ctx.replicate_only();
     ctx.out.int(n as i64);
     Ok(())
 }

@@ -200,6 +200,15 @@ fn sync(ctx: &mut Ctx<'_>) -> CmdResult {
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));
     }
+    // A filtered RDB is made for its replica alone, so it goes over the socket.
+    if ctx
+        .client
+        .repl
+        .as_ref()
+        .is_some_and(|c| c.rdb_filter.is_some() && !c.capa_eof)
+    {
+        return Err(CmdError::err("Filtered replica requires EOF capability"));
+    }
     let conf = ctx.client.repl.take().map(|c| *c).unwrap_or_default();
     let psync = if psync {
         let offset = ctx.int_arg(2)?;
@@ -253,6 +262,19 @@ fn replconf(ctx: &mut Ctx<'_>) -> CmdResult {
                 }
                 None => return Err(CmdError::NOT_INTEGER),
             },
+            b"rdb-filter-only" => {
+                let mut filter = repl::RdbFilter::default();
+                for part in val.split(u8::is_ascii_whitespace).filter(|p| !p.is_empty()) {
+                    if !part.eq_ignore_ascii_case(b"functions") {
+                        return Err(CmdError::err(format!(
+                            "Unsupported rdb-filter-only option: {}",
+                            String::from_utf8_lossy(part)
+                        )));
+                    }
+                    filter.functions = true;
+                }
+                conf.rdb_filter = Some(filter);
+            }
             _ => {
                 return Err(CmdError::err(format!(
                     "Unrecognized REPLCONF option: {}",

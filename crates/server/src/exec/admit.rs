@@ -298,11 +298,16 @@ fn cluster_check(
 
 /// What a script's `redis.call` of a name that does not resolve raises.
 pub fn script_resolve_error(e: &CmdError) -> CmdError {
-    if e.text().starts_with("ERR wrong number") {
+    if is_arity_error(e) {
         CmdError::Static("ERR Wrong number of args calling Redis command from script")
     } else {
         CmdError::Static("ERR Unknown Redis command called from script")
     }
+}
+
+/// Whether resolving a command failed on its argument count (the command exists).
+pub fn is_arity_error(e: &CmdError) -> bool {
+    e.text().starts_with("ERR wrong number")
 }
 
 /// A command refused inside MULTI dooms the transaction (EXEC will answer EXECABORT); a

@@ -6,7 +6,7 @@
 use crate::config::Config;
 use crate::exec::client::Client;
 use crate::exec::command::{parse_i64, CmdError};
-use crate::exec::effects::Effect;
+use crate::exec::effects::{Audience, Effect};
 use crate::exec::table::Table;
 use crate::exec::{After, Nest, Worker};
 use crate::server::Server;
@@ -50,6 +50,9 @@ pub struct Ctx<'a> {
     nest: Option<&'a mut Nest>,
     /// Arguments MONITOR must not show (bit i: argv[i]).
     redacted: u64,
+    /// Times the command counts as failed besides an `Err` it returns: a script's reply
+    /// that holds errors (see `exec::script`).
+    failures: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -76,12 +79,20 @@ impl<'a> Ctx<'a> {
             after,
             nest,
             redacted: 0,
+            failures: 0,
         }
     }
 
-    /// The effect the handler left (stage 5 records it) and the arguments it redacted.
-    pub(crate) fn into_effect(self) -> (Effect, u64) {
-        (self.effect, self.redacted)
+    /// The effect the handler left (stage 5 records it), the arguments it redacted and
+    /// the failures it counted (`count_failures`).
+    pub(crate) fn into_effect(self) -> (Effect, u64, u64) {
+        (self.effect, self.redacted, self.failures)
+    }
+
+    /// Counts the command as failed `n` more times in INFO commandstats although it
+    /// answers `Ok` (a script whose reply is an error).
+    pub(crate) fn count_failures(&mut self, n: u64) {
+        self.failures += n;
     }
 
     /// Shows this command to MONITOR now: EVAL and FCALL (flagged skip_monitor) appear
@@ -379,6 +390,19 @@ impl<'a> Ctx<'a> {
     /// Logs these commands instead of this command's argv.
     pub fn rewrite(&mut self, cmds: Vec<Vec<Bytes>>) {
         self.effect = Effect::Commands(cmds);
+    }
+
+    /// Sends this command to the replicas alone (not the journal), as Redis forces
+    /// PUBLISH's propagation to its replicas though it writes nothing.
+    pub fn replicate_only(&mut self) {
+        if self.server.sinks.any() {
+            self.effect = Effect::Targeted(vec![(Audience::Replicas, self.argv.to_vec())]);
+        }
+    }
+
+    /// Logs these commands, each for the sinks of its audience.
+    pub fn rewrite_targeted(&mut self, cmds: Vec<(Audience, Vec<Bytes>)>) {
+        self.effect = Effect::Targeted(cmds);
     }
 
     /// Logs nothing for this command (it changed nothing).

@@ -6,6 +6,7 @@
 //! deterministic commands that reproduce it.
 
 use bytes::Bytes;
+use std::ops::Range;
 
 /// A write command's journal record.
 #[derive(Debug, Default)]
@@ -17,15 +18,38 @@ pub enum Effect {
     Skip,
     /// These commands instead, in order.
     Commands(Vec<Vec<Bytes>>),
+    /// These commands, each for the sinks of one audience only (see [`Audience`]). A
+    /// command that writes nothing records an effect only so (PUBLISH).
+    Targeted(Vec<(Audience, Vec<Bytes>)>),
+}
+
+/// Which sinks a record is for. Redis propagates some commands to its replicas and not
+/// to its AOF (PUBLISH), and Strata journals some records its replicas are not sent, to
+/// keep the replication stream Redis's (a consumer group's read counter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    All,
+    /// The journal only.
+    Journal,
+    /// The replication stream only.
+    Replicas,
+}
+
+impl Audience {
+    /// Whether a record for `self` goes to a sink serving `sink`.
+    fn reaches(self, sink: Audience) -> bool {
+        self == Audience::All || self == sink
+    }
 }
 
 impl Effect {
-    /// Appends this effect's records for a command that ran with `argv`.
+    /// Appends this effect's records for a command that ran with `argv` (every audience's).
     pub fn encode(&self, buf: &mut Vec<u8>, argv: &[Bytes]) {
         match self {
             Effect::Argv => encode(buf, argv),
             Effect::Skip => {}
             Effect::Commands(cmds) => cmds.iter().for_each(|c| encode(buf, c)),
+            Effect::Targeted(cmds) => cmds.iter().for_each(|(_, c)| encode(buf, c)),
         }
     }
 
@@ -34,7 +58,13 @@ impl Effect {
             Effect::Argv => false,
             Effect::Skip => true,
             Effect::Commands(cmds) => cmds.is_empty(),
+            Effect::Targeted(cmds) => cmds.is_empty(),
         }
+    }
+
+    /// Whether some record is for one audience only.
+    pub fn is_targeted(&self) -> bool {
+        matches!(self, Effect::Targeted(cmds) if cmds.iter().any(|(a, _)| *a != Audience::All))
     }
 }
 
@@ -97,7 +127,9 @@ fn header(buf: &mut Vec<u8>, prefix: u8, n: usize) {
 pub struct Group {
     pub db: usize,
     cur_db: usize,
-    pub buf: Vec<u8>,
+    buf: Vec<u8>,
+    /// The records of `buf` for one audience only, by byte range, in order (rarely any).
+    only: Vec<(Range<usize>, Audience)>,
 }
 
 impl Group {
@@ -106,6 +138,7 @@ impl Group {
             db,
             cur_db: db,
             buf: Vec::new(),
+            only: Vec::new(),
         }
     }
 
@@ -114,6 +147,19 @@ impl Group {
         self.db = db;
         self.cur_db = db;
         self.buf.clear();
+        self.only.clear();
+    }
+
+    /// Appends the records for sinks serving `sink` to `out`.
+    pub fn write_for(&self, sink: Audience, out: &mut Vec<u8>) {
+        let mut at = 0;
+        for (range, audience) in &self.only {
+            if !audience.reaches(sink) {
+                out.extend_from_slice(&self.buf[at..range.start]);
+                at = range.end;
+            }
+        }
+        out.extend_from_slice(&self.buf[at..]);
     }
 
     pub fn push<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
@@ -134,9 +180,21 @@ impl Group {
 
     /// Adds the effect of a command that ran in database `db` with `argv`.
     pub fn add(&mut self, db: usize, argv: &[Bytes], effect: Effect) {
-        if !effect.is_empty() {
-            self.select(db);
-            effect.encode(&mut self.buf, argv);
+        if effect.is_empty() {
+            return;
+        }
+        self.select(db);
+        match effect {
+            Effect::Targeted(cmds) => {
+                for (audience, cmd) in cmds {
+                    let start = self.buf.len();
+                    encode(&mut self.buf, &cmd);
+                    if audience != Audience::All {
+                        self.only.push((start..self.buf.len(), audience));
+                    }
+                }
+            }
+            effect => effect.encode(&mut self.buf, argv),
         }
     }
 
@@ -150,7 +208,14 @@ impl Group {
             return;
         }
         self.select(inner.db);
+        let base = self.buf.len();
         self.buf.extend_from_slice(&inner.buf);
+        self.only.extend(
+            inner
+                .only
+                .into_iter()
+                .map(|(r, a)| (r.start + base..r.end + base, a)),
+        );
         self.cur_db = inner.cur_db;
     }
 }

@@ -179,7 +179,7 @@ pub fn execute(
     let id = resolved.as_ref().ok().copied();
     let outcome = match resolved {
         Ok(id) => run(w, client, id, call, &mut origin, out, after),
-        Err(e) => refuse_unresolved(w.server, client, call.argv, &origin, out, e),
+        Err(e) => refuse_unresolved(w, client, call.argv, &origin, out, e),
     };
     // A paused command has not run: it comes back as if it had just arrived.
     if top && !matches!(outcome, Outcome::Paused) {
@@ -221,21 +221,30 @@ fn suppress_reply(client: &mut Client, mode_before: ReplyMode) -> bool {
     }
 }
 
-/// An unknown command or subcommand, or a wrong argument count.
+/// An unknown command or subcommand, or a wrong argument count (which counts as a
+/// rejected call of the command, as in Redis).
 #[cold]
 fn refuse_unresolved(
-    server: &Server,
+    w: &Worker<'_>,
     client: &mut Client,
     argv: &[Bytes],
     origin: &Origin<'_>,
     out: &mut Vec<u8>,
     e: CmdError,
 ) -> Outcome {
+    let server = w.server;
+    if admit::is_arity_error(&e) {
+        if let Some(id) = server.table.lookup_call(argv) {
+            w.stats.rejected(id);
+        }
+    }
     if let Origin::Nested(Nest {
         script: Some(_), ..
     }) = origin
     {
-        return Outcome::Refused(admit::script_resolve_error(&e));
+        let e = admit::script_resolve_error(&e);
+        server.stats.count_error(&e.text());
+        return Outcome::Refused(e);
     }
     let e = admit::abort_transaction(server, client, &argv[0], e);
     write_error(server, client, out, &e);
@@ -305,7 +314,7 @@ fn run(
         tracking::remember(server, client, cmd, call.argv);
     }
     let proto = client.proto;
-    let (result, (effect, redacted)) = {
+    let (result, (effect, redacted, failures)) = {
         let nest = match origin {
             Origin::Nested(n) => Some(&mut **n),
             _ => None,
@@ -322,8 +331,9 @@ fn run(
         let r = (cmd.handler)(&mut ctx);
         (r, ctx.into_effect())
     };
-    if write && result.is_ok() && after.block.is_none() {
-        if !matches!(effect, Effect::Skip) && !replaying {
+    // A command that writes nothing may still record an effect for some sinks (PUBLISH).
+    if (write || effect.is_targeted()) && result.is_ok() && after.block.is_none() {
+        if write && !matches!(effect, Effect::Skip) && !replaying {
             w.stats.changed();
         }
         record(server, client, db, &call, effect, origin, &hold);
@@ -356,6 +366,9 @@ fn run(
             show_to_monitors(server, client, by_script, call.argv, redacted);
         }
     }
+    if failures > 0 {
+        w.stats.failed_by(id, failures);
+    }
     if let Err(e) = result {
         w.stats.failed(id);
         write_error(server, client, out, &e);
@@ -365,7 +378,8 @@ fn run(
 
 /// A command refused before it ran. A script's refused call raises a Lua error instead
 /// (its host writes it); anything else is answered with the error, and inside MULTI it
-/// dooms the transaction.
+/// dooms the transaction. Either way the refusal counts in the error statistics, as
+/// Redis counts a script's refused call when it happens.
 fn refuse(
     w: &Worker<'_>,
     client: &mut Client,
@@ -374,13 +388,14 @@ fn refuse(
     out: &mut Vec<u8>,
     e: CmdError,
 ) -> Outcome {
+    w.stats.rejected(id);
     if let Origin::Nested(Nest {
         script: Some(_), ..
     }) = origin
     {
+        w.server.stats.count_error(&e.text());
         return Outcome::Refused(e);
     }
-    w.stats.rejected(id);
     let name = w.server.table.fullnames[id].as_bytes();
     let e = admit::abort_transaction(w.server, client, name, e);
     write_error(w.server, client, out, &e);
@@ -403,17 +418,22 @@ fn record(
         Origin::Nested(n) if server.sinks.any() => n.group.add(db, call.argv, effect),
         Origin::Nested(_) | Origin::Replay => {}
         Origin::Client | Origin::Master => {
-            if let Some(epoch) = hold.epoch() {
-                let lsn = server.sinks.record_command(
-                    db,
-                    epoch,
-                    call.argv,
-                    call.frame.as_deref(),
-                    &effect,
-                );
-                if lsn != 0 {
-                    client.last_lsn = lsn;
-                }
+            // A command that writes nothing holds no shards, and no epoch: what it records
+            // concerns no data a snapshot holds, so the current epoch serves.
+            let epoch = match hold.epoch() {
+                Some(epoch) => epoch,
+                None if effect.is_targeted() && server.sinks.any() => server
+                    .persist
+                    .epoch
+                    .load(std::sync::atomic::Ordering::SeqCst),
+                None => return,
+            };
+            let lsn =
+                server
+                    .sinks
+                    .record_command(db, epoch, call.argv, call.frame.as_deref(), effect);
+            if lsn != 0 {
+                client.last_lsn = lsn;
             }
         }
     }

@@ -79,7 +79,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
     let key_refs: Vec<&[u8]> = script.keys.iter().map(|k| k.as_ref()).collect();
     let arg_refs: Vec<&[u8]> = script.args.iter().map(|a| a.as_ref()).collect();
     let threshold = Duration::from_millis(server.scripts.busy_threshold_ms.load(Ordering::Relaxed));
-    let (reply, registered) = {
+    let (reply, registered, failures) = {
         let mut host = ScriptHost {
             worker,
             client: &mut *client,
@@ -91,6 +91,8 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
             running: None,
             about: (script.name, argv, matches!(script.target, Target::Eval(..))),
             keys: script.keys,
+            failures: 0,
+            counted_here: false,
         };
         let reply = with_lua(&server.scripts, |lua| match script.target {
             Target::Eval(sha, body) => {
@@ -98,7 +100,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
             }
             Target::Function(f) => lua.fcall(f, &key_refs, &arg_refs, client_resp, &mut host),
         });
-        (reply, host.running.map(|r| r.id))
+        (reply, host.running.map(|r| r.id), host.failures)
     };
     client.db = db;
     client.proto = proto;
@@ -118,6 +120,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
         }
     }
     drop(hold);
+    ctx.count_failures(failures);
     reply
 }
 
@@ -168,6 +171,10 @@ struct ScriptHost<'a> {
     about: (&'a str, &'a [Bytes], bool),
     /// The keys the script declared: a tracking client's script that reads records them.
     keys: &'a [Bytes],
+    /// Times the script's reply makes its command count as failed (`reply_error`).
+    failures: u64,
+    /// The reply held an error counted here.
+    counted_here: bool,
 }
 
 /// The flags a busy script shares with SCRIPT KILL and FUNCTION STATS.
@@ -245,6 +252,23 @@ impl Host for ScriptHost<'_> {
                 .as_ref()
                 .is_none_or(|u| u.check(table, id, argv).is_ok()),
         )
+    }
+
+    /// As Redis: an error counted already (a failed call's, passed on) makes the script's
+    /// command count as failed once per such error; errors counted here make it count as
+    /// failed once in all.
+    fn reply_error(&mut self, text: &[u8], counted: bool) {
+        if counted {
+            self.failures += 1;
+            return;
+        }
+        if !std::mem::replace(&mut self.counted_here, true) {
+            self.failures += 1;
+        }
+        self.worker
+            .server
+            .stats
+            .count_error(&String::from_utf8_lossy(text));
     }
 
     fn log(&mut self, level: u8, msg: &str) {

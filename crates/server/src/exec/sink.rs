@@ -4,7 +4,7 @@
 //! them. The journal is the first sink; a replication backlog is the next. Handlers never
 //! know who consumes effects.
 
-use crate::exec::effects::{is_frame_of, Effect, Group};
+use crate::exec::effects::{is_frame_of, Audience, Effect, Group};
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::cell::RefCell;
@@ -18,6 +18,9 @@ pub trait EffectSink: Send + Sync {
     /// to the buffer it is given; a block it leaves empty is dropped. Returns the position
     /// a reply covering this write must wait for under `appendfsync always` (0: none).
     fn append(&self, db: u32, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64;
+
+    /// Which records this sink takes (the journal, or the replication stream).
+    fn audience(&self) -> Audience;
 
     /// Why writes must be refused now (a journal that cannot be written), if they must.
     fn write_error(&self) -> Option<String>;
@@ -94,12 +97,16 @@ impl Sinks {
         })
     }
 
-    /// Appends one block to every sink; returns the highest position to wait for.
-    fn append(&self, db: usize, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+    /// Appends one block to every sink, each given the records for its audience; returns
+    /// the highest position to wait for.
+    fn append(&self, db: usize, epoch: u64, write: &mut dyn FnMut(Audience, &mut Vec<u8>)) -> u64 {
         self.with(|sinks| {
             sinks
                 .iter()
-                .map(|s| s.append(db as u32, epoch, write))
+                .map(|s| {
+                    let audience = s.audience();
+                    s.append(db as u32, epoch, &mut |buf| write(audience, buf))
+                })
                 .max()
                 .unwrap_or(0)
         })
@@ -114,10 +121,16 @@ impl Sinks {
         epoch: u64,
         argv: &[Bytes],
         frame: Option<&[u8]>,
-        effect: &Effect,
+        effect: Effect,
     ) -> u64 {
+        if let Effect::Targeted(_) = effect {
+            // A group keeps each record's audience.
+            let mut group = Group::new(db);
+            group.add(db, argv, effect);
+            return self.record_group(&group, epoch);
+        }
         let frame = frame.filter(|f| matches!(effect, Effect::Argv) && is_frame_of(f, argv));
-        self.append(db, epoch, &mut |buf| match frame {
+        self.append(db, epoch, &mut |_, buf| match frame {
             Some(f) => buf.extend_from_slice(f),
             None => effect.encode(buf, argv),
         })
@@ -128,8 +141,8 @@ impl Sinks {
         if group.is_empty() {
             return 0;
         }
-        self.append(group.db, epoch, &mut |buf| {
-            buf.extend_from_slice(&group.buf)
+        self.append(group.db, epoch, &mut |audience, buf| {
+            group.write_for(audience, buf)
         })
     }
 

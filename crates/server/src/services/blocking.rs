@@ -299,9 +299,9 @@ impl Waiter {
             }
             State::Errored => {
                 let mut out = Vec::new();
-                Reply::new(&mut out, self.proto)
-                    .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                stats.count_error("UNBLOCKED");
+                const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+                Reply::new(&mut out, self.proto).error(UNBLOCKED);
+                stats.count_error(UNBLOCKED);
                 Some(Outcome::Reply(out))
             }
             State::Gone => Some(Outcome::Closed),

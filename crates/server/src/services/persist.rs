@@ -7,6 +7,7 @@
 //! journal's one flusher thread covers every write appended meanwhile with one fsync.
 
 use crate::config::Appendfsync;
+use crate::exec::effects::Audience;
 use crate::exec::sink::EffectSink;
 use crate::server::Server;
 use arc_swap::ArcSwapOption;
@@ -315,6 +316,10 @@ impl EffectSink for JournalSink {
         self.0
             .append_encoded(db, epoch, |buf| write(buf))
             .unwrap_or(0)
+    }
+
+    fn audience(&self) -> Audience {
+        Audience::Journal
     }
 
     fn write_error(&self) -> Option<String> {

@@ -82,7 +82,11 @@ impl ThreadStats {
     }
 
     pub fn failed(&self, id: usize) {
-        Self::bump(&self.failed[id], 1);
+        self.failed_by(id, 1);
+    }
+
+    pub fn failed_by(&self, id: usize, n: u64) {
+        Self::bump(&self.failed[id], n);
     }
 
     pub fn add_net(&self, input: usize, output: usize) {
@@ -131,9 +135,15 @@ impl Stats {
         self.threads.lock().push(t);
     }
 
-    /// Counts an error reply by its code (the first word), for INFO errorstats.
+    /// Counts an error reply (its text, without the '-') by its code, for INFO errorstats:
+    /// the first word, when a space follows it within the reply's first 32 bytes (as
+    /// Redis looks for it), else ERR.
     pub fn count_error(&self, text: &str) {
-        let code = text.split(' ').next().unwrap_or("ERR");
+        let head = &text.as_bytes()[..text.len().min(31)];
+        let code = match head.iter().position(|&b| b == b' ') {
+            Some(sp) => &text[..sp],
+            None => "ERR",
+        };
         *self.errors.lock().entry(code.to_string()).or_default() += 1;
     }
 

@@ -4,6 +4,7 @@
 use super::{id_bytes, no_group, reply_counted, reply_entry, reply_id};
 use crate::exec::command::{parse_i64, CmdError, CmdResult};
 use crate::exec::ctx::Ctx;
+use crate::exec::effects::Audience;
 use crate::services::notify;
 use bytes::Bytes;
 use strata_engine::stream::{AutoClaim, ClaimOpts, ClaimTime, StreamId};
@@ -15,34 +16,66 @@ use strata_engine::StreamValue;
 /// - A pending entry delivered or claimed: `XCLAIM key group owner 0 id TIME <delivery
 ///   time> RETRYCOUNT <count> FORCE JUSTID LASTID <group's last ID>`, which gives it that
 ///   owner, time and count whatever the replaying group holds.
-/// - A new consumer: `XGROUP CREATECONSUMER` (Redis writes it only for NOACK reads, where no
-///   XCLAIM creates it; a history read can create one too).
+/// - A new consumer: `XGROUP CREATECONSUMER`, where no XCLAIM record creates it (Redis
+///   writes it only for NOACK reads; a history read can create one too).
 /// - A pending entry dropped because its entry is gone: `XACK`.
 /// - A group whose last delivered ID moved: `XGROUP SETID ... ENTRIESREAD <n>` (Redis
-///   writes it only for NOACK reads; XCLAIM's LASTID does not carry the read counter).
+///   writes it only for NOACK reads and claims of nothing; XCLAIM's LASTID does not carry
+///   the read counter).
 ///
-/// Redis leaves out the new delivery times and counts of a history read; they are recorded
-/// here too.
+/// Records Redis does not write go to the journal alone, so that the replication stream
+/// is Redis's and a replay rebuilds the group exactly. Redis leaves out the new delivery
+/// times and counts of a history read; they are journaled here.
 #[derive(Default)]
-pub(super) struct Records(Vec<Vec<Bytes>>);
+pub(super) struct Records(Vec<(Audience, Vec<Bytes>)>);
 
 fn record(args: &[&[u8]]) -> Vec<Bytes> {
     args.iter().map(|a| Bytes::copy_from_slice(a)).collect()
 }
 
+/// The audience of a record Redis writes only `if redis_writes`.
+pub(super) fn written_by_redis_if(redis_writes: bool) -> Audience {
+    if redis_writes {
+        Audience::All
+    } else {
+        Audience::Journal
+    }
+}
+
 impl Records {
-    pub fn consumer_created(&mut self, key: &[u8], group: &[u8], consumer: &[u8]) {
-        self.0.push(record(&[
-            b"XGROUP",
-            b"CREATECONSUMER",
-            key,
-            group,
-            consumer,
-        ]));
+    pub fn consumer_created(&mut self, to: Audience, key: &[u8], group: &[u8], consumer: &[u8]) {
+        let r = record(&[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
+        self.0.push((to, r));
     }
 
     /// The pending entry `id` of `group` as it is now.
-    pub fn claimed(&mut self, key: &[u8], group: &[u8], s: &StreamValue, id: StreamId) {
+    pub fn claimed(
+        &mut self,
+        to: Audience,
+        key: &[u8],
+        group: &[u8],
+        s: &StreamValue,
+        id: StreamId,
+    ) {
+        self.xclaim(to, key, group, s, id, None);
+    }
+
+    /// A new entry a read delivered: its LASTID is its own ID, the group's last delivered
+    /// ID when it was read (as Redis writes one XCLAIM per entry as it delivers it).
+    pub fn delivered_new(&mut self, key: &[u8], group: &[u8], s: &StreamValue, id: StreamId) {
+        self.xclaim(Audience::All, key, group, s, id, Some(id));
+    }
+
+    /// The XCLAIM record of pending entry `id`, with LASTID `last_id` (default: the group's).
+    fn xclaim(
+        &mut self,
+        to: Audience,
+        key: &[u8],
+        group: &[u8],
+        s: &StreamValue,
+        id: StreamId,
+        last_id: Option<StreamId>,
+    ) {
         let Some(g) = s.group(group) else { return };
         let Some(p) = g.pending(id, id).next() else {
             return;
@@ -57,20 +90,20 @@ impl Records {
             Bytes::from_static(b"FORCE"),
             Bytes::from_static(b"JUSTID"),
             Bytes::from_static(b"LASTID"),
-            id_bytes(g.last_id()),
+            id_bytes(last_id.unwrap_or(g.last_id())),
         ]);
-        self.0.push(r);
+        self.0.push((to, r));
     }
 
     pub fn dropped(&mut self, key: &[u8], group: &[u8], ids: &[StreamId]) {
         if !ids.is_empty() {
             let mut r = record(&[b"XACK", key, group]);
             r.extend(ids.iter().map(|id| id_bytes(*id)));
-            self.0.push(r);
+            self.0.push((Audience::All, r));
         }
     }
 
-    pub fn group_moved(&mut self, key: &[u8], group: &[u8], s: &StreamValue) {
+    pub fn group_moved(&mut self, to: Audience, key: &[u8], group: &[u8], s: &StreamValue) {
         let Some(g) = s.group(group) else { return };
         let read = g.entries_read().unwrap_or(-1).to_string();
         let mut r = record(&[b"XGROUP", b"SETID", key, group]);
@@ -79,15 +112,17 @@ impl Records {
             Bytes::from_static(b"ENTRIESREAD"),
             Bytes::from(read),
         ]);
-        self.0.push(r);
+        self.0.push((to, r));
     }
 
     /// Leaves the records as the command's effect (nothing when nothing changed).
     pub fn finish(self, ctx: &mut Ctx<'_>) {
         if self.0.is_empty() {
             ctx.no_effect();
+        } else if self.0.iter().all(|(to, _)| *to == Audience::All) {
+            ctx.rewrite(self.0.into_iter().map(|(_, r)| r).collect());
         } else {
-            ctx.rewrite(self.0);
+            ctx.rewrite_targeted(self.0);
         }
     }
 }
@@ -179,11 +214,12 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>) -> CmdResult {
     let outcome = outcome.unwrap_or_default();
     let mut records = Records::default();
     for id in &claimed {
-        records.claimed(key, group, s, *id);
+        records.claimed(Audience::All, key, group, s, *id);
     }
     records.dropped(key, group, &outcome.dropped);
     if outcome.last_id_moved {
-        records.group_moved(key, group, s);
+        let to = written_by_redis_if(claimed.is_empty());
+        records.group_moved(to, key, group, s);
     }
     drop(l);
     records.finish(ctx);
@@ -248,7 +284,7 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>) -> CmdResult {
     let outcome = outcome.unwrap_or_default();
     let mut records = Records::default();
     for id in &claimed {
-        records.claimed(key, group, s, *id);
+        records.claimed(Audience::All, key, group, s, *id);
     }
     records.dropped(key, group, &outcome.deleted);
     drop(l);

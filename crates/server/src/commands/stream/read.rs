@@ -8,11 +8,12 @@
 //! COUNT says otherwise, a key now of another type is not ready for XREAD, and XREADGROUP
 //! whose stream or group went away gets Redis's UNBLOCKED or NOGROUP error.
 
-use super::claim::Records;
+use super::claim::{written_by_redis_if, Records};
 use super::{count_arg, id_bytes, no_group, parse_id, reply_counted, reply_entry, reply_id};
 use crate::commands::blocking::rerun;
 use crate::exec::command::{ks, parse_i64, CmdError, CmdResult, KeyAt};
 use crate::exec::ctx::Ctx;
+use crate::exec::effects::Audience;
 use crate::services::blocking::BlockRequest;
 use crate::services::notify;
 use bytes::Bytes;
@@ -331,17 +332,26 @@ fn serve_group(
         n
     });
     let read = read.unwrap_or_default();
-    if read.consumer_created {
-        records.consumer_created(key, req.group, req.consumer);
+    // New entries read with NOACK do not become pending. Redis writes no XCLAIM for a
+    // history read's deliveries.
+    let history = req.from != ReadFrom::New;
+    let claims = (!req.noack || history) && !delivered.is_empty();
+    // Replaying an XCLAIM creates its consumer.
+    if read.consumer_created && (req.noack || !claims) {
+        let to = written_by_redis_if(req.noack);
+        records.consumer_created(to, key, req.group, req.consumer);
     }
-    // New entries read with NOACK do not become pending.
-    if !(req.noack && req.from == ReadFrom::New) {
+    if claims {
         for id in delivered {
-            records.claimed(key, req.group, s, id);
+            if history {
+                records.claimed(Audience::Journal, key, req.group, s, id);
+            } else {
+                records.delivered_new(key, req.group, s, id);
+            }
         }
     }
     if read.last_id_moved {
-        records.group_moved(key, req.group, s);
+        records.group_moved(written_by_redis_if(req.noack), key, req.group, s);
     }
     read.consumer_created
 }

@@ -9,6 +9,7 @@
 //! holds the primary's stream itself, byte for byte, as the link applies it
 //! ([`set_applying`]), so that its replicas and a promotion keep the primary's offsets.
 
+use crate::exec::effects::Audience;
 use crate::exec::sink::EffectSink;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -495,6 +496,10 @@ impl EffectSink for Backlog {
             _ => {}
         }
         0
+    }
+
+    fn audience(&self) -> Audience {
+        Audience::Replicas
     }
 
     fn write_error(&self) -> Option<String> {

@@ -11,7 +11,7 @@
 //! replica without `capa eof`, SYNC's) it is written to a temporary file in the data
 //! directory first and sent as `$<length>`.
 
-use super::role;
+use super::{role, RdbFilter};
 use crate::rdb::{aux_fields, value_to_rdb, write_options};
 use crate::server::Server;
 use crate::services::snapshot::PointInTime;
@@ -29,6 +29,8 @@ use tokio::sync::{mpsc, oneshot};
 pub(crate) struct SyncRequest {
     pub id: u64,
     pub eof: bool,
+    /// What the RDB keeps (`REPLCONF rdb-filter-only`); None for all.
+    pub filter: Option<RdbFilter>,
     pub tx: oneshot::Sender<Result<SyncStart, String>>,
 }
 
@@ -116,8 +118,15 @@ fn next_batch(server: &Server) -> Vec<SyncRequest> {
             || server.shutting_down.load(Ordering::Relaxed);
         if ready {
             drop(waiting);
-            let mut batch = std::mem::take(&mut *queue.waiting.lock());
-            batch.retain(|r| !r.tx.is_closed());
+            let mut waiting = queue.waiting.lock();
+            waiting.retain(|r| !r.tx.is_closed());
+            // One capture serves the replicas that asked for the same parts of the RDB;
+            // the others wait for the next.
+            let first = waiting.first().map(|r| r.filter);
+            let (batch, later) = std::mem::take(&mut *waiting)
+                .into_iter()
+                .partition(|r| Some(r.filter) == first);
+            *waiting = later;
             return batch;
         }
         drop(waiting);
@@ -128,7 +137,9 @@ fn next_batch(server: &Server) -> Vec<SyncRequest> {
 /// One capture, serving every replica of `batch`.
 fn run(server: &Arc<Server>, batch: Vec<SyncRequest>) {
     let repl = &server.repl;
-    let socket = server.config.get().repl_diskless_sync && batch.iter().all(|r| r.eof);
+    let filter = batch.first().and_then(|r| r.filter);
+    let socket =
+        filter.is_some() || (server.config.get().repl_diskless_sync && batch.iter().all(|r| r.eof));
     if role::ensure_backlog(server) {
         // Writes that began before the backlog was a sink are not in it: let them end
         // before the cut.
@@ -150,13 +161,17 @@ fn run(server: &Arc<Server>, batch: Vec<SyncRequest>) {
         // the offset and in the capture, every later one after both.
         let _all = server.keyspace.session_all();
         capture.cut();
-        let libs: Vec<Bytes> = server
-            .scripts
-            .libraries
-            .read()
-            .values()
-            .map(|l| l.code.clone())
-            .collect();
+        let libs: Vec<Bytes> = if filter.is_some_and(|f| !f.functions) {
+            Vec::new()
+        } else {
+            server
+                .scripts
+                .libraries
+                .read()
+                .values()
+                .map(|l| l.code.clone())
+                .collect()
+        };
         // A primary's stream starts again with a SELECT; a replica's is its primary's,
         // whose database it names in the RDB.
         let (offset, db) = repl.backlog.cut(&ids, !repl.is_replica());
@@ -187,6 +202,8 @@ fn run(server: &Arc<Server>, batch: Vec<SyncRequest>) {
         offset: offset as i64,
     };
     let started = Instant::now();
+    // A filtered RDB holds no keys: nothing to walk.
+    let capture = filter.is_none().then_some(capture);
     let result = if socket {
         diskless(server, capture, &libs, &aux, outs)
     } else {
@@ -203,7 +220,7 @@ fn run(server: &Arc<Server>, batch: Vec<SyncRequest>) {
 
 fn diskless(
     server: &Server,
-    capture: PointInTime<'_>,
+    capture: Option<PointInTime<'_>>,
     libs: &[Bytes],
     aux: &ReplAux<'_>,
     outs: Vec<(u64, mpsc::Sender<Piece>)>,
@@ -224,7 +241,7 @@ fn diskless(
 
 fn disk(
     server: &Server,
-    capture: PointInTime<'_>,
+    capture: Option<PointInTime<'_>>,
     libs: &[Bytes],
     aux: &ReplAux<'_>,
     outs: Vec<(u64, mpsc::Sender<Piece>)>,
@@ -334,10 +351,11 @@ impl Write for Fanout {
 }
 
 /// The whole RDB of the capture: AUX fields (with the replication ones), the function
-/// libraries as of the cut, every key. Returns the output and the number of keys.
+/// libraries as of the cut, every key (none without a capture). Returns the output and
+/// the number of keys.
 fn write_rdb<W: Write>(
     server: &Server,
-    capture: PointInTime<'_>,
+    capture: Option<PointInTime<'_>>,
     libs: &[Bytes],
     aux: &ReplAux<'_>,
     out: W,
@@ -349,6 +367,9 @@ fn write_rdb<W: Write>(
     for code in libs {
         w.function(code)?;
     }
+    let Some(capture) = capture else {
+        return Ok((w.finish()?, 0));
+    };
     let ks = &server.keyspace;
     let mut cur_db: Option<u32> = None;
     let mut keys = 0u64;

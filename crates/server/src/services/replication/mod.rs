@@ -54,6 +54,15 @@ pub struct ClientRepl {
     pub capa_psync2: bool,
     /// `rdb-only 1`: wants the RDB and no stream (`redis-cli --rdb`).
     pub rdb_only: bool,
+    /// `rdb-filter-only`: what the RDB keeps (`redis-cli --functions-rdb`); None for all.
+    pub rdb_filter: Option<RdbFilter>,
+}
+
+/// What an RDB filtered with `REPLCONF rdb-filter-only` holds: never the keys; the
+/// function libraries if `functions` was named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RdbFilter {
+    pub functions: bool,
 }
 
 /// SYNC or PSYNC: what the connection does once it leaves the request path.

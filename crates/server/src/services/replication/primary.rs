@@ -192,6 +192,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<'_, S> {
             SyncRequest {
                 id: self.peer.id,
                 eof: h.conf.capa_eof,
+                filter: h.conf.rdb_filter,
                 tx,
             },
         );
