@@ -1,10 +1,15 @@
 //! Duplicate detection for set members, hash fields and sorted-set members.
 //!
-//! Hash every key, sort the (hash, index) pairs and compare bytes only where hashes are
-//! equal: no allocation once the scratch vector has grown, no per-pair byte comparisons,
-//! and a per-process random seed so crafted collisions cannot make it quadratic.
+//! Every key is hashed with a per-process random seed (crafted collisions cannot make it
+//! quadratic) and bytes are compared only where hashes are equal. Up to [`TABLE_MAX`]
+//! keys the hashes go into an open-addressing table (one pass, no sort: the common small
+//! collection of a DUMP payload); beyond it the (hash, index) pairs are sorted, which
+//! needs less memory than a half-empty table. Either way the scratch space is reused.
 
 use std::hash::BuildHasher;
+
+/// Collections up to this size use the table.
+const TABLE_MAX: usize = 1 << 16;
 
 #[derive(Default)]
 pub struct DupFinder {
@@ -21,6 +26,44 @@ impl DupFinder {
         if n == 2 {
             return key(0) == key(1);
         }
+        let found = if n <= TABLE_MAX {
+            self.by_table(n, &key)
+        } else {
+            self.by_sort(n, &key)
+        };
+        if self.scratch.capacity() > 1 << 16 {
+            self.scratch = Vec::new();
+        }
+        found
+    }
+
+    /// Slots of (hash, index + 1), index 0 meaning empty, at most half full.
+    fn by_table<'a>(&mut self, n: usize, key: &impl Fn(usize) -> &'a [u8]) -> bool {
+        let mask = (2 * n).next_power_of_two() - 1;
+        let t = &mut self.scratch;
+        t.clear();
+        t.resize(mask + 1, (0, 0));
+        for i in 0..n {
+            let k = key(i);
+            let h = self.hasher.hash_one(k);
+            // The high bits: the low ones of some hashers vary less.
+            let mut at = (h >> 32) as usize & mask;
+            loop {
+                let (sh, si) = t[at];
+                if si == 0 {
+                    t[at] = (h, i + 1);
+                    break;
+                }
+                if sh == h && key(si - 1) == k {
+                    return true;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        false
+    }
+
+    fn by_sort<'a>(&mut self, n: usize, key: &impl Fn(usize) -> &'a [u8]) -> bool {
         let s = &mut self.scratch;
         s.clear();
         s.extend((0..n).map(|i| (self.hasher.hash_one(key(i)), i)));
@@ -36,9 +79,6 @@ impl DupFinder {
             if s[run..i].iter().any(|&(_, j)| key(j) == k) {
                 return true;
             }
-        }
-        if s.capacity() > 1 << 16 {
-            *s = Vec::new();
         }
         false
     }
@@ -57,10 +97,16 @@ mod tests {
         assert!(!any(&mk(&["a"])));
         assert!(any(&mk(&["a", "a"])));
         assert!(!any(&mk(&["a", "b", "ab", ""])));
-        let many: Vec<Vec<u8>> = (0..5000).map(|i| i.to_string().into_bytes()).collect();
-        assert!(!any(&many));
-        let mut with_dup = many.clone();
-        with_dup.push(b"4321".to_vec());
-        assert!(any(&with_dup));
+        // Both ways: the table for small collections, the sort beyond it.
+        for n in [5000, TABLE_MAX + 10] {
+            let many: Vec<Vec<u8>> = (0..n).map(|i| i.to_string().into_bytes()).collect();
+            assert!(!any(&many));
+            let mut with_dup = many.clone();
+            with_dup.push(b"4321".to_vec());
+            assert!(any(&with_dup));
+            let mut dup_first = many.clone();
+            dup_first.insert(0, (n - 1).to_string().into_bytes());
+            assert!(any(&dup_first));
+        }
     }
 }
