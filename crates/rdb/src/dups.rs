@@ -1,19 +1,22 @@
 //! Duplicate detection for set members, hash fields and sorted-set members.
 //!
 //! Every key is hashed with a per-process random seed (crafted collisions cannot make it
-//! quadratic) and bytes are compared only where hashes are equal. Up to [`TABLE_MAX`]
-//! keys the hashes go into an open-addressing table (one pass, no sort: the common small
-//! collection of a DUMP payload); beyond it the (hash, index) pairs are sorted, which
-//! needs less memory than a half-empty table. Either way the scratch space is reused.
+//! quadratic) and bytes are compared only where hashes agree. Up to [`TABLE_MAX`] keys
+//! they go into an open-addressing table of 4-byte slots, 16 bits of hash and a 16-bit
+//! index (one pass, no sort, a table of 1 KiB for a typical DUMP payload's 100 fields);
+//! beyond it the (hash, index) pairs are sorted. Either way the scratch space is reused.
 
 use std::hash::BuildHasher;
 
-/// Collections up to this size use the table.
-const TABLE_MAX: usize = 1 << 16;
+/// Collections up to this size use the table (indices + 1 fit 16 bits).
+const TABLE_MAX: usize = u16::MAX as usize;
+/// Scratch space above this many entries is not kept.
+const KEEP: usize = 1 << 16;
 
 #[derive(Default)]
 pub struct DupFinder {
     hasher: hashbrown::DefaultHashBuilder,
+    slots: Vec<u32>,
     scratch: Vec<(u64, usize)>,
 }
 
@@ -31,30 +34,35 @@ impl DupFinder {
         } else {
             self.by_sort(n, &key)
         };
-        if self.scratch.capacity() > 1 << 16 {
+        if self.scratch.capacity() > KEEP {
             self.scratch = Vec::new();
+        }
+        if self.slots.capacity() > 2 * KEEP {
+            self.slots = Vec::new();
         }
         found
     }
 
-    /// Slots of (hash, index + 1), index 0 meaning empty, at most half full.
+    /// Slots of (16 bits of hash) << 16 | (index + 1), 0 meaning empty, at most half full.
+    /// The slot is chosen by the hash's high 32 bits (the low ones of some hashers vary
+    /// less), the tag is its low 16.
     fn by_table<'a>(&mut self, n: usize, key: &impl Fn(usize) -> &'a [u8]) -> bool {
         let mask = (2 * n).next_power_of_two() - 1;
-        let t = &mut self.scratch;
+        let t = &mut self.slots;
         t.clear();
-        t.resize(mask + 1, (0, 0));
+        t.resize(mask + 1, 0);
         for i in 0..n {
             let k = key(i);
             let h = self.hasher.hash_one(k);
-            // The high bits: the low ones of some hashers vary less.
+            let tag = (h as u32) << 16;
             let mut at = (h >> 32) as usize & mask;
             loop {
-                let (sh, si) = t[at];
-                if si == 0 {
-                    t[at] = (h, i + 1);
+                let slot = t[at];
+                if slot == 0 {
+                    t[at] = tag | (i as u32 + 1);
                     break;
                 }
-                if sh == h && key(si - 1) == k {
+                if slot & 0xffff_0000 == tag && key((slot & 0xffff) as usize - 1) == k {
                     return true;
                 }
                 at = (at + 1) & mask;
