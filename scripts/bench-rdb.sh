@@ -17,19 +17,23 @@
 #                         background).
 #             Reported: each one's best round, and the ratios import / redis and serve /
 #             redis (goal: <= 0.5).
-#   payloads  redis-benchmark -c 50 -n N against each server in turn, the order rotating per
-#             round: DUMP of 1 KiB strings (PAYLOAD_KEYS of them, -r PAYLOAD_KEYS) and of
-#             100-field hashes. Reported: each side's best round, and Strata / Redis
-#             (goal: >= 1.0). RESTORE is not measured: redis-benchmark's -x does not carry
-#             a binary payload intact (redis-server itself then answers "DUMP payload
-#             version or checksum are wrong"), so it needs a client of our own.
+#   payloads  `strata bench rdb` against redis-server and Strata side by side (ROUNDS rounds,
+#             each running redis then strata), -c 50, at -P 1 and at -P 16: DUMP of
+#             random keys, and RESTORE <random key> 0 <payload> REPLACE, of a 1 KiB string
+#             (PAYLOAD_KEYS keys) and of a 100-field hash (a tenth as many keys). Each server
+#             restores its own DUMP of a template under every key first, and DUMP replies
+#             are checked against it (--verify). Reported per test: each side's best
+#             throughput, the median over rounds of the same-round Strata / Redis throughput
+#             ratio (goal: >= 1.0), each side's median server CPU per request (user +
+#             system, from INFO cpu before and after the test) and the median of their
+#             same-round ratio: on a shared machine the CPU figure is the steadier one.
 #
 # Environment:
 #   ROUNDS=3             rounds
 #   KEYS=10000000        strings in the first file (about 1.2 GB of RAM per loaded server)
 #   MIX_KEYS=3000000     collections in the second file
-#   N=200000             requests per redis-benchmark run
-#   PAYLOAD_KEYS=100000  keys DUMP reads from (strings; a tenth as many hashes)
+#   N=200000             requests per payloads test
+#   PAYLOAD_KEYS=100000  string keys of the payloads tests (a tenth as many hashes)
 #   OUT=target/bench-rdb.md   the report (also printed); raw figures in the .csv beside it
 #   REDIS_CMD=redis-server    the peer
 #   STRATA_BIN=target/release/strata  the server under test (built first unless NO_BUILD=1)
@@ -237,62 +241,44 @@ load_suite() {
     done
 }
 
-# gen_payload_data N: N strings of 1 KiB (str:<12 digits>) and N/10 hashes of 100 fields
-# (hash:<12 digits>), as RESP.
-gen_payload_data() {
-    awk -v n="$1" 'BEGIN {
-        srand(2)
-        chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-        pool = ""
-        for (i = 0; i < 2048; i++) pool = pool substr(chars, int(rand() * 62) + 1, 1)
-        for (i = 0; i < n; i++)
-            printf "*3\r\n$3\r\nSET\r\n$16\r\nstr:%012d\r\n$1024\r\n%s\r\n", i, substr(pool, (i * 7) % 1000 + 1, 1024)
-        for (i = 0; i < n / 10; i++) {
-            printf "*202\r\n$4\r\nHSET\r\n$17\r\nhash:%012d\r\n", i
-            for (j = 0; j < 100; j++) printf "$8\r\nfield%03d\r\n$12\r\nvalue-%06d\r\n", j, (i + j) % 1000000
-        }
-    }'
-}
-
-# bench PORT ARGS...: one redis-benchmark run; prints requests per second.
-bench() {
-    local port=$1
-    shift
-    redis-benchmark -p "$port" -c 50 -n "$N" --csv "$@" 2>/dev/null |
-        awk -F, 'NR > 1 { gsub(/"/, ""); print $2; exit }'
+# payloads_at P: one `strata bench rdb` run at pipeline depth P against both servers; its
+# rows (throughput and server CPU per request) go into the raw figures.
+payloads_at() {
+    local p=$1 csv="$WORK/payloads-P$1.csv" out="$WORK/payloads-P$1.txt"
+    if ! "$STRATA_BIN" bench rdb --target "redis=127.0.0.1:$REDIS_PORT" \
+        --target "strata=127.0.0.1:$STRATA_PORT" --rounds "$ROUNDS" -n "$N" -c 50 -P "$p" \
+        --string-keys "$PAYLOAD_KEYS" --hash-keys $((PAYLOAD_KEYS / 10)) --verify -q \
+        --csv "$csv" >"$out" 2>&1; then
+        log "strata bench rdb -P $p failed:"
+        cat "$out" >&2
+        exit 1
+    fi
+    # target,round,phase,op,count,errors,elapsed_s,ops_per_sec,...,server_cpu_us_per_op
+    awk -F, -v p="$p" 'NR > 1 {
+        t = tolower($4)
+        gsub(/ /, "-", t)
+        printf "payloads,%s-P%s,%s,%s,%s,rps\n", t, p, $2, $1, $8
+        printf "payload-cpu,%s-P%s,%s,%s,%s,us\n", t, p, $2, $1, $15
+    }' "$csv" >>"$RAW"
+    log "$(sed -n '/^ratio to redis/,$p' "$out")"
 }
 
 payloads_suite() {
-    local ports=() pids=() names=(redis strata) port i round k j hashes=$((PAYLOAD_KEYS / 10))
-    port=$(free_port)
     mkdir -p "$WORK/p-redis"
-    redis_on "$WORK/p-redis" "$port"
-    ports+=("$port")
-    pids+=("$PID")
-    port=$(free_port)
-    strata_on "$WORK/p-strata" "$port" --appendonly no
-    ports+=("$port")
-    pids+=("$PID")
-    for i in 0 1; do
-        T0=$(now_us)
-        wait_ready "${ports[$i]}"
-        gen_payload_data "$PAYLOAD_KEYS" | redis-cli -p "${ports[$i]}" --pipe >/dev/null
-        T0=$(now_us)
-        wait_ready "${ports[$i]}" $((PAYLOAD_KEYS + hashes))
-    done
-    for round in $(seq 1 "$ROUNDS"); do
-        for k in 0 1; do
-            j=$(((k + round) % 2))
-            port=${ports[$j]}
-            local r1 r2
-            r1=$(bench "$port" -r "$PAYLOAD_KEYS" DUMP str:__rand_int__)
-            r2=$(bench "$port" -r "$hashes" DUMP hash:__rand_int__)
-            row payloads dump-1k-string "$round" "${names[$j]}" "$r1" rps
-            row payloads dump-100-field-hash "$round" "${names[$j]}" "$r2" rps
-            log "  round $round ${names[$j]}: DUMP 1k string $r1, DUMP hash $r2 req/s"
-        done
-    done
-    for i in 0 1; do stop "${pids[$i]}"; done
+    REDIS_PORT=$(free_port)
+    redis_on "$WORK/p-redis" "$REDIS_PORT"
+    local redis_pid=$PID
+    STRATA_PORT=$(free_port)
+    strata_on "$WORK/p-strata" "$STRATA_PORT" --appendonly no
+    local strata_pid=$PID
+    T0=$(now_us)
+    wait_ready "$REDIS_PORT"
+    T0=$(now_us)
+    wait_ready "$STRATA_PORT"
+    payloads_at 1
+    payloads_at 16
+    stop "$redis_pid"
+    stop "$strata_pid"
 }
 
 for s in "${SUITES[@]}"; do
@@ -300,11 +286,12 @@ for s in "${SUITES[@]}"; do
     "${s}_suite"
 done
 
-# The report: each side's best round (least time, most requests per second).
+# The report: loads, each side's best round (least time); payloads, best throughput and the
+# medians over rounds described above.
 {
     echo "# bench-rdb: Strata against $($REDIS_CMD --version | awk '{ print $3 }' | tr -d 'v=')"
     echo
-    echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); ROUNDS=$ROUNDS, best round of each."
+    echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); ROUNDS=$ROUNDS."
     echo
     if grep -q '^load,' "$RAW"; then
         echo "| file | keys | redis-server loads (ms) | strata import (ms) | import / redis | strata serve --rdb-import (ms) | serve / redis |"
@@ -323,12 +310,41 @@ done
         echo
     fi
     if grep -q '^payloads,' "$RAW"; then
-        echo "| test | redis-server (req/s) | Strata (req/s) | Strata / Redis |"
-        echo "| --- | ---: | ---: | ---: |"
-        for t in dump-1k-string dump-100-field-hash; do
-            awk -F, -v t="$t" '
-                $1 == "payloads" && $2 == t { if ($5 > best[$4]) best[$4] = $5 }
-                END { printf "| %s | %.0f | %.0f | %.2f |\n", t, best["redis"], best["strata"], best["strata"] / best["redis"] }' "$RAW"
-        done
+        echo "| test | redis-server (req/s) | Strata (req/s) | Strata / Redis | redis-server CPU (µs/req) | Strata CPU (µs/req) | CPU Strata / Redis |"
+        echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        # Per test: best throughput of each side; medians over rounds of CPU per request
+        # and of the same-round ratios.
+        awk -F, '
+            function median(list, n, a, i, j, t) {
+                n = split(list, a, " ")
+                for (i = 2; i <= n; i++)
+                    for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+            }
+            $1 == "payloads" || $1 == "payload-cpu" {
+                if (!($2 in seen)) { seen[$2] = 1; order[++tests] = $2 }
+                v[$1, $2, $3, $4] = $5
+                rounds[$2, $3] = 1
+            }
+            $1 == "payloads" && $5 > best[$2, $4] { best[$2, $4] = $5 }
+            END {
+                for (i = 1; i <= tests; i++) {
+                    t = order[i]
+                    tr = ""; cr = ""; rc = ""; sc = ""
+                    for (k in rounds) {
+                        split(k, key, SUBSEP)
+                        if (key[1] != t) continue
+                        r = key[2]
+                        if (v["payloads", t, r, "redis"] > 0)
+                            tr = tr " " v["payloads", t, r, "strata"] / v["payloads", t, r, "redis"]
+                        rc = rc " " v["payload-cpu", t, r, "redis"]
+                        sc = sc " " v["payload-cpu", t, r, "strata"]
+                        if (v["payload-cpu", t, r, "redis"] > 0)
+                            cr = cr " " v["payload-cpu", t, r, "strata"] / v["payload-cpu", t, r, "redis"]
+                    }
+                    printf "| %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f |\n", t, best[t, "redis"],
+                        best[t, "strata"], median(tr), median(rc), median(sc), median(cr)
+                }
+            }' "$RAW"
     fi
 } | tee "$OUT"

@@ -4,7 +4,7 @@ use crate::driver::Settings;
 use crate::keys::{parse_count, KeySpec, ValueSize, Values};
 use crate::output::{self, Report};
 use crate::run::{self, RunOpts, Sweep, Target};
-use crate::workloads::{embedded, kv, voter, ycsb, Workload};
+use crate::workloads::{embedded, kv, rdb, voter, ycsb, Workload};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +21,9 @@ pub struct BenchArgs {
 enum BenchCmd {
     /// redis-benchmark style: --ops set,get,... (each a test of -n requests) or --mix get=90,set=10.
     Kv(KvArgs),
+    /// DUMP and RESTORE (Redis's serialized values) of a string and a hash the workload
+    /// writes and dumps first: --ops dump-string,restore-string,dump-hash,restore-hash.
+    Rdb(RdbArgs),
     /// YCSB core workloads A-F, stored as YCSB's Redis binding stores them (hashes + `_indices`).
     Ycsb(YcsbArgs),
     /// VoltDB's voter, as a Redis 7 function library (examples/voter/voter.lua).
@@ -117,6 +120,33 @@ struct KvArgs {
     /// Value size in bytes (3 is redis-benchmark's default), or a range like 1k-100k.
     #[arg(short = 'd', long, default_value = "3")]
     value_size: String,
+}
+
+#[derive(Args, Debug)]
+struct RdbArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Tests to run in turn: dump-string, restore-string, dump-hash, restore-hash.
+    #[arg(
+        long,
+        default_value = "dump-string,restore-string,dump-hash,restore-hash"
+    )]
+    ops: String,
+    /// String keys (rdb:string:N), each restored from the template before the tests.
+    #[arg(long, default_value = "100000")]
+    string_keys: String,
+    /// Hash keys (rdb:hash:N), each restored from the template before the tests.
+    #[arg(long, default_value = "10000")]
+    hash_keys: String,
+    /// The template string's length in bytes (64, 1k, 10k...).
+    #[arg(short = 'd', long, default_value = "1k")]
+    value_size: String,
+    /// The template hash's fields (field000, field001...).
+    #[arg(long, default_value_t = 100)]
+    fields: usize,
+    /// Bytes per value of the template hash.
+    #[arg(long, default_value_t = 12)]
+    field_length: usize,
 }
 
 #[derive(Args, Debug)]
@@ -223,6 +253,7 @@ struct ReportArgs {
 pub fn run(a: BenchArgs) -> ExitCode {
     let r = match *a.cmd {
         BenchCmd::Kv(k) => run_kv(k),
+        BenchCmd::Rdb(r) => run_rdb(r),
         BenchCmd::Ycsb(y) => run_ycsb(y),
         BenchCmd::Voter(v) => run_voter(v),
         BenchCmd::Embedded(e) => run_embedded(e),
@@ -492,6 +523,49 @@ fn run_kv(a: KvArgs) -> Result<bool, String> {
             pipeline,
             written: kv::Kv::new_written(verify, &keys),
         }))
+    })
+}
+
+fn run_rdb(a: RdbArgs) -> Result<bool, String> {
+    let ops = a
+        .ops
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(rdb::Op::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    if ops.is_empty() {
+        return Err("--ops names no op".into());
+    }
+    let count = |what: &str, v: &str| {
+        parse_count(v)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("bad --{what} {v:?}: expected a count above 0"))
+    };
+    let value_size = crate::keys::parse_size(&a.value_size)
+        .filter(|&n| n <= 512 * 1024 * 1024)
+        .ok_or_else(|| format!("bad --value-size {:?}", a.value_size))?;
+    if a.fields == 0 {
+        return Err("--fields must be at least 1".into());
+    }
+    let spec = rdb::Spec {
+        ops,
+        keys: [
+            count("string-keys", &a.string_keys)?,
+            count("hash-keys", &a.hash_keys)?,
+        ],
+        value_size,
+        fields: a.fields,
+        field_length: a.field_length,
+    };
+    let p = prepare(&a.common, 100_000)?;
+    let (requests, verify) = (p.requests, a.common.verify);
+    execute(&a.common, &p, &|clients, _pipeline| {
+        Ok(Box::new(rdb::Rdb::new(
+            spec.clone(),
+            requests,
+            verify,
+            clients,
+        )))
     })
 }
 

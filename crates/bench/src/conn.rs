@@ -162,6 +162,25 @@ impl Client {
         }
     }
 
+    /// Sends `requests` (`count` encoded commands) in one write and reads their replies;
+    /// the first error reply is an `Err`. Keep batches small enough that the replies fit
+    /// the socket buffers while the requests are still being written.
+    pub fn batch(&mut self, requests: &[u8], count: usize) -> Result<(), String> {
+        self.stream
+            .write_all(requests)
+            .map_err(|e| format!("{}: write: {e}", self.addr))?;
+        let mut first_err = None;
+        for _ in 0..count {
+            if let Owned::Error(e) = self.read()? {
+                first_err.get_or_insert(e);
+            }
+        }
+        match first_err {
+            Some(e) => Err(format!("{}: {e}", self.addr)),
+            None => Ok(()),
+        }
+    }
+
     fn read(&mut self) -> Result<Owned, String> {
         loop {
             match reply::parse(&self.buf[self.start..self.end]) {
@@ -195,6 +214,15 @@ impl Client {
         self.stream
     }
 
+    /// The server's CPU time so far (`INFO cpu`: user + system seconds of its process);
+    /// `None` if it does not report them.
+    pub fn server_cpu(&mut self) -> Option<f64> {
+        let Ok(Owned::Bulk(b)) = self.call(&["INFO", "cpu"]) else {
+            return None;
+        };
+        parse_cpu(&String::from_utf8_lossy(&b))
+    }
+
     /// The `# Server` section of INFO (for the JSON report); empty if the server has none.
     pub fn info_server(&mut self) -> String {
         match self.call(&["INFO", "server"]) {
@@ -204,9 +232,27 @@ impl Client {
     }
 }
 
+/// `used_cpu_user` + `used_cpu_sys` of an `INFO cpu` reply.
+fn parse_cpu(info: &str) -> Option<f64> {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    Some(field("used_cpu_user")? + field("used_cpu_sys")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_is_user_plus_system() {
+        let info = "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.500000\r\n\
+                    used_cpu_sys_children:9.000000\r\n";
+        assert_eq!(parse_cpu(info), Some(3.75));
+        assert_eq!(parse_cpu("# CPU\r\nused_cpu_sys:1.0\r\n"), None);
+    }
 
     #[test]
     fn encodes_multibulk() {

@@ -99,6 +99,9 @@ pub struct PhaseResult {
     pub conn_errors: Vec<String>,
     /// Client CPU time (user + system) over the phase, for "is the client the bottleneck".
     pub client_cpu: Duration,
+    /// The server's CPU seconds over the phase, when it reports them (`INFO cpu`) and no
+    /// warm-up ran (its operations are not counted).
+    pub server_cpu_s: Option<f64>,
 }
 
 impl PhaseResult {
@@ -280,6 +283,7 @@ pub fn run(addr: &str, phase: Phase, s: &Settings, quiet: bool) -> Result<PhaseR
         ops,
         conn_errors,
         client_cpu,
+        server_cpu_s: None,
     })
 }
 

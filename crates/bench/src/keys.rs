@@ -165,6 +165,18 @@ pub fn push_key(out: &mut Vec<u8>, prefix: &[u8], n: u64) {
     out.extend_from_slice(&digits[start..]);
 }
 
+/// A key as a bulk argument, written in place: the length is known before the digits are.
+pub fn push_key_arg(out: &mut Vec<u8>, prefix: &[u8], k: u64) {
+    let digits = if k < 1_000_000_000_000 {
+        12
+    } else {
+        k.ilog10() as usize + 1
+    };
+    crate::conn::push_header(out, b'$', prefix.len() + digits);
+    push_key(out, prefix, k);
+    out.extend_from_slice(b"\r\n");
+}
+
 pub fn key(prefix: &str, n: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(prefix.len() + 12);
     push_key(&mut k, prefix.as_bytes(), n);
@@ -328,6 +340,24 @@ mod tests {
         assert_eq!(key("key:", 1234), b"key:000000001234".to_vec());
         assert_eq!(key("k", 0), b"k000000000000".to_vec());
         assert_eq!(key("k", 12_345_678_901_234), b"k12345678901234".to_vec());
+    }
+
+    #[test]
+    fn key_arg_matches_a_plain_encoding() {
+        for k in [
+            0,
+            7,
+            999_999_999_999,
+            1_000_000_000_000,
+            123_456_789_012_345,
+            u64::MAX,
+        ] {
+            let mut fast = Vec::new();
+            push_key_arg(&mut fast, b"key:", k);
+            let mut plain = Vec::new();
+            crate::conn::push_bulk(&mut plain, &key("key:", k));
+            assert_eq!(fast, plain, "{k}");
+        }
     }
 
     #[test]

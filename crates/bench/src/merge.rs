@@ -36,6 +36,11 @@ fn merge_op(into: &mut OpReport, o: &OpReport) -> Result<(), String> {
 fn merge_phase(into: &mut PhaseReport, p: &PhaseReport) -> Result<(), String> {
     into.elapsed_s = into.elapsed_s.max(p.elapsed_s);
     into.client_cpu_s += p.client_cpu_s;
+    // Runs made at the same time measured the same server over nearly the same window.
+    into.server_cpu_s = match (into.server_cpu_s, p.server_cpu_s) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    };
     into.conn_errors.extend(p.conn_errors.iter().cloned());
     for o in &p.ops {
         match into.ops.iter_mut().find(|x| x.op == o.op) {
@@ -43,6 +48,7 @@ fn merge_phase(into: &mut PhaseReport, p: &PhaseReport) -> Result<(), String> {
             None => into.ops.push(o.clone()),
         }
     }
+    into.spread_server_cpu();
     Ok(())
 }
 

@@ -286,7 +286,7 @@ mod tests {
         for v in 1..=100 {
             st.hist.record(v * 10);
         }
-        let o = OpReport::from_stats("GET", 1.0, &st);
+        let o = OpReport::from_stats("GET", 1.0, None, &st);
         let series = vec![
             Series {
                 name: "a <x>".into(),

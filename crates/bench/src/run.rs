@@ -52,8 +52,16 @@ pub fn execute(w: &dyn Workload, o: &RunOpts, config: serde_json::Value) -> Resu
             let mut results = Vec::new();
             for p in 0..w.phase_count() {
                 let phase = w.phase(p)?;
-                let r = driver::run(&t.addr, phase, &o.settings, o.quiet)
+                // Server CPU over the phase, read before and after it: with a warm-up the
+                // window would hold operations the phase does not count.
+                let cpu0 = (!phase.timed || o.settings.warmup.is_zero())
+                    .then(|| c.server_cpu())
+                    .flatten();
+                let mut r = driver::run(&t.addr, phase, &o.settings, o.quiet)
                     .map_err(|e| format!("target {}: {e}", t.name))?;
+                if let Some(a) = cpu0 {
+                    r.server_cpu_s = c.server_cpu().map(|b| (b - a).max(0.0));
+                }
                 results.push(r);
             }
             let checks = match w.check(&mut c, &results) {

@@ -27,6 +27,8 @@ pub(crate) trait Packed {
 }
 
 impl Packed for Listpack<'_> {
+    // Inlined into the decoding loops, as `Listpack::next` is (see there).
+    #[inline(always)]
     fn next_elem(&mut self) -> Result<Option<Elem>, BlobError> {
         self.next()
     }
@@ -36,6 +38,7 @@ impl Packed for Listpack<'_> {
 }
 
 impl Packed for Ziplist<'_> {
+    #[inline(always)]
     fn next_elem(&mut self) -> Result<Option<Elem>, BlobError> {
         self.next()
     }

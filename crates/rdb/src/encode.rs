@@ -170,11 +170,14 @@ impl Encoder {
                 }
             }
             RdbValue::Hash(f) => {
+                // One pass: the lengths and their total.
+                let mut bytes = 0usize;
                 let fits = f.len() <= o.hash_max_listpack_entries
                     && f.iter().all(|(k, v)| {
+                        bytes += k.len() + v.len();
                         k.len() <= o.hash_max_listpack_value && v.len() <= o.hash_max_listpack_value
                     })
-                    && f.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() <= LISTPACK_MAX;
+                    && bytes <= LISTPACK_MAX;
                 if fits {
                     types::HASH_LISTPACK
                 } else {

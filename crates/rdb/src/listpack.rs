@@ -82,7 +82,9 @@ impl<'a> Listpack<'a> {
         self.p
     }
 
-    /// The next entry, or `None` after the last (when the count is checked too).
+    /// The next entry, or `None` after the last (when the count is checked too). Always
+    /// inlined: returned through memory, its result stalled each caller on store forwarding.
+    #[inline(always)]
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Elem>, BlobError> {
         if self.done {

@@ -14,7 +14,8 @@ const MAX_LITERAL: usize = 32;
 /// The most output a single input byte can produce: a 3-byte back reference yields 264.
 pub const MAX_EXPANSION: u64 = 88;
 
-const HASH_BITS: u32 = 14;
+/// The hash table has 2^HASH_BITS slots (32 KiB).
+const HASH_BITS: u32 = 13;
 
 /// Why a compressed blob does not decompress to its declared length.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +41,15 @@ impl std::fmt::Display for LzfError {
     }
 }
 
+/// Bytes moved by one fixed-size copy: a literal run's most, and a short reference's.
+const BLOCK: usize = MAX_LITERAL;
+
 /// Decompresses `input` into `out`, which must come out exactly full.
+///
+/// Runs are short (a few bytes between back references), so where both sides have room a
+/// run is copied as a whole `BLOCK` (a few register moves; a copy of variable length is a
+/// call to memcpy). The bytes past the run's end are garbage only until the next runs
+/// overwrite them, which they do: `out` must come out exactly full.
 pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<(), LzfError> {
     let (mut ip, mut op) = (0usize, 0usize);
     while ip < input.len() {
@@ -48,10 +57,16 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<(), LzfError> {
         ip += 1;
         if ctrl < 32 {
             let n = ctrl + 1;
-            let src = input.get(ip..ip + n).ok_or(LzfError::Truncated)?;
-            out.get_mut(op..op + n)
-                .ok_or(LzfError::TooLong)?
-                .copy_from_slice(src);
+            if ip + n > input.len() {
+                return Err(LzfError::Truncated);
+            }
+            if op + n > out.len() {
+                return Err(LzfError::TooLong);
+            }
+            match (input.get(ip..ip + BLOCK), out.get_mut(op..op + BLOCK)) {
+                (Some(src), Some(dst)) => dst.copy_from_slice(src),
+                _ => out[op..op + n].copy_from_slice(&input[ip..ip + n]),
+            }
             ip += n;
             op += n;
             continue;
@@ -72,6 +87,11 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<(), LzfError> {
         if back == 1 {
             let b = out[from];
             out[op..op + len].fill(b);
+        } else if back >= len && len <= BLOCK && op + BLOCK <= out.len() {
+            // No overlap within the run: a whole block read before it is written.
+            let mut block = [0u8; BLOCK];
+            block.copy_from_slice(&out[from..from + BLOCK]);
+            out[op..op + BLOCK].copy_from_slice(&block);
         } else {
             // When the reference overlaps its target, the output repeats with period
             // `back`: copy whole periods, doubling, each copy reading only written bytes.
@@ -107,17 +127,66 @@ impl Default for Compressor {
     }
 }
 
-fn hash3(a: u8, b: u8, c: u8) -> usize {
-    let v = (a as u32) << 16 | (b as u32) << 8 | c as u32;
+const TABLE_LEN: usize = 1 << HASH_BITS;
+
+/// The table slot of a 3-byte sequence (the low 24 bits of `v`).
+#[inline(always)]
+fn slot(v: u32) -> usize {
     (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
 }
 
-fn push_literals(out: &mut Vec<u8>, mut lit: &[u8]) {
-    while !lit.is_empty() {
-        let n = lit.len().min(MAX_LITERAL);
+/// The 3 bytes at `p`, as `slot` takes them; `p + 4 <= input.len()` (one load).
+#[inline(always)]
+fn seq3(input: &[u8], p: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&input[p..p + 4]);
+    u32::from_be_bytes(w) >> 8
+}
+
+/// How many bytes of `input` from `a` and from `b` agree, `a < b`, up to `max`: eight
+/// bytes per step, the first difference found from the xor's lowest set bit.
+#[inline(always)]
+fn common_len(input: &[u8], a: usize, b: usize, max: usize) -> usize {
+    let word = |p: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&input[p..p + 8]);
+        u64::from_le_bytes(w)
+    };
+    let mut len = 0;
+    while len + 8 <= max {
+        let x = word(a + len) ^ word(b + len);
+        if x != 0 {
+            return len + (x.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while len < max && input[a + len] == input[b + len] {
+        len += 1;
+    }
+    len
+}
+
+/// Appends `input[start..end]` as literal runs. A run is copied as a fixed-size block of
+/// `MAX_LITERAL` bytes whenever the input has that many from its start (then cut back to
+/// its length): a constant-size copy is a few register moves where a variable one is a
+/// call to memcpy, and short runs between back references are the common case.
+#[inline(always)]
+fn push_literals(out: &mut Vec<u8>, input: &[u8], mut start: usize, end: usize) {
+    while start < end {
+        let n = (end - start).min(MAX_LITERAL);
         out.push((n - 1) as u8);
-        out.extend_from_slice(&lit[..n]);
-        lit = &lit[n..];
+        let block = input
+            .get(start..start + MAX_LITERAL)
+            .and_then(|b| <&[u8; MAX_LITERAL]>::try_from(b).ok());
+        match block {
+            Some(block) => {
+                let keep = out.len() + n;
+                out.extend_from_slice(block);
+                out.truncate(keep);
+            }
+            None => out.extend_from_slice(&input[start..start + n]),
+        }
+        start += n;
     }
 }
 
@@ -128,7 +197,7 @@ impl Compressor {
         out.clear();
         if self.table.is_empty() {
             // Allocated on first use: many encoders never compress anything.
-            self.table = vec![0; 1 << HASH_BITS];
+            self.table = vec![0; TABLE_LEN];
         }
         let n = input.len();
         if n as u64 + 2 >= (u32::MAX - self.base) as u64 {
@@ -140,21 +209,34 @@ impl Compressor {
         }
         let base = self.base;
         self.base += n as u32 + 1;
+        // A fixed-size view: slots index it without bounds checks.
+        let Ok(table) = <&mut [u32; TABLE_LEN]>::try_from(self.table.as_mut_slice()) else {
+            return false;
+        };
+        // Room for the worst case (all literals), so pushes never reallocate mid-loop.
+        out.reserve(max_out.min(n + n / MAX_LITERAL + 1));
         let (mut ip, mut lit_start) = (0usize, 0usize);
+        // Past this position the pending literals alone would exceed `max_out`.
+        let mut give_up = max_out;
+        // The sequence at `ip`, rolled forward a byte at a time.
+        let mut v = if n >= 2 {
+            (input[0] as u32) << 8 | input[1] as u32
+        } else {
+            0
+        };
         while ip + 2 < n {
-            let h = hash3(input[ip], input[ip + 1], input[ip + 2]);
-            let cand = self.table[h];
-            self.table[h] = base + ip as u32;
+            v = (v << 8 | input[ip + 2] as u32) & 0x00ff_ffff;
+            let h = slot(v);
+            let cand = table[h];
+            table[h] = base + ip as u32;
             if cand >= base {
                 let r = (cand - base) as usize;
                 let back = ip - r;
-                if back <= MAX_OFFSET && input[r..r + 3] == input[ip..ip + 3] {
-                    push_literals(out, &input[lit_start..ip]);
+                // r + 3 <= ip + 2 < n: the candidate has a fourth byte to load with it.
+                if back <= MAX_OFFSET && seq3(input, r) == v {
+                    push_literals(out, input, lit_start, ip);
                     let max = (n - ip).min(MAX_MATCH);
-                    let mut len = 3;
-                    while len < max && input[r + len] == input[ip + len] {
-                        len += 1;
-                    }
+                    let len = 3 + common_len(input, r + 3, ip + 3, max - 3);
                     let off = back - 1;
                     let code = len - 2;
                     if code < 7 {
@@ -164,12 +246,12 @@ impl Compressor {
                         out.push((code - 7) as u8);
                     }
                     out.push(off as u8);
-                    // Index the last two positions of the match so the next one can start there.
+                    // Index the last two positions of the match so the next one can start
+                    // there (a match is at least 3 long: both lie past `ip`).
                     let end = ip + len;
-                    for p in end.saturating_sub(2).max(ip + 1)..end {
-                        if p + 2 < n {
-                            self.table[hash3(input[p], input[p + 1], input[p + 2])] =
-                                base + p as u32;
+                    for p in end - 2..end {
+                        if p + 3 < n {
+                            table[slot(seq3(input, p))] = base + p as u32;
                         }
                     }
                     ip = end;
@@ -177,15 +259,19 @@ impl Compressor {
                     if out.len() > max_out {
                         return false;
                     }
+                    give_up = ip.saturating_add(max_out - out.len());
+                    if ip + 1 < n {
+                        v = (input[ip] as u32) << 8 | input[ip + 1] as u32;
+                    }
                     continue;
                 }
             }
             ip += 1;
-            if ip - lit_start >= 4 * MAX_LITERAL && out.len() + (ip - lit_start) > max_out {
+            if ip > give_up {
                 return false;
             }
         }
-        push_literals(out, &input[lit_start..]);
+        push_literals(out, input, lit_start, n);
         out.len() <= max_out
     }
 }
@@ -215,6 +301,16 @@ mod tests {
         roundtrip(&noise);
         let text = b"the quick brown fox jumps over the lazy dog. ".repeat(500);
         roundtrip(&text);
+    }
+
+    #[test]
+    fn every_length_round_trips_whole_blocks_or_not() {
+        // Short literal runs and references at every distance from the end of the output
+        // (where a whole-block copy no longer fits).
+        let text = b"field000 value-1 field001 value-22 field002 value-333 ab ab ab abc".repeat(8);
+        for len in 0..text.len() {
+            roundtrip(&text[..len]);
+        }
     }
 
     #[test]

@@ -197,6 +197,13 @@ impl Pairs {
         Self::default()
     }
 
+    /// Room for `pairs` pairs totalling `bytes` bytes.
+    pub fn with_capacity(pairs: usize, bytes: usize) -> Self {
+        Pairs {
+            flat: Members::with_capacity(pairs.saturating_mul(2), bytes),
+        }
+    }
+
     pub fn push(&mut self, field: &[u8], value: &[u8]) {
         self.flat.push(field);
         self.flat.push(value);

@@ -18,23 +18,36 @@ const SMALL_BUF: usize = 64 * 1024;
 #[derive(Default)]
 pub struct Dumper {
     enc: Encoder,
+    /// The payload is built here, then copied out at its exact size: growing a fresh
+    /// vector to a few KiB would reallocate it a dozen times.
+    buf: Vec<u8>,
 }
+
+/// A scratch buffer above this is not kept between payloads.
+const KEEP_BUF: usize = 1 << 20;
 
 impl Dumper {
     pub fn new(opts: WriteOptions) -> Self {
         Dumper {
             enc: Encoder::new(opts),
+            buf: Vec::new(),
         }
     }
 
     /// The DUMP payload of `value`.
     pub fn dump(&mut self, value: &RdbValue) -> Vec<u8> {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.buf);
+        out.clear();
         let ty = self.enc.type_of(value);
         out.push(ty);
         // Writing into a Vec cannot fail.
         let _ = self.enc.write_value(&mut out, value, ty);
-        seal(out)
+        seal(&mut out);
+        let payload = out.as_slice().to_vec();
+        if out.capacity() <= KEEP_BUF {
+            self.buf = out;
+        }
+        payload
     }
 }
 
@@ -54,15 +67,15 @@ pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> 
         // Writing into a Vec cannot fail.
         let _ = enc.write_string(&mut out, code);
     }
-    seal(out)
+    seal(&mut out);
+    out
 }
 
 /// Appends the footer: the RDB version and the CRC64 of everything before it.
-fn seal(mut out: Vec<u8>) -> Vec<u8> {
+fn seal(out: &mut Vec<u8>) {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(&out);
+    let crc = crc64(out);
     out.extend_from_slice(&crc.to_le_bytes());
-    out
 }
 
 /// Checks a payload's footer (at least 10 bytes, an RDB version no newer than 10, a

@@ -63,6 +63,8 @@ impl<'a> Ziplist<'a> {
         (self.header_count != u16::MAX).then_some(self.header_count as usize)
     }
 
+    /// Always inlined, as `Listpack::next` is (see there).
+    #[inline(always)]
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Elem>, BlobError> {
         if self.done {

@@ -196,6 +196,99 @@ fn kv_mix_against_strata_and_redis_side_by_side() {
 }
 
 #[test]
+fn rdb_dump_and_restore_against_strata_and_redis_side_by_side() {
+    let s = common::strata(&[]);
+    let r = common::redis(&[]);
+    let out = tmp("rdb.json");
+    let csv = tmp("rdb.csv");
+    let (ta, tb) = (
+        format!("strata={}", s.addr()),
+        format!("redis={}", r.addr()),
+    );
+    let o = bench(&[
+        "rdb",
+        "--target",
+        &ta,
+        "--target",
+        &tb,
+        "--rounds",
+        "2",
+        "--string-keys",
+        "300",
+        "--hash-keys",
+        "40",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "-P",
+        "8",
+        "--verify",
+        "-q",
+        "--json",
+        out.to_str().unwrap_or_default(),
+        "--csv",
+        csv.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j = json(&out);
+    let want: Vec<(String, u64, u64)> =
+        ["DUMP string", "RESTORE string", "DUMP hash", "RESTORE hash"]
+            .iter()
+            .map(|op| (op.to_string(), 2000, 0))
+            .collect();
+    for t in &j.targets {
+        for round in &t.rounds {
+            let got: Vec<_> = round
+                .phases
+                .iter()
+                .flat_map(|p| &p.ops)
+                .map(|o| (o.op.clone(), o.count, o.errors))
+                .collect();
+            assert_eq!(got, want, "{} round {}", t.name, round.round);
+            // Both servers report their CPU time, so every op has its cost per request.
+            for p in &round.phases {
+                let cpu = p.ops[0].server_cpu_us_per_op;
+                assert!(
+                    cpu.is_some_and(|c| c > 0.0),
+                    "{} {}: {cpu:?}",
+                    t.name,
+                    p.name
+                );
+            }
+        }
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("server CPU/op"), "{stdout}");
+    let rows = std::fs::read_to_string(&*csv).expect("csv");
+    assert_eq!(rows.lines().count(), 1 + 2 * 2 * 4);
+    assert!(
+        rows.starts_with("target,")
+            && rows
+                .lines()
+                .next()
+                .is_some_and(|h| h.ends_with(",server_cpu_us_per_op"))
+    );
+    // Every key of both spaces was restored from the template (plus the two templates),
+    // and a restored hash dumps as its template does.
+    for p in [&s, &r] {
+        let mut c = p.client();
+        let dbsize: u64 = redis::cmd("DBSIZE").query(&mut c).expect("DBSIZE");
+        assert_eq!(dbsize, 300 + 40 + 2);
+        let fields: u64 = redis::cmd("HLEN")
+            .arg("rdb:hash:000000000039")
+            .query(&mut c)
+            .expect("HLEN");
+        assert_eq!(fields, 100);
+        let len: u64 = redis::cmd("STRLEN")
+            .arg("rdb:string:000000000299")
+            .query(&mut c)
+            .expect("STRLEN");
+        assert_eq!(len, 1024);
+    }
+}
+
+#[test]
 fn ycsb_load_and_run_against_redis_checks_writes() {
     let r = common::redis(&[]);
     let port = r.port.to_string();

@@ -5,7 +5,7 @@
 
 use crate::conn::{push_bulk, push_header};
 use crate::driver::{Phase, Session, Started};
-use crate::keys::{push_key, KeySpec, Values, Zipfian};
+use crate::keys::{push_key_arg as key_arg, KeySpec, Values, Zipfian};
 use crate::reply::Value;
 use crate::rng::Rng;
 use crate::workloads::Workload;
@@ -201,18 +201,6 @@ impl KvSession {
 fn cmd(out: &mut Vec<u8>, argc: usize, name: &[u8]) {
     push_header(out, b'*', argc);
     push_bulk(out, name);
-}
-
-/// A key argument written in place: the length is known before the digits are.
-fn key_arg(out: &mut Vec<u8>, prefix: &[u8], k: u64) {
-    let digits = if k < 1_000_000_000_000 {
-        12
-    } else {
-        k.ilog10() as usize + 1
-    };
-    push_header(out, b'$', prefix.len() + digits);
-    push_key(out, prefix, k);
-    out.extend_from_slice(b"\r\n");
 }
 
 impl Session for KvSession {
@@ -437,24 +425,6 @@ impl Workload for Kv {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn key_arg_matches_a_plain_encoding() {
-        for k in [
-            0,
-            7,
-            999_999_999_999,
-            1_000_000_000_000,
-            123_456_789_012_345,
-            u64::MAX,
-        ] {
-            let mut fast = Vec::new();
-            key_arg(&mut fast, b"key:", k);
-            let mut plain = Vec::new();
-            push_bulk(&mut plain, &crate::keys::key("key:", k));
-            assert_eq!(fast, plain, "{k}");
-        }
-    }
 
     #[test]
     fn mix_parses_weights() {

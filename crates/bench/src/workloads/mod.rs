@@ -3,6 +3,7 @@
 
 pub mod embedded;
 pub mod kv;
+pub mod rdb;
 pub mod voter;
 pub mod ycsb;
 

@@ -38,7 +38,9 @@ pub fn value_to_rdb(v: &Value) -> RdbValue {
             RdbValue::Set(m)
         }
         Value::Hash(h) => {
-            let mut p = Pairs::new();
+            // Sized once: the memory the hash holds bounds its bytes in the listpack form
+            // (the common one for a DUMP), and is of the order of them in the table form.
+            let mut p = Pairs::with_capacity(h.len(), h.heap_bytes(0));
             for (f, v) in h.iter() {
                 p.push(f, v);
             }
