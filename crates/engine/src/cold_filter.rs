@@ -77,11 +77,16 @@ impl ColdFilter {
     }
 }
 
-/// The shard index takes bits 32 and up of a key's hash: the fingerprint takes the low
-/// ones, which differ between keys of one shard.
+/// The fingerprint mixes all of the hash's bits before keeping the low ones: the key
+/// hash's low bits alone collide more often than chance for some seeds (sequential keys
+/// such as `key:1`, `key:2`, ... gave up to five times the expected false "maybe"s).
 #[inline]
 fn fingerprint(h: u64) -> u64 {
-    h & ((1 << FINGERPRINT_BITS) - 1)
+    // The finaliser of SplitMix64: a bijection, so distinct hashes stay distinct.
+    let mut z = h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) & ((1 << FINGERPRINT_BITS) - 1)
 }
 
 #[cfg(test)]
@@ -116,20 +121,25 @@ mod tests {
         assert!((0..50_000)
             .filter(|i| i % 2 == 1)
             .all(|i| f.may_contain(h(i))));
-        let false_maybes = (0..50_000).filter(|i| i % 2 == 0 && f.may_contain(h(*i)));
-        // 25,000 keys in the filter: about 25,000 / 2^26 odds each.
-        assert!(false_maybes.count() < 20);
+        let false_maybes = (0..50_000)
+            .filter(|i| i % 2 == 0 && f.may_contain(h(*i)))
+            .count();
+        // 25,000 removed keys against 25,000 kept ones, each pair alike with odds of
+        // 1 in 2^26: about 9 expected, and 28 or more has odds of about one in a million.
+        let expected = 25_000.0 * 25_000.0 / (1u64 << FINGERPRINT_BITS) as f64;
+        assert!((false_maybes as f64) < 3.0 * expected, "{false_maybes}");
         assert!(f.bytes() > 0 && f.bytes() < 25_000 * 8);
     }
 
     #[test]
     fn a_shared_fingerprint_survives_the_removal_of_one_of_its_keys() {
+        // Two keys alike in their fingerprint insert the same value twice.
         let mut f = ColdFilter::default();
         f.insert(7);
-        f.insert(7 | 1 << 40);
+        f.insert(7);
         f.remove(7);
-        assert!(f.may_contain(7 | 1 << 40));
-        f.remove(7 | 1 << 40);
+        assert!(f.may_contain(7));
+        f.remove(7);
         assert!(!f.may_contain(7));
     }
 }
