@@ -372,4 +372,10 @@ fn tls_cluster_makes_migrate_speak_tls() {
             Value::BulkString(b"b".to_vec())
         ])
     );
+
+    // Back to `no`: the cached TLS connection is not reused, so plain TCP fails again.
+    ok(&mut sc, &["CONFIG", "SET", "tls-cluster", "no"]);
+    ok(&mut sc, &["SET", "k3", "v3"]);
+    let e = to(&mut sc, strata_tls, "k3").expect_err("plain TCP to a TLS port");
+    assert!(e.contains("IOERR"), "{e}");
 }

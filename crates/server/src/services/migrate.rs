@@ -250,7 +250,10 @@ impl Migrations {
         let name = format!("{}:{}", t.host, t.port);
         let mut may_retry = true;
         loop {
-            let taken = self.cache.lock().remove(&name);
+            // A cached connection of the other kind than `tls-cluster` now asks for is
+            // dropped: the setting applies from the next MIGRATE on.
+            let taken = (self.cache.lock().remove(&name))
+                .filter(|c| matches!(c.conn, Conn::Tls(_)) == t.tls.is_some());
             let (mut conn, db) = match taken {
                 Some(c) => (c.conn, c.db),
                 None => match connect(t) {
