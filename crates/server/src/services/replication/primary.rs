@@ -321,6 +321,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<'_, S> {
         }
         loop {
             if !wait_ack {
+                // The writes of this worker's turn go out in one send, as Redis writes to
+                // its replicas once per event loop: a send per woken write cost the
+                // primary and its replica a packet per client batch.
+                crate::net::turn::end(crate::tick::Tick::now()).await;
                 out.clear();
                 match backlog.read(self.peer.id, next, SEND_CHUNK, &mut out) {
                     super::backlog::Read::Data(n) if n > 0 => {
