@@ -101,7 +101,7 @@ pub struct Shape {
 impl Backlog {
     /// `master_repl_offset`.
     pub fn end(&self) -> u64 {
-        self.end.load(Ordering::SeqCst)
+        self.end.load(Ordering::Acquire)
     }
 
     pub fn mode(&self) -> u8 {
@@ -278,6 +278,16 @@ impl Backlog {
 
     /// Appends a block of effects recorded in database `db`, as Redis propagates it.
     fn feed_effects(&self, db: usize, block: &[u8]) {
+        // Most blocks are one command that is not a SELECT: no list of records for them.
+        if matches!(record(block, 0), Some((to, None)) if to == block.len()) {
+            let mut b = self.buf.lock();
+            if b.active {
+                b.select(db as i64);
+                b.put(block);
+                self.published(&b);
+            }
+            return;
+        }
         let ops = records(block, db as i64);
         let mut b = self.buf.lock();
         if !b.active {
@@ -302,11 +312,14 @@ impl Backlog {
         self.published(&b);
     }
 
-    /// After an append: the new end becomes visible, senders waiting for it wake.
+    /// After an append, under the lock: the new end becomes visible, senders waiting for
+    /// it wake. `waiting` is read and written only under the lock, so these need no fence:
+    /// a full one here, on every write, cost the primary more than the append itself.
     fn published(&self, b: &Buf) {
-        self.end.store(b.end, Ordering::SeqCst);
+        self.end.store(b.end, Ordering::Release);
         FED.set(b.end);
-        if self.waiting.load(Ordering::SeqCst) && self.waiting.swap(false, Ordering::SeqCst) {
+        if self.waiting.load(Ordering::Relaxed) {
+            self.waiting.store(false, Ordering::Relaxed);
             self.notify.notify_waiters();
         }
     }
@@ -317,9 +330,12 @@ impl Backlog {
             let notified = self.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.waiting.store(true, Ordering::SeqCst);
-            if self.end.load(Ordering::SeqCst) >= offset {
-                return;
+            {
+                let _b = self.buf.lock();
+                if self.end.load(Ordering::Relaxed) >= offset {
+                    return;
+                }
+                self.waiting.store(true, Ordering::Relaxed);
             }
             notified.await;
         }
@@ -441,10 +457,18 @@ fn header(b: &[u8], at: usize, prefix: u8) -> Option<(u64, usize)> {
     if *b.get(at)? != prefix {
         return None;
     }
-    let rest = b.get(at + 1..)?;
-    let cr = rest.iter().position(|&c| c == b'\r')?;
-    let n: u64 = std::str::from_utf8(&rest[..cr]).ok()?.parse().ok()?;
-    Some((n, at + 1 + cr + 2))
+    // Digits by hand: this runs for every argument of every write a primary or a
+    // replica streams, and a str parse (with its UTF-8 check) cost more than the rest.
+    let mut n: u64 = 0;
+    let mut p = at + 1;
+    loop {
+        match *b.get(p)? {
+            c @ b'0'..=b'9' => n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?,
+            b'\r' if p > at + 1 => return Some((n, p + 2)),
+            _ => return None,
+        }
+        p += 1;
+    }
 }
 
 thread_local! {
@@ -559,6 +583,30 @@ mod tests {
         let mut tail = cmd(&["SELECT", "5"]);
         tail.extend(cmd(&["SET", "x", "1"]));
         assert_eq!(&all(&b)[before..], &tail[..]);
+    }
+
+    /// Length lines: digits up to CR; anything else (no digits, a sign, a stray byte, an
+    /// overflow, a missing CR) is not a record.
+    #[test]
+    fn header_lines_are_read_strictly() {
+        assert_eq!(header(b"*3\r\n", 0, b'*'), Some((3, 4)));
+        assert_eq!(header(b"xx$12345\r\n", 2, b'$'), Some((12345, 10)));
+        for bad in [
+            &b"*\r\n"[..],
+            b"*-1\r\n",
+            b"*+1\r\n",
+            b"*1x\r\n",
+            b"*12",
+            b"$3\r\n",
+            b"*99999999999999999999\r\n",
+        ] {
+            assert_eq!(
+                header(bad, 0, b'*'),
+                None,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     /// History beyond the configured size is dropped a block at a time, unless a reader

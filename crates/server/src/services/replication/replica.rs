@@ -635,7 +635,7 @@ impl Apply {
         out: &mut Vec<u8>,
         after: &mut After,
     ) {
-        w.clock = Tick::now();
+        // `w.clock` is fresh: set when the batch began, then by each command's end.
         let call = Call { argv, frame };
         execute(w, &mut self.client, call, Origin::Master, out, after);
         // Replies to the primary are not sent (REPLCONF ACK excepted).
