@@ -68,6 +68,41 @@ fn a_file_redis_saved_imports_into_strata_and_back() {
     assert_eq!(assert_same_data(&mut r.con(), &mut r2.con(), true), n);
 }
 
+/// DEBUG RELOAD NOSAVE with redis-server's file in place of `dir`/`dbfilename` replaces
+/// Strata's data set and function libraries with the file's, as Redis loads its dump.rdb
+/// (what `redis-cli --rdb` users do); the snapshot that follows keeps it across a restart.
+#[test]
+fn debug_reload_nosave_loads_a_redis_rdb_in_place() {
+    let tmp = TempDir::new("reload");
+    let (r, file) = redis_file(&tmp, &[]);
+    let dir = tmp.path().join("strata");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = ["--enable-debug-command", "yes"];
+    let s = serve_in(&dir, &args);
+    let mut c = s.client();
+    redis_cmd(&mut c, &["SET", "should-not-exist", "1"]);
+    let other = "#!lua name=other\nredis.register_function('other', function() return 1 end)";
+    redis_cmd(&mut c, &["FUNCTION", "LOAD", other]);
+    std::fs::copy(&file, dir.join("dump.rdb")).unwrap();
+    assert_eq!(
+        redis_cmd(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]),
+        redis::Value::Okay
+    );
+    let n = assert_same_data(&mut r.con(), &mut c, false);
+    assert!(n > 40, "only {n} keys compared");
+    assert_eq!(
+        redis_cmd(&mut c, &["EXISTS", "should-not-exist"]),
+        redis::Value::Int(0)
+    );
+    let list = |c: &mut redis::Connection| redis_cmd(c, &["FUNCTION", "LIST"]);
+    assert_eq!(list(&mut c), list(&mut r.con()));
+    wait_snapshot_done(&mut c);
+    shutdown(s);
+    let s = serve_in(&dir, &args);
+    assert_eq!(assert_same_data(&mut r.con(), &mut s.client(), false), n);
+    shutdown(s);
+}
+
 /// Data written into Strata with commands, exported, loaded by redis-server: the same
 /// keys, values, expiries and encodings, under default and under small thresholds.
 #[test]

@@ -106,14 +106,68 @@ pub struct ImportOptions {
 fn load_file(
     server: &Server,
     path: &Path,
+    progress: impl FnMut(&Progress, u64),
+) -> Result<Summary, String> {
+    load_file_with(server, path, LoadOptions::default(), progress)
+}
+
+fn load_file_with(
+    server: &Server,
+    path: &Path,
+    opts: LoadOptions,
     mut progress: impl FnMut(&Progress, u64),
 ) -> Result<Summary, String> {
     let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reader = Reader::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
-    Loader::new(server, LoadOptions::default())
+    Loader::new(server, opts)
         .load(reader, |p| progress(p, size))
         .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `dir`/`dbfilename`, when that file is a Redis RDB file (it starts with `REDIS`):
+/// one a user or `redis-cli --rdb` put there, as Strata's own snapshots live apart.
+pub fn rdb_in_dir(server: &Server) -> Option<std::path::PathBuf> {
+    let c = server.config.get();
+    let path = Path::new(&c.dir).join(&c.dbfilename);
+    let mut magic = [0u8; 5];
+    let mut f = File::open(&path).ok()?;
+    std::io::Read::read_exact(&mut f, &mut magic).ok()?;
+    (&magic == b"REDIS").then_some(path)
+}
+
+/// DEBUG RELOAD NOSAVE with a Redis RDB file at `dir`/`dbfilename`: empties the data set
+/// and the function libraries (when `flush`) and loads the file, every shard held
+/// meanwhile; with `merge` the file's keys and libraries replace those of their name.
+/// Then a background snapshot makes the result durable, as for an import: until it is
+/// written a restart finds the data set of before.
+pub fn reload_from_rdb(
+    server: &Arc<Server>,
+    path: &Path,
+    flush: bool,
+    merge: bool,
+) -> Result<Summary, String> {
+    let summary = {
+        let ks = &server.keyspace;
+        let _all = (!strata_engine::Keyspace::in_session()).then(|| ks.session_all());
+        if flush {
+            drop(ks.flush_all());
+            server.scripts.libraries.write().clear();
+            server.scripts.functions_changed();
+        }
+        let opts = LoadOptions {
+            skip_expired: true,
+            replace: merge,
+        };
+        load_file_with(server, path, opts, |_, _| {})?
+    };
+    if let Err(e) = crate::services::snapshot::start(server, true, true) {
+        tracing::warn!(
+            "DEBUG RELOAD: the snapshot after loading {} did not start: {e}",
+            path.display()
+        );
+    }
+    Ok(summary)
 }
 
 /// A progress line: keys so far, their rate, and how far into the file.

@@ -7,7 +7,9 @@ use crate::exec::ctx::Ctx;
 use strata_engine::{clock, EntryRef, Ttl, Value};
 
 /// RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves a snapshot (not with NOSAVE), empties the
-/// keyspace (not with NOFLUSH) and loads the newest snapshot back. With NOFLUSH, a key
+/// keyspace (not with NOFLUSH) and loads the newest snapshot back. With NOSAVE and a Redis
+/// RDB file at `dir`/`dbfilename`, that file is loaded instead, function libraries
+/// included, as Redis loads its dump.rdb (`rdb::tools::reload_from_rdb`). With NOFLUSH, a key
 /// the snapshot holds replaces one of its name under MERGE; without MERGE the reload fails
 /// (Redis stops the server then), and so it does while function libraries exist, which a
 /// Redis snapshot would hold and clash with (Strata's keep them apart: they stay as
@@ -29,10 +31,25 @@ pub(super) fn reload(ctx: &mut Ctx<'_>) -> CmdResult {
     let Some(server) = ctx.server().arc() else {
         return Err(CmdError::err("the server is shutting down"));
     };
+    let failed = || CmdError::err("Error trying to load the RDB dump");
+    if let Some(path) = (!save)
+        .then(|| crate::rdb::tools::rdb_in_dir(&server))
+        .flatten()
+    {
+        if flush {
+            super::super::admin::touch_watched_all(ctx);
+        }
+        crate::rdb::tools::reload_from_rdb(&server, &path, flush, merge).map_err(|e| {
+            tracing::warn!("DEBUG RELOAD: {e}");
+            failed()
+        })?;
+        tracing::warn!("DB reloaded by DEBUG RELOAD from {}", path.display());
+        ctx.out.ok();
+        return Ok(());
+    }
     if save {
         crate::services::snapshot::start(&server, false, false).map_err(CmdError::Custom)?;
     }
-    let failed = || CmdError::err("Error trying to load the RDB dump");
     if !flush && !merge && !ctx.scripts().libraries.read().is_empty() {
         return Err(failed());
     }
