@@ -14,80 +14,67 @@ use strata_engine::key_eq;
 
 const SHARDS: usize = 64;
 
-/// Ids kept in a list before a set: a list is scanned, a set probed. Scanning a few cache
-/// lines in order costs less than probing a set (measured with 50 clients per key).
-const FEW: usize = 64;
-
 type IdSet = hashbrown::HashSet<u64, foldhash::fast::FixedState>;
 
-/// Ids kept in the entry itself: a key cached by a few clients costs no other allocation
-/// and no other cache line.
-const INLINE_IDS: usize = 3;
+/// Ids in the entry's window: connection ids are handed out in order, so the clients of a
+/// pool, or of a benchmark, sit within a few dozen of each other.
+const WINDOW: u64 = 128;
 
-/// The clients of one key: usually a few, sometimes many (many clients caching a hot key).
+/// The clients of one key: the ids within a 128-id window around the first one, as bits
+/// in the entry itself, and any other id in a set beside it. Adding a client of the window
+/// touches no memory but the entry's cache line, which the lookup has loaded; a list of
+/// ids (the form before) cost a second cache miss and a scan on every read of a key that
+/// more than three clients cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Ids {
-    Inline { n: u8, ids: [u64; INLINE_IDS] },
-    Few(Vec<u64>),
-    Many(Box<IdSet>),
+pub(crate) struct Ids {
+    base: u64,
+    bits: [u64; 2],
+    more: Option<Box<IdSet>>,
 }
 
 impl Ids {
     fn one(id: u64) -> Ids {
-        Ids::Inline {
-            n: 1,
-            ids: [id, 0, 0],
-        }
+        let mut ids = Ids {
+            // The window starts a word below the first id's, so clients on either side fit.
+            base: (id & !63).saturating_sub(64),
+            bits: [0; 2],
+            more: None,
+        };
+        ids.add(id);
+        ids
     }
 
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Ids::Inline { n, .. } => usize::from(*n),
-            Ids::Few(v) => v.len(),
-            Ids::Many(s) => s.len(),
-        }
+        let window = self.bits[0].count_ones() + self.bits[1].count_ones();
+        window as usize + self.more.as_ref().map_or(0, |s| s.len())
     }
 
     /// The ids, in no particular order.
     pub(crate) fn to_vec(&self) -> Vec<u64> {
-        match self {
-            Ids::Inline { n, ids } => ids[..usize::from(*n)].to_vec(),
-            Ids::Few(v) => v.clone(),
-            Ids::Many(s) => s.iter().copied().collect(),
+        let mut v = Vec::with_capacity(self.len());
+        for (w, &word) in self.bits.iter().enumerate() {
+            let mut b = word;
+            while b != 0 {
+                v.push(self.base + 64 * w as u64 + u64::from(b.trailing_zeros()));
+                b &= b - 1;
+            }
         }
+        if let Some(s) = &self.more {
+            v.extend(s.iter().copied());
+        }
+        v
     }
 
     /// Adds `id`; false if it was there.
     fn add(&mut self, id: u64) -> bool {
-        match self {
-            Ids::Inline { n, ids } => {
-                let used = &ids[..usize::from(*n)];
-                if used.contains(&id) {
-                    return false;
-                }
-                if used.len() < INLINE_IDS {
-                    ids[used.len()] = id;
-                    *n += 1;
-                } else {
-                    let mut v = Vec::with_capacity(2 * INLINE_IDS);
-                    v.extend_from_slice(used);
-                    v.push(id);
-                    *self = Ids::Few(v);
-                }
-                true
+        match id.checked_sub(self.base) {
+            Some(off) if off < WINDOW => {
+                let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
+                let new = self.bits[w] & bit == 0;
+                self.bits[w] |= bit;
+                new
             }
-            Ids::Few(v) if v.contains(&id) => false,
-            Ids::Few(v) if v.len() < FEW => {
-                v.push(id);
-                true
-            }
-            Ids::Few(v) => {
-                let mut set: IdSet = v.iter().copied().collect();
-                set.insert(id);
-                *self = Ids::Many(Box::new(set));
-                true
-            }
-            Ids::Many(s) => s.insert(id),
+            _ => self.more.get_or_insert_with(Default::default).insert(id),
         }
     }
 }
@@ -284,7 +271,22 @@ mod tests {
         assert_eq!(t.items(), 101, "b, and each of the hundred once");
         let mut hot = t.take(b"hot").map(|ids| ids.to_vec()).unwrap_or_default();
         hot.sort();
-        assert_eq!(hot, (0..100).collect::<Vec<u64>>(), "past FEW ids, a set");
+        assert_eq!(hot, (0..100).collect::<Vec<u64>>(), "in the window");
+        // Ids far from the first one, on either side, go to the set beside the window.
+        let far = [1000, 1001, 1127, 1128, 5, 900, u64::MAX, 1_000_000];
+        for id in far {
+            t.add(b"spread", id);
+            t.add(b"spread", id);
+        }
+        assert_eq!(t.items(), 1 + far.len());
+        let mut got = t
+            .take(b"spread")
+            .map(|ids| ids.to_vec())
+            .unwrap_or_default();
+        got.sort();
+        let mut want = far.to_vec();
+        want.sort();
+        assert_eq!(got, want);
         assert_eq!(t.take(b"a"), None);
         assert_eq!((t.keys(), t.items()), (1, 1));
         let (k, ids) = t.take_any(12345).expect("one key left");
