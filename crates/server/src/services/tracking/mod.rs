@@ -25,7 +25,7 @@ use crate::exec::client::ClientInfo;
 use crate::services::pubsub::BufferLimit;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use strata_resp::{Protocol, Reply};
@@ -113,6 +113,11 @@ pub struct Tracking {
     on: AtomicUsize,
     /// Clients that turned tracking on, until they disconnect: the table holds ids.
     directory: RwLock<HashMap<u64, Arc<ClientInfo>, foldhash::fast::RandomState>>,
+    /// The directory's ids in order, kept with it (under its write lock), for `oldest`.
+    ids: Mutex<BTreeSet<u64>>,
+    /// The lowest id in the directory (u64::MAX when empty): ids below it are clients that
+    /// are gone, whose records the table may drop (`table::Ids::add`).
+    oldest: AtomicU64,
     table: table::KeyTable,
     prefixes: bcast::Prefixes,
     /// `tracking-table-max-keys` (0: no limit).
@@ -156,7 +161,9 @@ impl Tracking {
         let t = &info.tracking;
         if !t.has(mode::ON) {
             self.on.fetch_add(1, Ordering::Relaxed);
-            self.directory.write().insert(info.id, info.clone());
+            let mut dir = self.directory.write();
+            dir.insert(info.id, info.clone());
+            self.note_ids(|ids| ids.insert(info.id));
         }
         *t.redirect.lock() = redirect.map(Arc::downgrade).unwrap_or_default();
         t.redirect_id
@@ -197,8 +204,19 @@ impl Tracking {
             self.disable(info);
         }
         if self.directory.read().contains_key(&info.id) {
-            self.directory.write().remove(&info.id);
+            let mut dir = self.directory.write();
+            dir.remove(&info.id);
+            self.note_ids(|ids| ids.remove(&info.id));
         }
+    }
+
+    /// Changes the directory's ordered ids (the caller holds its write lock) and publishes
+    /// the lowest.
+    fn note_ids(&self, change: impl FnOnce(&mut BTreeSet<u64>) -> bool) {
+        let mut ids = self.ids.lock();
+        change(&mut ids);
+        let oldest = ids.first().copied().unwrap_or(u64::MAX);
+        self.oldest.store(oldest, Ordering::Relaxed);
     }
 
     /// Redis's check that no two prefixes of one client overlap (one is a prefix of the
@@ -229,8 +247,9 @@ impl Tracking {
     /// Records that the client `id` may cache `keys` (a read by a tracking client, before it
     /// runs).
     pub fn remember<'k>(&self, id: u64, keys: impl IntoIterator<Item = &'k [u8]>) {
+        let oldest = self.oldest.load(Ordering::Relaxed);
         for k in keys {
-            self.table.add(k, id);
+            self.table.add(k, id, oldest);
         }
     }
 

@@ -35,12 +35,11 @@ pub(crate) struct Ids {
 impl Ids {
     fn one(id: u64) -> Ids {
         let mut ids = Ids {
-            // The window starts a word below the first id's, so clients on either side fit.
-            base: (id & !63).saturating_sub(64),
+            base: Ids::base_for(id),
             bits: [0; 2],
             more: None,
         };
-        ids.add(id);
+        ids.add(id, 0);
         ids
     }
 
@@ -65,9 +64,33 @@ impl Ids {
         v
     }
 
-    /// Adds `id`; false if it was there.
-    fn add(&mut self, id: u64) -> bool {
-        match id.checked_sub(self.base) {
+    /// The window that starts a word below `id`'s, so clients on either side fit.
+    fn base_for(id: u64) -> u64 {
+        (id & !63).saturating_sub(64)
+    }
+
+    /// The highest id in the window, if any.
+    fn window_max(&self) -> Option<u64> {
+        let top =
+            |w: usize| self.base + 64 * w as u64 + 63 - u64::from(self.bits[w].leading_zeros());
+        (self.bits[1] != 0)
+            .then(|| top(1))
+            .or_else(|| (self.bits[0] != 0).then(|| top(0)))
+    }
+
+    /// Adds `id`, where every id below `oldest` belongs to a client that is gone. Returns
+    /// whether `id` is new, and how many ids of gone clients were dropped to make room: an
+    /// id past the window moves the window to it when all the window holds is gone
+    /// clients' (each new generation of connections would otherwise land in the set).
+    fn add(&mut self, id: u64, oldest: u64) -> (bool, usize) {
+        let mut dropped = 0;
+        let outside = id.checked_sub(self.base).is_none_or(|off| off >= WINDOW);
+        if outside && self.window_max().is_none_or(|m| m < oldest) {
+            dropped = (self.bits[0].count_ones() + self.bits[1].count_ones()) as usize;
+            self.bits = [0; 2];
+            self.base = Ids::base_for(id);
+        }
+        let new = match id.checked_sub(self.base) {
             Some(off) if off < WINDOW => {
                 let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
                 let new = self.bits[w] & bit == 0;
@@ -75,7 +98,8 @@ impl Ids {
                 new
             }
             _ => self.more.get_or_insert_with(Default::default).insert(id),
-        }
+        };
+        (new, dropped)
     }
 }
 
@@ -169,16 +193,19 @@ impl KeyTable {
         self.items.load(Ordering::Relaxed)
     }
 
-    /// Records that client `id` may cache `key`.
-    pub(crate) fn add(&self, key: &[u8], id: u64) {
+    /// Records that client `id` may cache `key`; every id below `oldest` belongs to a
+    /// client that is gone (see `Ids::add`).
+    pub(crate) fn add(&self, key: &[u8], id: u64, oldest: u64) {
         let h = hash(key);
         let mut t = self.shard(h).0.lock();
         match t.find_mut(h, |e| e.is(h, key)) {
-            Some(e) => {
-                if e.ids.add(id) {
-                    self.items.fetch_add(1, Ordering::Relaxed);
+            Some(e) => match e.ids.add(id, oldest) {
+                (false, 0) => {}
+                (new, dropped) => {
+                    self.items.fetch_add(usize::from(new), Ordering::Relaxed);
+                    self.items.fetch_sub(dropped, Ordering::Relaxed);
                 }
-            }
+            },
             None => {
                 t.insert_unique(
                     h,
@@ -258,15 +285,15 @@ mod tests {
     #[test]
     fn counts_keys_and_items_through_adds_and_removals() {
         let t = KeyTable::default();
-        t.add(b"a", 1);
-        t.add(b"a", 1);
-        t.add(b"a", 2);
-        t.add(b"b", 1);
+        t.add(b"a", 1, 0);
+        t.add(b"a", 1, 0);
+        t.add(b"a", 2, 0);
+        t.add(b"b", 1, 0);
         assert_eq!((t.keys(), t.items()), (2, 3));
         assert_eq!(t.take(b"a").map(|i| i.to_vec()), Some(vec![1, 2]));
         for id in 0..100 {
-            t.add(b"hot", id);
-            t.add(b"hot", id);
+            t.add(b"hot", id, 0);
+            t.add(b"hot", id, 0);
         }
         assert_eq!(t.items(), 101, "b, and each of the hundred once");
         let mut hot = t.take(b"hot").map(|ids| ids.to_vec()).unwrap_or_default();
@@ -275,8 +302,8 @@ mod tests {
         // Ids far from the first one, on either side, go to the set beside the window.
         let far = [1000, 1001, 1127, 1128, 5, 900, u64::MAX, 1_000_000];
         for id in far {
-            t.add(b"spread", id);
-            t.add(b"spread", id);
+            t.add(b"spread", id, 0);
+            t.add(b"spread", id, 0);
         }
         assert_eq!(t.items(), 1 + far.len());
         let mut got = t
@@ -293,8 +320,8 @@ mod tests {
         assert_eq!((&k[..], ids.to_vec()), (&b"b"[..], vec![1]));
         assert!(t.take_any(7).is_none());
         let long = [b'x'; 40];
-        t.add(&long, 9);
-        t.add(b"short", 9);
+        t.add(&long, 9, 0);
+        t.add(b"short", 9, 0);
         assert_eq!(
             t.take(&long),
             Some(Ids::one(9)),
@@ -302,7 +329,7 @@ mod tests {
         );
         assert_eq!(t.take(b"short"), Some(Ids::one(9)));
         for i in 0..1000u64 {
-            t.add(format!("k{i}").as_bytes(), i % 3);
+            t.add(format!("k{i}").as_bytes(), i % 3, 0);
         }
         assert_eq!((t.keys(), t.items()), (1000, 1000));
         let mut seen = std::collections::HashSet::new();
@@ -315,6 +342,23 @@ mod tests {
         assert_eq!(t.keys(), 990);
         t.clear();
         assert_eq!((t.keys(), t.items()), (0, 0));
+    }
+
+    /// An id past the window moves it there once every id it holds is a gone client's;
+    /// while one of them is still connected, the new id goes to the set instead.
+    #[test]
+    fn a_window_of_gone_clients_moves_to_the_new_ones() {
+        let t = KeyTable::default();
+        for id in 10..20 {
+            t.add(b"k", id, 10);
+        }
+        t.add(b"k", 500, 15);
+        assert_eq!(t.items(), 11, "client 19 is connected: 500 goes to the set");
+        t.add(b"k", 600, 400);
+        assert_eq!(t.items(), 2, "10..20 gone: the window moved to 600");
+        let mut ids = t.take(b"k").map(|i| i.to_vec()).unwrap_or_default();
+        ids.sort();
+        assert_eq!(ids, vec![500, 600]);
     }
 
     /// An entry, with a short key inside, stays within one cache line.
