@@ -22,6 +22,7 @@
 //! - Tools: [`tools::export`], [`tools::import`], [`tools::import_at_start`].
 
 mod convert;
+mod lanes;
 mod load;
 pub mod meta;
 mod payload;

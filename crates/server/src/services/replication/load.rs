@@ -64,9 +64,10 @@ fn replace(server: &Server, path: &Path) -> Result<usize, String> {
         }
         loader.item(item).map_err(|e| e.to_string())?;
     }
+    let summary = loader.finish().map_err(|e| e.to_string())?;
     tracing::info!(
         "MASTER <-> REPLICA sync: loaded {} keys in {} ms",
-        loader.summary.keys(),
+        summary.keys(),
         started.elapsed().as_millis()
     );
     Ok(stream_db.min(server.keyspace.db_count().saturating_sub(1)))

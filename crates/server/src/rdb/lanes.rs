@@ -1,0 +1,179 @@
+//! Keys of a file stored by threads of their own while the caller's thread decodes the
+//! next ones. A load is mostly cache misses in the keyspace's tables (one lookup and one
+//! insert per key) and decoding; with the two on different cores, and two lanes storing,
+//! a 10M-key file loads in well under the time one thread takes.
+//!
+//! Each key goes to the lane its hash picks, so two records of one key (only a damaged
+//! file has them) are stored in file order. The first error a lane meets stops every lane
+//! and is returned by the next `send` or by `finish`.
+
+use super::load::{load_key, LoadError, LoadOptions, Loaded, Tally};
+use crate::server::Server;
+use parking_lot::Mutex;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use strata_engine::clock;
+use strata_rdb::Entry;
+
+/// Keys handed to a lane at once: the channel's cost spread over many keys.
+const BATCH: usize = 256;
+/// Batches waiting per lane: bounds what decoding may run ahead by.
+const QUEUED: usize = 8;
+/// A tier gets the chance to move entries out every this many keys a lane stores.
+const SPILL_EVERY: u64 = 1024;
+
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    error: Mutex<Option<LoadError>>,
+    stored: AtomicU64,
+}
+
+impl Shared {
+    fn fail(&self, e: LoadError) {
+        self.error.lock().get_or_insert(e);
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+struct Lane {
+    tx: Option<SyncSender<Vec<Entry>>>,
+    batch: Vec<Entry>,
+    thread: Option<JoinHandle<Tally>>,
+}
+
+pub(super) struct Lanes {
+    lanes: Vec<Lane>,
+    shared: Arc<Shared>,
+    route: foldhash::fast::FixedState,
+}
+
+impl Lanes {
+    /// `n` lanes storing into `server` (None if a thread cannot be started: the caller
+    /// then stores keys itself).
+    pub fn start(server: Arc<Server>, opts: LoadOptions, n: usize) -> Option<Lanes> {
+        let shared = Arc::new(Shared::default());
+        let mut lanes = Vec::with_capacity(n);
+        for i in 0..n {
+            let (tx, rx) = sync_channel(QUEUED);
+            let (server, shared2) = (server.clone(), shared.clone());
+            let thread = std::thread::Builder::new()
+                .name(format!("strata-load-{i}"))
+                .spawn(move || store(&server, opts, rx, &shared2))
+                .ok()?;
+            lanes.push(Lane {
+                tx: Some(tx),
+                batch: Vec::with_capacity(BATCH),
+                thread: Some(thread),
+            });
+        }
+        Some(Lanes {
+            lanes,
+            shared,
+            route: foldhash::fast::FixedState::default(),
+        })
+    }
+
+    /// Keys stored so far, by every lane.
+    pub fn stored(&self) -> u64 {
+        self.shared.stored.load(Ordering::Relaxed)
+    }
+
+    /// Queues `e` for its lane; a lane's error, once one has stopped.
+    pub fn send(&mut self, e: Entry) -> Result<(), LoadError> {
+        if self.shared.stop.load(Ordering::Relaxed) {
+            return Err(self.take_error());
+        }
+        let i = (self.route.hash_one(&e.key[..]) % self.lanes.len() as u64) as usize;
+        let lane = &mut self.lanes[i];
+        lane.batch.push(e);
+        if lane.batch.len() >= BATCH {
+            let full = std::mem::replace(&mut lane.batch, Vec::with_capacity(BATCH));
+            // A lane that ended has failed: its error is what `take_error` returns.
+            if lane.tx.as_ref().is_none_or(|tx| tx.send(full).is_err()) {
+                return Err(self.take_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores what is queued, waits for the lanes and adds up what they did.
+    pub fn finish(mut self) -> Result<Tally, LoadError> {
+        for lane in &mut self.lanes {
+            let rest = std::mem::take(&mut lane.batch);
+            if let Some(tx) = lane.tx.take() {
+                if !rest.is_empty() {
+                    let _ = tx.send(rest);
+                }
+            }
+        }
+        let mut total = Tally::default();
+        for lane in &mut self.lanes {
+            if let Some(t) = lane.thread.take().and_then(|t| t.join().ok()) {
+                total.add(&t);
+            }
+        }
+        if self.shared.stop.load(Ordering::SeqCst) {
+            return Err(self.take_error());
+        }
+        Ok(total)
+    }
+
+    fn take_error(&self) -> LoadError {
+        self.shared
+            .error
+            .lock()
+            .take()
+            .unwrap_or(LoadError::Stopped)
+    }
+}
+
+impl Drop for Lanes {
+    /// A load abandoned half-way (the caller met an error) stores nothing more once this
+    /// returns: the caller may then discard what was stored.
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for lane in &mut self.lanes {
+            lane.tx = None;
+        }
+        for lane in &mut self.lanes {
+            if let Some(t) = lane.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// A lane's thread: stores each batch's keys until the channel closes or a lane fails.
+fn store(server: &Server, opts: LoadOptions, rx: Receiver<Vec<Entry>>, shared: &Shared) -> Tally {
+    let mut tally = Tally::default();
+    let mut n = 0u64;
+    for batch in rx {
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // One clock reading a batch: expiry is judged as of the batch's start.
+        let now = clock::now_ms();
+        for e in &batch {
+            n += 1;
+            if n.is_multiple_of(SPILL_EVERY) {
+                crate::services::tiering::spill_while_loading(server);
+            }
+            match load_key(&server.keyspace, e, now, &opts) {
+                Ok(Loaded::Expired) => tally.expired += 1,
+                Ok(Loaded::Stored) => tally.stored(e),
+                Err(err) => {
+                    shared.fail(err);
+                    return tally;
+                }
+            }
+        }
+        shared
+            .stored
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    }
+    tally
+}
