@@ -18,9 +18,32 @@ pub struct KeyPattern {
     pub pattern: Bytes,
     /// READ, WRITE or both.
     pub perm: u8,
+    /// `Some(n)` when the pattern is n plain bytes and a final `*` (`~app:*`, the usual
+    /// form): a key matches when it starts with them, with no glob to run per key.
+    prefix: Option<usize>,
 }
 
 impl KeyPattern {
+    pub(super) fn new(pattern: &[u8], perm: u8) -> KeyPattern {
+        let prefix = pattern.split_last().and_then(|(last, plain)| {
+            let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
+            (*last == b'*' && !plain.iter().any(special)).then_some(plain.len())
+        });
+        KeyPattern {
+            pattern: Bytes::copy_from_slice(pattern),
+            perm,
+            prefix,
+        }
+    }
+
+    /// Does `key` match the pattern (as a glob)?
+    pub fn matches(&self, key: &[u8]) -> bool {
+        match self.prefix {
+            Some(n) => key.starts_with(&self.pattern[..n]),
+            None => strata_engine::glob::matches(&self.pattern, key, false),
+        }
+    }
+
     /// As rules spell it: `~p`, `%R~p`, `%W~p`.
     pub fn describe(&self) -> String {
         let prefix = match self.perm {
@@ -321,10 +344,7 @@ impl Selector {
         }
         match self.keys.iter_mut().find(|k| k.pattern == pattern) {
             Some(k) => k.perm |= perm,
-            None => self.keys.push(KeyPattern {
-                pattern: Bytes::copy_from_slice(pattern),
-                perm,
-            }),
+            None => self.keys.push(KeyPattern::new(pattern, perm)),
         }
         self.all_keys = false;
         Ok(())
@@ -415,7 +435,7 @@ impl Selector {
     pub fn key_allowed(&self, key: &[u8], perm: u8) -> bool {
         self.all_keys
             || self.keys.iter().any(|p| {
-                p.perm & perm == perm && strata_engine::glob::matches(&p.pattern, key, false)
+                p.perm & perm == perm && p.matches(key)
             })
     }
 

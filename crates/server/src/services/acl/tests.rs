@@ -247,3 +247,23 @@ fn a_container_in_a_category_takes_its_subcommands() {
         assert!(r.root().bit(sub), "{}", t.fullnames[sub]);
     }
 }
+
+/// A key pattern's prefix shortcut answers as the glob does, for prefix patterns and for
+/// the patterns that must not take it.
+#[test]
+fn key_patterns_match_as_globs() {
+    let patterns = [
+        "app:*", "*", "app", "a?p:*", "app:[ab]*", "app\\*", "app:**", "a*b*", "", "app:\\*",
+    ];
+    let keys = ["app:", "app:1", "app", "apb:x", "xapp:1", "app:a9", "app*", "ab", ""];
+    for p in patterns {
+        let kp = super::selector::KeyPattern::new(p.as_bytes(), super::selector::READ);
+        for k in keys {
+            assert_eq!(
+                kp.matches(k.as_bytes()),
+                strata_engine::glob::matches(p.as_bytes(), k.as_bytes(), false),
+                "pattern {p:?} key {k:?}"
+            );
+        }
+    }
+}
