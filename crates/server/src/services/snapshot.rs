@@ -233,6 +233,41 @@ pub fn help(server: &Server) {
     snap.helpers.fetch_sub(1, Ordering::SeqCst);
 }
 
+/// A foreground snapshot (SAVE, `strata import`, a save at shutdown: nothing else runs
+/// meanwhile) gets a second thread that captures chunks beside the walk's own, which also
+/// writes them (the file takes chunks in any order), as workers do for a starved
+/// background one. With one core there is none.
+fn assist(server: &Server) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let Some(server) = server.arc().filter(|_| cores > 1) else {
+        return;
+    };
+    let snap = &server.persist.snapshots;
+    // Counted here, before the walk can end: the walk's thread waits for it to reach 0
+    // before it writes the last chunks (see `help`).
+    snap.helpers.fetch_add(1, Ordering::SeqCst);
+    let run = {
+        let server = server.clone();
+        move || {
+            let snap = &server.persist.snapshots;
+            loop {
+                let epoch = snap.active.load(Ordering::SeqCst);
+                if epoch == 0 || !walk_step(&server, epoch) {
+                    break;
+                }
+            }
+            snap.helpers.fetch_sub(1, Ordering::SeqCst);
+        }
+    };
+    if std::thread::Builder::new()
+        .name("strata-snapshot-assist".into())
+        .spawn(run)
+        .is_err()
+    {
+        snap.helpers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Captures one chunk of the walk for snapshot `epoch` and queues it for the file. False
 /// when the walk is over (every shard captured).
 fn walk_step(server: &Server, epoch: u64) -> bool {
@@ -444,6 +479,9 @@ fn walk(
     snap.progress_ms
         .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
     snap.next_shard.store(0, Ordering::SeqCst);
+    if !background {
+        assist(server);
+    }
     #[cfg(target_os = "linux")]
     let mut stranded = background
         .then(crate::net::stranded::Stranded::find)

@@ -434,9 +434,10 @@ impl Selector {
     /// A key pattern with (at least) `perm` matches `key`.
     pub fn key_allowed(&self, key: &[u8], perm: u8) -> bool {
         self.all_keys
-            || self.keys.iter().any(|p| {
-                p.perm & perm == perm && p.matches(key)
-            })
+            || self
+                .keys
+                .iter()
+                .any(|p| p.perm & perm == perm && p.matches(key))
     }
 
     /// Some pattern with `perm` covers every key (SORT's BY and GET need it).

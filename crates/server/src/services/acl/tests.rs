@@ -253,9 +253,20 @@ fn a_container_in_a_category_takes_its_subcommands() {
 #[test]
 fn key_patterns_match_as_globs() {
     let patterns = [
-        "app:*", "*", "app", "a?p:*", "app:[ab]*", "app\\*", "app:**", "a*b*", "", "app:\\*",
+        "app:*",
+        "*",
+        "app",
+        "a?p:*",
+        "app:[ab]*",
+        "app\\*",
+        "app:**",
+        "a*b*",
+        "",
+        "app:\\*",
     ];
-    let keys = ["app:", "app:1", "app", "apb:x", "xapp:1", "app:a9", "app*", "ab", ""];
+    let keys = [
+        "app:", "app:1", "app", "apb:x", "xapp:1", "app:a9", "app*", "ab", "",
+    ];
     for p in patterns {
         let kp = super::selector::KeyPattern::new(p.as_bytes(), super::selector::READ);
         for k in keys {
