@@ -233,13 +233,18 @@ pub fn help(server: &Server) {
     snap.helpers.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// A foreground snapshot (SAVE, `strata import`, a save at shutdown: nothing else runs
-/// meanwhile) gets a second thread that captures chunks beside the walk's own, which also
-/// writes them (the file takes chunks in any order), as workers do for a starved
-/// background one. With one core there is none.
+/// A foreground snapshot taken by a thread that holds no shards (`strata import`'s)
+/// gets a second thread that captures chunks beside the walk's own, which also writes
+/// them (the file takes chunks in any order), as workers do for a starved background
+/// one. SAVE and a SHUTDOWN's save hold every shard (their command's hold): a second
+/// thread would wait for them while the walk waits for it, so they get none; nor does a
+/// machine with one core.
 fn assist(server: &Server) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let Some(server) = server.arc().filter(|_| cores > 1) else {
+    if cores < 2 || strata_engine::Keyspace::in_session() {
+        return;
+    }
+    let Some(server) = server.arc() else {
         return;
     };
     let snap = &server.persist.snapshots;
