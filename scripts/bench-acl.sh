@@ -75,7 +75,10 @@ RESULTS=$WORK/results.tsv
 for side in redis strata; do
     start_server "$side"
     for round in $(seq "$ROUNDS"); do
-        for user in default bench; do
+        # The order alternates: a run's place in its pair must not tilt the ratio.
+        users="default bench"
+        [ $((round % 2)) = 0 ] && users="bench default"
+        for user in $users; do
             read -r reqs ticks < <(run_one "$SERVER_PORT" "$SERVER_PID" "$user")
             # Every test of -t ran N requests.
             total=$((reqs * $(echo "$TESTS" | tr ',' '\n' | wc -l)))
