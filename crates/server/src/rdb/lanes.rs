@@ -112,8 +112,11 @@ impl Lanes {
         }
         let mut total = Tally::default();
         for lane in &mut self.lanes {
-            if let Some(t) = lane.thread.take().and_then(|t| t.join().ok()) {
-                total.add(&t);
+            match lane.thread.take().map(JoinHandle::join) {
+                Some(Ok(t)) => total.add(&t),
+                // A lane that panicked lost its keys: the load fails rather than keep less.
+                Some(Err(_)) => self.shared.fail(LoadError::Stopped),
+                None => {}
             }
         }
         if self.shared.stop.load(Ordering::SeqCst) {

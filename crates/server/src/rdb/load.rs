@@ -60,7 +60,7 @@ pub enum LoadError {
     ModuleAux { module: String },
     /// A function library that does not load (the reason is Redis's error text).
     Function(String),
-    /// The load was stopped before its end (it did not fail on its own).
+    /// A thread storing the keys stopped before the end (a bug: it says nothing more).
     Stopped,
 }
 
@@ -90,7 +90,7 @@ impl fmt::Display for LoadError {
                  (it has no modules)"
             ),
             LoadError::Function(e) => write!(f, "function library: {e}"),
-            LoadError::Stopped => write!(f, "the load was stopped"),
+            LoadError::Stopped => write!(f, "a loading thread stopped before the end"),
         }
     }
 }
