@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::Proc;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -143,24 +144,31 @@ fn kv_seq_fill_then_read_against_strata_writes_every_key_once() {
     assert_eq!(len, 100);
 }
 
-#[test]
-fn kv_mix_against_strata_and_redis_side_by_side() {
+/// One run of `strata bench WORKLOAD` against a fresh Strata and a fresh redis-server,
+/// two rounds, quiet, with `extra` arguments: the servers (for checks afterwards), the
+/// run's output, its --json report and the path of its --csv file.
+fn side_by_side(workload: &str, extra: &[&str]) -> (Proc, Proc, Output, Report, Tmp) {
     let s = common::strata(&[]);
     let r = common::redis(&[]);
-    let out = tmp("side.json");
-    let csv = tmp("side.csv");
+    let out = tmp(&format!("{workload}.json"));
+    let csv = tmp(&format!("{workload}.csv"));
     let (ta, tb) = (
         format!("strata={}", s.addr()),
         format!("redis={}", r.addr()),
     );
-    let o = bench(&[
-        "kv",
-        "--target",
-        &ta,
-        "--target",
-        &tb,
-        "--rounds",
-        "2",
+    let mut args = vec![workload, "--target", &ta, "--target", &tb, "--rounds", "2"];
+    args.extend_from_slice(extra);
+    let (out_s, csv_s) = (out.to_string_lossy(), csv.to_string_lossy());
+    args.extend_from_slice(&["-q", "--json", &out_s, "--csv", &csv_s]);
+    let o = bench(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let j = json(&out);
+    (s, r, o, j, csv)
+}
+
+#[test]
+fn kv_mix_against_strata_and_redis_side_by_side() {
+    let extra = [
         "--mix",
         "get=80,set=15,incr=5",
         "--keys",
@@ -170,14 +178,8 @@ fn kv_mix_against_strata_and_redis_side_by_side() {
         "-c",
         "4",
         "--verify",
-        "-q",
-        "--json",
-        out.to_str().unwrap_or_default(),
-        "--csv",
-        csv.to_str().unwrap_or_default(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let j = json(&out);
+    ];
+    let (_s, _r, o, j, csv) = side_by_side("kv", &extra);
     // Per target and round the ops add up to the requests asked for.
     assert_eq!(j.targets.len(), 2);
     for t in &j.targets {
@@ -197,22 +199,7 @@ fn kv_mix_against_strata_and_redis_side_by_side() {
 
 #[test]
 fn rdb_dump_and_restore_against_strata_and_redis_side_by_side() {
-    let s = common::strata(&[]);
-    let r = common::redis(&[]);
-    let out = tmp("rdb.json");
-    let csv = tmp("rdb.csv");
-    let (ta, tb) = (
-        format!("strata={}", s.addr()),
-        format!("redis={}", r.addr()),
-    );
-    let o = bench(&[
-        "rdb",
-        "--target",
-        &ta,
-        "--target",
-        &tb,
-        "--rounds",
-        "2",
+    let extra = [
         "--string-keys",
         "300",
         "--hash-keys",
@@ -224,14 +211,8 @@ fn rdb_dump_and_restore_against_strata_and_redis_side_by_side() {
         "-P",
         "8",
         "--verify",
-        "-q",
-        "--json",
-        out.to_str().unwrap_or_default(),
-        "--csv",
-        csv.to_str().unwrap_or_default(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let j = json(&out);
+    ];
+    let (s, r, o, j, csv) = side_by_side("rdb", &extra);
     let want: Vec<(String, u64, u64)> =
         ["DUMP string", "RESTORE string", "DUMP hash", "RESTORE hash"]
             .iter()
