@@ -77,7 +77,7 @@ impl Lanes {
         })
     }
 
-    /// Keys stored so far, by every lane.
+    /// Keys the lanes have handled so far (stored, or skipped as expired).
     pub fn stored(&self) -> u64 {
         self.shared.stored.load(Ordering::Relaxed)
     }

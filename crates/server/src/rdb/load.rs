@@ -315,7 +315,7 @@ impl<'s> Loader<'s> {
         }
     }
 
-    /// Keys stored so far.
+    /// Keys handled so far (for progress reports).
     pub fn stored(&self) -> u64 {
         match &self.lanes {
             Some(l) => l.stored(),

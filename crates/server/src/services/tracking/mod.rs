@@ -25,7 +25,7 @@ use crate::exec::client::ClientInfo;
 use crate::services::pubsub::BufferLimit;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use strata_resp::{Protocol, Reply};
@@ -106,15 +106,15 @@ enum Payload<'a> {
     All,
 }
 
+type Directory = HashMap<u64, Arc<ClientInfo>, foldhash::fast::RandomState>;
+
 /// The server's tracking state.
 #[derive(Default)]
 pub struct Tracking {
     /// Clients with tracking on (INFO tracking_clients); 0 lets writers skip everything.
     on: AtomicUsize,
     /// Clients that turned tracking on, until they disconnect: the table holds ids.
-    directory: RwLock<HashMap<u64, Arc<ClientInfo>, foldhash::fast::RandomState>>,
-    /// The directory's ids in order, kept with it (under its write lock), for `oldest`.
-    ids: Mutex<BTreeSet<u64>>,
+    directory: RwLock<Directory>,
     /// The lowest id in the directory (u64::MAX when empty): ids below it are clients that
     /// are gone, whose records the table may drop (`table::Ids::add`).
     oldest: AtomicU64,
@@ -163,7 +163,7 @@ impl Tracking {
             self.on.fetch_add(1, Ordering::Relaxed);
             let mut dir = self.directory.write();
             dir.insert(info.id, info.clone());
-            self.note_ids(|ids| ids.insert(info.id));
+            self.note_oldest(&dir, info.id, true);
         }
         *t.redirect.lock() = redirect.map(Arc::downgrade).unwrap_or_default();
         t.redirect_id
@@ -206,16 +206,21 @@ impl Tracking {
         if self.directory.read().contains_key(&info.id) {
             let mut dir = self.directory.write();
             dir.remove(&info.id);
-            self.note_ids(|ids| ids.remove(&info.id));
+            self.note_oldest(&dir, info.id, false);
         }
     }
 
-    /// Changes the directory's ordered ids (the caller holds its write lock) and publishes
-    /// the lowest.
-    fn note_ids(&self, change: impl FnOnce(&mut BTreeSet<u64>) -> bool) {
-        let mut ids = self.ids.lock();
-        change(&mut ids);
-        let oldest = ids.first().copied().unwrap_or(u64::MAX);
+    /// Publishes the directory's lowest id after `id` joined it or left it (the caller
+    /// holds its write lock). Ids grow, so a join rarely lowers it, and only the oldest
+    /// client's leaving makes it look through the directory.
+    fn note_oldest(&self, dir: &Directory, id: u64, joined: bool) {
+        let now = self.oldest.load(Ordering::Relaxed);
+        let oldest = match joined {
+            true if dir.len() == 1 => id,
+            true => now.min(id),
+            false if id == now => dir.keys().min().copied().unwrap_or(u64::MAX),
+            false => now,
+        };
         self.oldest.store(oldest, Ordering::Relaxed);
     }
 
