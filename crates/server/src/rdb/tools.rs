@@ -209,7 +209,7 @@ pub fn import(
         server.scripts.functions_changed();
     }
     let summary = load_file(&server, path, |p, size| progress(&progress_line(p, size)))?;
-    crate::services::snapshot::start(&server, false, true)?;
+    crate::services::snapshot::save_assisted(&server, true)?;
     server.persist.close();
     // The data is on disk and the process ends next: freeing millions of values one by
     // one took a fifth of a 3M-collection import, so that happens on a thread of its own.

@@ -233,15 +233,12 @@ pub fn help(server: &Server) {
     snap.helpers.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// A foreground snapshot taken by a thread that holds no shards (`strata import`'s)
-/// gets a second thread that captures chunks beside the walk's own, which also writes
-/// them (the file takes chunks in any order), as workers do for a starved background
-/// one. SAVE and a SHUTDOWN's save hold every shard (their command's hold): a second
-/// thread would wait for them while the walk waits for it, so they get none; nor does a
-/// machine with one core.
+/// The second thread of `save_assisted`: it captures chunks beside the walk's own, which
+/// also writes them (the file takes chunks in any order), as workers do for a starved
+/// background one. None on a machine with one core.
 fn assist(server: &Server) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2 || strata_engine::Keyspace::in_session() {
+    if cores < 2 {
         return;
     }
     let Some(server) = server.arc() else {
@@ -336,6 +333,23 @@ pub const ALREADY: &str = "ERR Background save already in progress";
 /// Takes a snapshot: on this thread (SAVE) or on a new one (BGSAVE). With `rewrite`, the
 /// journal segments the snapshot covers are deleted afterwards (BGREWRITEAOF).
 pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), String> {
+    begin(server, background, rewrite, false)
+}
+
+/// SAVE with a second thread capturing chunks beside the walk's own (`assist`), for a
+/// caller that owns the process, such as `strata import`: nothing else runs meanwhile.
+/// Commands never take it: their worker may hold shards the second thread would wait for
+/// while the walk waits for it.
+pub fn save_assisted(server: &Arc<Server>, rewrite: bool) -> Result<(), String> {
+    begin(server, false, rewrite, true)
+}
+
+fn begin(
+    server: &Arc<Server>,
+    background: bool,
+    rewrite: bool,
+    assisted: bool,
+) -> Result<(), String> {
     let snap = &server.persist.snapshots;
     if snap.running.swap(true, Ordering::SeqCst) {
         return Err(ALREADY.into());
@@ -384,7 +398,7 @@ pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<()
             if older & 1 != epoch & 1 {
                 wait_for_older_writes(&server, older);
             }
-            let result = write(&server, epoch, from, rewrite, background);
+            let result = write(&server, epoch, from, rewrite, background, assisted);
             let snap = &server.persist.snapshots;
             end_walk(snap);
             snap.last_secs
@@ -438,10 +452,11 @@ fn write(
     from: Position,
     rewrite: bool,
     background: bool,
+    assisted: bool,
 ) -> Result<u64, String> {
     let dir = server.data_dir();
     let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
-    let entries = walk(server, epoch, background, &mut |bytes, count| {
+    let entries = walk(server, epoch, background, assisted, &mut |bytes, count| {
         w.raw_chunk(bytes, count).map_err(|e| e.to_string())
     })?;
     if let Some(j) = server.persist.journal() {
@@ -468,6 +483,7 @@ fn walk(
     server: &Server,
     epoch: u64,
     background: bool,
+    assisted: bool,
     consume: &mut Consume<'_>,
 ) -> Result<u64, String> {
     let snap = &server.persist.snapshots;
@@ -484,7 +500,7 @@ fn walk(
     snap.progress_ms
         .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
     snap.next_shard.store(0, Ordering::SeqCst);
-    if !background {
+    if assisted {
         assist(server);
     }
     #[cfg(target_os = "linux")]
@@ -574,7 +590,7 @@ impl<'s> PointInTime<'s> {
         if older & 1 != self.epoch & 1 {
             wait_for_older_writes(self.server, older);
         }
-        walk(self.server, self.epoch, true, consume)
+        walk(self.server, self.epoch, true, false, consume)
     }
 }
 
