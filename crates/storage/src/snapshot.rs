@@ -87,6 +87,53 @@ fn put_head(buf: &mut Vec<u8>, tag: u8, db: u32, key: &[u8], expire_at: Option<u
     put_bytes(buf, key);
 }
 
+/// The collection types an entry may be encoded as item by item (see [`put_collection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collection {
+    /// Items: field, value, field, value...; `len` counts pairs.
+    Hash,
+    List,
+    Set,
+    /// Items: member then [`put_score`]; `len` counts members.
+    ZSet,
+}
+
+/// Encodes a string entry.
+pub fn put_str(buf: &mut Vec<u8>, db: u32, key: &[u8], expire_at: Option<u64>, s: &[u8]) {
+    put_head(buf, T_STR, db, key, expire_at);
+    put_bytes(buf, s);
+}
+
+/// Starts a collection entry of `len` elements; the caller then adds each with
+/// [`put_item`] (and a sorted set's scores with [`put_score`]), exactly `len` of them.
+pub fn put_collection(
+    buf: &mut Vec<u8>,
+    kind: Collection,
+    db: u32,
+    key: &[u8],
+    expire_at: Option<u64>,
+    len: usize,
+) {
+    let tag = match kind {
+        Collection::Hash => T_HASH,
+        Collection::List => T_LIST,
+        Collection::Set => T_SET,
+        Collection::ZSet => T_ZSET,
+    };
+    put_head(buf, tag, db, key, expire_at);
+    put_varint(buf, len as u64);
+}
+
+/// One member, field or value of a collection started with [`put_collection`].
+pub fn put_item(buf: &mut Vec<u8>, b: &[u8]) {
+    put_bytes(buf, b);
+}
+
+/// A sorted set member's score, after its [`put_item`].
+pub fn put_score(buf: &mut Vec<u8>, score: f64) {
+    buf.extend_from_slice(&score.to_bits().to_le_bytes());
+}
+
 /// Encodes one entry (for `SnapshotWriter::raw_chunk`: a server may encode a shard under its
 /// lock and write the bytes outside it).
 pub fn encode_entry(
@@ -97,8 +144,7 @@ pub fn encode_entry(
     value: EntryRef<'_>,
 ) {
     if let Some(s) = value.as_str() {
-        put_head(buf, T_STR, db, key, expire_at);
-        put_bytes(buf, s);
+        put_str(buf, db, key, expire_at, s);
     } else if let Some(v) = value.value() {
         encode_value(buf, db, key, expire_at, v);
     }
@@ -107,39 +153,33 @@ pub fn encode_entry(
 /// Encodes one entry from a general-form value.
 pub fn encode_value(buf: &mut Vec<u8>, db: u32, key: &[u8], expire_at: Option<u64>, v: &Value) {
     let mut ib = [0u8; 20];
+    let head = |buf: &mut Vec<u8>, kind, len| put_collection(buf, kind, db, key, expire_at, len);
     match v {
-        Value::Str(s) => {
-            put_head(buf, T_STR, db, key, expire_at);
-            put_bytes(buf, s);
-        }
+        Value::Str(s) => put_str(buf, db, key, expire_at, s),
         Value::Hash(h) => {
-            put_head(buf, T_HASH, db, key, expire_at);
-            put_varint(buf, h.len() as u64);
+            head(buf, Collection::Hash, h.len());
             for (f, v) in h.iter() {
-                put_bytes(buf, f);
-                put_bytes(buf, v);
+                put_item(buf, f);
+                put_item(buf, v);
             }
         }
         Value::List(l) => {
-            put_head(buf, T_LIST, db, key, expire_at);
-            put_varint(buf, l.len() as u64);
+            head(buf, Collection::List, l.len());
             for e in l.iter() {
-                put_bytes(buf, e.bytes(&mut ib));
+                put_item(buf, e.bytes(&mut ib));
             }
         }
         Value::Set(s) => {
-            put_head(buf, T_SET, db, key, expire_at);
-            put_varint(buf, s.len() as u64);
+            head(buf, Collection::Set, s.len());
             for e in s.iter() {
-                put_bytes(buf, e.bytes(&mut ib));
+                put_item(buf, e.bytes(&mut ib));
             }
         }
         Value::ZSet(z) => {
-            put_head(buf, T_ZSET, db, key, expire_at);
-            put_varint(buf, z.len() as u64);
+            head(buf, Collection::ZSet, z.len());
             z.for_range(0, z.len(), false, |m, s| {
-                put_bytes(buf, m);
-                buf.extend_from_slice(&s.to_bits().to_le_bytes());
+                put_item(buf, m);
+                put_score(buf, s);
             });
         }
         Value::Stream(s) => {

@@ -194,6 +194,48 @@ fn import_refuses_a_directory_with_data_unless_forced() {
     assert_same_data(&mut r.con(), &mut s.client(), false);
 }
 
+/// An import with --force that fails part-way through the file leaves the directory's
+/// keys and function libraries as they were: the import writes a new snapshot and only
+/// replaces the old one once the whole file is in it.
+#[test]
+fn a_failed_forced_import_keeps_the_directory() {
+    let tmp = TempDir::new("keep");
+    let dir = tmp.path().join("strata");
+    let lib = "#!lua name=kept\nredis.register_function('kept', function() return 7 end)";
+    {
+        let s = serve_in(&dir, &[]);
+        let mut c = s.client();
+        redis_cmd(&mut c, &["SET", "old", "1"]);
+        redis_cmd(&mut c, &["FUNCTION", "LOAD", lib]);
+        shutdown(s);
+    }
+    let mut f = Rdb::new(10);
+    f.key(0, b"a").str(b"1").key(0, b"dup").str(b"1");
+    f.key(0, b"dup").str(b"2");
+    let file = tmp.path().join("dup.rdb");
+    std::fs::write(&file, f.finish()).unwrap();
+    let args = [
+        "import",
+        file.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--force",
+    ];
+    let out = strata_tool(&args);
+    assert!(!out.status.success(), "imported a file with a key twice");
+    let s = serve_in(&dir, &[]);
+    let mut c = s.client();
+    assert_eq!(redis_cmd(&mut c, &["DBSIZE"]), redis::Value::Int(1));
+    assert_eq!(
+        redis_cmd(&mut c, &["GET", "old"]),
+        redis::Value::BulkString(b"1".to_vec())
+    );
+    assert_eq!(
+        redis_cmd(&mut c, &["FCALL", "kept", "0"]),
+        redis::Value::Int(7)
+    );
+}
+
 /// Runs `strata import` on `bytes` into a fresh directory, expecting it to fail; returns
 /// its error output, and checks the directory holds no data after.
 fn import_fails(bytes: &[u8], extra: &[&str]) -> String {

@@ -1,14 +1,14 @@
 //! Keys of a file stored by threads of their own while the caller's thread decodes the
-//! next ones. A load is mostly cache misses in the keyspace's tables (one lookup and one
-//! insert per key) and decoding; with the two on different cores, and two lanes storing,
-//! a 10M-key file loads in well under the time one thread takes.
+//! next ones, each lane into a [`Sink`] of its own (the keyspace, or a snapshot file). A
+//! load is mostly cache misses in the keyspace's tables (one lookup and one insert per key)
+//! and decoding; with the two on different cores, and two lanes storing, a 10M-key file
+//! loads in well under the time one thread takes.
 //!
 //! Each key goes to the lane its hash picks, so two records of one key (only a damaged
 //! file has them) are stored in file order. The first error a lane meets stops every lane
 //! and is returned by the next `send` or by `finish`.
 
-use super::load::{load_key, LoadError, LoadOptions, Loaded, Tally};
-use crate::server::Server;
+use super::load::{LoadError, Loaded, Sink, Tally};
 use parking_lot::Mutex;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,8 +22,6 @@ use strata_rdb::Entry;
 const BATCH: usize = 256;
 /// Batches waiting per lane: bounds what decoding may run ahead by.
 const QUEUED: usize = 8;
-/// A tier gets the chance to move entries out every this many keys a lane stores.
-const SPILL_EVERY: u64 = 1024;
 
 #[derive(Default)]
 struct Shared {
@@ -52,17 +50,17 @@ pub(super) struct Lanes {
 }
 
 impl Lanes {
-    /// `n` lanes storing into `server` (None if a thread cannot be started: the caller
-    /// then stores keys itself).
-    pub fn start(server: Arc<Server>, opts: LoadOptions, n: usize) -> Option<Lanes> {
+    /// `n` lanes, each storing into a sink `make` gives it (None if a thread cannot be
+    /// started: the caller then stores keys itself).
+    pub fn start(n: usize, make: impl Fn() -> Box<dyn Sink + 'static>) -> Option<Lanes> {
         let shared = Arc::new(Shared::default());
         let mut lanes = Vec::with_capacity(n);
         for i in 0..n {
             let (tx, rx) = sync_channel(QUEUED);
-            let (server, shared2) = (server.clone(), shared.clone());
+            let (sink, shared2) = (make(), shared.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("strata-load-{i}"))
-                .spawn(move || store(&server, opts, rx, &shared2))
+                .spawn(move || store(sink, rx, &shared2))
                 .ok()?;
             lanes.push(Lane {
                 tx: Some(tx),
@@ -150,10 +148,10 @@ impl Drop for Lanes {
     }
 }
 
-/// A lane's thread: stores each batch's keys until the channel closes or a lane fails.
-fn store(server: &Server, opts: LoadOptions, rx: Receiver<Vec<Entry>>, shared: &Shared) -> Tally {
+/// A lane's thread: stores each batch's keys until the channel closes or a lane fails,
+/// then lets its sink finish.
+fn store(mut sink: Box<dyn Sink>, rx: Receiver<Vec<Entry>>, shared: &Shared) -> Tally {
     let mut tally = Tally::default();
-    let mut n = 0u64;
     for batch in rx {
         if shared.stop.load(Ordering::Relaxed) {
             break;
@@ -161,11 +159,7 @@ fn store(server: &Server, opts: LoadOptions, rx: Receiver<Vec<Entry>>, shared: &
         // One clock reading a batch: expiry is judged as of the batch's start.
         let now = clock::now_ms();
         for e in &batch {
-            n += 1;
-            if n.is_multiple_of(SPILL_EVERY) {
-                crate::services::tiering::spill_while_loading(server);
-            }
-            match load_key(&server.keyspace, e, now, &opts) {
+            match sink.put(e, now) {
                 Ok(Loaded::Expired) => tally.expired += 1,
                 Ok(Loaded::Stored) => tally.stored(e),
                 Err(err) => {
@@ -177,6 +171,11 @@ fn store(server: &Server, opts: LoadOptions, rx: Receiver<Vec<Entry>>, shared: &
         shared
             .stored
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    }
+    if !shared.stop.load(Ordering::Relaxed) {
+        if let Err(err) = sink.finish() {
+            shared.fail(err);
+        }
     }
     tally
 }

@@ -1,5 +1,6 @@
 //! RDB data into a server: one key ([`load_key`]), a function library, or every item of
-//! a file with progress reports and a summary ([`Loader`]).
+//! a file with progress reports and a summary ([`Loader`]), its keys into the keyspace or
+//! straight into a snapshot file (`to_snapshot.rs`).
 
 use super::convert::rdb_to_value;
 use super::lanes::Lanes;
@@ -9,6 +10,7 @@ use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
+use std::ops::Deref;
 use std::time::{Duration, Instant};
 use strata_engine::{clock, Encodings, Keyspace, Locked, Owned, Ttl, Value};
 use strata_rdb::{Entry, Item, RdbValue, Reader};
@@ -50,6 +52,10 @@ pub enum LoadError {
     NoSuchDb { db: u64, databases: usize },
     /// A key present already (twice in the file, or in the keyspace).
     Duplicate { db: u64, key: Bytes },
+    /// Two keys of the file with the same 128-bit hash, found by `strata import`'s
+    /// streamed load, which keeps no key names: a key twice, almost surely (see
+    /// `to_snapshot.rs`).
+    HashTwice,
     /// A value the engine cannot hold.
     BadValue {
         db: u64,
@@ -62,6 +68,8 @@ pub enum LoadError {
     Function(String),
     /// A thread storing the keys stopped before the end (a bug: it says nothing more).
     Stopped,
+    /// The file could not be opened, or what was loaded not written (an import's snapshot).
+    Io(String),
 }
 
 fn show(key: &[u8]) -> String {
@@ -91,16 +99,47 @@ impl fmt::Display for LoadError {
             ),
             LoadError::Function(e) => write!(f, "function library: {e}"),
             LoadError::Stopped => write!(f, "a loading thread stopped before the end"),
+            LoadError::HashTwice => write!(f, "two keys of the file have the same hash"),
+            LoadError::Io(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for LoadError {}
 
+impl From<String> for LoadError {
+    fn from(e: String) -> Self {
+        LoadError::Io(e)
+    }
+}
+
 impl From<strata_rdb::Error> for LoadError {
     fn from(e: strata_rdb::Error) -> Self {
         LoadError::Rdb(e)
     }
+}
+
+/// Where key `e` goes as of `now_ms` (Unix ms) in a server of `databases` databases: its
+/// database and expiry, or None when its expiry has passed and `opts` drops such keys.
+pub(super) fn placement(
+    e: &Entry,
+    now_ms: u64,
+    opts: &LoadOptions,
+    databases: usize,
+) -> Result<Option<(usize, Option<u64>)>, LoadError> {
+    let expire_at = match e.meta.expire_ms {
+        None => None,
+        Some(t) if opts.skip_expired && t <= now_ms as i64 => return Ok(None),
+        Some(t) => Some(u64::try_from(t).unwrap_or(0)),
+    };
+    let db = usize::try_from(e.db)
+        .ok()
+        .filter(|&d| d < databases)
+        .ok_or(LoadError::NoSuchDb {
+            db: e.db,
+            databases,
+        })?;
+    Ok(Some((db, expire_at)))
 }
 
 /// Stores one key of a file or payload into `ks` as of `now_ms` (Unix ms): its value
@@ -112,18 +151,9 @@ pub fn load_key(
     now_ms: u64,
     opts: &LoadOptions,
 ) -> Result<Loaded, LoadError> {
-    let expire_at = match e.meta.expire_ms {
-        None => None,
-        Some(t) if opts.skip_expired && t <= now_ms as i64 => return Ok(Loaded::Expired),
-        Some(t) => Some(u64::try_from(t).unwrap_or(0)),
+    let Some((db, expire_at)) = placement(e, now_ms, opts, ks.db_count())? else {
+        return Ok(Loaded::Expired);
     };
-    let db = usize::try_from(e.db)
-        .ok()
-        .filter(|&d| d < ks.db_count())
-        .ok_or(LoadError::NoSuchDb {
-            db: e.db,
-            databases: ks.db_count(),
-        })?;
     // Built before the lock is taken: a large value must not hold up the shard.
     let value = prepare(&e.value, &ks.encodings).map_err(|why| LoadError::BadValue {
         db: e.db,
@@ -143,6 +173,47 @@ pub fn load_key(
         l.set_lru(&e.key, stamp);
     }
     Ok(Loaded::Stored)
+}
+
+/// Where a load puts its keys, one per lane (or one on the loading thread).
+pub(super) trait Sink: Send {
+    /// Stores `e` as of `now_ms` (Unix ms).
+    fn put(&mut self, e: &Entry, now_ms: u64) -> Result<Loaded, LoadError>;
+    /// After the last key of a load that met no error.
+    fn finish(&mut self) -> Result<(), LoadError> {
+        Ok(())
+    }
+}
+
+/// Keys into the keyspace of a server (`&Server` or `Arc<Server>`).
+pub(super) struct KeyspaceSink<S> {
+    server: S,
+    opts: LoadOptions,
+    stored: u64,
+}
+
+impl<S> KeyspaceSink<S> {
+    pub fn new(server: S, opts: LoadOptions) -> Self {
+        KeyspaceSink {
+            server,
+            opts,
+            stored: 0,
+        }
+    }
+}
+
+/// A tier gets the chance to move entries out every this many keys a sink stores.
+const SPILL_EVERY: u64 = 1024;
+
+impl<S: Deref<Target = Server> + Send> Sink for KeyspaceSink<S> {
+    fn put(&mut self, e: &Entry, now_ms: u64) -> Result<Loaded, LoadError> {
+        self.stored += 1;
+        if self.stored.is_multiple_of(SPILL_EVERY) {
+            // An RDB larger than maxmemory loads into the tier (at start, with tiering).
+            crate::services::tiering::spill_while_loading(&self.server);
+        }
+        load_key(&self.server.keyspace, e, now_ms, &self.opts)
+    }
 }
 
 /// A decoded value ready to store: a string stays in the decoder's bytes (copied once,
@@ -277,8 +348,8 @@ impl fmt::Display for Summary {
     }
 }
 
-/// Loads RDB items into a server, counting what it stores. Keys are stored by lanes of
-/// their own (`lanes.rs`) unless this thread holds shards (DEBUG RELOAD holds them all)
+/// Loads RDB items into a server, counting what it stores. Keys go to a [`Sink`] on lanes
+/// of their own (`lanes.rs`) unless this thread holds shards (DEBUG RELOAD holds them all)
 /// or the machine has one core; call [`Loader::finish`] for the summary.
 pub struct Loader<'s> {
     server: &'s Server,
@@ -286,6 +357,8 @@ pub struct Loader<'s> {
     summary: Summary,
     /// Keys stored here, when there are no lanes.
     tally: Tally,
+    /// The sink of this thread, when there are no lanes.
+    local: Option<Box<dyn Sink + 's>>,
     lanes: Option<Lanes>,
     /// Keys met so far.
     seen: u64,
@@ -298,17 +371,42 @@ pub struct Loader<'s> {
 const LANES: usize = 2;
 
 impl<'s> Loader<'s> {
+    /// A load into `server`'s keyspace.
     pub fn new(server: &'s Server, opts: LoadOptions) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let lanes = (cores > 1 && !Keyspace::in_session())
+        let lanes = (!Keyspace::in_session())
             .then(|| server.arc())
             .flatten()
-            .and_then(|arc| Lanes::start(arc, opts, LANES));
+            .and_then(|arc| lanes(|| Box::new(KeyspaceSink::new(arc.clone(), opts))));
+        let local = lanes
+            .is_none()
+            .then(|| Box::new(KeyspaceSink::new(server, opts)) as Box<dyn Sink + 's>);
+        Self::with(server, opts, lanes, local)
+    }
+
+    /// A load whose keys go through sinks `make` gives (on lanes, or one on this thread)
+    /// instead of into the keyspace; function libraries still go to `server`.
+    pub(super) fn with_sinks(
+        server: &'s Server,
+        opts: LoadOptions,
+        make: impl Fn() -> Box<dyn Sink + 'static>,
+    ) -> Self {
+        let lanes = lanes(&make);
+        let local = lanes.is_none().then(|| make() as Box<dyn Sink + 's>);
+        Self::with(server, opts, lanes, local)
+    }
+
+    fn with(
+        server: &'s Server,
+        opts: LoadOptions,
+        lanes: Option<Lanes>,
+        local: Option<Box<dyn Sink + 's>>,
+    ) -> Self {
         Loader {
             server,
             opts,
             summary: Summary::default(),
             tally: Tally::default(),
+            local,
             lanes,
             seen: 0,
             now_ms: clock::now_ms(),
@@ -325,9 +423,13 @@ impl<'s> Loader<'s> {
 
     /// Waits for every key to be stored; what the load did.
     pub fn finish(mut self) -> Result<Summary, LoadError> {
-        let tally = match self.lanes.take() {
-            Some(lanes) => lanes.finish()?,
-            None => std::mem::take(&mut self.tally),
+        let tally = match (self.lanes.take(), self.local.take()) {
+            (Some(lanes), _) => lanes.finish()?,
+            (None, Some(mut sink)) => {
+                sink.finish()?;
+                std::mem::take(&mut self.tally)
+            }
+            (None, None) => std::mem::take(&mut self.tally),
         };
         self.summary.per_db = tally.per_db;
         self.summary.expired = tally.expired;
@@ -357,11 +459,12 @@ impl<'s> Loader<'s> {
         }
         self.seen += 1;
         if self.seen.is_multiple_of(1024) {
-            // An RDB larger than maxmemory loads into the tier (at start, with tiering).
-            crate::services::tiering::spill_while_loading(self.server);
             self.now_ms = clock::now_ms();
         }
-        match load_key(&self.server.keyspace, &e, self.now_ms, &self.opts)? {
+        let Some(sink) = &mut self.local else {
+            return Err(LoadError::Stopped);
+        };
+        match sink.put(&e, self.now_ms)? {
             Loaded::Expired => self.tally.expired += 1,
             Loaded::Stored => self.tally.stored(&e),
         }
@@ -407,4 +510,10 @@ impl<'s> Loader<'s> {
         summary.elapsed = started.elapsed();
         Ok(summary)
     }
+}
+
+/// Lanes of sinks `make` gives, when the machine has cores for them.
+fn lanes(make: impl Fn() -> Box<dyn Sink + 'static>) -> Option<Lanes> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores > 1).then(|| Lanes::start(LANES, make)).flatten()
 }

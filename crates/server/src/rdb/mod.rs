@@ -15,7 +15,8 @@
 //!   [`write_rdb`] for a whole file.
 //! - Loading: [`load_key`] stores one key (`strata_rdb::Entry`) with its expiry and idle
 //!   time; [`Loader`] feeds every item of a `strata_rdb::Reader` (keys, function
-//!   libraries) into a server with progress reports and a [`Summary`].
+//!   libraries) into a server with progress reports and a [`Summary`]; `strata import`'s
+//!   Loader encodes the keys straight into a snapshot file instead (`to_snapshot.rs`).
 //! - Payloads: [`dump_payload`] (DUMP, MIGRATE; a per-thread encoder under the server's
 //!   options), [`payload_error`] (RESTORE's replies), [`prepare`] and
 //!   [`Prepared::store`] for a decoded value.
@@ -27,6 +28,7 @@ mod load;
 pub mod meta;
 mod payload;
 mod save;
+mod to_snapshot;
 pub mod tools;
 
 pub use convert::{entry_to_rdb, rdb_to_value, value_to_rdb};

@@ -6,11 +6,11 @@
 //! snapshot, the journal after it) in a server that never listens. An import only goes
 //! into a directory that holds no data (no key, no function library), unless `--force`,
 //! which replaces whatever it holds: the file becomes the whole data set, as a dump.rdb is
-//! for redis-server. It is kept as a snapshot taken right after loading, with a journal
-//! whose marker re-creates the function libraries (docs/persistence.md); until that
-//! snapshot is written, the directory is unchanged, so a failed import leaves nothing.
+//! for redis-server. Its keys go straight into a new snapshot (`to_snapshot.rs`), with
+//! the function libraries in the journal after it (docs/persistence.md); until that
+//! snapshot is complete, the directory is unchanged, so a failed import leaves nothing.
 
-use super::load::{LoadOptions, Loader, Progress, Summary};
+use super::load::{LoadError, LoadOptions, Loader, Progress, Summary};
 use super::save::write_rdb;
 use crate::config::Config;
 use crate::server::Server;
@@ -108,21 +108,24 @@ fn load_file(
     path: &Path,
     progress: impl FnMut(&Progress, u64),
 ) -> Result<Summary, String> {
-    load_file_with(server, path, LoadOptions::default(), progress)
+    load_with(Loader::new(server, LoadOptions::default()), path, progress).map_err(at(path))
 }
 
-fn load_file_with(
-    server: &Server,
+/// Every item of the RDB file at `path` through `loader`.
+fn load_with(
+    loader: Loader<'_>,
     path: &Path,
-    opts: LoadOptions,
     mut progress: impl FnMut(&Progress, u64),
-) -> Result<Summary, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+) -> Result<Summary, LoadError> {
+    let file = File::open(path).map_err(|e| LoadError::Io(format!("cannot open it: {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let reader = Reader::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
-    Loader::new(server, opts)
-        .load(reader, |p| progress(p, size))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    let reader = Reader::new(file)?;
+    loader.load(reader, |p| progress(p, size))
+}
+
+/// A load's error as a message that names the file.
+fn at(path: &Path) -> impl Fn(LoadError) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
 }
 
 /// `dir`/`dbfilename`, when that file is a Redis RDB file (it starts with `REDIS`):
@@ -159,7 +162,7 @@ pub fn reload_from_rdb(
             skip_expired: true,
             replace: merge,
         };
-        load_file_with(server, path, opts, |_, _| {})?
+        load_with(Loader::new(server, opts), path, |_, _| {}).map_err(at(path))?
     };
     if let Err(e) = crate::services::snapshot::start(server, true, true) {
         tracing::warn!(
@@ -208,12 +211,24 @@ pub fn import(
         server.scripts.libraries.write().clear();
         server.scripts.functions_changed();
     }
-    let summary = load_file(&server, path, |p, size| progress(&progress_line(p, size)))?;
-    crate::services::snapshot::save_assisted(&server, true)?;
+    let mut report = |p: &Progress, size| progress(&progress_line(p, size));
+    // The keys go straight into the snapshot that keeps them, never into memory.
+    let streamed = crate::services::snapshot::save_streamed(&server, |out| {
+        load_with(super::to_snapshot::loader(&server, out), path, &mut report)
+    });
+    let summary = match streamed {
+        Err(LoadError::HashTwice) => {
+            // The streamed load keeps no key names: in memory, a key twice is named (and
+            // two keys that only shared a hash load). Its libraries are loaded again.
+            server.scripts.libraries.write().clear();
+            let loader = Loader::new(&server, LoadOptions::default());
+            let summary = load_with(loader, path, &mut report).map_err(at(path))?;
+            crate::services::snapshot::start(&server, false, true)?;
+            summary
+        }
+        r => r.map_err(at(path))?,
+    };
     server.persist.close();
-    // The data is on disk and the process ends next: freeing millions of values one by
-    // one took a fifth of a 3M-collection import, so that happens on a thread of its own.
-    std::thread::spawn(move || drop(server));
     Ok(summary)
 }
 

@@ -233,43 +233,6 @@ pub fn help(server: &Server) {
     snap.helpers.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// The second thread of `save_assisted`: it captures chunks beside the walk's own, which
-/// also writes them (the file takes chunks in any order), as workers do for a starved
-/// background one. None on a machine with one core.
-fn assist(server: &Server) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2 {
-        return;
-    }
-    let Some(server) = server.arc() else {
-        return;
-    };
-    let snap = &server.persist.snapshots;
-    // Counted here, before the walk can end: the walk's thread waits for it to reach 0
-    // before it writes the last chunks (see `help`).
-    snap.helpers.fetch_add(1, Ordering::SeqCst);
-    let run = {
-        let server = server.clone();
-        move || {
-            let snap = &server.persist.snapshots;
-            loop {
-                let epoch = snap.active.load(Ordering::SeqCst);
-                if epoch == 0 || !walk_step(&server, epoch) {
-                    break;
-                }
-            }
-            snap.helpers.fetch_sub(1, Ordering::SeqCst);
-        }
-    };
-    if std::thread::Builder::new()
-        .name("strata-snapshot-assist".into())
-        .spawn(run)
-        .is_err()
-    {
-        snap.helpers.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Captures one chunk of the walk for snapshot `epoch` and queues it for the file. False
 /// when the walk is over (every shard captured).
 fn walk_step(server: &Server, epoch: u64) -> bool {
@@ -333,23 +296,10 @@ pub const ALREADY: &str = "ERR Background save already in progress";
 /// Takes a snapshot: on this thread (SAVE) or on a new one (BGSAVE). With `rewrite`, the
 /// journal segments the snapshot covers are deleted afterwards (BGREWRITEAOF).
 pub fn start(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), String> {
-    begin(server, background, rewrite, false)
+    begin(server, background, rewrite)
 }
 
-/// SAVE with a second thread capturing chunks beside the walk's own (`assist`), for a
-/// caller that owns the process, such as `strata import`: nothing else runs meanwhile.
-/// Commands never take it: their worker may hold shards the second thread would wait for
-/// while the walk waits for it.
-pub fn save_assisted(server: &Arc<Server>, rewrite: bool) -> Result<(), String> {
-    begin(server, false, rewrite, true)
-}
-
-fn begin(
-    server: &Arc<Server>,
-    background: bool,
-    rewrite: bool,
-    assisted: bool,
-) -> Result<(), String> {
+fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), String> {
     let snap = &server.persist.snapshots;
     if snap.running.swap(true, Ordering::SeqCst) {
         return Err(ALREADY.into());
@@ -369,13 +319,7 @@ fn begin(
             // not hold; the registry stays locked until the marker is in the journal.
             let libs = server.scripts.libraries.read();
             let mut marker = MARKER.to_vec();
-            crate::exec::effects::encode(&mut marker, &[b"FUNCTION".as_slice(), b"FLUSH"]);
-            for l in libs.values() {
-                crate::exec::effects::encode(
-                    &mut marker,
-                    &[b"FUNCTION".as_slice(), b"LOAD", &l.code],
-                );
-            }
+            marker.extend(functions_block(libs.values().map(|l| &l.code[..])));
             let (_, (pos, older)) = j.append_with_pos(0, epoch, &marker, |_, pos| {
                 // `active` first: a writer that sees the new epoch sees it active.
                 snap.active.store(epoch, Ordering::SeqCst);
@@ -398,7 +342,7 @@ fn begin(
             if older & 1 != epoch & 1 {
                 wait_for_older_writes(&server, older);
             }
-            let result = write(&server, epoch, from, rewrite, background, assisted);
+            let result = write(&server, epoch, from, rewrite, background);
             let snap = &server.persist.snapshots;
             end_walk(snap);
             snap.last_secs
@@ -444,6 +388,108 @@ fn begin(
     }
 }
 
+/// FUNCTION FLUSH then a FUNCTION LOAD of each library's code: what re-creates the
+/// registry at replay, after a snapshot (which does not hold it).
+fn functions_block<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    crate::exec::effects::encode(&mut out, &[b"FUNCTION".as_slice(), b"FLUSH"]);
+    for code in codes {
+        crate::exec::effects::encode(&mut out, &[b"FUNCTION".as_slice(), b"LOAD", code]);
+    }
+    out
+}
+
+/// Where a streamed snapshot's entries go (`save_streamed`): chunks of entries encoded
+/// with `strata_storage::snapshot::put_*`, from any thread.
+pub struct ChunkSink(Mutex<SnapshotWriter>);
+
+impl ChunkSink {
+    /// Writes `entries` whole entries encoded in `bytes`.
+    pub fn write(&self, bytes: &[u8], entries: u64) -> Result<(), String> {
+        self.0
+            .lock()
+            .raw_chunk(bytes, entries)
+            .map_err(|e| format!("writing the snapshot: {e}"))
+    }
+}
+
+/// A snapshot whose entries come from `produce` rather than from the keyspace: `strata
+/// import` encodes a file's keys straight into one, so they are never held in memory. The
+/// function libraries in the registry when `produce` returns go into the journal after
+/// the snapshot's marker, in a block of their own (so a failed import leaves the journal
+/// replaying as before). Needs the journal; the journal before the snapshot is dropped,
+/// as by BGREWRITEAOF. The keyspace is not part of it: the caller owns a server that
+/// serves nothing.
+pub fn save_streamed<T, E: From<String>>(
+    server: &Server,
+    produce: impl FnOnce(&Arc<ChunkSink>) -> Result<T, E>,
+) -> Result<T, E> {
+    let snap = &server.persist.snapshots;
+    if snap.running.swap(true, Ordering::SeqCst) {
+        return Err(E::from(ALREADY.into()));
+    }
+    let result = write_streamed(server, produce);
+    snap.running.store(false, Ordering::SeqCst);
+    result
+}
+
+fn write_streamed<T, E: From<String>>(
+    server: &Server,
+    produce: impl FnOnce(&Arc<ChunkSink>) -> Result<T, E>,
+) -> Result<T, E> {
+    let snap = &server.persist.snapshots;
+    let j = server
+        .persist
+        .journal()
+        .ok_or_else(|| "a streamed snapshot needs the journal (appendonly yes)".to_string())?;
+    let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
+    snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
+    let (_, from) = j.append_with_pos(0, epoch, MARKER, |_, pos| {
+        server.persist.epoch.store(epoch, Ordering::SeqCst);
+        pos
+    });
+    let dir = server.data_dir();
+    let w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
+    let sink = Arc::new(ChunkSink(Mutex::new(w)));
+    let out = produce(&sink)?;
+    finish_streamed(server, &j, epoch, from, sink)?;
+    Ok(out)
+}
+
+/// The end of `save_streamed` once every entry is written: the function libraries into
+/// the journal, the snapshot into place, what it replaces deleted.
+fn finish_streamed(
+    server: &Server,
+    j: &strata_storage::Journal,
+    epoch: u64,
+    from: Position,
+    sink: Arc<ChunkSink>,
+) -> Result<(), String> {
+    let functions = functions_block(
+        server
+            .scripts
+            .libraries
+            .read()
+            .values()
+            .map(|l| &l.code[..]),
+    );
+    // Tagged with the snapshot's epoch: replayed after loading it.
+    j.append_with_pos(0, epoch, &functions, |_, _| ());
+    j.sync().map_err(|e| e.to_string())?;
+    let w = Arc::into_inner(sink)
+        .ok_or("a thread still holds the snapshot being written")?
+        .0
+        .into_inner();
+    let dir = server.data_dir();
+    w.finish().map_err(|e| e.to_string())?;
+    strata_storage::remove_older_snapshots(&dir, epoch).map_err(|e| e.to_string())?;
+    j.drop_before(from).map_err(|e| e.to_string())?;
+    server
+        .last_save
+        .store(Server::now_unix(), Ordering::Relaxed);
+    Ok(())
+}
+
 /// Captures every shard and writes the file. Returns the number of keys. A `background`
 /// snapshot hands its CPU to workers waiting for one (`stranded`).
 fn write(
@@ -452,11 +498,10 @@ fn write(
     from: Position,
     rewrite: bool,
     background: bool,
-    assisted: bool,
 ) -> Result<u64, String> {
     let dir = server.data_dir();
     let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
-    let entries = walk(server, epoch, background, assisted, &mut |bytes, count| {
+    let entries = walk(server, epoch, background, &mut |bytes, count| {
         w.raw_chunk(bytes, count).map_err(|e| e.to_string())
     })?;
     if let Some(j) = server.persist.journal() {
@@ -483,7 +528,6 @@ fn walk(
     server: &Server,
     epoch: u64,
     background: bool,
-    assisted: bool,
     consume: &mut Consume<'_>,
 ) -> Result<u64, String> {
     let snap = &server.persist.snapshots;
@@ -500,9 +544,6 @@ fn walk(
     snap.progress_ms
         .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
     snap.next_shard.store(0, Ordering::SeqCst);
-    if assisted {
-        assist(server);
-    }
     #[cfg(target_os = "linux")]
     let mut stranded = background
         .then(crate::net::stranded::Stranded::find)
@@ -590,7 +631,7 @@ impl<'s> PointInTime<'s> {
         if older & 1 != self.epoch & 1 {
             wait_for_older_writes(self.server, older);
         }
-        walk(self.server, self.epoch, true, false, consume)
+        walk(self.server, self.epoch, true, consume)
     }
 }
 
