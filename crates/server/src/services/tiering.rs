@@ -38,8 +38,8 @@ const SEPARATE_ABOVE: u32 = 512;
 /// Free space the tier leaves on its file system: room for the write buffers to flush and
 /// for a compaction to write its output before it deletes its inputs. A store that meets
 /// a full disk takes no more writes until it is reopened (fjall poisons itself), and then
-/// a DEL of a cold key could not be carried out; so spills stop short of it and the
-/// eviction policy applies instead, as at `tiering-max-disk`.
+/// a DEL of a cold key cannot delete its record (`tier_dead.rs`); so spills stop short of
+/// it and the eviction policy applies instead, as at `tiering-max-disk`.
 fn disk_reserve(disk: u64) -> u64 {
     2 * WRITE_BUFFERS_BYTES + disk / 4
 }
@@ -60,6 +60,8 @@ pub struct Tier {
     pub written_bytes: AtomicU64,
     /// Store errors met (reads and writes); the last is logged.
     pub errors: AtomicU64,
+    /// What the store could not delete once a write failed (`tier_dead.rs`).
+    pub dead: crate::services::tier_dead::Dead,
     /// Commands that waited for a read from the tier.
     pub prefetches: AtomicU64,
     /// The store's recent read time (ns, a moving average of one in eight): whether cold
@@ -125,6 +127,7 @@ impl Tier {
             read_bytes: AtomicU64::new(0),
             written_bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            dead: Default::default(),
             written_trees: AtomicU64::new(0),
             room_calls: AtomicU64::new(0),
             room: AtomicBool::new(true),
@@ -228,9 +231,32 @@ impl Tier {
         std::process::abort()
     }
 
+    /// A write of the store failed: it takes no more (`tier_dead.rs`), and `record` of
+    /// database `db`, if any, reads as gone from now on.
+    fn write_failed(
+        &self,
+        what: &str,
+        e: impl std::fmt::Display,
+        db: usize,
+        record: Option<&[u8]>,
+    ) {
+        self.errors.fetch_add(1, Relaxed);
+        if !self.dead.broken() {
+            tracing::error!(
+                "tier at {}: {what}: {e}; the tier takes no more entries until a restart \
+                 (the eviction policy applies), and what it could not delete reads as gone",
+                self.path.display()
+            );
+        }
+        self.dead.failed(db, record);
+    }
+
     fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
         let tree = self.tree(db)?;
         let rk = Self::record_key(shard, key);
+        if self.dead.is_dead(db, &rk) {
+            return None;
+        }
         let started = std::time::Instant::now();
         let found = tree.get(&rk);
         let ns = started.elapsed().as_nanos() as u64;
@@ -245,8 +271,8 @@ impl Tier {
             .decode(&bytes)
             .unwrap_or_else(|e| self.fatal("decode", e));
         if remove {
-            if let Err(e) = tree.remove(rk) {
-                self.fatal("remove", e);
+            if let Err(e) = tree.remove(&rk[..]) {
+                self.write_failed("remove", e, db, Some(&rk));
             }
         }
         Some(owned)
@@ -256,11 +282,14 @@ impl Tier {
 impl ColdStore for Tier {
     fn put(&self, db: usize, shard: usize, key: &[u8], entry: &Owned) -> Result<(), String> {
         let tree = self.tree(db).ok_or("no such database")?;
+        if self.dead.broken() {
+            return Err("the tier's store failed a write; it takes no more until a restart".into());
+        }
         let value = Self::encode(entry);
         let n = value.len() + key.len() + 4;
         tree.insert(Self::record_key(shard, key), value)
             .map_err(|e| {
-                self.errors.fetch_add(1, Relaxed);
+                self.write_failed("write", &e, db, None);
                 format!("tier write: {e}")
             })?;
         self.written_bytes.fetch_add(n as u64, Relaxed);
@@ -278,8 +307,9 @@ impl ColdStore for Tier {
 
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
         if let Some(tree) = self.tree(db) {
-            if let Err(e) = tree.remove(Self::record_key(shard, key)) {
-                self.fatal("remove", e);
+            let rk = Self::record_key(shard, key);
+            if let Err(e) = tree.remove(&rk[..]) {
+                self.write_failed("remove", e, db, Some(&rk));
             }
         }
     }
@@ -290,6 +320,9 @@ impl ColdStore for Tier {
         };
         for kv in tree.prefix((shard as u32).to_be_bytes()) {
             let (k, v) = kv.into_inner().unwrap_or_else(|e| self.fatal("scan", e));
+            if self.dead.is_dead(db, &k) {
+                continue;
+            }
             let owned = self.decode(&v).unwrap_or_else(|e| self.fatal("decode", e));
             self.read_bytes.fetch_add(v.len() as u64, Relaxed);
             if !f(&k[4..], owned) {
@@ -300,8 +333,12 @@ impl ColdStore for Tier {
 
     fn clear(&self, db: usize) {
         if let Some(tree) = self.tree(db) {
-            if let Err(e) = tree.clear() {
-                self.fatal("clear", e);
+            match tree.clear() {
+                Ok(()) => self.dead.cleared(db),
+                Err(e) => {
+                    self.write_failed("clear", e, db, None);
+                    self.dead.failed_all(db);
+                }
             }
         }
     }
@@ -310,6 +347,7 @@ impl ColdStore for Tier {
         let mut trees = self.trees.write();
         if a < trees.len() && b < trees.len() {
             trees.swap(a, b);
+            self.dead.swap(a, b);
         }
     }
 }
@@ -435,7 +473,7 @@ pub fn prefetch(
 /// filling its file system.
 pub fn has_room(server: &Server, tier: &Tier) -> bool {
     let max = server.config.get().tiering_max_disk;
-    (max == 0 || tier.disk_bytes() < max) && tier.disk_has_room()
+    (max == 0 || tier.disk_bytes() < max) && !tier.dead.broken() && tier.disk_has_room()
 }
 
 /// Bytes an unprivileged process may still write on `path`'s file system.
@@ -502,7 +540,7 @@ pub fn info(server: &Server, out: &mut String) {
          cold_disk_bytes:{disk}\r\ntier_memory_bytes:{mem}\r\ncold_filter_bytes:{filters}\r\n\
          tier_ram_per_cold_key:{:.1}\r\nmoved_to_disk:{spills}\r\nmoved_to_ram:{faults}\r\n\
          tier_bytes_written:{written}\r\ntier_write_amplification:{:.2}\r\n\
-         tier_bytes_read:{}\r\ntier_errors:{}\r\n\
+         tier_bytes_read:{}\r\ntier_errors:{}\r\ntier_write_failed:{}\r\n\
          tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\ncold_reads_merged:{}\r\ntier_read_avg_us:{:.1}\r\n\
          tier_compactions:{}\r\ntier_compacting_ms:{}\r\n",
         tier.path().display(),
@@ -512,6 +550,7 @@ pub fn info(server: &Server, out: &mut String) {
         write_amplification(written),
         tier.read_bytes.load(Relaxed),
         tier.errors.load(Relaxed),
+        u8::from(tier.dead.broken()),
         tier.db.cache_size(),
         tier.db.write_buffer_size(),
         tier.prefetches.load(Relaxed),

@@ -644,7 +644,12 @@ pub fn serve_in(dir: &std::path::Path, extra: &[&str]) -> Proc {
 
 /// A field of INFO persistence.
 pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    section_field(c, "persistence", field)
+}
+
+/// A field of one INFO section.
+pub fn section_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .unwrap_or_else(|| panic!("no {field} in {info}"))

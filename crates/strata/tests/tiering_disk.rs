@@ -1,0 +1,189 @@
+//! The tier's file system filling up: spills stop short of a full disk, and when another
+//! process fills it anyway, the server keeps serving and loses nothing. Each test runs on a
+//! tmpfs of its own (`mount_tmpfs`: root only; elsewhere the test says it skipped).
+
+mod common;
+use common::{section_field, serve_in, temp_dir, Rng};
+
+fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
+    section_field(c, "tiering", field).parse().unwrap()
+}
+
+/// 8000 bytes the store cannot compress, different for each `i`.
+fn value(i: u64) -> Vec<u8> {
+    let mut r = Rng(i * 7919 + 1);
+    (0..1000).flat_map(|_| r.next().to_le_bytes()).collect()
+}
+
+/// A tier on a file system that fills: spills stop short of the end (a store that meets a
+/// full disk takes no more writes until reopened), the eviction policy applies instead
+/// (noeviction: writes refused with OOM), reads and deletes of cold keys keep working,
+/// and a restart on the same nearly full file system loses nothing.
+#[test]
+fn a_tier_on_a_filling_file_system_stops_short_of_it() {
+    let dir = temp_dir("tiering-fs-full");
+    let tier_dir = dir.join("tier");
+    let test = "a_tier_on_a_filling_file_system_stops_short_of_it";
+    let Some(_mounted) = common::mount_tmpfs(&tier_dir, "320m", test) else {
+        return;
+    };
+    let tier = tier_dir.to_str().unwrap();
+    let data = dir.join("data");
+    let args = [
+        "--appendfsync",
+        "everysec",
+        "--maxmemory",
+        "4mb",
+        "--maxmemory-policy",
+        "noeviction",
+        "--tiering",
+        "yes",
+        "--tiering-dir",
+        tier,
+    ];
+    let s = serve_in(&data, &args);
+    let mut c = s.client();
+    let mut acked = 0;
+    let refused = loop {
+        assert!(acked < 40_000, "320 MB written and nothing refused");
+        match redis::cmd("SET")
+            .arg(format!("k{acked}"))
+            .arg(value(acked))
+            .query::<()>(&mut c)
+        {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(refused.code(), Some("OOM"), "{refused}");
+    // Thousands went to the tier before it stopped, and the store never met the full disk.
+    assert!(tiering_field(&mut c, "cold_keys") > 5000);
+    assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
+    let log = s.log.lock().unwrap().join("\n");
+    assert!(log.contains("kept for the store's flushes"), "{log}");
+    // Cold keys read back whole, and deleting some lets writes in again.
+    for i in (0..acked).step_by(97) {
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(format!("k{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(v == value(i), "k{i}");
+    }
+    // The first keys are cold, the last hot.
+    let gone: Vec<u64> = (0..20).chain(acked - 200..acked).collect();
+    let keys: Vec<String> = gone.iter().map(|i| format!("k{i}")).collect();
+    let n: u64 = redis::cmd("DEL").arg(&keys).query(&mut c).unwrap();
+    assert_eq!(n, 220);
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    // The restart refills the tier from the journal, on the same file system.
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut c);
+    drop(c);
+    drop(s);
+    let s = serve_in(&data, &args);
+    let mut c = s.client();
+    let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, acked - 220 + 1);
+    for i in (20..acked - 200).step_by(101) {
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(format!("k{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(v == value(i), "k{i}");
+    }
+    assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
+    drop(c);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// Another process fills the tier's file system after entries moved there: the store's
+/// next write fails (a DEL of a cold key must delete its record). The server stays up:
+/// the DELs are carried out (their records read as gone), cold keys still read, the tier
+/// takes no more entries (noeviction then refuses writes that need memory), and neither
+/// a snapshot nor a restart brings a deleted key back.
+#[test]
+fn a_tier_whose_disk_another_process_fills_keeps_serving() {
+    let dir = temp_dir("tiering-fs-filled");
+    let tier_dir = dir.join("tier");
+    let test = "a_tier_whose_disk_another_process_fills_keeps_serving";
+    let Some(_mounted) = common::mount_tmpfs(&tier_dir, "320m", test) else {
+        return;
+    };
+    let data = dir.join("data");
+    let tier = tier_dir.to_str().unwrap();
+    let args = [
+        "--maxmemory",
+        "4mb",
+        "--tiering",
+        "yes",
+        "--tiering-dir",
+        tier,
+    ];
+    let s = serve_in(&data, &args);
+    let mut c = s.client();
+    let n = 3_000u64;
+    for i in 0..n {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(value(i))
+            .query(&mut c)
+            .unwrap();
+    }
+    let cold = tiering_field(&mut c, "cold_keys");
+    assert!(cold > 2000, "only {cold} cold keys");
+    // Fill what is left of the file system.
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(tier_dir.join("filler")).unwrap();
+        let chunk = vec![7u8; 1 << 20];
+        while f.write_all(&chunk).and_then(|()| f.flush()).is_ok() {}
+    }
+    // The first keys written are cold: delete every other one of the first 2000.
+    for i in (0..2000).step_by(2) {
+        let d: u64 = redis::cmd("DEL")
+            .arg(format!("k{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(d, 1, "k{i}");
+    }
+    assert!(
+        tiering_field(&mut c, "tier_errors") > 0,
+        "no store write failed"
+    );
+    assert_eq!(tiering_field(&mut c, "tier_write_failed"), 1);
+    let check = |c: &mut redis::Connection| {
+        for i in (0..2000).step_by(7) {
+            let v: Option<Vec<u8>> = redis::cmd("GET").arg(format!("k{i}")).query(c).unwrap();
+            if i % 2 == 0 {
+                assert_eq!(v, None, "deleted k{i} is back");
+            } else {
+                assert!(v == Some(value(i)), "k{i}");
+            }
+        }
+    };
+    check(&mut c);
+    // The tier takes nothing more: under noeviction, a write that needs memory is refused.
+    let e = redis::cmd("SET")
+        .arg(format!("k{n}"))
+        .arg(value(n))
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("OOM"), "{e}");
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    check(&mut c);
+    drop(c);
+    drop(s);
+    // Restart with room again: the snapshot holds no deleted key.
+    std::fs::remove_file(tier_dir.join("filler")).unwrap();
+    let s = serve_in(&data, &args);
+    let mut c = s.client();
+    check(&mut c);
+    assert_eq!(tiering_field(&mut c, "tier_write_failed"), 0);
+    drop(c);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&data);
+}
