@@ -4,9 +4,19 @@
 
 mod common;
 use common::{section_field, serve_in, temp_dir, Rng};
+use std::path::PathBuf;
 
 fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
     section_field(c, "tiering", field).parse().unwrap()
+}
+
+/// A data directory, and a tier directory on a 320 MB tmpfs of its own (None when no
+/// tmpfs can be mounted; `mount_tmpfs` says so).
+fn tier_on_tmpfs(name: &str, test: &str) -> Option<(PathBuf, PathBuf, common::Tmpfs)> {
+    let dir = temp_dir(name);
+    let tier_dir = dir.join("tier");
+    let mounted = common::mount_tmpfs(&tier_dir, "320m", test)?;
+    Some((dir.join("data"), tier_dir, mounted))
 }
 
 /// 8000 bytes the store cannot compress, different for each `i`.
@@ -21,14 +31,11 @@ fn value(i: u64) -> Vec<u8> {
 /// and a restart on the same nearly full file system loses nothing.
 #[test]
 fn a_tier_on_a_filling_file_system_stops_short_of_it() {
-    let dir = temp_dir("tiering-fs-full");
-    let tier_dir = dir.join("tier");
     let test = "a_tier_on_a_filling_file_system_stops_short_of_it";
-    let Some(_mounted) = common::mount_tmpfs(&tier_dir, "320m", test) else {
+    let Some((data, tier_dir, _mounted)) = tier_on_tmpfs("tiering-fs-full", test) else {
         return;
     };
     let tier = tier_dir.to_str().unwrap();
-    let data = dir.join("data");
     let args = [
         "--appendfsync",
         "everysec",
@@ -107,13 +114,10 @@ fn a_tier_on_a_filling_file_system_stops_short_of_it() {
 /// a snapshot nor a restart brings a deleted key back.
 #[test]
 fn a_tier_whose_disk_another_process_fills_keeps_serving() {
-    let dir = temp_dir("tiering-fs-filled");
-    let tier_dir = dir.join("tier");
     let test = "a_tier_whose_disk_another_process_fills_keeps_serving";
-    let Some(_mounted) = common::mount_tmpfs(&tier_dir, "320m", test) else {
+    let Some((data, tier_dir, _mounted)) = tier_on_tmpfs("tiering-fs-filled", test) else {
         return;
     };
-    let data = dir.join("data");
     let tier = tier_dir.to_str().unwrap();
     let args = [
         "--maxmemory",
