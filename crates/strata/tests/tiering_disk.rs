@@ -10,13 +10,51 @@ fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
     section_field(c, "tiering", field).parse().unwrap()
 }
 
-/// A data directory, and a tier directory on a 320 MB tmpfs of its own (None when no
-/// tmpfs can be mounted; `mount_tmpfs` says so).
-fn tier_on_tmpfs(name: &str, test: &str) -> Option<(PathBuf, PathBuf, common::Tmpfs)> {
+/// A data directory, a tier directory on a 320 MB tmpfs of its own, and the options of a
+/// server tiering into it under `maxmemory 4mb` (None when no tmpfs can be mounted;
+/// `mount_tmpfs` says so).
+struct TierFs {
+    data: PathBuf,
+    tier_dir: PathBuf,
+    args: Vec<String>,
+    _mounted: common::Tmpfs,
+}
+
+fn tier_on_tmpfs(name: &str, test: &str) -> Option<TierFs> {
     let dir = temp_dir(name);
     let tier_dir = dir.join("tier");
     let mounted = common::mount_tmpfs(&tier_dir, "320m", test)?;
-    Some((dir.join("data"), tier_dir, mounted))
+    let tier = tier_dir.to_str().unwrap();
+    let args = [
+        "--maxmemory",
+        "4mb",
+        "--tiering",
+        "yes",
+        "--tiering-dir",
+        tier,
+    ];
+    Some(TierFs {
+        data: dir.join("data"),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        tier_dir,
+        _mounted: mounted,
+    })
+}
+
+impl TierFs {
+    fn serve(&self, extra: &[&str]) -> common::Proc {
+        let mut args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        args.extend_from_slice(extra);
+        serve_in(&self.data, &args)
+    }
+}
+
+/// SET k`i` to `value(i)`.
+fn set(c: &mut redis::Connection, i: u64) -> redis::RedisResult<()> {
+    redis::cmd("SET")
+        .arg(format!("k{i}"))
+        .arg(value(i))
+        .query(c)
 }
 
 /// 8000 bytes the store cannot compress, different for each `i`.
@@ -32,32 +70,21 @@ fn value(i: u64) -> Vec<u8> {
 #[test]
 fn a_tier_on_a_filling_file_system_stops_short_of_it() {
     let test = "a_tier_on_a_filling_file_system_stops_short_of_it";
-    let Some((data, tier_dir, _mounted)) = tier_on_tmpfs("tiering-fs-full", test) else {
+    let Some(fs) = tier_on_tmpfs("tiering-fs-full", test) else {
         return;
     };
-    let tier = tier_dir.to_str().unwrap();
-    let args = [
+    let extra = [
         "--appendfsync",
         "everysec",
-        "--maxmemory",
-        "4mb",
         "--maxmemory-policy",
         "noeviction",
-        "--tiering",
-        "yes",
-        "--tiering-dir",
-        tier,
     ];
-    let s = serve_in(&data, &args);
+    let s = fs.serve(&extra);
     let mut c = s.client();
     let mut acked = 0;
     let refused = loop {
         assert!(acked < 40_000, "320 MB written and nothing refused");
-        match redis::cmd("SET")
-            .arg(format!("k{acked}"))
-            .arg(value(acked))
-            .query::<()>(&mut c)
-        {
+        match set(&mut c, acked) {
             Ok(()) => acked += 1,
             Err(e) => break e,
         }
@@ -90,7 +117,7 @@ fn a_tier_on_a_filling_file_system_stops_short_of_it() {
     let _ = redis::cmd("SHUTDOWN").query::<()>(&mut c);
     drop(c);
     drop(s);
-    let s = serve_in(&data, &args);
+    let s = fs.serve(&extra);
     let mut c = s.client();
     let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(n, acked - 220 + 1);
@@ -104,7 +131,7 @@ fn a_tier_on_a_filling_file_system_stops_short_of_it() {
     assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
     drop(c);
     drop(s);
-    let _ = std::fs::remove_dir_all(&data);
+    let _ = std::fs::remove_dir_all(&fs.data);
 }
 
 /// Another process fills the tier's file system after entries moved there: the store's
@@ -115,34 +142,21 @@ fn a_tier_on_a_filling_file_system_stops_short_of_it() {
 #[test]
 fn a_tier_whose_disk_another_process_fills_keeps_serving() {
     let test = "a_tier_whose_disk_another_process_fills_keeps_serving";
-    let Some((data, tier_dir, _mounted)) = tier_on_tmpfs("tiering-fs-filled", test) else {
+    let Some(fs) = tier_on_tmpfs("tiering-fs-filled", test) else {
         return;
     };
-    let tier = tier_dir.to_str().unwrap();
-    let args = [
-        "--maxmemory",
-        "4mb",
-        "--tiering",
-        "yes",
-        "--tiering-dir",
-        tier,
-    ];
-    let s = serve_in(&data, &args);
+    let s = fs.serve(&[]);
     let mut c = s.client();
     let n = 3_000u64;
     for i in 0..n {
-        let _: () = redis::cmd("SET")
-            .arg(format!("k{i}"))
-            .arg(value(i))
-            .query(&mut c)
-            .unwrap();
+        set(&mut c, i).unwrap();
     }
     let cold = tiering_field(&mut c, "cold_keys");
     assert!(cold > 2000, "only {cold} cold keys");
     // Fill what is left of the file system.
     {
         use std::io::Write;
-        let mut f = std::fs::File::create(tier_dir.join("filler")).unwrap();
+        let mut f = std::fs::File::create(fs.tier_dir.join("filler")).unwrap();
         let chunk = vec![7u8; 1 << 20];
         while f.write_all(&chunk).and_then(|()| f.flush()).is_ok() {}
     }
@@ -171,23 +185,19 @@ fn a_tier_whose_disk_another_process_fills_keeps_serving() {
     };
     check(&mut c);
     // The tier takes nothing more: under noeviction, a write that needs memory is refused.
-    let e = redis::cmd("SET")
-        .arg(format!("k{n}"))
-        .arg(value(n))
-        .query::<()>(&mut c)
-        .unwrap_err();
+    let e = set(&mut c, n).unwrap_err();
     assert_eq!(e.code(), Some("OOM"), "{e}");
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     check(&mut c);
     drop(c);
     drop(s);
     // Restart with room again: the snapshot holds no deleted key.
-    std::fs::remove_file(tier_dir.join("filler")).unwrap();
-    let s = serve_in(&data, &args);
+    std::fs::remove_file(fs.tier_dir.join("filler")).unwrap();
+    let s = fs.serve(&[]);
     let mut c = s.client();
     check(&mut c);
     assert_eq!(tiering_field(&mut c, "tier_write_failed"), 0);
     drop(c);
     drop(s);
-    let _ = std::fs::remove_dir_all(&data);
+    let _ = std::fs::remove_dir_all(&fs.data);
 }

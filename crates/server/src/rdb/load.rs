@@ -355,15 +355,19 @@ pub struct Loader<'s> {
     server: &'s Server,
     opts: LoadOptions,
     summary: Summary,
-    /// Keys stored here, when there are no lanes.
+    stores: Stores<'s>,
+    /// Keys stored on this thread (`Stores::Here`).
     tally: Tally,
-    /// The sink of this thread, when there are no lanes.
-    local: Option<Box<dyn Sink + 's>>,
-    lanes: Option<Lanes>,
     /// Keys met so far.
     seen: u64,
     /// The clock as of the last 1024 keys: expiry is judged by it.
     now_ms: u64,
+}
+
+/// Where a load's keys go: to lanes, or through one sink on the loading thread.
+enum Stores<'s> {
+    Lanes(Lanes),
+    Here(Box<dyn Sink + 's>),
 }
 
 /// Lanes a load stores keys with: two take the lookups' cache misses side by side while
@@ -377,10 +381,8 @@ impl<'s> Loader<'s> {
             .then(|| server.arc())
             .flatten()
             .and_then(|arc| lanes(|| Box::new(KeyspaceSink::new(arc.clone(), opts))));
-        let local = lanes
-            .is_none()
-            .then(|| Box::new(KeyspaceSink::new(server, opts)) as Box<dyn Sink + 's>);
-        Self::with(server, opts, lanes, local)
+        let here = || Box::new(KeyspaceSink::new(server, opts)) as Box<dyn Sink + 's>;
+        Self::with(server, opts, lanes, here)
     }
 
     /// A load whose keys go through sinks `make` gives (on lanes, or one on this thread)
@@ -391,23 +393,21 @@ impl<'s> Loader<'s> {
         make: impl Fn() -> Box<dyn Sink + 'static>,
     ) -> Self {
         let lanes = lanes(&make);
-        let local = lanes.is_none().then(|| make() as Box<dyn Sink + 's>);
-        Self::with(server, opts, lanes, local)
+        Self::with(server, opts, lanes, || make() as Box<dyn Sink + 's>)
     }
 
     fn with(
         server: &'s Server,
         opts: LoadOptions,
         lanes: Option<Lanes>,
-        local: Option<Box<dyn Sink + 's>>,
+        here: impl FnOnce() -> Box<dyn Sink + 's>,
     ) -> Self {
         Loader {
             server,
             opts,
             summary: Summary::default(),
+            stores: lanes.map_or_else(|| Stores::Here(here()), Stores::Lanes),
             tally: Tally::default(),
-            local,
-            lanes,
             seen: 0,
             now_ms: clock::now_ms(),
         }
@@ -415,21 +415,20 @@ impl<'s> Loader<'s> {
 
     /// Keys handled so far (for progress reports).
     pub fn stored(&self) -> u64 {
-        match &self.lanes {
-            Some(l) => l.stored(),
-            None => self.tally.per_db.values().flatten().sum(),
+        match &self.stores {
+            Stores::Lanes(l) => l.stored(),
+            Stores::Here(_) => self.tally.per_db.values().flatten().sum(),
         }
     }
 
     /// Waits for every key to be stored; what the load did.
     pub fn finish(mut self) -> Result<Summary, LoadError> {
-        let tally = match (self.lanes.take(), self.local.take()) {
-            (Some(lanes), _) => lanes.finish()?,
-            (None, Some(mut sink)) => {
+        let tally = match self.stores {
+            Stores::Lanes(lanes) => lanes.finish()?,
+            Stores::Here(mut sink) => {
                 sink.finish()?;
                 std::mem::take(&mut self.tally)
             }
-            (None, None) => std::mem::take(&mut self.tally),
         };
         self.summary.per_db = tally.per_db;
         self.summary.expired = tally.expired;
@@ -454,16 +453,14 @@ impl<'s> Loader<'s> {
     }
 
     pub fn key(&mut self, e: Entry) -> Result<(), LoadError> {
-        if let Some(lanes) = &mut self.lanes {
-            return lanes.send(e);
-        }
+        let sink = match &mut self.stores {
+            Stores::Lanes(lanes) => return lanes.send(e),
+            Stores::Here(sink) => sink,
+        };
         self.seen += 1;
         if self.seen.is_multiple_of(1024) {
             self.now_ms = clock::now_ms();
         }
-        let Some(sink) = &mut self.local else {
-            return Err(LoadError::Stopped);
-        };
         match sink.put(&e, self.now_ms)? {
             Loaded::Expired => self.tally.expired += 1,
             Loaded::Stored => self.tally.stored(&e),
