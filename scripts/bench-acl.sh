@@ -34,11 +34,6 @@ if [ -z "${NO_BUILD:-}" ] && [ "$STRATA" = target/release/strata ]; then
 fi
 bench_workdir bench-acl
 
-# The restricted user: only the benchmark's keys, only reads and writes (and what
-# redis-benchmark asks at start), and no dangerous command.
-ACL_RULES=(on '>benchpw' '~key:*' '~counter:*' '%R~ro:*' +@read +@write +@connection
-    -@dangerous +config\|get)
-
 start_server() {
     local side=$1 port
     port=$(free_port)
@@ -56,7 +51,7 @@ start_server() {
         [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
         sleep 0.1
     done
-    redis-cli -p "$port" ACL SETUSER bench "${ACL_RULES[@]}" >/dev/null
+    redis-cli -p "$port" ACL SETUSER bench "${BENCH_ACL_RULES[@]}" >/dev/null
     SERVER_PORT=$port
 }
 

@@ -18,6 +18,11 @@ require_redis_tools() {
 
 log() { echo "$*" >&2; }
 
+# The restricted user of the ACL benchmarks: only the benchmark's keys, only reads and
+# writes (and what redis-benchmark asks at start), and no dangerous command.
+BENCH_ACL_RULES=(on '>benchpw' '~key:*' '~counter:*' '%R~ro:*' +@read +@write +@connection
+    -@dangerous +config\|get)
+
 # bench_workdir NAME: a fresh $WORK directory; every pid added to PIDS is killed and waited
 # for, and $WORK removed, when the script exits.
 bench_workdir() {

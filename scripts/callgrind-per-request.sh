@@ -12,10 +12,14 @@
 # Prints "<test> <instructions per request>". Each test takes about a minute. An LRANGE
 # test's figure includes the LPUSH that redis-benchmark runs first for each LRANGE.
 # Environment: PORT=7490  SMALL=10000  LARGE=60000  CLIENTS=50  PIPELINE=1
+#   KEYSPACE=N     redis-benchmark -r N (random keys); unset: one key
+#   AS_USER=bench  run as the ACL benchmarks' restricted user (bench-lib.sh's rules)
+#                  instead of the default user: the ACL check's cost per request
 set -euo pipefail
+source "$(dirname "$0")/bench-lib.sh"
 
 [ $# -ge 2 ] || {
-    sed -n '2,13p' "$0" >&2
+    sed -n '2,17p' "$0" >&2
     exit 2
 }
 server=$1
@@ -25,8 +29,11 @@ SMALL=${SMALL:-10000}
 LARGE=${LARGE:-60000}
 CLIENTS=${CLIENTS:-50}
 PIPELINE=${PIPELINE:-1}
+bench_args=(-c "$CLIENTS" -P "$PIPELINE")
+[ -n "${KEYSPACE:-}" ] && bench_args+=(-r "$KEYSPACE")
+[ -n "${AS_USER:-}" ] && bench_args+=(--user "$AS_USER" -a benchpw)
 work=$(mktemp -d)
-trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 # Instructions of the counted function (inclusive) in one run of N requests of TEST.
 count() {
@@ -36,7 +43,7 @@ count() {
         valgrind --tool=callgrind --callgrind-out-file="$out" \
             redis-server --port "$PORT" --save '' --appendonly no >/dev/null 2>&1 &
     else
-        pattern='strata_server::server::worker \['
+        pattern=':strata_server::net::workers::worker( \[|$)'
         rm -rf "$work/data"
         valgrind --tool=callgrind --callgrind-out-file="$out" \
             "$server" serve --port "$PORT" --appendonly no --save '' --threads 1 \
@@ -47,7 +54,10 @@ count() {
         redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
         sleep 0.2
     done
-    redis-benchmark -p "$PORT" -t "$test" -n "$n" -c "$CLIENTS" -P "$PIPELINE" -q >/dev/null 2>&1
+    if [ -n "${AS_USER:-}" ]; then
+        redis-cli -p "$PORT" ACL SETUSER "$AS_USER" "${BENCH_ACL_RULES[@]}" >/dev/null
+    fi
+    redis-benchmark -p "$PORT" -t "$test" -n "$n" "${bench_args[@]}" -q >/dev/null 2>&1
     redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
     wait "$pid" || true
     callgrind_annotate --inclusive=yes --threshold=99 "$out" 2>/dev/null |

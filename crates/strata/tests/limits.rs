@@ -366,3 +366,46 @@ fn tcp_backlog_is_the_listen_queue_length() {
         .collect();
     assert_eq!(send_q, ["37"], "{text}");
 }
+
+#[test]
+fn reply_buffers_shrink_while_idle_grow_back_while_full_and_give_back_large_replies() {
+    let p = strata(&["--enable-debug-command", "yes"]);
+    let mut admin = RespConn::new(&p);
+    call_text(
+        &mut admin,
+        &["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"],
+    );
+    let mut c = named(&p, "c");
+    let rbs = |admin: &mut RespConn| field(&client_fields(admin, "c").unwrap(), "rbs");
+    assert!(
+        within(3, || rbs(&mut admin) == 1024),
+        "an idle client's buffer shrinks to 1 KiB: {}",
+        rbs(&mut admin)
+    );
+    call_text(&mut admin, &["SET", "big", &"x".repeat(1 << 20)]);
+    let get_big = |c: &mut TcpStream| {
+        c.write_all(b"GET big\r\n").unwrap();
+        let mut reply = vec![0u8; (1 << 20) + 12];
+        c.read_exact(&mut reply).unwrap();
+        assert!(reply.starts_with(b"$1048576\r\n"));
+    };
+    let mut seen = vec![rbs(&mut admin)];
+    assert!(within(5, || {
+        get_big(&mut c);
+        let now = rbs(&mut admin);
+        if seen.last() != Some(&now) {
+            seen.push(now);
+        }
+        now == 16384
+    }));
+    assert_eq!(seen, [1024, 2048, 4096, 8192, 16384], "it doubles");
+    // The 1 MiB reply's buffer is not kept once the client is idle again.
+    let tot = |admin: &mut RespConn| field(&client_fields(admin, "c").unwrap(), "tot-mem");
+    assert!(
+        within(3, || tot(&mut admin) < 256 * 1024),
+        "tot-mem stays at {}",
+        tot(&mut admin)
+    );
+    assert!(info_num(&mut admin, "stats", "reply_buffer_shrinks") >= 1);
+    assert_eq!(info_num(&mut admin, "stats", "reply_buffer_expands"), 4);
+}

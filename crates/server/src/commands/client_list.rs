@@ -74,7 +74,7 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     let qbuf = c.qbuf.load(Ordering::Relaxed);
     let (obl, oll, omem) = c.mem.output_fields();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -96,6 +96,8 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
         } else {
             0
         },
+        c.mem.rbs.load(Ordering::Relaxed),
+        c.mem.rbp.load(Ordering::Relaxed),
         obl,
         oll,
         omem,

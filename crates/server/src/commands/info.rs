@@ -476,6 +476,17 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "migrate_cached_sockets", server.migrations.cached());
     field(s, "slave_expires_tracked_keys", 0);
     field(s, "total_error_replies", errors);
+    let resized = &st.reply_buffer;
+    field(
+        s,
+        "reply_buffer_shrinks",
+        resized.shrinks.load(Ordering::Relaxed),
+    );
+    field(
+        s,
+        "reply_buffer_expands",
+        resized.expands.load(Ordering::Relaxed),
+    );
 }
 
 /// (user, system) CPU seconds of the whole process, all threads.

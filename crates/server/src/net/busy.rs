@@ -113,12 +113,19 @@ impl Drop for Registration {
 /// script's hook on this thread, so no connection task runs meanwhile.
 pub fn serve_idle(server: &Server, stats: &ThreadStats) {
     take_incoming();
+    // Those borrowed are held by their tasks (the script's own connection, a blocked
+    // one...).
+    each_waiting(|c| serve_one(server, stats, c));
+}
+
+/// Calls `f` with each connection of this worker that waits for input (see
+/// [`serve_idle`]), outside any script.
+pub(super) fn each_waiting(mut f: impl FnMut(&mut Conn)) {
     let conns: Vec<Rc<RefCell<Conn>>> =
         IDLE.with_borrow(|m| m.values().filter_map(Weak::upgrade).collect());
     for conn in conns {
-        // Borrowed: its task holds it (the script's own connection, a blocked one...).
         if let Ok(mut c) = conn.try_borrow_mut() {
-            serve_one(server, stats, &mut c);
+            f(&mut c);
         }
     }
 }

@@ -21,6 +21,9 @@ pub struct MemFigures {
     pub omem: AtomicUsize,
     /// Everything the connection holds (tot-mem), counted in `ClientsMem::total`.
     pub total: AtomicUsize,
+    /// The reply buffer's size and recent peak (rbs, rbp; `net::replybuf`).
+    pub rbs: AtomicUsize,
+    pub rbp: AtomicUsize,
 }
 
 /// Redis's reply buffer is 16 KB before it spills into a list of blocks: CLIENT LIST shows

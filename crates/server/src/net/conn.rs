@@ -102,12 +102,15 @@ pub struct Moved {
 pub(super) fn new_conn(server: &Server, client: Client) -> Rc<RefCell<Conn>> {
     let mut parser = Parser::new(Limits::default());
     let limits = ConnLimits::load(server, &mut parser, client.authenticated);
+    let out = Output::new(READ_CHUNK);
+    let mem = &client.info.mem;
+    mem.rbs.store(out.reply.size(), Ordering::Relaxed);
     Rc::new(RefCell::new(Conn {
         client,
         parser,
         limits,
         inbuf: BytesMut::with_capacity(READ_CHUNK),
-        out: Output::new(READ_CHUNK),
+        out,
         resume: None,
         served: false,
     }))

@@ -7,6 +7,7 @@ pub(crate) mod conn;
 pub mod listen;
 pub mod listeners;
 pub(crate) mod output;
+pub(crate) mod replybuf;
 pub mod sched;
 pub mod signals;
 pub mod start;

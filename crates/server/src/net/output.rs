@@ -9,6 +9,7 @@
 //! writing what is pending.
 
 use crate::exec::client::Client;
+use crate::net::replybuf::ReplyBuf;
 use crate::net::wire::Wire;
 use crate::services::pubsub::BufferLimit;
 use std::io;
@@ -64,6 +65,8 @@ pub(crate) struct Output {
     soft_since: Option<Instant>,
     /// Pub/sub message bytes in `buf`, confirmed to the mailbox once written.
     pub mail: usize,
+    /// The size Redis's rules give the buffer while it is empty (`net::replybuf`).
+    pub reply: ReplyBuf,
 }
 
 impl Output {
@@ -73,6 +76,7 @@ impl Output {
             sent: 0,
             soft_since: None,
             mail: 0,
+            reply: ReplyBuf::new(),
         }
     }
 
@@ -106,6 +110,7 @@ impl Output {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) => return Err(e),
         }
+        self.reply.note(self.buf.len());
         self.buf.clear();
         self.sent = 0;
         if self.buf.capacity() > KEEP_CAPACITY {

@@ -54,6 +54,8 @@ pub fn worker(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
+        let mut cron = tokio::time::interval(Duration::from_millis(100));
+        cron.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 s = crate::net::busy::next() => match s {
@@ -62,8 +64,9 @@ pub fn worker(
                     Some(s) => { crate::net::accept::start(&server, &stats, s, me); }
                     None => break,
                 },
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                _ = cron.tick() => {
                     if server.shutting_down.load(Ordering::SeqCst) { break; }
+                    crate::net::replybuf::resize_idle(&server);
                 }
             }
         }

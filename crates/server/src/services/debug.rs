@@ -18,8 +18,7 @@ pub struct DebugSwitches {
     /// QUICKLIST-PACKED-THRESHOLD, in bytes. Strata's list nodes have no plain form for
     /// large elements, so this is kept and nothing else.
     pub packed_threshold: AtomicU64,
-    /// REPLYBUFFER PEAK-RESET-TIME (ms, -1: never) and RESIZING: Strata's reply buffers
-    /// are its own (one per connection, reused), so these are kept and nothing else.
+    /// REPLYBUFFER PEAK-RESET-TIME (ms, -1: never) and RESIZING, read by `net::replybuf`.
     pub reply_peak_reset_ms: AtomicI64,
     pub reply_resizing: AtomicBool,
     /// AOF-FLUSH-SLEEP, in microseconds: kept; the journal flushes on its own thread.

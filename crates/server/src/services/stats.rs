@@ -127,6 +127,8 @@ pub struct Stats {
     pub evicted_clients: AtomicU64,
     /// Connections handed to another worker (a hot key's, see conn::serve_client).
     pub connections_moved: AtomicU64,
+    /// Reply buffers resized (`net::replybuf`).
+    pub reply_buffer: crate::net::replybuf::ResizeCounts,
     errors: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -217,6 +219,8 @@ impl Stats {
         self.rejected_connections.store(0, Relaxed);
         self.evicted_clients.store(0, Relaxed);
         self.connections_moved.store(0, Relaxed);
+        self.reply_buffer.shrinks.store(0, Relaxed);
+        self.reply_buffer.expands.store(0, Relaxed);
     }
 }
 
