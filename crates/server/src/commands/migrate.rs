@@ -56,7 +56,7 @@ pub const COMMANDS: &[Command] = &[Command {
 
 /// Redis's migrateGetKeys: the key argument, or with KEYS (and an empty key argument)
 /// every argument after it; options with values are stepped over.
-fn migrate_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+fn migrate_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
     let at = |pos| KeyAt {
         pos,
         flags: ks::RW | ks::ACCESS | ks::DELETE,
@@ -65,10 +65,10 @@ fn migrate_keys(argv: &[Bytes]) -> Vec<KeyAt> {
     while i < argv.len() {
         let a = &argv[i];
         if a.eq_ignore_ascii_case(b"keys") {
-            if !argv[3].is_empty() {
-                return Vec::new();
+            if argv[3].is_empty() {
+                (i + 1..argv.len()).for_each(|pos| f(at(pos)));
             }
-            return (i + 1..argv.len()).map(at).collect();
+            return;
         }
         if a.eq_ignore_ascii_case(b"auth") {
             i += 1;
@@ -77,7 +77,7 @@ fn migrate_keys(argv: &[Bytes]) -> Vec<KeyAt> {
         }
         i += 1;
     }
-    vec![at(3)]
+    f(at(3))
 }
 
 /// The parsed arguments.

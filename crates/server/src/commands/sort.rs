@@ -82,11 +82,11 @@ pub const COMMANDS: &[Command] = &[
 
 /// Redis's sortGetKeys: the source (read), and the key after the last STORE (written;
 /// options with arguments are skipped as Redis skips them).
-fn sort_keys(argv: &[Bytes]) -> Vec<KeyAt> {
-    let mut keys = vec![KeyAt {
+fn sort_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
+    f(KeyAt {
         pos: 1,
         flags: ks::RO | ks::ACCESS,
-    }];
+    });
     let mut store = None;
     let mut i = 2;
     while i < argv.len() {
@@ -100,11 +100,12 @@ fn sort_keys(argv: &[Bytes]) -> Vec<KeyAt> {
         }
         i += 1;
     }
-    keys.extend(store.map(|pos| KeyAt {
-        pos,
-        flags: ks::OW | ks::UPDATE,
-    }));
-    keys
+    if let Some(pos) = store {
+        f(KeyAt {
+            pos,
+            flags: ks::OW | ks::UPDATE,
+        });
+    }
 }
 
 fn sort(ctx: &mut Ctx<'_>) -> CmdResult {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 /// BITFIELD's key, read-only while only GETs (and OVERFLOWs) come first, as Redis's
 /// bitfieldGetKeys judges it (anything else, a malformed one included, may write).
-pub(super) fn bitfield_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+pub(super) fn bitfield_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
     let mut i = 2;
     let mut readonly = true;
     while i < argv.len() {
@@ -30,7 +30,7 @@ pub(super) fn bitfield_keys(argv: &[Bytes]) -> Vec<KeyAt> {
     } else {
         ks::RW | ks::ACCESS | ks::UPDATE
     };
-    vec![KeyAt { pos: 1, flags }]
+    f(KeyAt { pos: 1, flags })
 }
 
 #[derive(Clone, Copy, PartialEq)]

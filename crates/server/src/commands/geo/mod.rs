@@ -176,20 +176,20 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 /// Keys of GEORADIUS: the source and the destinations of STORE and STOREDIST.
-fn radius_keys(argv: &[Bytes]) -> Vec<KeyAt> {
-    store_keys(argv, 6)
+fn radius_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
+    store_keys(argv, 6, f)
 }
 
 /// Keys of GEORADIUSBYMEMBER, whose options start one argument earlier.
-fn radius_member_keys(argv: &[Bytes]) -> Vec<KeyAt> {
-    store_keys(argv, 5)
+fn radius_member_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
+    store_keys(argv, 5, f)
 }
 
 /// The source, then what Redis's key specs name (the argument after the first STORE and
 /// after the first STOREDIST from `options` on: COMMAND GETKEYS lists these), then the
 /// destination the command actually writes if another one: the last STORE or STOREDIST
 /// as the option parser meets it.
-fn store_keys(argv: &[Bytes], options: usize) -> Vec<KeyAt> {
+fn store_keys(argv: &[Bytes], options: usize, f: &mut dyn FnMut(KeyAt)) {
     let is = |i: usize, word: &[u8]| argv[i].eq_ignore_ascii_case(word);
     let first_after = |word: &[u8]| {
         (options..argv.len().saturating_sub(1))
@@ -215,16 +215,16 @@ fn store_keys(argv: &[Bytes], options: usize) -> Vec<KeyAt> {
         keys.push(w);
     }
     // The source is read; a destination is overwritten.
-    keys.into_iter()
-        .map(|pos| KeyAt {
+    for pos in keys {
+        f(KeyAt {
             pos,
             flags: if pos == 1 {
                 ks::RO | ks::ACCESS
             } else {
                 ks::OW | ks::UPDATE
             },
-        })
-        .collect()
+        });
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -394,32 +394,39 @@ mod tests {
                 .map(|a| Bytes::copy_from_slice(a.as_bytes()))
                 .collect()
         };
-        let pos = |keys: Vec<KeyAt>| -> Vec<usize> { keys.iter().map(|k| k.pos).collect() };
-        assert_eq!(pos(radius_keys(&argv("georadius k 1 2 3 km"))), vec![1]);
+        let pos = |find: crate::exec::command::KeyFinder, args: Vec<Bytes>| -> Vec<usize> {
+            let mut v = Vec::new();
+            find(&args, &mut |k| v.push(k.pos));
+            v
+        };
+        assert_eq!(pos(radius_keys, argv("georadius k 1 2 3 km")), vec![1]);
         assert_eq!(
-            pos(radius_keys(&argv(
-                "georadius k 1 2 3 km store a storedist b"
-            ))),
+            pos(
+                radius_keys,
+                argv("georadius k 1 2 3 km store a storedist b")
+            ),
             vec![1, 7, 9]
         );
         assert_eq!(
-            pos(radius_keys(&argv(
-                "georadius k 1 2 3 km store a count 2 store b"
-            ))),
+            pos(
+                radius_keys,
+                argv("georadius k 1 2 3 km store a count 2 store b")
+            ),
             vec![1, 7, 11]
         );
         assert_eq!(
-            pos(radius_keys(&argv("georadius k 1 2 3 km count store"))),
+            pos(radius_keys, argv("georadius k 1 2 3 km count store")),
             vec![1]
         );
         assert_eq!(
-            pos(radius_member_keys(&argv(
-                "georadiusbymember k m 3 km STORE d"
-            ))),
+            pos(
+                radius_member_keys,
+                argv("georadiusbymember k m 3 km STORE d")
+            ),
             vec![1, 6]
         );
         assert_eq!(
-            pos(radius_keys(&argv("georadius k 1 2 3 km store"))),
+            pos(radius_keys, argv("georadius k 1 2 3 km store")),
             vec![1]
         );
     }

@@ -123,9 +123,14 @@ fn search(ctx: &mut Ctx<'_>, form: Form, may_store: bool) -> CmdResult {
     // The keys the command was planned with: the source, and the destination of a store.
     let positions = match form {
         Form::SearchStore => vec![1, 2],
-        Form::Radius if may_store => radius_keys(ctx.argv).iter().map(|k| k.pos).collect(),
-        Form::RadiusByMember if may_store => {
-            radius_member_keys(ctx.argv).iter().map(|k| k.pos).collect()
+        Form::Radius | Form::RadiusByMember if may_store => {
+            let find = match form {
+                Form::Radius => radius_keys,
+                _ => radius_member_keys,
+            };
+            let mut v = Vec::new();
+            find(ctx.argv, &mut |k| v.push(k.pos));
+            v
         }
         _ => vec![1],
     };

@@ -26,7 +26,7 @@ const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// XREAD/XREADGROUP key positions: the first half of the arguments after STREAMS (none
 /// when the options before it do not parse, or the keys and IDs do not pair up).
-pub(super) fn stream_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+pub(super) fn stream_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
     let mut i = 1;
     while i < argv.len() {
         match argv[i].to_ascii_lowercase().as_slice() {
@@ -35,20 +35,19 @@ pub(super) fn stream_keys(argv: &[Bytes]) -> Vec<KeyAt> {
             b"noack" => i += 1,
             b"streams" => {
                 let rest = argv.len() - i - 1;
-                if rest == 0 || !rest.is_multiple_of(2) {
-                    return Vec::new();
+                if rest > 0 && rest.is_multiple_of(2) {
+                    for pos in i + 1..=i + rest / 2 {
+                        f(KeyAt {
+                            pos,
+                            flags: ks::RO | ks::ACCESS,
+                        });
+                    }
                 }
-                return (i + 1..=i + rest / 2)
-                    .map(|pos| KeyAt {
-                        pos,
-                        flags: ks::RO | ks::ACCESS,
-                    })
-                    .collect();
+                return;
             }
-            _ => return Vec::new(),
+            _ => return,
         }
     }
-    Vec::new()
 }
 
 /// The options of one XREAD or XREADGROUP.

@@ -98,14 +98,14 @@ fn expire_ms(arg: &[u8], flags: u32, now: u64, cmd: &str) -> Result<u64, CmdErro
 
 /// SET's key: overwritten, or read and updated when GET returns the old value (Redis's
 /// setGetKeys: an argument spelled GET, in any case, from the third on).
-pub(super) fn set_keys(argv: &[Bytes]) -> Vec<KeyAt> {
+pub(super) fn set_keys(argv: &[Bytes], f: &mut dyn FnMut(KeyAt)) {
     let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
     let flags = if get {
         ks::RW | ks::ACCESS | ks::UPDATE
     } else {
         ks::OW | ks::UPDATE
     };
-    vec![KeyAt { pos: 1, flags }]
+    f(KeyAt { pos: 1, flags })
 }
 
 pub(super) fn get(ctx: &mut Ctx<'_>) -> CmdResult {

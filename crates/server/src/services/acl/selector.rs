@@ -3,7 +3,7 @@
 //! allowed when any one selector allows it whole.
 
 use super::rules::{Env, RuleError};
-use crate::exec::command::{acl_category_bit, flags, ks, Channels, Command, KeyAt};
+use crate::exec::command::{acl_category_bit, flags, ks, Channels};
 use crate::exec::table::Table;
 use bytes::Bytes;
 
@@ -98,24 +98,6 @@ impl Denied {
             other
         } else {
             self
-        }
-    }
-}
-
-/// A call's keys with their key-spec flags (as COMMAND GETKEYSANDFLAGS finds them),
-/// found once and shared by the selectors.
-#[derive(Default)]
-pub struct CallKeys(Option<Vec<KeyAt>>);
-
-impl CallKeys {
-    /// Calls `f` with each key: keys found by a command's own code are found once and kept
-    /// for the next selector; the others cost no allocation.
-    fn each(&mut self, cmd: &Command, argv: &[Bytes], mut f: impl FnMut(KeyAt)) {
-        if matches!(cmd.keys, crate::exec::command::Keys::Custom(..)) {
-            let keys = self.0.get_or_insert_with(|| cmd.keys_and_flags(argv));
-            keys.iter().copied().for_each(f);
-        } else {
-            cmd.for_each_key_and_flags(argv, &mut f);
         }
     }
 }
@@ -388,13 +370,7 @@ impl Selector {
 
     /// May this selector run command `id` with `argv`? The command, then its keys, then
     /// its channels.
-    pub fn check(
-        &self,
-        table: &Table,
-        id: usize,
-        argv: &[Bytes],
-        keys: &mut CallKeys,
-    ) -> Result<(), Denied> {
+    pub fn check(&self, table: &Table, id: usize, argv: &[Bytes]) -> Result<(), Denied> {
         let cmd = table.commands[id];
         if !self.all_commands && !cmd.has(flags::NO_AUTH) && !self.bit(id) {
             let allowed = self.firstargs(id);
@@ -405,7 +381,7 @@ impl Selector {
         }
         if !self.all_keys {
             let mut denied = None;
-            keys.each(cmd, argv, |k| {
+            cmd.for_each_key_and_flags(argv, |k| {
                 let Some(key) = argv.get(k.pos) else { return };
                 if denied.is_none() && !self.key_allowed(key, needed(k.flags)) {
                     denied = Some(k.pos);

@@ -370,10 +370,10 @@ impl User {
             return true;
         }
         let rules = self.rules.load();
-        let mut keys = super::selector::CallKeys::default();
-        rules.selectors.iter().any(|s| {
-            s.check(table, id, argv, &mut keys).is_ok() && s.all_keys_with(super::selector::READ)
-        })
+        rules
+            .selectors
+            .iter()
+            .any(|s| s.check(table, id, argv).is_ok() && s.all_keys_with(super::selector::READ))
     }
 }
 
@@ -385,10 +385,9 @@ impl Rules {
         id: usize,
         argv: &[Bytes],
     ) -> Result<(), Denied> {
-        let mut keys = super::selector::CallKeys::default();
         let mut worst = Denied::Command;
         for sel in &self.selectors {
-            match sel.check(table, id, argv, &mut keys) {
+            match sel.check(table, id, argv) {
                 Ok(()) => return Ok(()),
                 Err(d) => worst = worst.max(d),
             }
