@@ -477,16 +477,12 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "slave_expires_tracked_keys", 0);
     field(s, "total_error_replies", errors);
     let resized = &st.reply_buffer;
-    field(
-        s,
-        "reply_buffer_shrinks",
-        resized.shrinks.load(Ordering::Relaxed),
-    );
-    field(
-        s,
-        "reply_buffer_expands",
-        resized.expands.load(Ordering::Relaxed),
-    );
+    for (name, count) in [
+        ("reply_buffer_shrinks", &resized.shrinks),
+        ("reply_buffer_expands", &resized.expands),
+    ] {
+        field(s, name, count.load(Ordering::Relaxed));
+    }
 }
 
 /// (user, system) CPU seconds of the whole process, all threads.
