@@ -146,6 +146,36 @@ impl Db {
         (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h)).then_some(idx)
     }
 
+    /// A restart that keeps the store (the server's `tiering::kept`): `key`'s entry is in
+    /// the store already, not in RAM; its shard counts it as cold. `volatile`: it has a
+    /// TTL.
+    pub fn adopt_cold(&self, key: &[u8], volatile: bool) {
+        let h = hash(key);
+        let mut g = self.shard_ref(self.shard_index(h)).acquire();
+        g.cold += 1;
+        g.cold_volatile += usize::from(volatile);
+        g.cold_filter.insert(h);
+    }
+
+    /// A restart that keeps the store: `key`'s entry goes into RAM, clean (its copy in
+    /// the store is the same value, as after a read brought it back). Not through a
+    /// write, which would take the copy out of the store first.
+    pub fn adopt_clean(&self, key: &[u8], owned: Owned) {
+        let h = hash(key);
+        let mut g = self.shard_ref(self.shard_index(h)).acquire();
+        if g.position(h, key).is_some() {
+            return;
+        }
+        g.clean.insert(key.into());
+        g.cold_filter.insert(h);
+        let stamp = self.stamp_now();
+        if owned.raw {
+            g.put_general(h, key, owned.value, owned.expire_at, stamp);
+        } else {
+            g.put(h, key, owned.value, owned.expire_at, stamp);
+        }
+    }
+
     /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in
     /// RAM (and has a TTL, if `volatile`). Returns the RAM entry for the caller to free,
     /// None if there was nothing to move, or the store's error (the entry stays).
@@ -196,7 +226,7 @@ impl Db {
             // Clean keys are in RAM: the walk gave them.
             let in_ram = !g.clean.is_empty() && g.clean.contains(key);
             if !in_ram && !saved.is_some_and(|m| m.contains_key(key)) {
-                f(Captured::Value(key, &owned));
+                f(Captured::Cold(key, &owned));
             }
             true
         });

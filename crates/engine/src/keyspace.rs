@@ -83,10 +83,14 @@ impl ScanFilter<'_> {
     }
 }
 
-/// One entry of a shard being captured: live, or as it was before a write saved it.
+/// One entry of a shard being captured: live, or as it was before a write saved it. With
+/// tiering, a capture also says which live entries have a copy in the cold store (`Clean`)
+/// and which are only there (`Cold`): a restart may keep the store (`crate::cold`).
 pub enum Captured<'a> {
     Entry(EntryRef<'a>),
     Value(&'a [u8], &'a crate::value::Owned),
+    Clean(EntryRef<'a>),
+    Cold(&'a [u8], &'a crate::value::Owned),
 }
 
 /// What one `Db::capture_chunk` call did.
@@ -317,7 +321,11 @@ impl Db {
         for i in p.cursor..end {
             if let Some(e) = g.entry_at(i) {
                 if !p.map.contains_key(e.key()) {
-                    f(Captured::Entry(e));
+                    if !g.clean.is_empty() && g.clean.contains(e.key()) {
+                        f(Captured::Clean(e));
+                    } else {
+                        f(Captured::Entry(e));
+                    }
                 }
             }
         }

@@ -17,10 +17,41 @@ use std::sync::OnceLock;
 /// foldhash mixes the length into its seed anyway.
 #[inline]
 pub(crate) fn hash(key: &[u8]) -> u64 {
-    static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
-    let mut h = STATE.get_or_init(Default::default).build_hasher();
+    let mut h = hash_state().1.build_hasher();
     h.write(key);
     h.finish()
+}
+
+/// The seed in use, and the state it makes: random unless [`use_hash_seed`] came first.
+static STATE: OnceLock<(u64, foldhash::fast::SeedableRandomState)> = OnceLock::new();
+
+#[inline]
+fn hash_state() -> &'static (u64, foldhash::fast::SeedableRandomState) {
+    STATE.get_or_init(|| {
+        let random = foldhash::fast::RandomState::default().hash_one(0u64);
+        state_for(random)
+    })
+}
+
+fn state_for(seed: u64) -> (u64, foldhash::fast::SeedableRandomState) {
+    use foldhash::{fast::SeedableRandomState, SharedSeed};
+    // Once per process.
+    let shared: &'static SharedSeed = Box::leak(Box::new(SharedSeed::from_u64(
+        seed.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15,
+    )));
+    (seed, SeedableRandomState::with_seed(seed, shared))
+}
+
+/// The seed of this process's keyspace hash. A key's shard depends on it: a store that
+/// files keys by shard (the server's tier) is only valid under the same seed.
+pub fn hash_seed() -> u64 {
+    hash_state().0
+}
+
+/// Makes `seed` this process's hash seed, if nothing was hashed yet; whether it is the
+/// seed in use.
+pub fn use_hash_seed(seed: u64) -> bool {
+    STATE.get_or_init(|| state_for(seed)).0 == seed
 }
 
 /// Key equality for table probes, which compare keys on every lookup: without a call to

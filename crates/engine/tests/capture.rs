@@ -68,8 +68,10 @@ fn chunk(db: &Db, buckets: usize, got: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> Captu
     let mut dup = None;
     let state = db.capture_chunk(0, EPOCH, buckets, |c| {
         let (k, v) = match c {
-            Captured::Entry(e) => (e.key().to_vec(), e.as_str().map(<[u8]>::to_vec)),
-            Captured::Value(k, o) => match &o.value {
+            Captured::Entry(e) | Captured::Clean(e) => {
+                (e.key().to_vec(), e.as_str().map(<[u8]>::to_vec))
+            }
+            Captured::Value(k, o) | Captured::Cold(k, o) => match &o.value {
                 Value::Str(s) => (k.to_vec(), Some(s.clone())),
                 _ => (k.to_vec(), None),
             },

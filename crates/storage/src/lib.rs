@@ -12,7 +12,7 @@ pub mod snapshot;
 mod snapshot_stream;
 
 pub use check::{check, truncate, CheckReport, TruncateReport};
-pub use format::{journal_dir, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN};
+pub use format::{fsync_dir, journal_dir, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN};
 pub use journal::{Fsync, Journal, JournalOptions, JournalStats, DEFAULT_SEGMENT_BYTES};
 pub use recovery::{
     journal_end, read_blocks, scan_segment, truncate_torn_tail, Block, BlockRef, Position, Problem,
@@ -20,8 +20,9 @@ pub use recovery::{
 };
 pub use snapshot::{
     decode_entries, encode_entry, encode_value, latest_snapshot, load_snapshot,
-    load_snapshot_bytes, remove_older_snapshots, remove_unfinished_snapshots, snapshot_meta,
-    snapshot_path, SnapshotInfo, SnapshotMeta, SnapshotWriter,
+    load_snapshot_bytes, load_snapshot_placed, mark_place, remove_older_snapshots,
+    remove_unfinished_snapshots, snapshot_meta, snapshot_path, Place, SnapshotInfo, SnapshotMeta,
+    SnapshotWriter,
 };
 
 use std::fs::{File, OpenOptions};

@@ -12,7 +12,8 @@ use crate::format::{fsync_dir, u32_at, u64_at};
 use crate::recovery::{journal_end, Position, RecoveryError};
 
 const MAGIC: &[u8; 4] = b"STRS";
-const VERSION: u32 = 1;
+/// Version 2 added the place flags (F_COLD, F_CLEAN); version 1 files load as ever.
+const VERSION: u32 = 2;
 /// magic 4, version 4, epoch 8, replay segment 8, replay offset 8, created ms 8, crc 4.
 const HEADER_LEN: usize = 44;
 /// marker (0) 4, entries 8, file length 8, crc 4.
@@ -27,6 +28,33 @@ const T_SET: u8 = 3;
 const T_ZSET: u8 = 4;
 const T_STREAM: u8 = 5;
 const F_EXPIRE: u8 = 0x80;
+const F_COLD: u8 = 0x40;
+const F_CLEAN: u8 = 0x20;
+
+/// Where an entry was when a server with tiering captured it. Only a restart that keeps
+/// the tier (docs/tiering.md, "Restarts") reads this; to every other reader an entry is
+/// its key and value, wherever it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In RAM only.
+    Ram,
+    /// In the tier's store only.
+    Cold,
+    /// In RAM, with the same value in the tier's store.
+    Clean,
+}
+
+/// Records `place` on the entry encoded at `buf[start..]` (by `encode_entry`,
+/// `encode_value` or `put_str`).
+pub fn mark_place(buf: &mut [u8], start: usize, place: Place) {
+    if let Some(tag) = buf.get_mut(start) {
+        *tag |= match place {
+            Place::Ram => 0,
+            Place::Cold => F_COLD,
+            Place::Clean => F_CLEAN,
+        };
+    }
+}
 
 /// A snapshot's header facts, plus its size and (after a full load) entry count.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -361,7 +389,7 @@ fn decode_header(h: &[u8]) -> Result<Header, &'static str> {
     if u32_at(h, 40) != crc32fast::hash(&h[0..40]) {
         return Err("header crc mismatch");
     }
-    if u32_at(h, 4) != VERSION {
+    if !(1..=VERSION).contains(&u32_at(h, 4)) {
         return Err("unsupported version");
     }
     Ok(Header {
@@ -504,7 +532,16 @@ pub fn remove_older_snapshots(dir: &Path, keep_epoch: u64) -> io::Result<()> {
 pub fn load_snapshot(
     path: &Path,
     enc: &Encodings,
-    f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
+    mut f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
+) -> Result<SnapshotMeta, RecoveryError> {
+    load_snapshot_placed(path, enc, |_, db, key, exp, value| f(db, key, exp, value))
+}
+
+/// `load_snapshot`, telling `f` where each entry was when it was captured.
+pub fn load_snapshot_placed(
+    path: &Path,
+    enc: &Encodings,
+    f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Value),
 ) -> Result<SnapshotMeta, RecoveryError> {
     let io_err = |err| RecoveryError::Io {
         path: path.to_path_buf(),
@@ -519,14 +556,14 @@ pub fn load_snapshot(
 pub fn load_snapshot_bytes(
     bytes: &[u8],
     enc: &Encodings,
-    f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
+    mut f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
 ) -> Result<SnapshotMeta, RecoveryError> {
     load_from(
         bytes,
         bytes.len() as u64,
         Path::new("<memory>.snap"),
         enc,
-        f,
+        |_, db, key, exp, value| f(db, key, exp, value),
     )
 }
 
@@ -535,7 +572,7 @@ fn load_from(
     len: u64,
     path: &Path,
     enc: &Encodings,
-    mut f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
+    mut f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Value),
 ) -> Result<SnapshotMeta, RecoveryError> {
     let mut off: u64 = 0;
     let read = |r: &mut dyn Read, buf: &mut [u8], off: &mut u64, what: &str| {
@@ -608,7 +645,7 @@ fn load_from(
             let eat = body_at + c.p as u64;
             let e = decode_entry(&mut c, enc).map_err(|r| corrupt(path, eat, r))?;
             entries += 1;
-            f(e.0, e.1, e.2, e.3);
+            f(e.0, e.1, e.2, e.3, e.4);
         }
     }
 }
@@ -668,7 +705,7 @@ impl<'a> Cur<'a> {
     }
 }
 
-type Decoded = (u32, Vec<u8>, Option<u64>, Value);
+type Decoded = (Place, u32, Vec<u8>, Option<u64>, Value);
 
 /// Decodes entries as [`encode_entry`]/[`encode_value`] wrote them into `bytes` (a chunk
 /// for `SnapshotWriter::raw_chunk`), calling `f(db, key, expire_at, value)` for each.
@@ -682,7 +719,7 @@ pub fn decode_entries(
     let mut n = 0;
     while c.p < bytes.len() {
         let at = c.p;
-        let (db, key, exp, value) =
+        let (_, db, key, exp, value) =
             decode_entry(&mut c, enc).map_err(|e| format!("entry at offset {at}: {e}"))?;
         f(db, key, exp, value);
         n += 1;
@@ -692,6 +729,12 @@ pub fn decode_entries(
 
 fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
     let tag = c.u8()?;
+    let place = match (tag & F_COLD != 0, tag & F_CLEAN != 0) {
+        (false, false) => Place::Ram,
+        (true, false) => Place::Cold,
+        (false, true) => Place::Clean,
+        (true, true) => return Err("entry both cold and in RAM"),
+    };
     let db = u32::try_from(c.varint()?).map_err(|_| "db number too large")?;
     let expire_at = if tag & F_EXPIRE != 0 {
         Some(c.u64le()?)
@@ -699,7 +742,7 @@ fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
         None
     };
     let key = c.bytes()?.to_vec();
-    let value = match tag & !F_EXPIRE {
+    let value = match tag & !(F_EXPIRE | F_COLD | F_CLEAN) {
         T_STR => Value::Str(c.bytes()?.to_vec()),
         T_HASH => {
             let n = c.count()?;
@@ -751,5 +794,5 @@ fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
         T_STREAM => Value::Stream(Box::new(crate::snapshot_stream::decode_stream(c)?)),
         _ => return Err("unknown value type"),
     };
-    Ok((db, key, expire_at, value))
+    Ok((place, db, key, expire_at, value))
 }

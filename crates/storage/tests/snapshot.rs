@@ -534,3 +534,36 @@ fn damaged_streams_never_panic() {
     }
     assert!(errors > 0);
 }
+
+#[test]
+fn entries_keep_the_place_they_were_captured_in() {
+    let enc = Encodings::default();
+    let d = TempDir::new("snap-place");
+    let mut w = SnapshotWriter::create(d.path(), 1, Position::default()).unwrap();
+    let mut chunk = Vec::new();
+    let places = [Place::Ram, Place::Cold, Place::Clean];
+    for (i, place) in places.iter().enumerate() {
+        let start = chunk.len();
+        let expire = (i == 1).then_some(1 << 50);
+        encode_value(&mut chunk, 0, &[b'k', i as u8], expire, &Value::Str(vec![b'v'; i]));
+        mark_place(&mut chunk, start, *place);
+    }
+    w.raw_chunk(&chunk, 3).unwrap();
+    let info = w.finish().unwrap();
+    let mut got = Vec::new();
+    load_snapshot_placed(&info.path, &enc, |p, _, k, e, _| got.push((p, k, e))).unwrap();
+    let want: Vec<_> = (0..3u8)
+        .map(|i| (places[usize::from(i)], vec![b'k', i], (i == 1).then_some(1 << 50)))
+        .collect();
+    assert_eq!(got, want);
+    // Readers that do not ask get the same entries.
+    let mut plain = 0;
+    load_snapshot(&info.path, &enc, |_, _, _, _| plain += 1).unwrap();
+    assert_eq!(plain, 3);
+    // Both flags at once is damage.
+    let mut bad = Vec::new();
+    encode_value(&mut bad, 0, b"x", None, &Value::Str(vec![]));
+    mark_place(&mut bad, 0, Place::Cold);
+    mark_place(&mut bad, 0, Place::Clean);
+    assert!(decode_entries(&bad, &enc, |_, _, _, _| {}).is_err());
+}

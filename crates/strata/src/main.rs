@@ -358,15 +358,17 @@ fn export(a: ExportArgs, directives: Vec<(String, Vec<String>)>) -> ExitCode {
 
 fn init_logging(config: &Config) {
     let level = match config.get().loglevel {
-        Loglevel::Debug | Loglevel::Verbose => tracing::Level::DEBUG,
-        Loglevel::Warning => tracing::Level::WARN,
-        Loglevel::Nothing => tracing::Level::ERROR,
-        Loglevel::Notice => tracing::Level::INFO,
+        Loglevel::Debug | Loglevel::Verbose => "debug",
+        Loglevel::Warning => "warn",
+        Loglevel::Nothing => "error",
+        Loglevel::Notice => "info",
     };
+    // The tier's store logs a line per tree it opens: only its warnings are ours to show.
+    let filter = tracing_subscriber::EnvFilter::new(format!("{level},fjall=warn,lsm_tree=warn"));
     // Colour only for a terminal: logs piped to a file or a supervisor stay plain text.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
+        .with_env_filter(filter)
         .with_target(false)
         .with_ansi(tty);
     let logfile = config.get().logfile.clone();

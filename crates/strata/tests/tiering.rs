@@ -542,3 +542,64 @@ fn an_rdb_import_larger_than_maxmemory_spills_to_the_tier() {
         assert_eq!(contents(&mut c, key), contents(&mut rc, key), "{key}");
     }
 }
+
+/// Every key's contents, key by key.
+fn dataset(c: &mut redis::Connection) -> Vec<(String, String)> {
+    all_keys(c)
+        .into_iter()
+        .map(|k| {
+            let v = contents(c, &k);
+            (k, v)
+        })
+        .collect()
+}
+
+/// A server on `dir` until SHUTDOWN, which saves a snapshot (save rules are set).
+fn shut_down(mut s: Proc, c: &mut redis::Connection) {
+    let _ = redis::cmd("SHUTDOWN").query::<()>(c);
+    assert!(s.wait_exit(std::time::Duration::from_secs(30)), "SHUTDOWN");
+}
+
+#[test]
+fn a_clean_shutdown_keeps_the_tier_and_a_kill_does_not() {
+    let dir = temp_dir("tiering-kept");
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    let mut r = Rng(0x06e5_7a27);
+    for _ in 0..3000 {
+        run(&mut c, &random_command(&mut r));
+    }
+    // Reading every key leaves clean copies (in RAM and in the tier) besides cold keys.
+    let before = dataset(&mut c);
+    let cold = tiering_field(&mut c, "cold_keys");
+    assert!(cold > 100, "{cold} cold keys");
+    shut_down(s, &mut c);
+
+    // The restart takes the tier as the exit left it: nothing written to it, every cold key
+    // still there, and every key as it was.
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    assert_eq!(tiering_field(&mut c, "tier_bytes_written"), 0);
+    assert_eq!(tiering_field(&mut c, "moved_to_disk"), 0);
+    assert_eq!(tiering_field(&mut c, "cold_keys"), cold);
+    assert_eq!(dataset(&mut c), before);
+    // It serves as before: writes to cold and clean keys, deletes, spills.
+    for _ in 0..1500 {
+        run(&mut c, &random_command(&mut r));
+    }
+    assert!(tiering_field(&mut c, "moved_to_disk") > 0);
+    let after = dataset(&mut c);
+    drop(c);
+    // A SIGKILL: no exit kept the tier, so the next start rebuilds it from the snapshot
+    // and the journal.
+    drop(s);
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    assert!(
+        tiering_field(&mut c, "moved_to_disk") > 0,
+        "the tier is rebuilt"
+    );
+    assert_eq!(dataset(&mut c), after);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,6 +50,10 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
         let _ = server.tier.set(tier);
     }
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
+    if let Some(tier) = server.tier.get() {
+        // Only the start's own load adopts a kept store's entries (not DEBUG RELOAD's).
+        tier.watch.kept.store(false, Ordering::Relaxed);
+    }
     if let Some(path) = &opts.rdb_import {
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
     }
@@ -101,6 +105,9 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
     }
     let journal = server.persist.journal().is_some();
     server.persist.close();
+    if let Some(tier) = server.tier.get() {
+        crate::services::tier_kept::at_exit(&server, tier);
+    }
     // No command runs any more: the replication offset is exactly that of the data.
     crate::services::replication::save_at_shutdown(&server, journal);
     tracing::info!("Strata is now ready to exit, bye bye...");

@@ -85,11 +85,11 @@ pub fn write_keyspace<W: Write>(server: &Server, w: &mut Writer<W>) -> io::Resul
             let mut walk = db.walk_shard(idx, now);
             while walk.next_batch(BATCH, |c| {
                 batch.push(match c {
-                    Captured::Entry(e) => {
+                    Captured::Entry(e) | Captured::Clean(e) => {
                         (e.key().to_vec(), entry_to_rdb(e), key_meta(e, access, now))
                     }
                     // A cold entry (tiering): its access time stayed in RAM's past.
-                    Captured::Value(key, o) => {
+                    Captured::Value(key, o) | Captured::Cold(key, o) => {
                         let meta = KeyMeta {
                             expire_ms: o.expire_at.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
                             ..KeyMeta::default()

@@ -20,6 +20,7 @@ pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
 pub mod tier_dead;
+pub mod tier_kept;
 pub mod tier_reads;
 pub mod tiering;
 pub mod tracking;

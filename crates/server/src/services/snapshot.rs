@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use strata_engine::{Capture, Captured, Keyspace, Owned, Session, ShardId, Ttl, Value};
-use strata_storage::{Position, SnapshotWriter};
+use strata_storage::{Place, Position, SnapshotWriter};
 
 /// The journal record a snapshot starts with: a no-op when replayed.
 const MARKER: &[u8] = b"*1\r\n$4\r\nPING\r\n";
@@ -277,14 +277,20 @@ fn capture(
         .keyspace
         .db(db)
         .capture_chunk(idx, epoch, buckets, |c| {
-            match c {
-                Captured::Entry(e) => {
-                    strata_storage::encode_entry(&mut buf, db as u32, e.key(), e.expire_at(), e)
-                }
-                Captured::Value(key, o) => {
-                    strata_storage::encode_value(&mut buf, db as u32, key, o.expire_at, &o.value)
-                }
+            // Where the entry is, for a restart that keeps the tier (`tiering::kept`).
+            let (place, live, saved) = match c {
+                Captured::Entry(e) => (Place::Ram, Some(e), None),
+                Captured::Clean(e) => (Place::Clean, Some(e), None),
+                Captured::Value(key, o) => (Place::Ram, None, Some((key, o))),
+                Captured::Cold(key, o) => (Place::Cold, None, Some((key, o))),
+            };
+            let (start, db) = (buf.len(), db as u32);
+            if let Some(e) = live {
+                strata_storage::encode_entry(&mut buf, db, e.key(), e.expire_at(), e);
+            } else if let Some((key, o)) = saved {
+                strata_storage::encode_value(&mut buf, db, key, o.expire_at, &o.value);
             }
+            strata_storage::mark_place(&mut buf, start, place);
             n += 1;
         });
     (state, (n > 0).then_some((buf, n)))
@@ -310,6 +316,8 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
     let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
     snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
     let changes_before = server.stats.changes();
+    // Whether the tier's store stays untouched while this captures it (`tier_kept.rs`).
+    let tier_count = server.tier.get().map(|t| t.watch.begin());
     // Closed until the snapshot thread opens the walk (after older writes end).
     snap.next_shard.store(usize::MAX, Ordering::SeqCst);
     // The cut: writers that lock after this see `epoch` and capture before writing.
@@ -350,6 +358,9 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
             snap.last_failed.store(result.is_err(), Ordering::Relaxed);
             match &result {
                 Ok(entries) => {
+                    if let (Some(t), Some(count)) = (server.tier.get(), tier_count) {
+                        t.watch.captured(epoch, count);
+                    }
                     server
                         .last_save
                         .store(Server::now_unix(), Ordering::Relaxed);
@@ -705,16 +716,42 @@ pub(crate) fn load_newest(
     let mut last_log = Instant::now();
     let total = meta.entries.max(1);
     let mut clashes = 0u64;
-    let loaded = strata_storage::load_snapshot(&meta.path, &ks.encodings, |db, key, exp, value| {
-        if (db as usize) >= ks.db_count() || (how.skip_expired && exp.is_some_and(|at| at <= now)) {
+    // A start that kept the tier's store (`tier_kept.rs`): the entries the snapshot found
+    // there are there still; the shards count them, and clean ones keep their copies.
+    let kept = server
+        .tier
+        .get()
+        .is_some_and(|t| t.watch.kept.load(Ordering::Relaxed));
+    let on_load = |place, db: u32, key: Vec<u8>, exp: Option<u64>, value| {
+        if (db as usize) >= ks.db_count() {
+            return;
+        }
+        let d = ks.db(db as usize);
+        if kept && place == Place::Cold {
+            // An expired one goes as expired cold keys go.
+            d.adopt_cold(&key, exp.is_some());
+            n += 1;
             return;
         }
         if n % 1024 == 1023 {
             crate::services::tiering::spill_while_loading(server);
         }
+        if kept && place == Place::Clean {
+            // Even when expired: its copy goes when it expires.
+            let owned = Owned {
+                value,
+                expire_at: exp,
+                raw: false,
+            };
+            d.adopt_clean(&key, owned);
+            n += 1;
+            return;
+        }
+        if how.skip_expired && exp.is_some_and(|at| at <= now) {
+            return;
+        }
         // Stores take the load's time as the keys' access time; nothing expires meanwhile
         // (no store looks at expiry).
-        let d = ks.db(db as usize);
         let mut l = d.lock1_at(now, &key).quiet();
         if !how.replace && l.peek_raw_expire(&key).is_some() {
             clashes += 1;
@@ -741,8 +778,9 @@ pub(crate) fn load_newest(
                 100.0 * n as f64 / total as f64
             );
         }
-    })
-    .map_err(|e| e.to_string())?;
+    };
+    let loaded = strata_storage::load_snapshot_placed(&meta.path, &ks.encodings, on_load)
+        .map_err(|e| e.to_string())?;
     tracing::info!(
         "snapshot {} loaded: {n} keys in {} ms",
         loaded.epoch,

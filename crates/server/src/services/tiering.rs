@@ -78,18 +78,21 @@ pub struct Tier {
     room: AtomicBool,
     /// What `maxmemory` bounds under tiering: the hot entries' bytes.
     pub hot: std::sync::OnceLock<strata_engine::HotBytes>,
+    /// Whether the store still matches a snapshot, for the next start (`tier_kept.rs`).
+    pub watch: crate::services::tier_kept::Watch,
 }
 
 impl Tier {
-    /// Opens an empty tier in `path` (what a previous run left there goes first: the
-    /// snapshot and the journal refill it).
+    /// Opens the tier in `path`: empty (what a previous run left there goes first: the
+    /// snapshot and the journal refill it), or as it is when `keep` (`tier_kept.rs`).
     pub fn open(
         dir: &Path,
         databases: usize,
         cache_bytes: u64,
         server: Weak<Server>,
+        keep: bool,
     ) -> Result<Tier, String> {
-        let path = prepare_dir(dir)?;
+        let path = prepare_dir(dir, keep)?;
         let path = path.as_path();
         let err = |e: fjall::Error| format!("cannot open the tier at {}: {e}", path.display());
         // The bound on all write buffers together is what keeps the tier's memory bounded
@@ -138,18 +141,28 @@ impl Tier {
             written_bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             dead: Default::default(),
-            written_trees: AtomicU64::new(0),
+            // A kept store's trees may all hold entries.
+            written_trees: AtomicU64::new(if keep { u64::MAX } else { 0 }),
             room_calls: AtomicU64::new(0),
             room: AtomicBool::new(true),
             prefetches: AtomicU64::new(0),
             reads: Default::default(),
             read_ns: AtomicU64::new(0),
             hot: Default::default(),
+            watch: Default::default(),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Writes what the store holds in memory to disk and syncs it (its own journal
+    /// included), so that a restart finds every record (`tier_kept.rs`).
+    pub fn sync(&self) -> Result<(), String> {
+        self.db
+            .persist(fjall::PersistMode::SyncAll)
+            .map_err(|e| format!("cannot sync the store: {e}"))
     }
 
     /// Bytes the store takes on disk (its trees and its journal).
@@ -270,6 +283,7 @@ impl Tier {
     }
 
     fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
+        self.watch.touched();
         let tree = self.tree(db)?;
         let rk = Self::record_key(shard, key);
         if self.dead.is_dead(db, &rk) {
@@ -299,6 +313,7 @@ impl Tier {
 
 impl ColdStore for Tier {
     fn put(&self, db: usize, shard: usize, key: &[u8], entry: &Owned) -> Result<(), String> {
+        self.watch.touched();
         let tree = self.tree(db).ok_or("no such database")?;
         if self.dead.broken() {
             return Err("the tier's store failed a write; it takes no more until a restart".into());
@@ -324,6 +339,7 @@ impl ColdStore for Tier {
     }
 
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
+        self.watch.touched();
         if let Some(tree) = self.tree(db) {
             let rk = Self::record_key(shard, key);
             if let Err(e) = tree.remove(&rk[..]) {
@@ -350,6 +366,7 @@ impl ColdStore for Tier {
     }
 
     fn clear(&self, db: usize) {
+        self.watch.touched();
         if let Some(tree) = self.tree(db) {
             match tree.clear() {
                 Ok(()) => self.dead.cleared(db),
@@ -362,6 +379,7 @@ impl ColdStore for Tier {
     }
 
     fn swap(&self, a: usize, b: usize) {
+        self.watch.swapped();
         let mut trees = self.trees.write();
         if a < trees.len() && b < trees.len() {
             trees.swap(a, b);
@@ -374,9 +392,9 @@ impl ColdStore for Tier {
 /// emptied at start, so a mistyped `tiering-dir` never deletes someone's files.
 const MARKER: &str = "STRATA-TIER";
 
-/// Makes `dir` a tier directory with an empty store in it (`dir/store`), returning the
-/// store's path. Refuses a directory that holds other things.
-fn prepare_dir(dir: &Path) -> Result<PathBuf, String> {
+/// Makes `dir` a tier directory with a store in it (`dir/store`, emptied unless `keep`),
+/// returning the store's path. Refuses a directory that holds other things.
+fn prepare_dir(dir: &Path, keep: bool) -> Result<PathBuf, String> {
     let shown = dir.display();
     let marker = dir.join(MARKER);
     let empty = match std::fs::read_dir(dir) {
@@ -391,13 +409,16 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf, String> {
         ));
     }
     let store = dir.join("store");
-    if store.exists() {
+    if store.exists() && !keep {
         std::fs::remove_dir_all(&store)
             .map_err(|e| format!("cannot empty the tier at {}: {e}", store.display()))?;
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create tiering-dir {shown}: {e}"))?;
-    std::fs::write(&marker, b"Strata's on-disk tier: emptied at every start\n")
-        .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    std::fs::write(
+        &marker,
+        b"Strata's on-disk tier: emptied at start unless the last exit kept it\n",
+    )
+    .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
     Ok(store)
 }
 
@@ -414,14 +435,23 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
     };
     let me = server.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
     let dbs = server.keyspace.db_count();
-    let tier = Arc::new(Tier::open(&path, dbs, cfg.tiering_cache_size, me)?);
+    let keep = crate::services::tier_kept::at_start(server, &path)?;
+    let tier = Arc::new(Tier::open(&path, dbs, cfg.tiering_cache_size, me, keep)?);
+    tier.watch.kept.store(keep, Relaxed);
     server.keyspace.set_cold_store(tier.clone());
     // Shards fold their counts in every `fold` bytes: the total is within a sixteenth of
     // `maxmemory` of the exact sum.
     let shards = server.keyspace.db_count() * server.keyspace.db(0).shard_count();
     let fold = (cfg.maxmemory as usize / (16 * shards)).clamp(64, 4096);
     let _ = tier.hot.set(server.keyspace.count_hot_bytes(fold));
-    tracing::info!("tiering: cold entries go to {}", path.display());
+    if keep {
+        tracing::info!(
+            "tiering: cold entries go to {}, which the last exit kept: the snapshot's cold entries stay there",
+            path.display()
+        );
+    } else {
+        tracing::info!("tiering: cold entries go to {}", path.display());
+    }
     Ok(Some(tier))
 }
 

@@ -154,8 +154,12 @@ fn dataset_digest(server: &Server) -> Digest {
     for db in 0..ks.db_count() {
         ks.db(db).for_each_entry(|c| {
             let key = match c {
-                Captured::Entry(e) => key_digest(e.key(), &value_digest(&e), e.expire_at()),
-                Captured::Value(key, o) => key_digest(key, &general_digest(&o.value), o.expire_at),
+                Captured::Entry(e) | Captured::Clean(e) => {
+                    key_digest(e.key(), &value_digest(&e), e.expire_at())
+                }
+                Captured::Value(key, o) | Captured::Cold(key, o) => {
+                    key_digest(key, &general_digest(&o.value), o.expire_at)
+                }
             };
             let d = Parts::new(b"db").num(db as u64).add(&key).finish();
             xor(&mut acc, &d);

@@ -1,0 +1,129 @@
+//! Keeping the tier across a restart (docs/tiering.md, "Restarts").
+//!
+//! The snapshot stays the truth: it holds every entry, cold ones included, and says where
+//! each one was when it was captured (`strata_storage::Place`). A start may take the store
+//! as it finds it instead of rebuilding it only when the store holds exactly the newest
+//! snapshot's cold entries and its clean copies: when nothing touched the store from the
+//! moment that snapshot began until the process ended. [`Watch`] counts every call that
+//! reads or changes the store; a snapshot during which the count did not move is a
+//! candidate, and at exit, if the count has not moved since either, the store is synced
+//! and the marker file [`KEPT`] names the snapshot. A start that finds the marker naming
+//! the snapshot it is about to load keeps the store, and removes the marker before loading
+//! anything: a crash from then on finds no marker, and the next start rebuilds the tier.
+
+use crate::server::Server;
+use parking_lot::Mutex;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+
+/// The marker file, in the tier's directory: "<snapshot epoch> <databases> <shards>
+/// <hash seed>". Records are filed by shard, and a key's shard follows from the keyspace's
+/// hash seed: a kept store is read under the seed it was written with.
+const KEPT: &str = "KEPT";
+
+/// What tells whether the store still matches a snapshot.
+#[derive(Default)]
+pub struct Watch {
+    /// Calls that read or changed the store (a read may leave a clean copy behind).
+    touched: AtomicU64,
+    /// SWAPDB exchanged two databases' trees: their names no longer say whose they are.
+    swapped: AtomicBool,
+    /// The last snapshot that captured an untouched store, and the count it saw.
+    captured: Mutex<Option<(u64, u64)>>,
+    /// This start kept the store: the snapshot's cold entries are adopted, not loaded.
+    pub kept: AtomicBool,
+}
+
+impl Watch {
+    #[inline]
+    pub fn touched(&self) {
+        self.touched.fetch_add(1, SeqCst);
+    }
+
+    pub fn swapped(&self) {
+        self.swapped.store(true, SeqCst);
+        self.touched();
+    }
+
+    /// A snapshot begins: the count to compare at its end.
+    pub fn begin(&self) -> u64 {
+        self.touched.load(SeqCst)
+    }
+
+    /// Snapshot `epoch`, begun at `count`, is written.
+    pub fn captured(&self, epoch: u64, count: u64) {
+        let mut c = self.captured.lock();
+        *c = (self.touched.load(SeqCst) == count).then_some((epoch, count));
+    }
+}
+
+fn marker_text(epoch: u64, server: &Server, seed: u64) -> String {
+    let ks = &server.keyspace;
+    format!(
+        "{epoch} {} {} {seed}\n",
+        ks.db_count(),
+        ks.db(0).shard_count()
+    )
+}
+
+/// At exit, once no command runs: when the newest snapshot captured the store as it is
+/// now, syncs the store and writes the marker. Anything else leaves no marker.
+pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
+    let w = &tier.watch;
+    let Some((epoch, count)) = *w.captured.lock() else {
+        return;
+    };
+    let newest = strata_storage::latest_snapshot(&server.data_dir())
+        .ok()
+        .flatten()
+        .map(|m| m.epoch);
+    if w.touched.load(SeqCst) != count
+        || w.swapped.load(SeqCst)
+        || tier.dead.broken()
+        || newest != Some(epoch)
+    {
+        return;
+    }
+    let dir = tier.path();
+    let written = tier.sync().and_then(|()| {
+        let tmp = dir.join(format!("{KEPT}.tmp"));
+        std::fs::write(&tmp, marker_text(epoch, server, strata_engine::hash_seed()))
+            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, dir.join(KEPT)))
+            .and_then(|()| strata_storage::fsync_dir(dir))
+            .map_err(|e| e.to_string())
+    });
+    match written {
+        Ok(()) => tracing::info!(
+            "tier at {}: kept for the next start (it matches snapshot {epoch})",
+            dir.display()
+        ),
+        Err(e) => tracing::warn!("tier at {}: not kept: {e}", dir.display()),
+    }
+}
+
+/// At start, before the store opens: whether the marker in `dir` names the snapshot this
+/// start loads, for the same numbers of databases and shards. The marker goes either way.
+pub fn at_start(server: &Server, dir: &Path) -> Result<bool, String> {
+    let path = dir.join(KEPT);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    std::fs::remove_file(&path)
+        .and_then(|()| strata_storage::fsync_dir(dir))
+        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+    let newest = strata_storage::latest_snapshot(&server.data_dir())
+        .map_err(|e| e.to_string())?
+        .map(|m| m.epoch);
+    let seed = text
+        .split_whitespace()
+        .nth(3)
+        .and_then(|s| s.parse::<u64>().ok());
+    let (Some(epoch), Some(seed)) = (newest, seed) else {
+        return Ok(false);
+    };
+    // The seed last: nothing else may take it from a marker that does not match.
+    Ok(text == marker_text(epoch, server, seed) && strata_engine::use_hash_seed(seed))
+}
