@@ -277,7 +277,7 @@ fn capture(
         .keyspace
         .db(db)
         .capture_chunk(idx, epoch, buckets, |c| {
-            // Where the entry is, for a restart that keeps the tier (`tiering::kept`).
+            // Where the entry is, for a restart that keeps the tier (`tier_kept.rs`).
             let (place, live, saved) = match c {
                 Captured::Entry(e) => (Place::Ram, Some(e), None),
                 Captured::Clean(e) => (Place::Clean, Some(e), None),
