@@ -545,7 +545,13 @@ fn entries_keep_the_place_they_were_captured_in() {
     for (i, place) in places.iter().enumerate() {
         let start = chunk.len();
         let expire = (i == 1).then_some(1 << 50);
-        encode_value(&mut chunk, 0, &[b'k', i as u8], expire, &Value::Str(vec![b'v'; i]));
+        encode_value(
+            &mut chunk,
+            0,
+            &[b'k', i as u8],
+            expire,
+            &Value::Str(vec![b'v'; i]),
+        );
         mark_place(&mut chunk, start, *place);
     }
     w.raw_chunk(&chunk, 3).unwrap();
@@ -553,7 +559,13 @@ fn entries_keep_the_place_they_were_captured_in() {
     let mut got = Vec::new();
     load_snapshot_placed(&info.path, &enc, |p, _, k, e, _| got.push((p, k, e))).unwrap();
     let want: Vec<_> = (0..3u8)
-        .map(|i| (places[usize::from(i)], vec![b'k', i], (i == 1).then_some(1 << 50)))
+        .map(|i| {
+            (
+                places[usize::from(i)],
+                vec![b'k', i],
+                (i == 1).then_some(1 << 50),
+            )
+        })
         .collect();
     assert_eq!(got, want);
     // Readers that do not ask get the same entries.

@@ -50,6 +50,13 @@ impl Watch {
         self.touched.load(SeqCst)
     }
 
+    /// The store was kept for snapshot `epoch`: it matches it until touched, and an exit
+    /// that took no snapshot may keep it again.
+    pub fn kept_for(&self, epoch: u64) {
+        self.kept.store(true, SeqCst);
+        *self.captured.lock() = Some((epoch, self.touched.load(SeqCst)));
+    }
+
     /// Snapshot `epoch`, begun at `count`, is written.
     pub fn captured(&self, epoch: u64, count: u64) {
         let mut c = self.captured.lock();
@@ -102,13 +109,13 @@ pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
     }
 }
 
-/// At start, before the store opens: whether the marker in `dir` names the snapshot this
-/// start loads, for the same numbers of databases and shards. The marker goes either way.
-pub fn at_start(server: &Server, dir: &Path) -> Result<bool, String> {
+/// At start, before the store opens: the snapshot this start loads, if the marker in `dir`
+/// names it, for the same numbers of databases and shards. The marker goes either way.
+pub fn at_start(server: &Server, dir: &Path) -> Result<Option<u64>, String> {
     let path = dir.join(KEPT);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     std::fs::remove_file(&path)
@@ -122,8 +129,9 @@ pub fn at_start(server: &Server, dir: &Path) -> Result<bool, String> {
         .nth(3)
         .and_then(|s| s.parse::<u64>().ok());
     let (Some(epoch), Some(seed)) = (newest, seed) else {
-        return Ok(false);
+        return Ok(None);
     };
     // The seed last: nothing else may take it from a marker that does not match.
-    Ok(text == marker_text(epoch, server, seed) && strata_engine::use_hash_seed(seed))
+    let keep = text == marker_text(epoch, server, seed) && strata_engine::use_hash_seed(seed);
+    Ok(keep.then_some(epoch))
 }

@@ -435,9 +435,12 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
     };
     let me = server.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
     let dbs = server.keyspace.db_count();
-    let keep = crate::services::tier_kept::at_start(server, &path)?;
+    let kept = crate::services::tier_kept::at_start(server, &path)?;
+    let keep = kept.is_some();
     let tier = Arc::new(Tier::open(&path, dbs, cfg.tiering_cache_size, me, keep)?);
-    tier.watch.kept.store(keep, Relaxed);
+    if let Some(epoch) = kept {
+        tier.watch.kept_for(epoch);
+    }
     server.keyspace.set_cold_store(tier.clone());
     // Shards fold their counts in every `fold` bytes: the total is within a sixteenth of
     // `maxmemory` of the exact sum.
