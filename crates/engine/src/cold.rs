@@ -152,6 +152,12 @@ impl Db {
     pub fn adopt_cold(&self, key: &[u8], volatile: bool) {
         let h = hash(key);
         let mut g = self.shard_ref(self.shard_index(h)).acquire();
+        if g.position(h, key).is_some() {
+            // Given clean first: a clean key evicted while its shard was captured moves
+            // to the store without a write (its copy is its value), and is given again
+            // with the store's entries. It is clean.
+            return;
+        }
         g.cold += 1;
         g.cold_volatile += usize::from(volatile);
         g.cold_filter.insert(h);

@@ -15,10 +15,12 @@ use crate::server::Server;
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use strata_storage::SnapshotMeta;
 
-/// The marker file, in the tier's directory: "<snapshot epoch> <databases> <shards>
-/// <hash seed>". Records are filed by shard, and a key's shard follows from the keyspace's
-/// hash seed: a kept store is read under the seed it was written with.
+/// The marker file, in the tier's directory: "<snapshot epoch> <its creation time> <its
+/// size> <databases> <shards> <hash seed>" (an epoch alone could name another directory's
+/// snapshot, an import's say). Records are filed by shard, and a key's shard follows from
+/// the keyspace's hash seed: a kept store is read under the seed it was written with.
 const KEPT: &str = "KEPT";
 
 /// What tells whether the store still matches a snapshot.
@@ -64,13 +66,17 @@ impl Watch {
     }
 }
 
-fn marker_text(epoch: u64, server: &Server, seed: u64) -> String {
+/// The marker's text for snapshot `snap`.
+fn marker_text(snap: &SnapshotMeta, server: &Server, seed: u64) -> String {
     let ks = &server.keyspace;
-    format!(
-        "{epoch} {} {} {seed}\n",
-        ks.db_count(),
-        ks.db(0).shard_count()
-    )
+    let (dbs, shards) = (ks.db_count(), ks.db(0).shard_count());
+    let (epoch, created, bytes) = (snap.epoch, snap.created_ms, snap.bytes);
+    format!("{epoch} {created} {bytes} {dbs} {shards} {seed}\n")
+}
+
+/// The newest snapshot in the data directory: the one a start loads.
+fn newest(server: &Server) -> Result<Option<SnapshotMeta>, String> {
+    strata_storage::latest_snapshot(&server.data_dir()).map_err(|e| e.to_string())
 }
 
 /// At exit, once no command runs: when the newest snapshot captured the store as it is
@@ -80,21 +86,21 @@ pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
     let Some((epoch, count)) = *w.captured.lock() else {
         return;
     };
-    let newest = strata_storage::latest_snapshot(&server.data_dir())
-        .ok()
-        .flatten()
-        .map(|m| m.epoch);
+    let Ok(Some(snap)) = newest(server) else {
+        return;
+    };
     if w.touched.load(SeqCst) != count
         || w.swapped.load(SeqCst)
         || tier.dead.broken()
-        || newest != Some(epoch)
+        || snap.epoch != epoch
     {
         return;
     }
     let dir = tier.path();
+    let text = marker_text(&snap, server, strata_engine::hash_seed());
     let written = tier.sync().and_then(|()| {
         let tmp = dir.join(format!("{KEPT}.tmp"));
-        std::fs::write(&tmp, marker_text(epoch, server, strata_engine::hash_seed()))
+        std::fs::write(&tmp, text)
             .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
             .and_then(|()| std::fs::rename(&tmp, dir.join(KEPT)))
             .and_then(|()| strata_storage::fsync_dir(dir))
@@ -109,8 +115,9 @@ pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
     }
 }
 
-/// At start, before the store opens: the snapshot this start loads, if the marker in `dir`
-/// names it, for the same numbers of databases and shards. The marker goes either way.
+/// At start, before the store opens: the epoch of the snapshot this start loads, if the
+/// marker in `dir` names it (and the same numbers of databases and shards). The marker
+/// goes either way.
 pub fn at_start(server: &Server, dir: &Path) -> Result<Option<u64>, String> {
     let path = dir.join(KEPT);
     let text = match std::fs::read_to_string(&path) {
@@ -121,17 +128,14 @@ pub fn at_start(server: &Server, dir: &Path) -> Result<Option<u64>, String> {
     std::fs::remove_file(&path)
         .and_then(|()| strata_storage::fsync_dir(dir))
         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-    let newest = strata_storage::latest_snapshot(&server.data_dir())
-        .map_err(|e| e.to_string())?
-        .map(|m| m.epoch);
     let seed = text
         .split_whitespace()
-        .nth(3)
+        .nth(5)
         .and_then(|s| s.parse::<u64>().ok());
-    let (Some(epoch), Some(seed)) = (newest, seed) else {
+    let (Some(snap), Some(seed)) = (newest(server)?, seed) else {
         return Ok(None);
     };
     // The seed last: nothing else may take it from a marker that does not match.
-    let keep = text == marker_text(epoch, server, seed) && strata_engine::use_hash_seed(seed);
-    Ok(keep.then_some(epoch))
+    let keep = text == marker_text(&snap, server, seed) && strata_engine::use_hash_seed(seed);
+    Ok(keep.then_some(snap.epoch))
 }

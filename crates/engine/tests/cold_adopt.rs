@@ -1,0 +1,80 @@
+//! A start that keeps the cold store adopts its entries (`Db::adopt_cold`,
+//! `Db::adopt_clean`): the keyspace must count and find each key once, in one place.
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use strata_engine::{ColdStore, Keyspace, Owned, Ttl, Value};
+
+/// A cold store in memory: (db, shard, key) -> entry.
+#[derive(Default)]
+struct Store(Mutex<BTreeMap<(usize, usize, Vec<u8>), Owned>>);
+
+impl ColdStore for Store {
+    fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned) -> Result<(), String> {
+        self.0.lock().insert((db, shard, key.to_vec()), e.clone());
+        Ok(())
+    }
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+        self.0.lock().remove(&(db, shard, key.to_vec()))
+    }
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+        self.0.lock().get(&(db, shard, key.to_vec())).cloned()
+    }
+    fn remove(&self, db: usize, shard: usize, key: &[u8]) {
+        self.take(db, shard, key);
+    }
+    fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
+        let m = self.0.lock().clone();
+        for ((d, s, k), e) in m {
+            if d == db && s == shard && !f(&k, e) {
+                return;
+            }
+        }
+    }
+    fn clear(&self, db: usize) {
+        self.0.lock().retain(|(d, _, _), _| *d != db);
+    }
+    fn swap(&self, _: usize, _: usize) {}
+}
+
+fn string(v: &[u8]) -> Owned {
+    Owned {
+        value: Value::Str(v.to_vec()),
+        expire_at: None,
+        raw: false,
+    }
+}
+
+#[test]
+fn a_key_given_clean_then_cold_is_one_clean_key() {
+    let ks = Keyspace::new(1, 2);
+    let store = Arc::new(Store::default());
+    ks.set_cold_store(store.clone());
+    let db = ks.db(0);
+    // Spill two keys: the store files them by shard, as the engine hashes them.
+    for (k, v) in [(&b"k"[..], &b"v"[..]), (b"cold", b"c")] {
+        db.lock1(k).set_str(k, v, Ttl::Clear);
+        db.evict_to_cold(k, false).unwrap();
+    }
+    let shard = |key: &[u8]| {
+        let m = store.0.lock();
+        m.keys().find(|(_, _, k)| k == key).unwrap().1
+    };
+    let shard_k = shard(b"k");
+    // A fresh keyspace over the same store: the capture gave "k" clean, then again with
+    // the store's entries (evicted while its shard was captured); "cold" only there.
+    let ks = Keyspace::new(1, 2);
+    ks.set_cold_store(store.clone());
+    let db = ks.db(0);
+    db.adopt_clean(b"k", string(b"v"));
+    db.adopt_cold(b"k", false);
+    db.adopt_cold(b"cold", false);
+    assert_eq!(ks.db(0).len(), 2);
+    assert_eq!(db.lock1(b"k").get_str(b"k").unwrap(), Some(&b"v"[..]));
+    assert_eq!(db.lock1(b"cold").get_str(b"cold").unwrap(), Some(&b"c"[..]));
+    // A write drops the clean copy: the store keeps no stale value of "k".
+    db.lock1(b"k").set_str(b"k", b"w", Ttl::Clear);
+    assert!(store.get(0, shard_k, b"k").is_none());
+    assert_eq!(ks.db(0).len(), 2);
+}
