@@ -612,3 +612,33 @@ fn a_clean_shutdown_keeps_the_tier_and_a_kill_does_not() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_rebuilt_tier_takes_what_does_not_fit_before_the_first_reply() {
+    let dir = temp_dir("tiering-rebuild");
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    let value = vec![b'r'; 1000];
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("r{i}")).arg(&value).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    drop(c);
+    // A SIGKILL: the start rebuilds the tier, and has spilled what does not fit by the
+    // time it answers (a load is not bounded by one eviction call's time).
+    drop(s);
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    let hot = tiering_field(&mut c, "hot_bytes");
+    assert!(
+        hot <= 1024 * 1024 + 64 * 1024,
+        "hot bytes {hot} over maxmemory"
+    );
+    assert_eq!(redis::cmd("DBSIZE").query::<u64>(&mut c).unwrap(), 20_000);
+    let v: Vec<u8> = redis::cmd("GET").arg("r7").query(&mut c).unwrap();
+    assert_eq!(v, value);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

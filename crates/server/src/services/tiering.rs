@@ -460,10 +460,13 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
 
 /// While the server loads its data at start (snapshot, journal): with tiering, entries
 /// spill to the tier as they would under clients' commands, so data larger than
-/// `maxmemory` loads within it.
+/// `maxmemory` loads within it. Until the hot entries fit, not for one eviction call's
+/// time (`maxmemory-eviction-tenacity`): no client waits for a load, and a load that
+/// outran its spills held several times `maxmemory` (2M keys of 1 KiB, 256 MiB: 1.4 GB
+/// of hot entries at the first PONG).
 pub fn spill_while_loading(server: &Server) {
     if server.tier.get().is_some() && server.loading.load(std::sync::atomic::Ordering::Relaxed) {
-        server.evict.perform(server);
+        while server.evict.perform(server) == crate::services::evict::State::Running {}
     }
 }
 
