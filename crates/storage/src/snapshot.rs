@@ -534,14 +534,26 @@ pub fn load_snapshot(
     enc: &Encodings,
     mut f: impl FnMut(u32, Vec<u8>, Option<u64>, Value),
 ) -> Result<SnapshotMeta, RecoveryError> {
-    load_snapshot_placed(path, enc, |_, db, key, exp, value| f(db, key, exp, value))
+    load_snapshot_placed(
+        path,
+        enc,
+        |_| true,
+        |_, db, key, exp, value| {
+            if let Some(v) = value {
+                f(db, key, exp, v)
+            }
+        },
+    )
 }
 
-/// `load_snapshot`, telling `f` where each entry was when it was captured.
+/// `load_snapshot`, telling `f` where each entry was when it was captured. The values of
+/// entries whose place `wanted` refuses are checked and skipped, not built (`f` gets
+/// None): a start that keeps the tier needs only the cold entries' keys.
 pub fn load_snapshot_placed(
     path: &Path,
     enc: &Encodings,
-    f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Value),
+    wanted: impl Fn(Place) -> bool,
+    f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Option<Value>),
 ) -> Result<SnapshotMeta, RecoveryError> {
     let io_err = |err| RecoveryError::Io {
         path: path.to_path_buf(),
@@ -549,7 +561,14 @@ pub fn load_snapshot_placed(
     };
     let file = File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
-    load_from(BufReader::with_capacity(4 << 20, file), len, path, enc, f)
+    load_from(
+        BufReader::with_capacity(4 << 20, file),
+        len,
+        path,
+        enc,
+        wanted,
+        f,
+    )
 }
 
 /// `load_snapshot` over bytes in memory (the fuzz target uses it).
@@ -563,7 +582,12 @@ pub fn load_snapshot_bytes(
         bytes.len() as u64,
         Path::new("<memory>.snap"),
         enc,
-        |_, db, key, exp, value| f(db, key, exp, value),
+        |_| true,
+        |_, db, key, exp, value| {
+            if let Some(v) = value {
+                f(db, key, exp, v)
+            }
+        },
     )
 }
 
@@ -572,7 +596,8 @@ fn load_from(
     len: u64,
     path: &Path,
     enc: &Encodings,
-    mut f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Value),
+    wanted: impl Fn(Place) -> bool,
+    mut f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Option<Value>),
 ) -> Result<SnapshotMeta, RecoveryError> {
     let mut off: u64 = 0;
     let read = |r: &mut dyn Read, buf: &mut [u8], off: &mut u64, what: &str| {
@@ -643,9 +668,15 @@ fn load_from(
         let mut c = Cur { b: &body, p: 0 };
         while c.p < body.len() {
             let eat = body_at + c.p as u64;
-            let e = decode_entry(&mut c, enc).map_err(|r| corrupt(path, eat, r))?;
+            let head = decode_head(&mut c).map_err(|r| corrupt(path, eat, r))?;
+            let value = if wanted(head.place) {
+                Some(decode_value(&mut c, head.kind, enc).map_err(|r| corrupt(path, eat, r))?)
+            } else {
+                skip_value(&mut c, head.kind).map_err(|r| corrupt(path, eat, r))?;
+                None
+            };
             entries += 1;
-            f(e.0, e.1, e.2, e.3, e.4);
+            f(head.place, head.db, head.key, head.expire_at, value);
         }
     }
 }
@@ -727,7 +758,17 @@ pub fn decode_entries(
     Ok(n)
 }
 
-fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
+/// An entry's tag, database, expiry and key: what precedes its value.
+struct Head {
+    place: Place,
+    /// The value's type (T_*).
+    kind: u8,
+    db: u32,
+    expire_at: Option<u64>,
+    key: Vec<u8>,
+}
+
+fn decode_head(c: &mut Cur<'_>) -> DecodeResult<Head> {
     let tag = c.u8()?;
     let place = match (tag & F_COLD != 0, tag & F_CLEAN != 0) {
         (false, false) => Place::Ram,
@@ -742,7 +783,48 @@ fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
         None
     };
     let key = c.bytes()?.to_vec();
-    let value = match tag & !(F_EXPIRE | F_COLD | F_CLEAN) {
+    let kind = tag & !(F_EXPIRE | F_COLD | F_CLEAN);
+    Ok(Head {
+        place,
+        kind,
+        db,
+        expire_at,
+        key,
+    })
+}
+
+fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
+    let h = decode_head(c)?;
+    let value = decode_value(c, h.kind, enc)?;
+    Ok((h.place, h.db, h.key, h.expire_at, value))
+}
+
+/// Steps over a value of type `kind`, checking that it is all there.
+fn skip_value(c: &mut Cur<'_>, kind: u8) -> DecodeResult<()> {
+    let items = |c: &mut Cur<'_>, per: usize, score: bool| -> DecodeResult<()> {
+        for _ in 0..c.count()? {
+            for _ in 0..per {
+                c.bytes()?;
+            }
+            if score {
+                c.u64le()?;
+            }
+        }
+        Ok(())
+    };
+    match kind {
+        T_STR => c.bytes().map(drop),
+        T_HASH => items(c, 2, false),
+        T_LIST | T_SET => items(c, 1, false),
+        T_ZSET => items(c, 1, true),
+        // Rare among cold entries: read whole.
+        T_STREAM => crate::snapshot_stream::decode_stream(c).map(drop),
+        _ => Err("unknown value type"),
+    }
+}
+
+fn decode_value(c: &mut Cur<'_>, kind: u8, enc: &Encodings) -> DecodeResult<Value> {
+    Ok(match kind {
         T_STR => Value::Str(c.bytes()?.to_vec()),
         T_HASH => {
             let n = c.count()?;
@@ -793,6 +875,5 @@ fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
         }
         T_STREAM => Value::Stream(Box::new(crate::snapshot_stream::decode_stream(c)?)),
         _ => return Err("unknown value type"),
-    };
-    Ok((place, db, key, expire_at, value))
+    })
 }

@@ -722,17 +722,19 @@ pub(crate) fn load_newest(
         .tier
         .get()
         .is_some_and(|t| t.watch.kept.load(Ordering::Relaxed));
-    let on_load = |place, db: u32, key: Vec<u8>, exp: Option<u64>, value| {
+    // Their values are skipped, not built.
+    let wanted = |place| !(kept && place == Place::Cold);
+    let on_load = |place, db: u32, key: Vec<u8>, exp: Option<u64>, value: Option<Value>| {
         if (db as usize) >= ks.db_count() {
             return;
         }
         let d = ks.db(db as usize);
-        if kept && place == Place::Cold {
+        let Some(value) = value else {
             // An expired one goes as expired cold keys go.
             d.adopt_cold(&key, exp.is_some());
             n += 1;
             return;
-        }
+        };
         if n % 1024 == 1023 {
             crate::services::tiering::spill_while_loading(server);
         }
@@ -779,7 +781,7 @@ pub(crate) fn load_newest(
             );
         }
     };
-    let loaded = strata_storage::load_snapshot_placed(&meta.path, &ks.encodings, on_load)
+    let loaded = strata_storage::load_snapshot_placed(&meta.path, &ks.encodings, wanted, on_load)
         .map_err(|e| e.to_string())?;
     tracing::info!(
         "snapshot {} loaded: {n} keys in {} ms",
