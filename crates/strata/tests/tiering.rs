@@ -642,3 +642,28 @@ fn a_rebuilt_tier_takes_what_does_not_fit_before_the_first_reply() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn kept_tiers_across_restarts_hold_what_memory_holds() {
+    let dir = temp_dir("tiering-kept-model");
+    let plain = strata(&[]);
+    let mut p = plain.client();
+    let mut r = Rng(0x0bad_5eed);
+    let mut cold = 0;
+    for cycle in 0..3 {
+        let s = serve_in(&dir, &TIERED);
+        let mut t = s.client();
+        if cycle > 0 {
+            kept_the_tier(&mut t, cold);
+            assert_eq!(dataset(&mut t), dataset(&mut p), "cycle {cycle}");
+        }
+        for i in 0..1000 {
+            let args = random_command(&mut r);
+            let (a, b) = (run(&mut t, &args), run(&mut p, &args));
+            assert_eq!(a, b, "cycle {cycle}, command {i}");
+        }
+        cold = tiering_field(&mut t, "cold_keys");
+        shut_down(s, &mut t, &[]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
