@@ -9,6 +9,7 @@ mod format;
 pub mod journal;
 pub mod recovery;
 pub mod snapshot;
+mod snapshot_decode;
 mod snapshot_stream;
 
 pub use check::{check, truncate, CheckReport, TruncateReport};

@@ -5,7 +5,8 @@
 use strata_engine::stream::{StreamBuilder, StreamId};
 use strata_engine::StreamValue;
 
-use crate::snapshot::{put_bytes, put_varint, Cur, DecodeResult};
+use crate::snapshot::{put_bytes, put_varint};
+use crate::snapshot_decode::{Cur, DecodeResult};
 
 const F_DELETED: u8 = 1;
 
