@@ -35,6 +35,15 @@ pub trait ColdStore: Send + Sync {
     fn swap(&self, a: usize, b: usize);
 }
 
+/// Puts an entry read from the store into RAM, in the form it was stored from.
+fn put_back(g: &mut ShardData, h: u64, key: &[u8], owned: Owned, stamp: crate::access::Stamp) {
+    if owned.raw {
+        g.put_general(h, key, owned.value, owned.expire_at, stamp);
+    } else {
+        g.put(h, key, owned.value, owned.expire_at, stamp);
+    }
+}
+
 impl Db {
     fn cold_store(&self) -> Option<&dyn ColdStore> {
         self.hooks.cold.get().map(|c| &**c)
@@ -89,12 +98,7 @@ impl Db {
                 pre.map.insert(key.into(), Some(owned.clone()));
             }
         }
-        let stamp = self.stamp_now();
-        if owned.raw {
-            g.put_general(h, key, owned.value, owned.expire_at, stamp);
-        } else {
-            g.put(h, key, owned.value, owned.expire_at, stamp);
-        }
+        put_back(g, h, key, owned, self.stamp_now());
     }
 
     /// `key` (in RAM, or just removed from it) no longer owns a copy in the store: the
@@ -146,7 +150,7 @@ impl Db {
         (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h)).then_some(idx)
     }
 
-    /// A restart that keeps the store (the server's `tiering::kept`): `key`'s entry is in
+    /// A restart that keeps the store (the server's `tier_kept.rs`): `key`'s entry is in
     /// the store already, not in RAM; its shard counts it as cold. `volatile`: it has a
     /// TTL.
     pub fn adopt_cold(&self, key: &[u8], volatile: bool) {
@@ -174,12 +178,7 @@ impl Db {
         }
         g.clean.insert(key.into());
         g.cold_filter.insert(h);
-        let stamp = self.stamp_now();
-        if owned.raw {
-            g.put_general(h, key, owned.value, owned.expire_at, stamp);
-        } else {
-            g.put(h, key, owned.value, owned.expire_at, stamp);
-        }
+        put_back(&mut g, h, key, owned, self.stamp_now());
     }
 
     /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in

@@ -63,7 +63,7 @@ impl ReplyBuf {
     pub fn look(&mut self, now: Instant, reset_ms: i64) -> Option<Resize> {
         let resize = if self.size / 2 >= MIN && self.peak < self.size / 2 {
             Some(Resize::Shrink(MIN.max(self.peak + 1)))
-        } else if self.size * 2 < MAX * 2 && self.peak == self.size {
+        } else if self.size < MAX && self.peak == self.size {
             Some(Resize::Expand(MAX.min(self.size * 2)))
         } else {
             None
