@@ -6,9 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use strata_engine::{ColdStore, Keyspace, Owned, Ttl, Value};
 
-/// A cold store in memory: (db, shard, key) -> entry.
+/// Where a cold store files an entry: (db, shard, key).
+type Place = (usize, usize, Vec<u8>);
+
+/// A cold store in memory.
 #[derive(Default)]
-struct Store(Mutex<BTreeMap<(usize, usize, Vec<u8>), Owned>>);
+struct Store(Mutex<BTreeMap<Place, Owned>>);
 
 impl ColdStore for Store {
     fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned) -> Result<(), String> {
