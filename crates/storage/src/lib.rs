@@ -13,7 +13,9 @@ mod snapshot_decode;
 mod snapshot_stream;
 
 pub use check::{check, truncate, CheckReport, TruncateReport};
-pub use format::{fsync_dir, journal_dir, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN};
+pub use format::{
+    fsync_dir, journal_dir, replace_file, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+};
 pub use journal::{Fsync, Journal, JournalOptions, JournalStats, DEFAULT_SEGMENT_BYTES};
 pub use recovery::{
     journal_end, read_blocks, scan_segment, truncate_torn_tail, Block, BlockRef, Position, Problem,

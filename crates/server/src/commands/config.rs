@@ -155,9 +155,7 @@ fn config_rewrite(ctx: &mut Ctx<'_>) -> CmdResult {
             &server.table,
         ));
     }
-    let tmp = format!("{path}.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, &path))
+    strata_storage::replace_file(std::path::Path::new(&path), text.as_bytes())
         .map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
     ctx.out.ok();
     Ok(())

@@ -99,12 +99,7 @@ pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
     let dir = tier.path();
     let text = marker_text(&snap, server, strata_engine::hash_seed());
     let written = tier.sync().and_then(|()| {
-        let tmp = dir.join(format!("{KEPT}.tmp"));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
-            .and_then(|()| std::fs::rename(&tmp, dir.join(KEPT)))
-            .and_then(|()| strata_storage::fsync_dir(dir))
-            .map_err(|e| e.to_string())
+        strata_storage::replace_file(&dir.join(KEPT), text.as_bytes()).map_err(|e| e.to_string())
     });
     match written {
         Ok(()) => tracing::info!(

@@ -135,10 +135,7 @@ pub fn save(server: &Server) -> Result<(), String> {
         return Err(NO_FILE.into());
     };
     let text = lines(&server.acl, &server.table);
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let written = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = strata_storage::replace_file(&path, text.as_bytes()) {
         tracing::warn!("Writing ACL file for ACL SAVE: {e}");
         return Err("There was an error trying to save the ACLs. Please check the server logs for more information".into());
     }

@@ -36,9 +36,7 @@ pub fn save_at_shutdown(server: &Server, durable: bool) {
     let ids = repl.ids();
     let db = repl.backlog.cut(&[], false).1;
     let text = format!("replid {}\noffset {offset}\ndb {db}\n", ids.replid);
-    let tmp = p.with_extension("tmp");
-    let written = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &p));
-    match written {
+    match strata_storage::replace_file(&p, text.as_bytes()) {
         Ok(()) => tracing::info!(
             "replication state saved: replication ID {} offset {offset}",
             ids.replid
