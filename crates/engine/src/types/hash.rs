@@ -14,7 +14,7 @@
 #[path = "hash_table.rs"]
 pub(crate) mod table;
 
-use self::table::{get_varint, put_varint, Dense, Pair};
+use self::table::{get_varint, put_varint, varint_len, Dense, Pair};
 use super::Encodings;
 use crate::locked::{Locked, WrongType};
 use crate::value::Value;
@@ -22,8 +22,6 @@ use crate::value::Value;
 /// Redis's LISTPACK_MAX_SAFETY_SIZE: a listpack never grows past 1 GiB.
 const PACK_MAX_BYTES: usize = 1 << 30;
 const PACK_HDR: usize = 4;
-/// The most bytes a length prefix takes.
-const VARINT_MAX: usize = 10;
 
 /// A field and its value.
 pub type FieldValue<'a> = (&'a [u8], &'a [u8]);
@@ -99,7 +97,9 @@ impl HashValue {
                 break;
             }
             fits = f.len() <= max && v.len() <= max;
-            bytes = bytes.saturating_add(f.len() + v.len() + 2 * VARINT_MAX);
+            // Exact, so the listpack is allocated once at its final size.
+            bytes =
+                bytes.saturating_add(varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len());
         }
         if fits && bytes <= PACK_MAX_BYTES {
             let mut p = Pack(Vec::with_capacity(bytes));
@@ -111,7 +111,6 @@ impl HashValue {
                 p.0.extend_from_slice(v);
             }
             p.set_count(pairs.len());
-            p.0.shrink_to_fit();
             return HashValue(Repr::Pack(p));
         }
         let mut t = Dense::with_capacity(pairs.len());
@@ -515,6 +514,19 @@ mod tests {
         assert_eq!(h.get(b"c"), Some(&b"3"[..]));
         assert_eq!(h.len(), 2);
         assert_eq!(h.nth(1), Some((&b"c"[..], &b"3"[..])));
+    }
+
+    #[test]
+    fn a_loaded_hash_is_its_listpack_exactly() {
+        let e = enc(128, 200);
+        let long = [b'v'; 150];
+        let pairs: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"field", &long), (b"", b"")];
+        let h = HashValue::from_distinct(pairs.iter().copied(), &e);
+        let Repr::Pack(p) = &h.0 else {
+            panic!("expected a listpack")
+        };
+        assert_eq!(p.0.len(), p.0.capacity());
+        assert_eq!(h.iter().collect::<Vec<_>>(), pairs);
     }
 
     #[test]

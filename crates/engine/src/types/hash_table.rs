@@ -81,6 +81,11 @@ impl<const N: usize> std::fmt::Debug for Small<N> {
 // ---------------------------------------------------------------------------------------
 // Varints: LEB128 lengths, used by the hash's listpack and its field+value pairs.
 
+/// The bytes `put_varint` writes for `n`.
+pub(crate) fn varint_len(n: usize) -> usize {
+    (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
+}
+
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     loop {
         let b = (n & 0x7f) as u8;
@@ -351,12 +356,13 @@ mod tests {
 
     #[test]
     fn varints() {
-        for n in [0usize, 1, 127, 128, 300, 1 << 20, usize::MAX] {
+        for n in [0usize, 1, 127, 128, 300, 16383, 16384, 1 << 20, usize::MAX] {
             let mut v = Vec::new();
             put_varint(&mut v, n);
             assert_eq!(get_varint(&v), (n, v.len()));
             let (b, l) = varint_bytes(n);
             assert_eq!(&b[..l], &v[..]);
+            assert_eq!(varint_len(n), v.len(), "{n}");
         }
     }
 

@@ -90,10 +90,15 @@ impl SetValue {
     /// Redis's setTypeCreate: an intset if `first` (the first member to be added) is an
     /// integer, else a hashtable.
     pub fn new_for(first: &[u8]) -> SetValue {
+        Self::sized_for(first, 0)
+    }
+
+    /// `new_for` with room for `n` members if it is a hashtable (a set being loaded whole).
+    pub fn sized_for(first: &[u8], n: usize) -> SetValue {
         if int::parse_i64(first).is_some() {
             SetValue::default()
         } else {
-            SetValue(Repr::Table(Box::new(Dense::with_capacity(0))))
+            SetValue(Repr::Table(Box::new(Dense::with_capacity(n))))
         }
     }
 

@@ -12,6 +12,7 @@ mod tree;
 
 use crate::entry::EntryRef;
 use crate::locked::{Locked, WrongType};
+use crate::types::hash::table::{put_varint, varint_len};
 use crate::types::Encodings;
 use crate::value::Value;
 use tree::Tree;
@@ -49,14 +50,6 @@ fn double_to_i64(d: f64) -> Option<i64> {
     (l as f64 == d).then_some(l)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: usize) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 fn get_varint(buf: &[u8], mut at: usize) -> Option<(usize, usize)> {
     let mut v: usize = 0;
     let mut shift = 0;
@@ -74,8 +67,23 @@ fn get_varint(buf: &[u8], mut at: usize) -> Option<(usize, usize)> {
 fn encode_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
     put_varint(out, member.len());
     out.extend_from_slice(member);
+    let (code, n) = score_code(score);
+    out.extend_from_slice(&code[..n]);
+}
+
+/// The bytes `encode_entry` writes.
+fn entry_len(member: &[u8], score: f64) -> usize {
+    varint_len(member.len()) + member.len() + score_code(score).1
+}
+
+/// A score as it is packed: its tag byte and what follows (the first `.1` bytes).
+fn score_code(score: f64) -> ([u8; 9], usize) {
+    let mut code = [0u8; 9];
     match double_to_i64(score) {
-        Some(i) if (0..=246).contains(&i) => out.push(9 + i as u8),
+        Some(i) if (0..=246).contains(&i) => {
+            code[0] = 9 + i as u8;
+            (code, 1)
+        }
         Some(i) => {
             let bytes = i.to_le_bytes();
             let mut n = 8;
@@ -88,12 +96,13 @@ fn encode_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
                     break;
                 }
             }
-            out.push(n as u8);
-            out.extend_from_slice(&bytes[..n]);
+            code[0] = n as u8;
+            code[1..=n].copy_from_slice(&bytes[..n]);
+            (code, n + 1)
         }
         None => {
-            out.push(0);
-            out.extend_from_slice(&score.to_bits().to_le_bytes());
+            code[1..].copy_from_slice(&score.to_bits().to_le_bytes());
+            (code, 9)
         }
     }
 }
@@ -257,26 +266,37 @@ impl ZSetValue {
 
     /// A set of distinct members (any order), in the form for its final size, as the
     /// STORE commands build them (zsetConvertToListpackIfNeeded).
-    pub fn from_members(mut items: Vec<(Vec<u8>, f64)>, enc: &Encodings) -> ZSetValue {
+    pub fn from_members<M>(mut items: Vec<(M, f64)>, enc: &Encodings) -> ZSetValue
+    where
+        M: AsRef<[u8]> + Into<Box<[u8]>>,
+    {
         items.sort_by(|a, b| {
             a.1.partial_cmp(&b.1)
                 .unwrap_or(std::cmp::Ordering::Equal)
-                .then_with(|| a.0.cmp(&b.0))
+                .then_with(|| a.0.as_ref().cmp(b.0.as_ref()))
         });
-        let maxlen = items.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        let maxlen = items
+            .iter()
+            .map(|(m, _)| m.as_ref().len())
+            .max()
+            .unwrap_or(0);
         if items.len() <= enc.zset_entries() && maxlen <= enc.zset_value() {
-            let mut p = Pack::default();
+            // Sized exactly: one allocation, as a loaded set gets it.
+            let size = items.iter().map(|(m, s)| entry_len(m.as_ref(), *s)).sum();
+            let mut p = Pack {
+                buf: Vec::with_capacity(size),
+                len: items.len(),
+            };
             for (m, s) in &items {
-                encode_entry(&mut p.buf, m, *s);
+                encode_entry(&mut p.buf, m.as_ref(), *s);
             }
-            p.len = items.len();
             ZSetValue {
                 repr: Repr::Pack(p),
             }
         } else {
             ZSetValue {
                 repr: Repr::Tree(Box::new(Tree::from_sorted(
-                    items.into_iter().map(|(m, s)| (m.into_boxed_slice(), s)),
+                    items.into_iter().map(|(m, s)| (m.into(), s)),
                 ))),
             }
         }
@@ -678,6 +698,14 @@ mod tests {
         }
         let v = all(&z);
         assert!(v.windows(2).all(|w| w[0].1 <= w[1].1));
+        // The loaded form, sized by `entry_len` before encoding, holds the same.
+        let items: Vec<(&[u8], f64)> = v.iter().map(|(m, s)| (&m[..], *s)).collect();
+        let loaded = ZSetValue::from_members(items, &e);
+        let Repr::Pack(p) = &loaded.repr else {
+            panic!("expected the packed form")
+        };
+        assert_eq!(p.buf.len(), p.buf.capacity());
+        assert_eq!(all(&loaded), v);
     }
 
     #[test]

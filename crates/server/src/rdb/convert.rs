@@ -115,7 +115,10 @@ pub fn rdb_to_value(v: &RdbValue, enc: &Encodings) -> Result<Value, &'static str
         RdbValue::String(s) => Value::Str(s.to_vec()),
         RdbValue::List(m) => Value::List(Box::new(ListValue::from_elems(enc.list_size(), m))),
         RdbValue::Set(m) => {
-            let mut set = m.get(0).map(SetValue::new_for).unwrap_or_default();
+            let mut set = m
+                .get(0)
+                .map(|first| SetValue::sized_for(first, m.len()))
+                .unwrap_or_default();
             for member in m.iter() {
                 set.add(member, enc);
             }
@@ -127,7 +130,7 @@ pub fn rdb_to_value(v: &RdbValue, enc: &Encodings) -> Result<Value, &'static str
             Value::Hash(HashValue::from_distinct(pairs, enc))
         }
         RdbValue::SortedSet(s) => Value::ZSet(Box::new(ZSetValue::from_members(
-            s.iter().map(|(m, score)| (m.to_vec(), score)).collect(),
+            s.iter().collect::<Vec<(&[u8], f64)>>(),
             enc,
         ))),
         RdbValue::Stream(s) => Value::Stream(Box::new(rdb_to_stream(s, enc)?)),
