@@ -245,6 +245,16 @@ impl Db {
         (g.volatile == 0).then_some(g)
     }
 
+    /// Starts bringing into the cache the table slots a lookup of `key` reads, for a caller
+    /// about to store many keys one after another (a load): the misses then overlap with
+    /// the work done before the key's turn. Does nothing if the shard is locked.
+    pub fn prefetch(&self, key: &[u8]) {
+        let h = hash(key);
+        if let Some(d) = self.shards[self.shard_index(h)].0.try_lock() {
+            d.prefetch_ahead(h);
+        }
+    }
+
     /// Locks the shards of all `keys`, in ascending shard order.
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
         self.lock_at(0, keys)

@@ -570,6 +570,21 @@ impl ShardData {
         hint::<Slot>(self.slots_end, self.table.num_buckets(), h);
     }
 
+    /// `slots_hint` well before the lookup, so the control bytes too (`Db::prefetch`).
+    pub fn prefetch_ahead(&self, h: u64) {
+        self.slots_hint(h);
+        for (end, buckets) in [
+            (self.small_end, self.small.num_buckets()),
+            (self.slots_end, self.table.num_buckets()),
+        ] {
+            if end != 0 {
+                // hashbrown's control bytes start where slot 0 ends, one byte a bucket.
+                let ctrl = end + (h as usize & (buckets - 1));
+                crate::entry::prefetch(std::ptr::without_provenance::<u8>(ctrl));
+            }
+        }
+    }
+
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Removed> {
         if self.ledger.is_some() {
             return self.accounted(h, key, |d| d.take(h, key));

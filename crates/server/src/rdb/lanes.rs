@@ -22,6 +22,9 @@ use strata_rdb::Entry;
 const BATCH: usize = 256;
 /// Batches waiting per lane: bounds what decoding may run ahead by.
 const QUEUED: usize = 8;
+/// How many keys ahead of the one being stored a lane starts loading table slots: enough
+/// for the cache misses to arrive while the keys between are stored.
+const AHEAD: usize = 4;
 
 #[derive(Default)]
 struct Shared {
@@ -39,6 +42,9 @@ impl Shared {
 
 struct Lane {
     tx: Option<SyncSender<Vec<Entry>>>,
+    /// Batches the lane has emptied, for reuse: a batch allocated here and freed on the
+    /// lane's thread came back from the allocator as fresh pages, a page fault a batch.
+    spare: Receiver<Vec<Entry>>,
     batch: Vec<Entry>,
     thread: Option<JoinHandle<Tally>>,
 }
@@ -57,13 +63,15 @@ impl Lanes {
         let mut lanes = Vec::with_capacity(n);
         for i in 0..n {
             let (tx, rx) = sync_channel(QUEUED);
+            let (back, spare) = sync_channel(QUEUED + 1);
             let (sink, shared2) = (make(), shared.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("strata-load-{i}"))
-                .spawn(move || store(sink, rx, &shared2))
+                .spawn(move || store(sink, rx, &back, &shared2))
                 .ok()?;
             lanes.push(Lane {
                 tx: Some(tx),
+                spare,
                 batch: Vec::with_capacity(BATCH),
                 thread: Some(thread),
             });
@@ -89,7 +97,11 @@ impl Lanes {
         let lane = &mut self.lanes[i];
         lane.batch.push(e);
         if lane.batch.len() >= BATCH {
-            let full = std::mem::replace(&mut lane.batch, Vec::with_capacity(BATCH));
+            let next = lane
+                .spare
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            let full = std::mem::replace(&mut lane.batch, next);
             // A lane that ended has failed: its error is what `take_error` returns.
             if lane.tx.as_ref().is_none_or(|tx| tx.send(full).is_err()) {
                 return Err(self.take_error());
@@ -150,15 +162,23 @@ impl Drop for Lanes {
 
 /// A lane's thread: stores each batch's keys until the channel closes or a lane fails,
 /// then lets its sink finish.
-fn store(mut sink: Box<dyn Sink>, rx: Receiver<Vec<Entry>>, shared: &Shared) -> Tally {
+fn store(
+    mut sink: Box<dyn Sink>,
+    rx: Receiver<Vec<Entry>>,
+    back: &SyncSender<Vec<Entry>>,
+    shared: &Shared,
+) -> Tally {
     let mut tally = Tally::default();
-    for batch in rx {
+    for mut batch in rx {
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
         // One clock reading a batch: expiry is judged as of the batch's start.
         let now = clock::now_ms();
-        for e in &batch {
+        for (i, e) in batch.iter().enumerate() {
+            if let Some(next) = batch.get(i + AHEAD) {
+                sink.prefetch(next);
+            }
             match sink.put(e, now) {
                 Ok(Loaded::Expired) => tally.expired += 1,
                 Ok(Loaded::Stored) => tally.stored(e),
@@ -171,6 +191,9 @@ fn store(mut sink: Box<dyn Sink>, rx: Receiver<Vec<Entry>>, shared: &Shared) -> 
         shared
             .stored
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        batch.clear();
+        // Full: the loader has spares enough, and this one is freed.
+        let _ = back.try_send(batch);
     }
     if !shared.stop.load(Ordering::Relaxed) {
         if let Err(err) = sink.finish() {

@@ -179,6 +179,8 @@ pub fn load_key(
 pub(super) trait Sink: Send {
     /// Stores `e` as of `now_ms` (Unix ms).
     fn put(&mut self, e: &Entry, now_ms: u64) -> Result<Loaded, LoadError>;
+    /// `e` will be stored soon: a sink may start loading what storing it reads.
+    fn prefetch(&self, _e: &Entry) {}
     /// After the last key of a load that met no error.
     fn finish(&mut self) -> Result<(), LoadError> {
         Ok(())
@@ -213,6 +215,13 @@ impl<S: Deref<Target = Server> + Send> Sink for KeyspaceSink<S> {
             crate::services::tiering::spill_while_loading(&self.server);
         }
         load_key(&self.server.keyspace, e, now_ms, &self.opts)
+    }
+
+    fn prefetch(&self, e: &Entry) {
+        let ks = &self.server.keyspace;
+        if let Some(db) = usize::try_from(e.db).ok().filter(|&d| d < ks.db_count()) {
+            ks.db(db).prefetch(&e.key);
+        }
     }
 }
 
