@@ -737,6 +737,18 @@ fn hint<T>(end: usize, buckets: usize, h: u64) {
     ));
 }
 
+/// Starts loading the slot hash `h` lands in (its first probe) in any hashbrown table, so
+/// that a lookup's two misses, control bytes then slot, overlap instead of following one
+/// another. For tables outside the keyspace (the server's tracking table).
+pub fn prefetch_slot<T>(table: &HashTable<T>, h: u64) {
+    let end = slots_end(table);
+    if end != 0 {
+        let pos = h as usize & (table.num_buckets() - 1);
+        let at = end.wrapping_sub((pos + 1).wrapping_mul(std::mem::size_of::<T>()));
+        crate::entry::prefetch(std::ptr::without_provenance::<u8>(at));
+    }
+}
+
 /// The address just past slot 0 of `table` (hashbrown stores bucket `i` at
 /// `end - (i + 1) * size`), found from any occupied bucket; 0 for a table with none.
 fn slots_end<T>(table: &HashTable<T>) -> usize {

@@ -19,7 +19,11 @@ pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, argv: &[
         return;
     }
     if records_reads(client.info.tracking.flags(), client.caching) {
+        let db = server.keyspace.db(client.db);
         cmd.for_each_key_position(argv, |i| {
+            // The command's own lookup of the key then finds it in the cache: its miss
+            // overlaps the one on the tracking table's entry, where it came after it.
+            db.prefetch(&argv[i]);
             server.tracking.remember(client.id, [&argv[i][..]])
         });
     }

@@ -207,6 +207,7 @@ impl KeyTable {
         let h = hash(key);
         let shard = self.shard(h);
         let mut t = shard.table.lock();
+        strata_engine::prefetch_slot(&t, h);
         match t.find_mut(h, |e| e.is(h, key)) {
             Some(e) => match e.ids.add(id, oldest) {
                 (false, 0) => {}
