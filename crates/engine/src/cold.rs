@@ -189,12 +189,65 @@ impl Db {
         key: &[u8],
         volatile: bool,
     ) -> Result<Option<crate::Unlinked>, String> {
+        self.to_cold(key, volatile)
+    }
+
+    fn to_cold(&self, key: &[u8], volatile: bool) -> Result<Option<crate::Unlinked>, String> {
         let Some(store) = self.cold_store() else {
             return Ok(None);
         };
         let h = hash(key);
         let idx = self.shard_index(h);
         let mut g = self.shard_ref(idx).acquire();
+        self.to_cold_locked(store, &mut g, (idx, h), key, volatile, false)
+    }
+
+    /// Moves clean entries (their store copy is still their value, so nothing is written)
+    /// out of RAM, from shard `from` on, handing each to `f` until it returns false or none
+    /// is left (then this returns false). A full tier takes no new entries, but what reads
+    /// brought back from it can leave again for free, before the eviction policy deletes
+    /// keys or refuses writes.
+    pub fn drop_clean_entries(
+        &self,
+        from: usize,
+        f: &mut dyn FnMut(crate::Unlinked) -> bool,
+    ) -> bool {
+        let Some(store) = self.cold_store() else {
+            return false;
+        };
+        let n = self.shard_count();
+        for i in 0..n {
+            let idx = (from + i) % n;
+            let mut g = self.shard_ref(idx).acquire();
+            while let Some(key) = g.clean.iter().next().cloned() {
+                let at = (idx, hash(&key));
+                match self.to_cold_locked(store, &mut g, at, &key, false, true) {
+                    Ok(Some(e)) => {
+                        if !f(e) {
+                            return true;
+                        }
+                    }
+                    // Not in RAM any more: it is no one's clean copy.
+                    _ => {
+                        g.clean.remove(&key);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// `to_cold` with the key's shard (`idx`, its hash `h`) locked; with `clean_only`, a
+    /// key that would need a write stays.
+    fn to_cold_locked(
+        &self,
+        store: &dyn ColdStore,
+        g: &mut ShardData,
+        (idx, h): (usize, u64),
+        key: &[u8],
+        volatile: bool,
+        clean_only: bool,
+    ) -> Result<Option<crate::Unlinked>, String> {
         let Some(e) = g.find(h, key) else {
             return Ok(None);
         };
@@ -203,7 +256,11 @@ impl Db {
             return Ok(None);
         }
         // A clean entry's copy in the store is its value already.
-        let owned = (g.clean.is_empty() || !g.clean.contains(key)).then(|| e.to_owned_value());
+        let dirty = g.clean.is_empty() || !g.clean.contains(key);
+        if dirty && clean_only {
+            return Ok(None);
+        }
+        let owned = dirty.then(|| e.to_owned_value());
         if let Some(owned) = owned {
             store.put(self.index(), idx, key, &owned)?;
             g.cold_filter.insert(h);

@@ -193,6 +193,11 @@ impl Evictor {
         if policy == Policy::NoEviction {
             return State::Fail;
         }
+        let full = tier
+            .is_some_and(|t| !crate::services::tiering::has_room(server, t) && !t.dead.broken());
+        if full && Self::drop_clean(server, max) {
+            return State::Ok;
+        }
         let limit = time_limit(self.tenacity.load(Relaxed));
         let samples = self.samples.load(Relaxed) as usize;
         let lazy = self.lazy.load(Relaxed);
@@ -276,6 +281,24 @@ impl Evictor {
         } else {
             State::Ok
         }
+    }
+
+    /// A full tier: entries that reads brought back from it leave RAM again, which writes
+    /// nothing and loses nothing, until memory is under `max` (true) or none is left.
+    fn drop_clean(server: &Server, max: u64) -> bool {
+        let from = server.keyspace.random() as usize;
+        let mut enough = false;
+        for db in 0..server.keyspace.db_count() {
+            server.keyspace.db(db).drop_clean_entries(from, &mut |e| {
+                drop(e);
+                enough = Self::to_free(server, max) == 0;
+                !enough
+            });
+            if enough {
+                break;
+            }
+        }
+        enough
     }
 
     /// Nothing is left to evict: unless values being freed in the background bring memory
