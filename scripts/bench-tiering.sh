@@ -23,6 +23,11 @@
 #   SSDB=                     path of ssdb-server (the "ssdb" shape runs only when set)
 #   SHAPES=optane,ssdb        which shapes to run
 #   SMAXMEM=64mb SKEYS=10000000 SVALUE=50
+#   TIER_MEMCG=               e.g. 768mb: the tiered server runs in a memory cgroup of that
+#                             size (root; cgroup v1 or v2), which charges it the page cache
+#                             of the tier's files, so reads of a tier larger than what is
+#                             left go to the device. Unset, a machine with more RAM than
+#                             the tier keeps it all in the page cache.
 #   STRATA=target/release/strata  (built unless NO_BUILD=1)
 #   OUT=target/bench-tiering.md   the table (also printed); raw CSVs beside it
 set -euo pipefail
@@ -69,6 +74,24 @@ strata_up() {
         >"$WORK/$name.log" 2>&1 &
     PIDS+=($!)
     wait_ping "$port"
+}
+
+# memcg_join PID SIZE: PID into a new memory cgroup limited to SIZE (see TIER_MEMCG),
+# removed at exit once PID is gone.
+memcg_join() {
+    local dir limit=memory.limit_in_bytes
+    if [ -d /sys/fs/cgroup/memory ]; then
+        dir=/sys/fs/cgroup/memory/strata-bench-$$
+    elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        dir=/sys/fs/cgroup/strata-bench-$$
+        limit=memory.max
+    else
+        log "TIER_MEMCG: no memory cgroup here"
+        exit 1
+    fi
+    mkdir "$dir" && echo "$(bytes "$2")" >"$dir/$limit" && echo "$1" >"$dir/cgroup.procs" \
+        || { log "TIER_MEMCG: cannot use $dir (root is needed)"; exit 1; }
+    trap 'bench_cleanup; rmdir "'"$dir"'" 2>/dev/null || true' EXIT
 }
 
 # rss_watch PID FILE: the largest VmRSS (kB) of PID, sampled every second, into FILE.
@@ -120,6 +143,7 @@ strata_up mem "$MEM_PORT"
 MEM_PID=${PIDS[-1]}
 strata_up tier "$TIER_PORT" --maxmemory "$MAXMEM" --tiering yes
 TIER_PID=${PIDS[-1]}
+[ -n "${TIER_MEMCG:-}" ] && memcg_join "$TIER_PID" "$TIER_MEMCG"
 rss_watch "${PIDS[-1]}" "$WORK/tier.rss"
 TARGETS=(--target "mem=127.0.0.1:$MEM_PORT" --target "tier=127.0.0.1:$TIER_PORT")
 
@@ -161,6 +185,7 @@ if [[ ",$SHAPES," == *,optane,* ]]; then
         echo
         echo "CPU of the fill (and the 5 s after it): $FILL_CPU."
         echo "Disk: $IOPS random 4 KiB reads/s (O_DIRECT, queue depth 1) of the tier's largest file."
+        [ -n "${TIER_MEMCG:-}" ] && echo "The tiered server ran in a memory cgroup of $TIER_MEMCG (page cache included)."
         echo "Tiered server's largest RSS: $(( $(cat "$WORK/tier.rss") / 1024 )) MiB;" \
             "$(grep -E '^(hot_keys|cold_keys|tier_bytes_written|cold_disk_bytes):' "$WORK/tier.info" | tr '\n' ' ')"
     } | tee "$OUT"
