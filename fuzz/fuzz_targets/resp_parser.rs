@@ -34,6 +34,10 @@ fuzz_target!(|data: &[u8]| {
         buf.extend_from_slice(piece);
         fed += piece.len();
         loop {
+            // The look ahead reads only what is there.
+            if let Some(arg) = strata_resp::peek_first_arg(&buf) {
+                assert!(arg.len() < buf.len());
+            }
             match parser.parse(&mut buf) {
                 Ok(Some(argv)) => {
                     // Arguments are slices of what was fed.

@@ -6,7 +6,9 @@
 mod num;
 pub use num::{itoa, push_header, Digits};
 pub mod parser;
+mod peek;
 pub mod reply;
 
 pub use parser::{Limits, Parser, ProtocolError};
+pub use peek::peek_first_arg;
 pub use reply::{format_g17, Protocol, Reply};

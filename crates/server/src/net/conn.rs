@@ -268,6 +268,11 @@ async fn serve_conn<W: Wire>(
             };
             match next {
                 Ok(Some((argv, frame))) => {
+                    // The next request's key in a pipeline: its table slots load while
+                    // this one runs.
+                    if let Some(key) = strata_resp::peek_first_arg(inbuf) {
+                        server.keyspace.db(client.db).prefetch(key);
+                    }
                     let start = out.buf.len();
                     let call = Call { argv: &argv, frame };
                     let outcome = exec::execute(
