@@ -741,12 +741,7 @@ fn hint<T>(end: usize, buckets: usize, h: u64) {
 /// that a lookup's two misses, control bytes then slot, overlap instead of following one
 /// another. For tables outside the keyspace (the server's tracking table).
 pub fn prefetch_slot<T>(table: &HashTable<T>, h: u64) {
-    let end = slots_end(table);
-    if end != 0 {
-        let pos = h as usize & (table.num_buckets() - 1);
-        let at = end.wrapping_sub((pos + 1).wrapping_mul(std::mem::size_of::<T>()));
-        crate::entry::prefetch(std::ptr::without_provenance::<u8>(at));
-    }
+    hint::<T>(slots_end(table), table.num_buckets(), h);
 }
 
 /// The address just past slot 0 of `table` (hashbrown stores bucket `i` at
