@@ -246,8 +246,9 @@ impl Db {
     }
 
     /// Starts bringing into the cache the table slots a lookup of `key` reads, for a caller
-    /// about to store many keys one after another (a load): the misses then overlap with
-    /// the work done before the key's turn. Does nothing if the shard is locked.
+    /// that knows the key ahead of its lookup (a load's next keys, a pipeline's next
+    /// request, a tracked read): the misses then overlap with the work done before the
+    /// key's turn. Does nothing if the shard is locked.
     pub fn prefetch(&self, key: &[u8]) {
         let h = hash(key);
         if let Some(d) = self.shards[self.shard_index(h)].0.try_lock() {
