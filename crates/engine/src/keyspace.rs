@@ -108,6 +108,16 @@ pub enum Capture {
 /// (FLUSHALL ASYNC drops them on a background thread).
 pub struct Flushed(#[allow(dead_code)] Vec<HashTable<Slot>>);
 
+fn shard_bits(h: u64) -> u64 {
+    h >> 32
+}
+
+/// What picks `key`'s shard in any database (its low bits, as many as the shard count
+/// has): threads that split keys by it, the same way for all of them, never share a shard.
+pub fn shard_pick(key: &[u8]) -> u64 {
+    shard_bits(hash(key))
+}
+
 impl Db {
     fn new(
         index: usize,
@@ -177,7 +187,7 @@ impl Db {
     /// The shard a key hash lands in. The table inside the shard uses the hash's low bits
     /// and top 7 bits, so shard selection takes bits from the middle.
     pub(crate) fn shard_index(&self, h: u64) -> usize {
-        (h >> 32) as usize & self.mask
+        shard_bits(h) as usize & self.mask
     }
 
     pub(crate) fn shard_ref(&self, idx: usize) -> &Shard {
@@ -243,6 +253,22 @@ impl Db {
         }
         let g = self.shards[self.shard_index(h)].0.lock();
         (g.volatile == 0).then_some(g)
+    }
+
+    /// A load is about to add about `keys` keys (an RDB file's RESIZEDB hint), or has
+    /// ended (0): each shard's tables then grow straight to their share of them. Each
+    /// shard's share is its even part plus three standard deviations of how a hash
+    /// spreads keys, so few shards outgrow it.
+    pub fn expect(&self, keys: usize) {
+        let even = keys.div_ceil(self.shards.len());
+        let share = if keys == 0 {
+            0
+        } else {
+            even + 3 * (even as f64).sqrt() as usize
+        };
+        for s in self.shards.iter() {
+            s.0.lock().expected = share;
+        }
     }
 
     /// Starts bringing into the cache the table slots a lookup of `key` reads, for a caller
@@ -707,87 +733,5 @@ impl Keyspace {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::locked::Ttl;
-    use crate::value::Value;
-
-    #[test]
-    fn set_get_remove_expire() {
-        let ks = Keyspace::new(2, 4);
-        let db = ks.db(0);
-        let mut l = db.lock1(b"a");
-        assert_eq!(l.get_str(b"a"), Ok(None));
-        l.set_str(b"a", b"1", Ttl::Clear);
-        assert_eq!(l.get_str(b"a"), Ok(Some(&b"1"[..])));
-        let past = l.now() - 1;
-        assert!(l.set_expire(b"a", Some(past)));
-        assert_eq!(l.get_str(b"a"), Ok(None));
-        drop(l);
-        assert_eq!(db.len(), 0);
-        assert_eq!(db.stats(), (1, 2, 1)); // a miss before the SET and one after expiry
-    }
-
-    #[test]
-    fn keep_ttl_and_str_mut() {
-        let ks = Keyspace::new(1, 2);
-        let db = ks.db(0);
-        let mut l = db.lock(&[b"k".as_slice(), b"j".as_slice()]);
-        let at = l.now() + 100_000;
-        l.set_str(b"k", b"v", Ttl::At(at));
-        l.set_str(b"k", b"w", Ttl::Keep);
-        assert_eq!(l.expire_at(b"k"), Some(Some(at)));
-        l.str_mut(b"k").unwrap().unwrap().extend_from_slice(b"xyz");
-        assert_eq!(l.get_str(b"k"), Ok(Some(&b"wxyz"[..])));
-        assert_eq!(l.peek(b"k").unwrap().encoding(), "raw");
-        let o = l.take(b"k").unwrap();
-        assert_eq!(o.value, Value::Str(b"wxyz".to_vec()));
-        l.put_owned(b"j", o);
-        assert_eq!(l.expire_at(b"j"), Some(Some(at)));
-        drop(l);
-        assert_eq!(db.volatile_len(), 1);
-    }
-
-    #[test]
-    fn scan_visits_every_key_once() {
-        let ks = Keyspace::new(1, 6);
-        let db = ks.db(0);
-        for i in 0..1000u32 {
-            let k = i.to_string();
-            db.lock1(k.as_bytes())
-                .set_str(k.as_bytes(), b"v", Ttl::Clear);
-        }
-        let mut seen = Vec::new();
-        let mut cursor = 0;
-        loop {
-            let (next, mut keys) = db.scan(cursor, 10, ScanFilter::default());
-            seen.append(&mut keys);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        seen.sort();
-        seen.dedup();
-        assert_eq!(seen.len(), 1000);
-        assert_eq!(db.keys(b"99*").len(), 11);
-        assert!(db.random_key(42).is_some());
-    }
-
-    #[test]
-    fn active_expiry_and_swap() {
-        let ks = Keyspace::new(2, 3);
-        let db = ks.db(0);
-        for i in 0..100u32 {
-            let k = i.to_string();
-            let mut l = db.lock1(k.as_bytes());
-            let at = if i % 2 == 0 { Ttl::At(1) } else { Ttl::Clear };
-            l.set_str(k.as_bytes(), b"v", at);
-        }
-        assert_eq!(ks.active_expire_cycle(Duration::from_secs(1)), 50);
-        assert_eq!(db.len(), 50);
-        ks.swap(0, 1);
-        assert_eq!(ks.db(0).len(), 0);
-        assert_eq!(ks.db(1).len(), 50);
-    }
-}
+#[path = "keyspace_tests.rs"]
+mod tests;

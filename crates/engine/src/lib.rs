@@ -33,7 +33,7 @@ pub use embedded_budget::Budget;
 pub use entry::{EntryRef, Kind};
 pub use evict::{Policy, Pool};
 pub use keyspace::{
-    Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT,
+    shard_pick, Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT,
 };
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};

@@ -125,6 +125,10 @@ pub(crate) struct ShardData {
     pub cold_filter: crate::cold_filter::ColdFilter,
     pub spills: u64,
     pub faults: u64,
+    /// Entries a load expects this shard to end with (`Db::expect`), 0 when none: a
+    /// table that must grow grows straight to its share of them, not by doublings that
+    /// each re-read every entry's key (a fifth of a collections file's load).
+    pub expected: usize,
 }
 
 /// An entry for editing, found by `ShardData::find_mut`.
@@ -494,8 +498,24 @@ impl ShardData {
             return;
         }
         self.end_capture_walk();
-        self.small.reserve(1, |s| hash(s.key()));
+        let more = self.expected_in(self.small.len(), self.table.len());
+        self.small
+            .reserve(more.saturating_sub(self.small.len()).max(1), |s| {
+                hash(s.key())
+            });
         self.small_end = slots_end(&self.small);
+    }
+
+    /// Of the entries a load expects (`expected`), those one table will hold: its share
+    /// so far of the `mine + other` entries the shard has, once there are enough to judge
+    /// by (0 otherwise, or with no load).
+    fn expected_in(&self, mine: usize, other: usize) -> usize {
+        const JUDGE_AFTER: usize = 32;
+        let have = mine + other;
+        if self.expected <= have || have < JUDGE_AFTER {
+            return 0;
+        }
+        (self.expected as u128 * mine as u128 / have as u128) as usize
     }
 
     /// A rehash moves entries across a running capture's cursor (`Db::capture_chunk`), and
@@ -537,10 +557,8 @@ impl ShardData {
         }
         /// How many entries ahead of the one being moved are being loaded.
         const AHEAD: usize = 8;
-        let old = std::mem::replace(
-            &mut self.table,
-            HashTable::with_capacity(need.max(full + 1)),
-        );
+        let size = (need.max(full + 1)).max(self.expected_in(self.table.len(), self.small.len()));
+        let old = std::mem::replace(&mut self.table, HashTable::with_capacity(size));
         let mut ahead: [Option<Slot>; AHEAD] = Default::default();
         // The new table has room for every entry: its hasher is never called.
         let moved = |s: Slot, table: &mut HashTable<Slot>| {

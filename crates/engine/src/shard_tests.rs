@@ -203,3 +203,42 @@ fn key_eq_is_slice_equality() {
         assert!(!key_eq(&a, &longer) && !key_eq(&longer, &a), "len {n}");
     }
 }
+
+/// Puts `n` entries, a third of them inline, into a shard expecting `expected` (0: none);
+/// each table's bucket counts as they changed after the 64th entry, and at the end.
+fn growth(n: u32, expected: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut d = ShardData {
+        expected,
+        ..Default::default()
+    };
+    let (mut small, mut table) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let v = if i % 3 == 0 { b"v".to_vec() } else { long(i) };
+        d.put_str(hash(&key(i)), &key(i), &v, None, Stamp::Lru(0));
+        if i >= 64 {
+            for (seen, now) in [
+                (&mut small, d.small.num_buckets()),
+                (&mut table, d.table.num_buckets()),
+            ] {
+                if seen.last() != Some(&now) {
+                    seen.push(now);
+                }
+            }
+        }
+    }
+    (small, table)
+}
+
+/// With a load's expectation, each table grows once, to its share of it, straight to the
+/// size doubling would have reached; without one, it doubles its way there.
+#[test]
+fn tables_expecting_a_load_grow_once_to_their_share() {
+    const N: u32 = 30_000;
+    let (small, table) = growth(N, N as usize);
+    let (small_doubling, table_doubling) = growth(N, 0);
+    assert_eq!(small.len(), 1, "inline table sizes {small:?}");
+    assert_eq!(table.len(), 1, "main table sizes {table:?}");
+    assert!(small_doubling.len() > 2 && table_doubling.len() > 2);
+    assert_eq!(small.last(), small_doubling.last());
+    assert_eq!(table.last(), table_doubling.last());
+}

@@ -371,6 +371,40 @@ pub struct Loader<'s> {
     seen: u64,
     /// The clock as of the last 1024 keys: expiry is judged by it.
     now_ms: u64,
+    /// Dropped after `stores`: the lanes have stored every key by then.
+    expecting: Expecting<'s>,
+}
+
+/// The databases a load told how many keys to expect (`Db::expect`, from the file's
+/// RESIZEDB), told that the load is over when this is dropped, as it ends or fails.
+struct Expecting<'s> {
+    /// None: this load does not tell (its keys go elsewhere, this thread holds the
+    /// shards, or a tier takes keys out of RAM as they come).
+    keyspace: Option<&'s Keyspace>,
+    /// The database of the file's last SELECTDB.
+    db: u64,
+    told: Vec<usize>,
+}
+
+impl Expecting<'_> {
+    fn resize(&mut self, keys: u64) {
+        let Some(ks) = self.keyspace else { return };
+        if let Some(db) = usize::try_from(self.db).ok().filter(|&d| d < ks.db_count()) {
+            ks.db(db)
+                .expect(usize::try_from(keys).unwrap_or(usize::MAX));
+            self.told.push(db);
+        }
+    }
+}
+
+impl Drop for Expecting<'_> {
+    fn drop(&mut self) {
+        if let Some(ks) = self.keyspace {
+            for &db in &self.told {
+                ks.db(db).expect(0);
+            }
+        }
+    }
 }
 
 /// Where a load's keys go: to lanes, or through one sink on the loading thread.
@@ -391,7 +425,10 @@ impl<'s> Loader<'s> {
             .flatten()
             .and_then(|arc| lanes(|| Box::new(KeyspaceSink::new(arc.clone(), opts))));
         let here = || Box::new(KeyspaceSink::new(server, opts)) as Box<dyn Sink + 's>;
-        Self::with(server, opts, lanes, here)
+        let tells = lanes.is_some() && server.tier.get().is_none();
+        let mut loader = Self::with(server, opts, lanes, here);
+        loader.expecting.keyspace = tells.then_some(&server.keyspace);
+        loader
     }
 
     /// A load whose keys go through sinks `make` gives (on lanes, or one on this thread)
@@ -419,6 +456,11 @@ impl<'s> Loader<'s> {
             tally: Tally::default(),
             seen: 0,
             now_ms: clock::now_ms(),
+            expecting: Expecting {
+                keyspace: None,
+                db: 0,
+                told: Vec::new(),
+            },
         }
     }
 
@@ -457,7 +499,14 @@ impl<'s> Loader<'s> {
                 }
                 Ok(())
             }
-            Item::SelectDb(_) | Item::ResizeDb { .. } => Ok(()),
+            Item::SelectDb(db) => {
+                self.expecting.db = db;
+                Ok(())
+            }
+            Item::ResizeDb { db_size, .. } => {
+                self.expecting.resize(db_size);
+                Ok(())
+            }
         }
     }
 

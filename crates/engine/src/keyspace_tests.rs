@@ -1,0 +1,84 @@
+//! `keyspace`'s tests: locking, TTLs, SCAN, active expiry and SWAPDB.
+
+use super::*;
+use crate::locked::Ttl;
+use crate::value::Value;
+
+#[test]
+fn set_get_remove_expire() {
+    let ks = Keyspace::new(2, 4);
+    let db = ks.db(0);
+    let mut l = db.lock1(b"a");
+    assert_eq!(l.get_str(b"a"), Ok(None));
+    l.set_str(b"a", b"1", Ttl::Clear);
+    assert_eq!(l.get_str(b"a"), Ok(Some(&b"1"[..])));
+    let past = l.now() - 1;
+    assert!(l.set_expire(b"a", Some(past)));
+    assert_eq!(l.get_str(b"a"), Ok(None));
+    drop(l);
+    assert_eq!(db.len(), 0);
+    assert_eq!(db.stats(), (1, 2, 1)); // a miss before the SET and one after expiry
+}
+
+#[test]
+fn keep_ttl_and_str_mut() {
+    let ks = Keyspace::new(1, 2);
+    let db = ks.db(0);
+    let mut l = db.lock(&[b"k".as_slice(), b"j".as_slice()]);
+    let at = l.now() + 100_000;
+    l.set_str(b"k", b"v", Ttl::At(at));
+    l.set_str(b"k", b"w", Ttl::Keep);
+    assert_eq!(l.expire_at(b"k"), Some(Some(at)));
+    l.str_mut(b"k").unwrap().unwrap().extend_from_slice(b"xyz");
+    assert_eq!(l.get_str(b"k"), Ok(Some(&b"wxyz"[..])));
+    assert_eq!(l.peek(b"k").unwrap().encoding(), "raw");
+    let o = l.take(b"k").unwrap();
+    assert_eq!(o.value, Value::Str(b"wxyz".to_vec()));
+    l.put_owned(b"j", o);
+    assert_eq!(l.expire_at(b"j"), Some(Some(at)));
+    drop(l);
+    assert_eq!(db.volatile_len(), 1);
+}
+
+#[test]
+fn scan_visits_every_key_once() {
+    let ks = Keyspace::new(1, 6);
+    let db = ks.db(0);
+    for i in 0..1000u32 {
+        let k = i.to_string();
+        db.lock1(k.as_bytes())
+            .set_str(k.as_bytes(), b"v", Ttl::Clear);
+    }
+    let mut seen = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let (next, mut keys) = db.scan(cursor, 10, ScanFilter::default());
+        seen.append(&mut keys);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 1000);
+    assert_eq!(db.keys(b"99*").len(), 11);
+    assert!(db.random_key(42).is_some());
+}
+
+#[test]
+fn active_expiry_and_swap() {
+    let ks = Keyspace::new(2, 3);
+    let db = ks.db(0);
+    for i in 0..100u32 {
+        let k = i.to_string();
+        let mut l = db.lock1(k.as_bytes());
+        let at = if i % 2 == 0 { Ttl::At(1) } else { Ttl::Clear };
+        l.set_str(k.as_bytes(), b"v", at);
+    }
+    assert_eq!(ks.active_expire_cycle(Duration::from_secs(1)), 50);
+    assert_eq!(db.len(), 50);
+    ks.swap(0, 1);
+    assert_eq!(ks.db(0).len(), 0);
+    assert_eq!(ks.db(1).len(), 50);
+}
