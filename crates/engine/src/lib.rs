@@ -37,7 +37,7 @@ pub use keyspace::{
 };
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
 pub use session::{OneShard, Session, ShardId};
-pub use shard::{hash_seed, key_eq, prefetch_slot, use_hash_seed};
+pub use shard::{hash_seed, key_eq, prefetch_probe, prefetch_slot, use_hash_seed};
 pub use types::{stream, Encodings, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{Owned, Value};
 pub use walk::ShardWalk;

@@ -590,17 +590,8 @@ impl ShardData {
 
     /// `slots_hint` well before the lookup, so the control bytes too (`Db::prefetch`).
     pub fn prefetch_ahead(&self, h: u64) {
-        self.slots_hint(h);
-        for (end, buckets) in [
-            (self.small_end, self.small.num_buckets()),
-            (self.slots_end, self.table.num_buckets()),
-        ] {
-            if end != 0 {
-                // hashbrown's control bytes start where slot 0 ends, one byte a bucket.
-                let ctrl = end + (h as usize & (buckets - 1));
-                crate::entry::prefetch(std::ptr::without_provenance::<u8>(ctrl));
-            }
-        }
+        hint_ahead::<Inline>(self.small_end, self.small.num_buckets(), h);
+        hint_ahead::<Slot>(self.slots_end, self.table.num_buckets(), h);
     }
 
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Removed> {
@@ -743,7 +734,7 @@ impl ShardData {
 /// even if it were stale.
 #[inline]
 fn hint<T>(end: usize, buckets: usize, h: u64) {
-    if end == 0 {
+    if end == 0 || buckets == 0 {
         return;
     }
     let pos = h as usize & (buckets - 1);
@@ -753,6 +744,23 @@ fn hint<T>(end: usize, buckets: usize, h: u64) {
     crate::entry::prefetch(std::ptr::without_provenance::<u8>(
         first.wrapping_sub(3 * size),
     ));
+}
+
+/// `hint`, and the control bytes the probe reads first: for a lookup some work away.
+#[inline]
+fn hint_ahead<T>(end: usize, buckets: usize, h: u64) {
+    hint::<T>(end, buckets, h);
+    if end != 0 && buckets != 0 {
+        // hashbrown's control bytes start where slot 0 ends, one byte a bucket.
+        let ctrl = end.wrapping_add(h as usize & (buckets - 1));
+        crate::entry::prefetch(std::ptr::without_provenance::<u8>(ctrl));
+    }
+}
+
+/// `prefetch_slot` well before the lookup, so the control bytes too: for a lookup some
+/// work away (a pipeline's next request in the tracking table).
+pub fn prefetch_probe<T>(table: &HashTable<T>, h: u64) {
+    hint_ahead::<T>(slots_end(table), table.num_buckets(), h);
 }
 
 /// Starts loading the slot hash `h` lands in (its first probe) in any hashbrown table, so

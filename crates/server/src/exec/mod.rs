@@ -25,7 +25,7 @@ pub mod replay;
 pub mod script;
 pub mod sink;
 pub mod table;
-mod tracking;
+pub(crate) mod tracking;
 
 use crate::exec::client::{Client, ReplyMode};
 use crate::exec::command::{flags, CmdError, Command};

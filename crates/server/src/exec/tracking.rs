@@ -29,6 +29,16 @@ pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, argv: &[
     }
 }
 
+/// The next request of a pipeline will read `key`: its keyspace slots, and if this client
+/// records its reads, its tracking table slots, load while the current request runs.
+#[inline]
+pub(crate) fn prefetch_next(server: &Server, client: &Client, key: &[u8]) {
+    server.keyspace.db(client.db).prefetch(key);
+    if records_reads(client.info.tracking.flags(), client.caching) {
+        server.tracking.prefetch(key);
+    }
+}
+
 /// Before a client's command: evicts keys past `tracking-table-max-keys`. What it sends
 /// this client goes before the command's reply.
 #[inline]

@@ -268,10 +268,8 @@ async fn serve_conn<W: Wire>(
             };
             match next {
                 Ok(Some((argv, frame))) => {
-                    // The next request's key in a pipeline: its table slots load while
-                    // this one runs.
                     if let Some(key) = strata_resp::peek_first_arg(inbuf) {
-                        server.keyspace.db(client.db).prefetch(key);
+                        exec::tracking::prefetch_next(server, client, key);
                     }
                     let start = out.buf.len();
                     let call = Call { argv: &argv, frame };

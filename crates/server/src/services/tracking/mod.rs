@@ -249,6 +249,11 @@ impl Tracking {
         Ok(())
     }
 
+    /// A read of `key` by a tracking client is coming: see `KeyTable::prefetch`.
+    pub fn prefetch(&self, key: &[u8]) {
+        self.table.prefetch(key);
+    }
+
     /// Records that the client `id` may cache `keys` (a read by a tracking client, before it
     /// runs).
     pub fn remember<'k>(&self, id: u64, keys: impl IntoIterator<Item = &'k [u8]>) {

@@ -201,6 +201,14 @@ impl KeyTable {
             .sum()
     }
 
+    /// Starts loading where `add` of `key` will look (unless its shard is locked).
+    pub(crate) fn prefetch(&self, key: &[u8]) {
+        let h = hash(key);
+        if let Some(t) = self.shard(h).table.try_lock() {
+            strata_engine::prefetch_probe(&t, h);
+        }
+    }
+
     /// Records that client `id` may cache `key`; every id below `oldest` belongs to a
     /// client that is gone (see `Ids::add`).
     pub(crate) fn add(&self, key: &[u8], id: u64, oldest: u64) {
