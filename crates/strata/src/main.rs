@@ -37,8 +37,9 @@ The config file uses redis.conf syntax: one `name value` per line, # for comment
     /// Load generator: kv (redis-benchmark style), ycsb A-F, voter; several targets side
     /// by side, percentiles from HdrHistogram, JSON/CSV/HTML reports.
     Bench(strata_bench::cli::BenchArgs),
-    /// Check a data directory's journal and snapshots: reports each file, the records in
-    /// it and the first problem (file and byte offset). Changes nothing unless --truncate.
+    /// Check a data directory's journal and snapshots, and a tier the last exit kept:
+    /// reports each file, the records in it and the first problem (file and byte offset).
+    /// Changes nothing unless --truncate.
     Check(CheckArgs),
     /// Load a Redis RDB file (any version Redis 7.0 reads) into a data directory, which
     /// `strata serve --dir` then serves. The directory must hold no data unless --force.
@@ -89,6 +90,10 @@ struct CheckArgs {
     /// The data directory (what `strata serve --dir` was given; default ./data).
     #[arg(default_value = "./data")]
     dir: std::path::PathBuf,
+    /// The tier's directory, if `tiering-dir` set one (default: DIR/tier). A tier the last
+    /// exit kept is read record by record against the newest snapshot.
+    #[arg(long)]
+    tiering_dir: Option<std::path::PathBuf>,
     /// Cut the journal back to its last good record, dropping everything after it. Run
     /// it only when the server refuses to start and you accept losing those records.
     #[arg(long)]
@@ -182,6 +187,10 @@ fn rerun_with_huge_pages(args: &[String]) -> Option<ExitCode> {
 }
 
 fn check(a: CheckArgs) -> ExitCode {
+    // The tier first: it files keys under the hash seed it was written with, which this
+    // process can take only before it hashes a key (a snapshot's check does).
+    let tier_dir = a.tiering_dir.clone().unwrap_or_else(|| a.dir.join("tier"));
+    let tier = strata_server::services::tier_check::check(&a.dir, &tier_dir);
     let report = match strata_storage::check(&a.dir) {
         Ok(r) => r,
         Err(e) => {
@@ -190,8 +199,18 @@ fn check(a: CheckArgs) -> ExitCode {
         }
     };
     println!("{report}");
+    let tier_ok = match tier {
+        Ok(t) => {
+            println!("{t}");
+            t.check.ok()
+        }
+        Err(e) => {
+            println!("tier {}: cannot check: {e}", tier_dir.display());
+            false
+        }
+    };
     if !a.truncate {
-        return if report.ok() {
+        return if report.ok() && tier_ok {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE

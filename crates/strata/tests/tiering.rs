@@ -667,3 +667,77 @@ fn kept_tiers_across_restarts_hold_what_memory_holds() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `strata check DIR`: whether it succeeded, and what it printed.
+fn check(dir: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("check")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    (
+        out.status.success(),
+        text + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn strata_check_reads_a_kept_tier_and_not_one_the_start_rebuilds() {
+    let dir = temp_dir("tiering-check");
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    let mut r = Rng(0x0c4e_c4ed);
+    for _ in 0..3000 {
+        run(&mut c, &random_command(&mut r));
+    }
+    let cold = tiering_field(&mut c, "cold_keys");
+    assert!(cold > 100, "{cold} cold keys");
+    shut_down(s, &mut c, &[]);
+
+    // Kept: every cold entry (and clean copy) is read from the store against the snapshot.
+    let (ok, text) = check(&dir);
+    assert!(ok, "{text}");
+    let line = text.lines().find(|l| l.starts_with("tier ")).unwrap_or("");
+    assert!(
+        line.contains("kept for the newest snapshot") && line.ends_with("OK"),
+        "{text}"
+    );
+    let checked: u64 = line
+        .split("snapshot, ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(checked >= cold, "{checked} checked, {cold} cold: {text}");
+
+    // A kept tier whose store is gone: the next start would serve the cold keys from an
+    // empty store. Every one is reported missing, and the check fails.
+    let store = dir.join("tier").join("store");
+    let away = dir.join("tier").join("store.away");
+    std::fs::rename(&store, &away).unwrap();
+    let (ok, text) = check(&dir);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(&format!("missing {checked},")) && text.contains("DAMAGED"),
+        "{text}"
+    );
+    std::fs::rename(&away, &store).unwrap();
+    assert!(check(&dir).0);
+
+    // The checks left the store as the exit kept it: the start keeps it. Then a SIGKILL
+    // leaves no marker: the next start rebuilds the tier, which the check does not read.
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    kept_the_tier(&mut c, cold);
+    run(&mut c, &random_command(&mut r));
+    drop(c);
+    drop(s);
+    let (ok, text) = check(&dir);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("not kept") && text.contains("not read"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

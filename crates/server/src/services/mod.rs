@@ -19,6 +19,7 @@ pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
+pub mod tier_check;
 pub mod tier_dead;
 pub mod tier_kept;
 pub mod tier_reads;

@@ -74,6 +74,51 @@ fn marker_text(snap: &SnapshotMeta, server: &Server, seed: u64) -> String {
     format!("{epoch} {created} {bytes} {dbs} {shards} {seed}\n")
 }
 
+/// What a marker in `dir` says, if there is one (`strata check`, `tier_check.rs`).
+pub(crate) struct Marker {
+    pub epoch: u64,
+    pub created_ms: u64,
+    pub bytes: u64,
+    pub databases: usize,
+    pub shards: usize,
+    pub seed: u64,
+}
+
+impl Marker {
+    pub fn read(dir: &Path) -> Result<Option<Marker>, String> {
+        let path = dir.join(KEPT);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let f: Vec<u64> = text
+            .split_whitespace()
+            .map_while(|s| s.parse().ok())
+            .collect();
+        let &[epoch, created_ms, bytes, databases, shards, seed] = &f[..] else {
+            return Err(format!(
+                "{} is not a marker this version wrote",
+                path.display()
+            ));
+        };
+        let size = |n: u64| usize::try_from(n).map_err(|_| format!("{}: {n}", path.display()));
+        Ok(Some(Marker {
+            epoch,
+            created_ms,
+            bytes,
+            databases: size(databases)?,
+            shards: size(shards)?,
+            seed,
+        }))
+    }
+
+    /// Whether it names `snap`.
+    pub fn names(&self, snap: &SnapshotMeta) -> bool {
+        (self.epoch, self.created_ms, self.bytes) == (snap.epoch, snap.created_ms, snap.bytes)
+    }
+}
+
 /// The newest snapshot in the data directory: the one a start loads.
 fn newest(server: &Server) -> Result<Option<SnapshotMeta>, String> {
     strata_storage::latest_snapshot(&server.data_dir()).map_err(|e| e.to_string())

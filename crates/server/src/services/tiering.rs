@@ -93,45 +93,7 @@ impl Tier {
         keep: bool,
     ) -> Result<Tier, String> {
         let path = prepare_dir(dir, keep)?;
-        let path = path.as_path();
-        let err = |e: fjall::Error| format!("cannot open the tier at {}: {e}", path.display());
-        // The bound on all write buffers together is what keeps the tier's memory bounded
-        // while flushes lag behind a burst of spills (hidden in fjall's docs for now).
-        #[allow(deprecated)]
-        let db = fjall::Database::builder(path)
-            .cache_size(cache_bytes)
-            .max_write_buffer_size(Some(WRITE_BUFFERS_BYTES))
-            .manual_journal_persist(true)
-            // Never one: fjall's worker that rotates a write buffer then waits to queue its
-            // flush on the workers' own bounded queue, which a lone worker never drains
-            // (measured: flushes stopped and the write buffers grew to 1.9 GB).
-            .worker_threads(3)
-            .open()
-            .map_err(err)?;
-        let trees = (0..databases)
-            .map(|i| {
-                db.keyspace(&format!("db{i}"), || {
-                    // No write of the store's journal per record: the tier is rebuilt at
-                    // start, its journal is never needed.
-                    // Every table's filter and index blocks stay in RAM (fjall pins only
-                    // the first levels'): read through the block cache, a large tier's
-                    // filters and indexes pushed each other out, and every cold read
-                    // re-read and re-checksummed them. 27M cold keys of 50 bytes: uniform
-                    // GETs 22k/s at 77 µs of server CPU each, pinned 50k/s at 31 µs, for
-                    // 1.3 bytes of RAM a cold key (docs/tiering.md, "Memory").
-                    fjall::KeyspaceCreateOptions::default()
-                        .filter_block_pinning_policy(PinningPolicy::all(true))
-                        .index_block_pinning_policy(PinningPolicy::all(true))
-                        .max_memtable_size(WRITE_BUFFER_BYTES)
-                        .manual_journal_persist(true)
-                        .with_kv_separation(Some(
-                            fjall::KvSeparationOptions::default()
-                                .separation_threshold(SEPARATE_ABOVE),
-                        ))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(err)?;
+        let (db, trees) = open_store(&path, databases, cache_bytes)?;
         Ok(Tier {
             path: dir.to_path_buf(),
             db,
@@ -152,7 +114,56 @@ impl Tier {
             watch: Default::default(),
         })
     }
+}
 
+/// Opens the store in `path` (a tier's `store` directory) as it is, with a tree per
+/// database: for a tier, and for `strata check` (`tier_check.rs`).
+pub(crate) fn open_store(
+    path: &Path,
+    databases: usize,
+    cache_bytes: u64,
+) -> Result<(fjall::Database, Vec<fjall::Keyspace>), String> {
+    let err = |e: fjall::Error| format!("cannot open the tier at {}: {e}", path.display());
+    // The bound on all write buffers together is what keeps the tier's memory bounded
+    // while flushes lag behind a burst of spills (hidden in fjall's docs for now).
+    #[allow(deprecated)]
+    let db = fjall::Database::builder(path)
+        .cache_size(cache_bytes)
+        .max_write_buffer_size(Some(WRITE_BUFFERS_BYTES))
+        .manual_journal_persist(true)
+        // Never one: fjall's worker that rotates a write buffer then waits to queue its
+        // flush on the workers' own bounded queue, which a lone worker never drains
+        // (measured: flushes stopped and the write buffers grew to 1.9 GB).
+        .worker_threads(3)
+        .open()
+        .map_err(err)?;
+    let trees = (0..databases)
+        .map(|i| {
+            db.keyspace(&format!("db{i}"), || {
+                // No write of the store's journal per record: the tier is rebuilt at
+                // start, its journal is never needed.
+                // Every table's filter and index blocks stay in RAM (fjall pins only
+                // the first levels'): read through the block cache, a large tier's
+                // filters and indexes pushed each other out, and every cold read
+                // re-read and re-checksummed them. 27M cold keys of 50 bytes: uniform
+                // GETs 22k/s at 77 µs of server CPU each, pinned 50k/s at 31 µs, for
+                // 1.3 bytes of RAM a cold key (docs/tiering.md, "Memory").
+                fjall::KeyspaceCreateOptions::default()
+                    .filter_block_pinning_policy(PinningPolicy::all(true))
+                    .index_block_pinning_policy(PinningPolicy::all(true))
+                    .max_memtable_size(WRITE_BUFFER_BYTES)
+                    .manual_journal_persist(true)
+                    .with_kv_separation(Some(
+                        fjall::KvSeparationOptions::default().separation_threshold(SEPARATE_ABOVE),
+                    ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    Ok((db, trees))
+}
+
+impl Tier {
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -227,10 +238,7 @@ impl Tier {
     }
 
     fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
-        let mut k = Vec::with_capacity(4 + key.len());
-        k.extend_from_slice(&(shard as u32).to_be_bytes());
-        k.extend_from_slice(key);
-        k
+        record_key(shard, key)
     }
 
     fn encode(entry: &Owned) -> Vec<u8> {
@@ -240,18 +248,8 @@ impl Tier {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Owned, String> {
-        let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
         let server = self.server.upgrade().ok_or("the server is gone")?;
-        let mut out = None;
-        let enc = &server.keyspace.encodings;
-        strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
-            out = Some(Owned {
-                value,
-                expire_at,
-                raw: flags & RAW != 0,
-            })
-        })?;
-        out.ok_or_else(|| "record without an entry".into())
+        decode_record(bytes, &server.keyspace.encodings)
     }
 
     /// A store that cannot be read holds acknowledged data this process can no longer
@@ -394,6 +392,28 @@ const MARKER: &str = "STRATA-TIER";
 
 /// Makes `dir` a tier directory with a store in it (`dir/store`, emptied unless `keep`),
 /// returning the store's path. Refuses a directory that holds other things.
+/// The store's key of `key` in shard `shard` (records are filed by shard).
+pub(crate) fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + key.len());
+    k.extend_from_slice(&(shard as u32).to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// A record's entry, built under `enc`.
+pub(crate) fn decode_record(bytes: &[u8], enc: &strata_engine::Encodings) -> Result<Owned, String> {
+    let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
+    let mut out = None;
+    strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
+        out = Some(Owned {
+            value,
+            expire_at,
+            raw: flags & RAW != 0,
+        })
+    })?;
+    out.ok_or_else(|| "record without an entry".into())
+}
+
 fn prepare_dir(dir: &Path, keep: bool) -> Result<PathBuf, String> {
     let shown = dir.display();
     let marker = dir.join(MARKER);

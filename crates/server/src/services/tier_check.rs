@@ -1,0 +1,195 @@
+//! `strata check` of a tier (docs/tiering.md, "Recovery"). A tier the last exit did not
+//! keep is emptied and rebuilt by the next start: nothing in it is needed, and it is not
+//! read. A kept one is what the next start serves the snapshot's cold entries from, so
+//! each of them (and each clean copy) must be in the store with the snapshot's value, and
+//! the store must hold nothing else.
+
+use crate::services::tier_kept::Marker;
+use crate::services::tiering::{decode_record, open_store, record_key};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use strata_engine::Encodings;
+use strata_storage::Place;
+
+/// What checking a tier found.
+#[derive(Debug)]
+pub enum TierCheck {
+    /// No tier in this directory.
+    None,
+    /// The next start rebuilds it (why): not read.
+    Rebuilt(String),
+    /// A kept tier, read record by record.
+    Kept {
+        /// The snapshot's cold entries and clean copies the store should hold.
+        expected: u64,
+        /// Of those, not in the store.
+        missing: u64,
+        /// In the store with another value or expiry, or undecodable.
+        differing: u64,
+        /// Records of the store that the snapshot does not name.
+        extra: u64,
+        /// The first problem, for the report.
+        first: Option<String>,
+    },
+}
+
+impl TierCheck {
+    pub fn ok(&self) -> bool {
+        match self {
+            TierCheck::Kept {
+                missing,
+                differing,
+                extra,
+                ..
+            } => missing + differing + extra == 0,
+            _ => true,
+        }
+    }
+}
+
+/// The report's lines for the tier in `path`.
+pub struct TierReport {
+    pub path: PathBuf,
+    pub check: TierCheck,
+}
+
+impl fmt::Display for TierReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.path.display();
+        match &self.check {
+            TierCheck::None => write!(f, "tier {p}: none"),
+            TierCheck::Rebuilt(why) => {
+                write!(f, "tier {p}: not kept ({why}): the next start rebuilds it from the snapshot and the journal; not read")
+            }
+            TierCheck::Kept {
+                expected,
+                missing,
+                differing,
+                extra,
+                first,
+            } => {
+                let verdict = if self.check.ok() { "OK" } else { "DAMAGED" };
+                write!(
+                    f,
+                    "tier {p}: kept for the newest snapshot, {expected} cold entries and clean \
+                     copies; missing {missing}, differing {differing}, not in the snapshot \
+                     {extra}: {verdict}"
+                )?;
+                if let Some(e) = first {
+                    write!(f, "\n  first problem: {e}")?;
+                }
+                if !self.check.ok() {
+                    write!(
+                        f,
+                        "\n  remove {p}/KEPT and the next start rebuilds the tier from the \
+                         snapshot and the journal"
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Checks the tier in `tier_dir` against the newest snapshot in `data_dir`. Opens the
+/// store (which may tidy its own files) but writes no record to it.
+pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
+    let report = |check| TierReport {
+        path: tier_dir.to_path_buf(),
+        check,
+    };
+    let store = tier_dir.join("store");
+    let marker = Marker::read(tier_dir)?;
+    if !store.exists() && marker.is_none() {
+        return Ok(report(TierCheck::None));
+    }
+    let Some(marker) = marker else {
+        return Ok(report(TierCheck::Rebuilt(
+            "no KEPT marker: the last exit was not a clean one, or the store changed after \
+             its last snapshot"
+                .into(),
+        )));
+    };
+    let snap = strata_storage::latest_snapshot(data_dir).map_err(|e| e.to_string())?;
+    let Some(snap) = snap.filter(|s| marker.names(s)) else {
+        return Ok(report(TierCheck::Rebuilt(
+            "its KEPT marker names another snapshot than the newest".into(),
+        )));
+    };
+    if !strata_engine::use_hash_seed(marker.seed) || !marker.shards.is_power_of_two() {
+        return Err("cannot file keys by shard as the tier did".into());
+    }
+    // A kept tier without its store: the next start would serve the cold entries from an
+    // empty one. Every one of them is missing (the store is not created to find out).
+    let (_db, trees) = if store.exists() {
+        let (db, trees) = open_store(&store, marker.databases, 64 << 20)?;
+        (Some(db), trees)
+    } else {
+        (None, Vec::new())
+    };
+    let enc = Encodings::default();
+    let (mut expected, mut missing, mut differing, mut first) = (0u64, 0u64, 0u64, None);
+    let note = |what: String, first: &mut Option<String>| {
+        first.get_or_insert(what);
+    };
+    strata_storage::load_snapshot_placed(
+        &snap.path,
+        &enc,
+        |p| p != Place::Ram,
+        |place, db, key, expire_at, value| {
+            if place == Place::Ram {
+                return;
+            }
+            expected += 1;
+            let shard = (strata_engine::shard_pick(&key) as usize) & (marker.shards - 1);
+            let shown = String::from_utf8_lossy(&key).into_owned();
+            let Some(tree) = trees.get(db as usize) else {
+                missing += 1;
+                return note(
+                    format!("key '{shown}' of database {db}: no such tree"),
+                    &mut first,
+                );
+            };
+            match tree.get(record_key(shard, &key)) {
+                Ok(None) => {
+                    missing += 1;
+                    note(
+                        format!("key '{shown}' of database {db}: not in the store"),
+                        &mut first,
+                    );
+                }
+                Err(e) => {
+                    differing += 1;
+                    note(format!("key '{shown}' of database {db}: {e}"), &mut first);
+                }
+                Ok(Some(bytes)) => match decode_record(&bytes, &enc) {
+                    Ok(o) if value.as_ref() == Some(&o.value) && o.expire_at == expire_at => {}
+                    Ok(_) => {
+                        differing += 1;
+                        note(
+                            format!("key '{shown}' of database {db}: another value in the store"),
+                            &mut first,
+                        );
+                    }
+                    Err(e) => {
+                        differing += 1;
+                        note(format!("key '{shown}' of database {db}: {e}"), &mut first);
+                    }
+                },
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let mut records = 0u64;
+    for tree in &trees {
+        records += tree.len().map_err(|e| e.to_string())? as u64;
+    }
+    let extra = records.saturating_sub(expected - missing);
+    Ok(report(TierCheck::Kept {
+        expected,
+        missing,
+        differing,
+        extra,
+        first,
+    }))
+}
