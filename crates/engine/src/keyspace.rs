@@ -264,7 +264,7 @@ impl Db {
         let share = if keys == 0 {
             0
         } else {
-            even + 3 * (even as f64).sqrt() as usize
+            even.saturating_add(3 * (even as f64).sqrt() as usize)
         };
         for s in self.shards.iter() {
             s.0.lock().expected = share;

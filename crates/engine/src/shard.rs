@@ -508,14 +508,18 @@ impl ShardData {
 
     /// Of the entries a load expects (`expected`), those one table will hold: its share
     /// so far of the `mine + other` entries the shard has, once there are enough to judge
-    /// by (0 otherwise, or with no load).
+    /// by (0 otherwise, or with no load). At most `JUMP` times what it holds: the count
+    /// comes from a file, and a hostile one must not reserve memory its keys do not fill
+    /// (a growth then moves a sixteenth of what doubling would have).
     fn expected_in(&self, mine: usize, other: usize) -> usize {
         const JUDGE_AFTER: usize = 32;
+        const JUMP: usize = 16;
         let have = mine + other;
         if self.expected <= have || have < JUDGE_AFTER {
             return 0;
         }
-        (self.expected as u128 * mine as u128 / have as u128) as usize
+        let share = (self.expected as u128 * mine as u128 / have as u128) as usize;
+        share.min(mine.saturating_mul(JUMP))
     }
 
     /// A rehash moves entries across a running capture's cursor (`Db::capture_chunk`), and

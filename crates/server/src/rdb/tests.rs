@@ -328,3 +328,27 @@ fn the_keyspace_is_written_with_expiries_and_access_times() {
         .iter()
         .all(|e| e.meta.idle_secs.is_none() && e.meta.lfu_freq.is_none()));
 }
+
+/// A file's RESIZEDB sizes the keyspace's tables (`Db::expect`); one that announces far
+/// more keys than it holds loads what it holds and reserves no table for the rest.
+#[test]
+fn a_file_announcing_a_trillion_keys_loads_the_few_it_has() {
+    // Few shards, so each holds enough keys for the expectation to count.
+    let s = server(&[("shards", "16")]);
+    let mut w =
+        strata_rdb::Writer::new(Vec::new(), strata_rdb::WriteOptions::default()).expect("header");
+    w.select_db(0, 1 << 40, 0).expect("selectdb");
+    let value = RdbValue::String(b("a value too long to be stored inline with its key"));
+    for i in 0..20_000 {
+        let key = format!("key:{i}");
+        w.key(key.as_bytes(), &value, &KeyMeta::default())
+            .expect("key");
+    }
+    let file = w.finish().expect("footer");
+    let reader = Reader::new(&file[..]).expect("reader");
+    let summary = Loader::new(&s, LoadOptions::default())
+        .load(reader, |_| {})
+        .expect("loads");
+    assert_eq!(summary.keys(), 20_000);
+    assert_eq!(s.keyspace.db(0).len(), 20_000);
+}
