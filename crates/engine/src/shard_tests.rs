@@ -229,7 +229,7 @@ fn growth(n: u32, expected: usize) -> (Vec<usize>, Vec<usize>) {
     (small, table)
 }
 
-/// With a load's expectation, each table grows to its share of it in at most sixteenfold
+/// With a load's expectation, each table grows to its share of it in at most 64-fold
 /// steps, to the size doubling would have reached; without one, it doubles its way there.
 #[test]
 fn tables_expecting_a_load_grow_in_few_steps_to_their_share() {
@@ -243,12 +243,12 @@ fn tables_expecting_a_load_grow_in_few_steps_to_their_share() {
     assert_eq!(table.last(), table_doubling.last());
 }
 
-/// A file that announces far more keys than it holds reserves at most sixteen times what
-/// its keys fill.
+/// A file that announces far more keys than it holds reserves at most 64 times what its
+/// keys fill.
 #[test]
 fn an_inflated_expectation_reserves_a_bounded_table() {
     let (small, table) = growth(300, usize::MAX);
-    let most = |n: usize| (16 * n * 8 / 7).next_power_of_two();
+    let most = |n: usize| (64 * n * 8 / 7).next_power_of_two();
     assert!(*table.last().unwrap_or(&0) <= most(200), "{table:?}");
     assert!(*small.last().unwrap_or(&0) <= most(100), "{small:?}");
 }
