@@ -267,7 +267,7 @@ impl Db {
             even.saturating_add(3 * (even as f64).sqrt() as usize)
         };
         for s in self.shards.iter() {
-            s.0.lock().expected = share;
+            s.0.lock().expected = u32::try_from(share).unwrap_or(u32::MAX);
         }
     }
 

@@ -1,4 +1,4 @@
-//! `keyspace`'s tests: locking, TTLs, SCAN, active expiry and SWAPDB.
+//! `keyspace`'s tests: locking, TTLs, SCAN, active expiry, SWAPDB and the shard's size.
 
 use super::*;
 use crate::locked::Ttl;
@@ -81,4 +81,15 @@ fn active_expiry_and_swap() {
     ks.swap(0, 1);
     assert_eq!(ks.db(0).len(), 0);
     assert_eq!(ks.db(1).len(), 50);
+}
+
+/// A server has 16 x 1024 shards before it holds a key: a shard's fifth cache line is a
+/// megabyte of every server's memory (MEMORY DOCTOR's "empty" threshold is 5 MB).
+#[test]
+fn a_shard_fits_four_cache_lines() {
+    assert!(
+        std::mem::size_of::<Shard>() <= 256,
+        "{}",
+        std::mem::size_of::<Shard>()
+    );
 }

@@ -126,9 +126,9 @@ pub(crate) struct ShardData {
     pub spills: u64,
     pub faults: u64,
     /// Entries a load expects this shard to end with (`Db::expect`), 0 when none: a
-    /// table that must grow grows straight to its share of them, not by doublings that
-    /// each re-read every entry's key (a fifth of a collections file's load).
-    pub expected: usize,
+    /// table that must grow grows toward its share of them, not by doublings that each
+    /// re-read every entry's key. 32 bits: a word would add a cache line to every shard.
+    pub expected: u32,
 }
 
 /// An entry for editing, found by `ShardData::find_mut`.
@@ -515,11 +515,11 @@ impl ShardData {
     fn expected_in(&self, mine: usize, other: usize) -> usize {
         const JUDGE_AFTER: usize = 32;
         const JUMP: usize = 64;
-        let have = mine + other;
-        if self.expected <= have || have < JUDGE_AFTER {
+        let (have, expected) = (mine + other, self.expected as usize);
+        if expected <= have || have < JUDGE_AFTER {
             return 0;
         }
-        let share = (self.expected as u128 * mine as u128 / have as u128) as usize;
+        let share = (expected as u128 * mine as u128 / have as u128) as usize;
         share.min(mine.saturating_mul(JUMP))
     }
 

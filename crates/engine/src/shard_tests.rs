@@ -206,7 +206,7 @@ fn key_eq_is_slice_equality() {
 
 /// Puts `n` entries, a third of them inline, into a shard expecting `expected` (0: none);
 /// each table's bucket counts as they changed after the 64th entry, and at the end.
-fn growth(n: u32, expected: usize) -> (Vec<usize>, Vec<usize>) {
+fn growth(n: u32, expected: u32) -> (Vec<usize>, Vec<usize>) {
     let mut d = ShardData {
         expected,
         ..Default::default()
@@ -234,7 +234,7 @@ fn growth(n: u32, expected: usize) -> (Vec<usize>, Vec<usize>) {
 #[test]
 fn tables_expecting_a_load_grow_in_few_steps_to_their_share() {
     const N: u32 = 30_000;
-    let (small, table) = growth(N, N as usize);
+    let (small, table) = growth(N, N);
     let (small_doubling, table_doubling) = growth(N, 0);
     assert!(small.len() <= 3, "inline table sizes {small:?}");
     assert!(table.len() <= 3, "main table sizes {table:?}");
@@ -247,7 +247,7 @@ fn tables_expecting_a_load_grow_in_few_steps_to_their_share() {
 /// keys fill.
 #[test]
 fn an_inflated_expectation_reserves_a_bounded_table() {
-    let (small, table) = growth(300, usize::MAX);
+    let (small, table) = growth(300, u32::MAX);
     let most = |n: usize| (64 * n * 8 / 7).next_power_of_two();
     assert!(*table.last().unwrap_or(&0) <= most(200), "{table:?}");
     assert!(*small.last().unwrap_or(&0) <= most(100), "{small:?}");
