@@ -129,9 +129,6 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
     };
     let enc = Encodings::default();
     let (mut expected, mut missing, mut differing, mut first) = (0u64, 0u64, 0u64, None);
-    let note = |what: String, first: &mut Option<String>| {
-        first.get_or_insert(what);
-    };
     strata_storage::load_snapshot_placed(
         &snap.path,
         &enc,
@@ -142,40 +139,25 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
             }
             expected += 1;
             let shard = (strata_engine::shard_pick(&key) as usize) & (marker.shards - 1);
-            let shown = String::from_utf8_lossy(&key).into_owned();
-            let Some(tree) = trees.get(db as usize) else {
-                missing += 1;
-                return note(
-                    format!("key '{shown}' of database {db}: no such tree"),
-                    &mut first,
-                );
-            };
-            match tree.get(record_key(shard, &key)) {
-                Ok(None) => {
-                    missing += 1;
-                    note(
-                        format!("key '{shown}' of database {db}: not in the store"),
-                        &mut first,
-                    );
-                }
-                Err(e) => {
-                    differing += 1;
-                    note(format!("key '{shown}' of database {db}: {e}"), &mut first);
-                }
-                Ok(Some(bytes)) => match decode_record(&bytes, &enc) {
-                    Ok(o) if value.as_ref() == Some(&o.value) && o.expire_at == expire_at => {}
-                    Ok(_) => {
-                        differing += 1;
-                        note(
-                            format!("key '{shown}' of database {db}: another value in the store"),
-                            &mut first,
-                        );
-                    }
-                    Err(e) => {
-                        differing += 1;
-                        note(format!("key '{shown}' of database {db}: {e}"), &mut first);
-                    }
+            // Err((missing rather than differing, why)).
+            let found = match trees.get(db as usize) {
+                None => Err((true, "no such tree".to_string())),
+                Some(tree) => match tree.get(record_key(shard, &key)) {
+                    Ok(None) => Err((true, "not in the store".into())),
+                    Err(e) => Err((false, e.to_string())),
+                    Ok(Some(bytes)) => match decode_record(&bytes, &enc) {
+                        Ok(o) if value.as_ref() == Some(&o.value) && o.expire_at == expire_at => {
+                            Ok(())
+                        }
+                        Ok(_) => Err((false, "another value in the store".into())),
+                        Err(e) => Err((false, e)),
+                    },
                 },
+            };
+            if let Err((gone, why)) = found {
+                *if gone { &mut missing } else { &mut differing } += 1;
+                let shown = String::from_utf8_lossy(&key);
+                first.get_or_insert_with(|| format!("key '{shown}' of database {db}: {why}"));
             }
         },
     )
