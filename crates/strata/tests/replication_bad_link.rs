@@ -125,10 +125,16 @@ fn replica_survives_a_misbehaving_primary() {
         .unwrap();
     s.write_all(body).unwrap();
     s.flush().unwrap();
-    wait_until("the failed load to empty the data set", 20, || {
-        let n: i64 = run(&mut rc, &["DBSIZE"]);
-        n == 0
-    });
+    // While it loads, the replica answers -LOADING, as Redis does.
+    wait_until(
+        "the failed load to empty the data set",
+        20,
+        || match redis::cmd("DBSIZE").query::<i64>(&mut rc) {
+            Ok(n) => n == 0,
+            Err(e) if e.kind() == redis::ErrorKind::BusyLoadingError => false,
+            Err(e) => panic!("DBSIZE: {e}"),
+        },
+    );
     drop(s);
     assert_serving(&mut rc, "stale", None);
     let pong: String = run(&mut rc, &["PING"]);
