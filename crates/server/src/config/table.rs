@@ -258,6 +258,9 @@ directives! {
     replica_announce_port: u16 [int(0, 65535)] = "0", "replica-announce-port"
         | "slave-announce-port", LIVE;
     replica_announced: bool = "yes", "replica-announced", LIVE;
+    /// Workers a replica applies its primary's stream on: writes of one key each are
+    /// split by key among them (1: all in stream order, as Redis; 0: every worker).
+    replica_apply_lanes: u32 [int(0, 1024)] = "1", "replica-apply-lanes", LIVE | OWN;
     replica_ignore_disk_write_errors: bool = "no", "replica-ignore-disk-write-errors",
         LIVE | INERT;
     repl_ping_replica_period: u32 [int(1, INT_MAX)] = "10", "repl-ping-replica-period"

@@ -158,7 +158,10 @@ fn run(server: &Arc<Server>, batch: Vec<SyncRequest>) {
     let ids: Vec<u64> = batch.iter().map(|r| r.id).collect();
     let (libs, offset, db) = {
         // The cut: no write holds a shard now, so every write recorded so far is before
-        // the offset and in the capture, every later one after both.
+        // the offset and in the capture, every later one after both. On a replica, no
+        // run of the stream is half applied either.
+        // (A thread of its own: blocking here stops no worker.)
+        let _between_runs = repl.apply_gate.blocking_lock();
         let _all = server.keyspace.session_all();
         capture.cut();
         let libs: Vec<Bytes> = if filter.is_some_and(|f| !f.functions) {

@@ -16,6 +16,7 @@
 pub mod backlog;
 mod failover;
 mod fullsync;
+mod lanes;
 mod load;
 mod persisted;
 pub mod primary;
@@ -160,6 +161,10 @@ pub struct Counters {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// Runs of the stream a replica applied on several workers, and their writes
+    /// (`lanes`; INFO replication, Strata's own fields).
+    pub split_runs: AtomicU64,
+    pub split_writes: AtomicU64,
 }
 
 /// Replication's state, a field of `Server`.
@@ -185,6 +190,9 @@ pub struct Replication {
     /// Held by the running link task: a new one (another primary) starts once the old
     /// one stopped and remembered where it was.
     pub(crate) link_lock: tokio::sync::Mutex<()>,
+    /// Held by the link while it applies a run of the stream on several workers, and by
+    /// a full sync's cut: the cut falls between runs (`lanes`).
+    pub(crate) apply_gate: tokio::sync::Mutex<()>,
     /// The running link's client, killed to stop it at once on a change of role.
     pub(crate) link_client: Mutex<Option<Arc<crate::exec::client::ClientInfo>>>,
     pub(crate) peers: Mutex<Vec<Arc<Peer>>>,
@@ -219,6 +227,7 @@ impl Default for Replication {
             cached: Mutex::new(None),
             cache_from_self: AtomicBool::new(false),
             link_lock: tokio::sync::Mutex::new(()),
+            apply_gate: tokio::sync::Mutex::const_new(()),
             link_client: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
             good: AtomicUsize::new(0),

@@ -2,15 +2,16 @@
 //! connection is. It connects, shakes hands as Redis's replicas do (PING, AUTH, REPLCONF
 //! listening-port / ip-address / capa eof psync2), asks PSYNC to resume where it stopped
 //! (or `?` for a full sync), receives and loads the RDB of a full sync, then applies the
-//! primary's stream through `exec::execute` as `Origin::Master`, in order, acknowledging
-//! it every second and when asked (REPLCONF GETACK). When the link drops it comes back
+//! primary's stream through `exec::execute` as `Origin::Master` (runs of one-key writes
+//! through `lanes`), acknowledging it every second and when asked (REPLCONF GETACK). When the link drops it comes back
 //! with PSYNC from the last applied offset. The connection, plain or TLS, is `upstream`'s.
 
 use super::backlog::{set_applying, take_applying};
+use super::lanes::{self, apply_one, Run};
 use super::upstream::{fail, Conn, LinkError};
 use super::{link, role, Cached, ClientRepl};
 use crate::exec::client::{kind, Client, ClientInfo};
-use crate::exec::{execute, After, Call, Origin, Worker};
+use crate::exec::Worker;
 use crate::server::Server;
 use crate::services::stats::ThreadStats;
 use crate::tick::Tick;
@@ -18,7 +19,7 @@ use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use strata_resp::{Limits, Parser};
+use strata_resp::Parser;
 use tokio::io::AsyncReadExt;
 
 /// Starts the link for role `generation` on a worker thread.
@@ -27,13 +28,19 @@ pub fn spawn(server: &Arc<Server>, generation: u64) {
         // Before the workers run: `net::start` calls `replication::start` once they do.
         return;
     };
-    let worker = (generation as usize) % queues.len().max(1);
+    let worker = link_worker(server, generation);
     let task = crate::net::conn::Incoming::Task(Box::new(move |server, stats| {
         Box::pin(run(server, stats, generation))
     }));
     if let Some(q) = queues.get(worker) {
         let _ = q.send(task);
     }
+}
+
+/// The worker the link of role `generation` runs on.
+fn link_worker(server: &Server, generation: u64) -> usize {
+    let workers = server.workers.get().map_or(1, |q| q.len()).max(1);
+    (generation as usize) % workers
 }
 
 fn current(server: &Server, generation: u64) -> bool {
@@ -452,16 +459,15 @@ async fn follow(
     }));
     client.set_db(start.db.min(server.keyspace.db_count().saturating_sub(1)));
     let mut apply = Apply {
-        parser: Parser::new(Limits {
-            max_bulk_len: usize::MAX / 2,
-            max_multibulk_len: usize::MAX / 2,
-            ..Limits::default()
-        }),
+        parser: lanes::stream_parser(),
         pending: BytesMut::new(),
         reploff: start.offset,
         client,
         acks: Vec::new(),
         generation,
+        run: Run::default(),
+        link_worker: link_worker(server, generation),
+        out: Vec::new(),
     };
     if start.pre_psync {
         tracing::info!("the master does not support PSYNC: no offsets are acknowledged");
@@ -477,7 +483,7 @@ async fn follow(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
     let result = loop {
-        let r = apply.run(server, stats, &mut conn.buf);
+        let r = apply.run(server, stats, &mut conn.buf).await;
         if !apply.acks.is_empty() {
             let acks = std::mem::take(&mut apply.acks);
             if conn.put(&acks).await.is_err() {
@@ -550,13 +556,19 @@ struct Apply {
     acks: Vec<u8>,
     /// The role this link serves.
     generation: u64,
+    /// Writes of one key each, collected to be applied on several workers (`lanes`).
+    run: Run,
+    /// The worker this link runs on (lane 0's).
+    link_worker: usize,
+    /// Replies, which go nowhere.
+    out: Vec<u8>,
 }
 
 impl Apply {
     /// Runs every complete command in `buf`.
-    fn run(
+    async fn run(
         &mut self,
-        server: &Server,
+        server: &Arc<Server>,
         stats: &ThreadStats,
         buf: &mut BytesMut,
     ) -> Result<(), String> {
@@ -566,27 +578,46 @@ impl Apply {
             stats,
             clock: Tick::now(),
         };
-        let mut out = Vec::new();
-        let mut after = After::default();
         loop {
             if repl.generation() != self.generation {
                 // A change of role: what follows is not applied.
+                self.apply_run(server, &mut w).await;
                 return Ok(());
             }
             let before = buf.len();
             let argv = match self.parser.parse(buf) {
                 Ok(Some(argv)) => argv,
-                Ok(None) => return Ok(()),
+                Ok(None) => {
+                    self.apply_run(server, &mut w).await;
+                    return Ok(());
+                }
                 Err(e) => {
+                    self.apply_run(server, &mut w).await;
                     return Err(format!(
                         "Protocol error from MASTER: {}",
                         String::from_utf8_lossy(&e.reply_bytes())
-                    ))
+                    ));
                 }
             };
             let consumed = before - buf.len();
             let frame = self.parser.take_frame();
             let raw = raw_bytes(&argv, frame.as_ref(), consumed);
+            let in_multi = self.client.multi.is_some();
+            let (argv, frame) = if in_multi {
+                (argv, frame)
+            } else {
+                match self.run.take(server, argv, frame, &raw) {
+                    Ok(()) => {
+                        if self.run.is_full() {
+                            self.apply_run(server, &mut w).await;
+                        }
+                        continue;
+                    }
+                    Err(back) => back,
+                }
+            };
+            // Anything but a write of one key: what the run holds comes first.
+            self.apply_run(server, &mut w).await;
             let is =
                 |i: usize, name: &[u8]| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(name));
             if is(0, b"replconf") && is(1, b"getack") {
@@ -594,12 +625,11 @@ impl Apply {
                 self.acks
                     .extend_from_slice(&super::primary::ack_command(self.reploff));
             }
-            let in_multi = self.client.multi.is_some();
             let ends_multi = is(0, b"exec") || is(0, b"discard");
             if in_multi && !ends_multi {
                 // Queued: nothing is applied until EXEC.
                 self.pending.extend_from_slice(&raw);
-                self.execute(&mut w, &argv, frame, &mut out, &mut after);
+                apply_one(&mut w, &mut self.client, &argv, frame, &mut self.out);
                 continue;
             }
             let whole: Bytes = if self.pending.is_empty() {
@@ -610,7 +640,7 @@ impl Apply {
             };
             let len = whole.len() as i64;
             set_applying(whole);
-            self.execute(&mut w, &argv, frame, &mut out, &mut after);
+            apply_one(&mut w, &mut self.client, &argv, frame, &mut self.out);
             let left = take_applying();
             if self.client.multi.is_some() {
                 // MULTI itself: its bytes wait for the EXEC.
@@ -622,29 +652,32 @@ impl Apply {
             if let Some(l) = left {
                 repl.backlog.feed(&l);
             }
-            self.reploff += len;
-            repl.link.reploff.store(self.reploff, Ordering::SeqCst);
+            self.advance(server, len);
         }
     }
 
-    fn execute(
-        &mut self,
-        w: &mut Worker<'_>,
-        argv: &[Bytes],
-        frame: Option<Bytes>,
-        out: &mut Vec<u8>,
-        after: &mut After,
-    ) {
-        // `w.clock` is fresh: set when the batch began, then by each command's end.
-        let call = Call { argv, frame };
-        execute(w, &mut self.client, call, Origin::Master, out, after);
-        // Replies to the primary are not sent (REPLCONF ACK excepted).
-        out.clear();
-        if !after.ready_keys.is_empty() {
-            let keys = std::mem::take(&mut after.ready_keys);
-            crate::exec::blocked::serve_ready(w, keys);
+    /// Applies the run collected so far, then records its bytes in the backlog and the
+    /// offset, all under the apply gate.
+    async fn apply_run(&mut self, server: &Arc<Server>, w: &mut Worker<'_>) {
+        if self.run.is_empty() {
+            return;
         }
-        *after = After::default();
+        let _gate = server.repl.apply_gate.lock().await;
+        let bytes = self
+            .run
+            .apply(server, w, &mut self.client, self.link_worker)
+            .await;
+        server.repl.backlog.feed(&bytes);
+        self.advance(server, bytes.len() as i64);
+    }
+
+    fn advance(&mut self, server: &Server, len: i64) {
+        self.reploff += len;
+        server
+            .repl
+            .link
+            .reploff
+            .store(self.reploff, Ordering::SeqCst);
     }
 }
 

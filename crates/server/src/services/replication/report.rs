@@ -71,6 +71,16 @@ pub fn info_section(server: &Server, s: &mut String) {
             field("slave_priority", &c.replica_priority);
             field("slave_read_only", &u8::from(c.replica_read_only));
             field("replica_announced", &u8::from(c.replica_announced));
+            // Strata's own: how much of the stream was applied on several workers.
+            let counters = &repl.counters;
+            field(
+                "replica_apply_split_runs",
+                &counters.split_runs.load(Ordering::Relaxed),
+            );
+            field(
+                "replica_apply_split_writes",
+                &counters.split_writes.load(Ordering::Relaxed),
+            );
         }
     }
     let peers = repl.peers();
