@@ -22,6 +22,13 @@
 # Prints a markdown table of each measure's median over the rounds and the ratio
 # Strata/Redis (for sync and lag, lower is better).
 #
+# `scripts/bench-repl.sh apply` measures instead how fast a replica applies a stream it
+# is behind on: the replica is stopped (SIGSTOP), redis-benchmark -t set -n N -r 1000000
+# -d 64 -c 50 -P 16 runs against the primary, then the replica continues (SIGCONT):
+# milliseconds until its offset reaches the primary's, and the replica's CPU seconds per
+# million SETs meanwhile (polled every 5 ms over one connection). Three replicas each round: Strata with `replica-apply-lanes 1`
+# (in stream order), Strata with its default (one lane per worker), redis-server.
+#
 # Environment:
 #   ROUNDS=3           rounds (>= 3 for figures you quote)
 #   KEYS=1000000       keys of the full sync
@@ -63,8 +70,9 @@ start() {
     PORT=$(free_port)
     mkdir -p "$dir"
     if [ "$kind" = strata ]; then
+        # shellcheck disable=SC2086 # EXTRA holds several options
         "$STRATA" serve --port "$PORT" --dir "$dir" --appendonly no --save '' \
-            --repl-diskless-sync-delay 0 >"$dir/log" 2>&1 &
+            --repl-diskless-sync-delay 0 ${EXTRA:-} >"$dir/log" 2>&1 &
     else
         redis-server --port "$PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
             --repl-diskless-sync-delay 0 --logfile "$dir/log" >/dev/null 2>&1 &
@@ -151,6 +159,57 @@ per_million() {
     awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN { printf "%.3f", t / hz / n * 1e6 }'
 }
 
+# median KIND COLUMN
+median() {
+    awk -F, -v k="$1" -v c="$2" 'NR > 1 && $1 == k { print $c }' "$RAW" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# apply_one KIND LANES ROUND: how fast a replica of KIND (Strata with
+# `replica-apply-lanes LANES`, or redis) catches up N SETs; appends a CSV row.
+apply_one() {
+    local kind=$1 lanes=$2 round=$3 p r rpid c0 ms cpu name
+    start "$kind" "$WORK/apply-$kind-$lanes-$round-p"
+    p=$PORT
+    EXTRA="--replica-apply-lanes $lanes" start "$kind" "$WORK/apply-$kind-$lanes-$round-r"
+    r=$PORT
+    rpid=$SERVER_PID
+    redis-cli -p "$r" replicaof 127.0.0.1 "$p" >/dev/null
+    wait_caught_up "$p" "$r"
+    kill -STOP "$rpid"
+    redis-benchmark -p "$p" -t set -n "$N" -r 1000000 -d 64 -c 50 -P 16 -q >/dev/null
+    c0=$(cpu_ticks "$rpid")
+    ms=$(python3 scripts/repl-lag.py catchup "$p" "$r" "$rpid")
+    cpu=$(per_million "$(( $(cpu_ticks "$rpid") - c0 ))")
+    stop "$r"
+    stop "$p"
+    name=$kind
+    [ "$kind" = strata ] && name="strata-lanes-$lanes"
+    log "$name round $round: caught up ${N} SETs in ${ms} ms, replica CPU s/1M ${cpu}"
+    echo "$name,$round,$ms,$cpu" >>"$RAW"
+}
+
+if [ "${1:-}" = apply ]; then
+    echo "kind,round,ms,cpu" >"$RAW"
+    for round in $(seq "$ROUNDS"); do
+        if [ $((round % 2)) -eq 1 ]; then
+            apply_one strata 1 "$round"; apply_one strata 0 "$round"; apply_one redis 0 "$round"
+        else
+            apply_one redis 0 "$round"; apply_one strata 0 "$round"; apply_one strata 1 "$round"
+        fi
+    done
+    {
+        echo "| replica (median of $ROUNDS rounds) | catch-up of $N SETs (ms) | replica CPU s per 1M SETs | catch-up / Redis's |"
+        echo "|---|---|---|---|"
+        r=$(median redis 3)
+        for k in strata-lanes-1 strata-lanes-0 redis; do
+            ms=$(median "$k" 3)
+            echo "| $k | $ms | $(median "$k" 4) | $(awk -v a="$ms" -v b="$r" 'BEGIN { printf "%.2f", a / b }') |"
+        done
+    } | tee "$OUT"
+    exit 0
+fi
+
 echo "kind,round,sync_ms,alone_rps,repl_rps,lag_ms,probe_p50_us,probe_p99_us,repl2_rps,alone_cpu,repl_cpu" >"$RAW"
 for round in $(seq "$ROUNDS"); do
     if [ $((round % 2)) -eq 1 ]; then
@@ -159,12 +218,6 @@ for round in $(seq "$ROUNDS"); do
         one redis "$round"; one strata "$round"
     fi
 done
-
-# median KIND COLUMN
-median() {
-    awk -F, -v k="$1" -v c="$2" 'NR > 1 && $1 == k { print $c }' "$RAW" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 {
     echo "| measure (median of $ROUNDS rounds) | Strata | Redis 7.0 | Strata/Redis |"

@@ -4,12 +4,18 @@ its reply arrives polls the replica with GET until the value shows. Prints the p
 p99 of those delays in microseconds, and the number of probes.
 
 usage: scripts/repl-lag.py PRIMARY_PORT REPLICA_PORT SECONDS [INTERVAL_MS]
+       scripts/repl-lag.py catchup PRIMARY_PORT REPLICA_PORT REPLICA_PID
+
+`catchup`: the replica (stopped with SIGSTOP) is sent SIGCONT, and its offset polled every
+5 ms over one connection until it reaches the primary's; prints the milliseconds
+from SIGCONT. One connection polls, where a redis-cli per poll took CPU from the replica.
 
 The probes run one at a time, INTERVAL_MS (default 2) apart, while something else loads
 the primary, for SECONDS or until SIGTERM, whichever comes first. A poll is one round trip to the replica, so the figures are as fine as that
 round trip (tens of microseconds on loopback). Plain sockets: no client library needed.
 """
 
+import os
 import signal
 import socket
 import sys
@@ -62,7 +68,31 @@ def percentile(sorted_values, p):
     return sorted_values[i]
 
 
+def offset(conn, field):
+    """A field of INFO replication, as an integer."""
+    for line in conn.call(b"INFO", b"replication").split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name == field:
+            return int(value)
+    return -1
+
+
+def catchup(primary_port, replica_port, pid):
+    primary, replica = Conn(primary_port), Conn(replica_port)
+    want = offset(primary, b"master_repl_offset")
+    start = time.monotonic()
+    os.kill(pid, signal.SIGCONT)
+    while offset(replica, b"slave_repl_offset") < want:
+        if time.monotonic() - start > 600:
+            sys.exit("the replica did not catch up within 600 s")
+        time.sleep(0.005)
+    print("%d" % ((time.monotonic() - start) * 1000))
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "catchup":
+        catchup(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        return
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     primary, replica = Conn(int(sys.argv[1])), Conn(int(sys.argv[2]))
