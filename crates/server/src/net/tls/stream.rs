@@ -9,7 +9,7 @@ use std::future::Future;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 /// TLS records waiting for the socket, at most: past it the session takes no more plain
@@ -22,7 +22,17 @@ struct Sock<'a>(&'a TcpStream);
 
 impl Read for Sock<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buf)
+        let n = self.0.try_read(buf)?;
+        if n < buf.len() {
+            // A short read emptied the socket. Forget its readiness (without a syscall),
+            // so the next read waits for the socket's next edge: otherwise it would be a
+            // recvfrom that finds nothing, after nearly every request at -P 1, where a
+            // TLS reply leaves at once and the connection then reads again.
+            let _ = self
+                .0
+                .try_io(Interest::READABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+        }
+        Ok(n)
     }
 }
 
