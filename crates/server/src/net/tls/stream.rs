@@ -28,9 +28,9 @@ impl Read for Sock<'_> {
             // so the next read waits for the socket's next edge: otherwise it would be a
             // recvfrom that finds nothing, after nearly every request at -P 1, where a
             // TLS reply leaves at once and the connection then reads again.
-            let _ = self
-                .0
-                .try_io(Interest::READABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+            let _ = self.0.try_io(Interest::READABLE, || {
+                Err::<(), _>(io::ErrorKind::WouldBlock.into())
+            });
         }
         Ok(n)
     }
