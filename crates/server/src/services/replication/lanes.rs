@@ -100,7 +100,10 @@ impl Run {
         if self.cmds.is_empty() {
             self.lanes = lanes_now(server);
         }
-        let lane = (strata_engine::shard_pick(&argv[key]) % self.lanes as u64) as usize;
+        let lane = match self.lanes {
+            1 => 0,
+            n => (strata_engine::shard_pick(&argv[key]) % n as u64) as usize,
+        };
         self.bytes.extend_from_slice(raw);
         let end = self.bytes.len();
         self.cmds.push((
