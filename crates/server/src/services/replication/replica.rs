@@ -3,8 +3,9 @@
 //! listening-port / ip-address / capa eof psync2), asks PSYNC to resume where it stopped
 //! (or `?` for a full sync), receives and loads the RDB of a full sync, then applies the
 //! primary's stream through `exec::execute` as `Origin::Master` (runs of one-key writes
-//! through `lanes`), acknowledging it every second and when asked (REPLCONF GETACK). When the link drops it comes back
-//! with PSYNC from the last applied offset. The connection, plain or TLS, is `upstream`'s.
+//! through `lanes`), acknowledging it every second and when asked (REPLCONF GETACK). When
+//! the link drops it comes back with PSYNC from the last applied offset. The connection,
+//! plain or TLS, is `upstream`'s.
 
 use super::backlog::{set_applying, take_applying};
 use super::lanes::{self, apply_one, Run};
@@ -556,7 +557,7 @@ struct Apply {
     acks: Vec<u8>,
     /// The role this link serves.
     generation: u64,
-    /// Writes of one key each, collected to be applied on several workers (`lanes`).
+    /// Writes of one key each, collected into a run (`lanes`).
     run: Run,
     /// The worker this link runs on (lane 0's).
     link_worker: usize,
