@@ -282,6 +282,19 @@ impl Db {
         }
     }
 
+    /// Starts bringing `key`'s shard itself (its lock and the fields a lookup reads) into
+    /// the cache, without reading it: a caller that knows keys two ahead calls this for
+    /// the farther one, so that `prefetch` of it, a step later, does not stall on the
+    /// shard (a replica's runs of writes: that stall was 16% of its samples).
+    pub fn prefetch_shard(&self, key: &[u8]) {
+        let shard: *const Shard = &self.shards[self.shard_index(hash(key))];
+        let mut line = 0;
+        while line < std::mem::size_of::<Shard>() {
+            crate::entry::prefetch(shard.cast::<u8>().wrapping_add(line));
+            line += 64;
+        }
+    }
+
     /// Locks the shards of all `keys`, in ascending shard order.
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
         self.lock_at(0, keys)

@@ -264,11 +264,15 @@ fn apply_handed(w: &mut Worker<'_>, client: &mut Client, lane: Handed, out: &mut
 }
 
 /// Runs a lane's commands in order. Each command's key starts loading its table slots
-/// while the command before it runs, as a client's pipeline does (`Db::prefetch`): the
-/// stream's keys are known ahead, and their lookups' cache misses are most of a write.
+/// while the command before it runs, as a client's pipeline does (`Db::prefetch`), and its
+/// shard while the one before that runs (`Db::prefetch_shard`): the stream's keys are
+/// known ahead, and their lookups' cache misses are most of a write.
 fn apply_lane(w: &mut Worker<'_>, client: &mut Client, cmds: &[Cmd], out: &mut Vec<u8>) {
     let db = w.server.keyspace.db(client.db);
     for (i, c) in cmds.iter().enumerate() {
+        if let Some(far) = cmds.get(i + 2) {
+            db.prefetch_shard(&far.argv[far.key]);
+        }
         if let Some(next) = cmds.get(i + 1) {
             db.prefetch(&next.argv[next.key]);
         }
