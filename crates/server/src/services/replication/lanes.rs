@@ -202,7 +202,7 @@ fn hand_out(
                     stats: &stats,
                     clock: Tick::now(),
                 };
-                let mut client = lane_client(info);
+                let mut client = master_client(info);
                 client.set_db(db);
                 apply_handed(&mut w, &mut client, lane, &mut Vec::new());
             }
@@ -217,9 +217,9 @@ fn hand_out(
     (slot, rx)
 }
 
-/// A client for a lane on another worker: the link's, as the primary's stream is applied
-/// (no user, no ACL rule).
-fn lane_client(info: Arc<ClientInfo>) -> Client {
+/// The client the primary's stream is applied as, on the link and in each lane: no user,
+/// no ACL rule, marked as the primary.
+pub(super) fn master_client(info: Arc<ClientInfo>) -> Client {
     let mut client = Client::new(info, None, true);
     client.repl = Some(Box::new(super::ClientRepl {
         master: true,

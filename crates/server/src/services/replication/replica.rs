@@ -10,7 +10,7 @@
 use super::backlog::{set_applying, take_applying};
 use super::lanes::{self, apply_one, Run};
 use super::upstream::{fail, Conn, LinkError};
-use super::{link, role, Cached, ClientRepl};
+use super::{link, role, Cached};
 use crate::exec::client::{kind, Client, ClientInfo};
 use crate::exec::Worker;
 use crate::server::Server;
@@ -453,11 +453,7 @@ async fn follow(
         info.kill();
     }
     // The primary's stream is applied without a user: no ACL rule applies to it.
-    let mut client = Client::new(info.clone(), None, true);
-    client.repl = Some(Box::new(ClientRepl {
-        master: true,
-        ..ClientRepl::default()
-    }));
+    let mut client = lanes::master_client(info.clone());
     client.set_db(start.db.min(server.keyspace.db_count().saturating_sub(1)));
     let mut apply = Apply {
         parser: lanes::stream_parser(),
