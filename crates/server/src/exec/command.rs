@@ -5,7 +5,7 @@
 
 use crate::exec::client::Client;
 use crate::exec::ctx::Ctx;
-pub use crate::exec::keyspec::{ks, Begin, Find, KeyAt, KeySpec};
+pub use crate::exec::keyspec::{ks, Begin, Find, KeyAt, KeyShape, KeySpec};
 use crate::server::Server;
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -262,6 +262,24 @@ impl Command {
                 }
             }
             Keys::Custom(g, _) => g(argv, &mut f),
+        }
+    }
+
+    /// Where the keys are when their place is fixed (`KeyShape`); `for_each_key_and_flags`
+    /// finds the same keys with the same flags.
+    pub fn key_shape(&self) -> KeyShape {
+        match self.keys {
+            Keys::None => KeyShape::None,
+            Keys::Range { first, last, .. } if first > 0 && last == first => KeyShape::One(KeyAt {
+                pos: first as usize,
+                flags: self.range_flags(),
+            }),
+            Keys::Range { .. } => KeyShape::Walk,
+            Keys::Specs(specs) => KeyShape::of_specs(specs),
+            Keys::Custom(_, specs) => match KeyShape::of_specs(specs) {
+                KeyShape::One(k) => KeyShape::OneVarying(k.pos),
+                _ => KeyShape::Walk,
+            },
         }
     }
 

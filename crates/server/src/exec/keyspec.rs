@@ -223,6 +223,44 @@ pub struct KeyAt {
     pub flags: u16,
 }
 
+/// Where a command's keys are, when that does not depend on its arguments beyond their
+/// count: most commands name one key at a fixed place, and the ACL check of a restricted
+/// user's every command reads it from here instead of walking the specs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyShape {
+    /// No keys.
+    None,
+    /// One key at `pos`, when argv reaches it.
+    One(KeyAt),
+    /// One key at this place, when argv reaches it, with flags the other arguments decide
+    /// (SET's GET option makes it read the key too).
+    OneVarying(usize),
+    /// Found by walking the specs or the command's own finder.
+    Walk,
+}
+
+impl KeyShape {
+    /// The shape of keys found by `specs` (those flagged NOT_KEY are not keys).
+    pub fn of_specs(specs: &[KeySpec]) -> KeyShape {
+        let mut keys = specs.iter().filter(|s| s.flags & ks::NOT_KEY == 0);
+        match (keys.next(), keys.next()) {
+            (None, _) => KeyShape::None,
+            (
+                Some(&KeySpec {
+                    flags,
+                    begin: Begin::Index(pos @ 1..),
+                    find: Find::Range { lastkey: 0, .. },
+                }),
+                None,
+            ) => KeyShape::One(KeyAt {
+                pos: pos as usize,
+                flags,
+            }),
+            _ => KeyShape::Walk,
+        }
+    }
+}
+
 /// Redis's legacy (first, last, step) triple, derived from `specs` as Redis derives it
 /// (populateCommandLegacyRangeSpec): the plain range specs that follow one another.
 pub fn legacy_range(specs: &[KeySpec]) -> (i32, i32, i32) {

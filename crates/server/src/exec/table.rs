@@ -1,7 +1,7 @@
 //! Stage 1: the command table built from every family's declarations; resolving a request
 //! to its command or subcommand, and the arity check.
 
-use crate::exec::command::{flags, CmdError, Command};
+use crate::exec::command::{flags, CmdError, Command, KeyShape};
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -17,6 +17,9 @@ pub struct Table {
     /// Each command's ACL categories (`Command::acl_category_bits`), by id: ACL rules
     /// and descriptions test them many times over.
     categories: Vec<u32>,
+    /// Each command's `Command::key_shape`, by id (a restricted user's every command
+    /// checks its keys).
+    shapes: Vec<KeyShape>,
     /// Distinguishes tables in `find`'s per-thread cache (tests build several).
     serial: u64,
 }
@@ -29,6 +32,7 @@ impl Table {
             by_name: HashMap::default(),
             parent: Vec::new(),
             categories: Vec::new(),
+            shapes: Vec::new(),
             serial: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -57,7 +61,14 @@ impl Table {
         self.fullnames.push(fullname);
         self.parent.push(parent);
         self.categories.push(cmd.acl_category_bits());
+        self.shapes.push(cmd.key_shape());
         id
+    }
+
+    /// Where command `id`'s keys are (`Command::key_shape`).
+    #[inline]
+    pub fn key_shape(&self, id: usize) -> KeyShape {
+        self.shapes.get(id).copied().unwrap_or(KeyShape::Walk)
     }
 
     pub fn lookup(&self, fullname: &str) -> Option<usize> {
@@ -279,5 +290,48 @@ mod tests {
             }
         }
         assert_eq!(all.find(b"nosuchcommand"), None);
+    }
+
+    /// A fixed key shape finds what walking the command's keys finds, for every command
+    /// and any number of arguments; and most commands have one (the ACL check's fast way).
+    #[test]
+    fn key_shapes_find_the_keys_the_walk_finds() {
+        let t = Table::new(crate::commands::FAMILIES);
+        let mut fixed = 0;
+        for (id, cmd) in t.commands.iter().enumerate() {
+            let shape = t.key_shape(id);
+            if shape == KeyShape::Walk {
+                continue;
+            }
+            fixed += 1;
+            // Plain arguments, and words that options are made of (SET's GET).
+            for word in ["", "get", "store", "keys", "2"] {
+                for argc in 1..8 {
+                    let argv: Vec<Bytes> = (0..argc)
+                        .map(|i| match word {
+                            "" => Bytes::from(format!("a{i}")),
+                            w => Bytes::from(w),
+                        })
+                        .collect();
+                    // A finder may name a place past the end (callers look it up).
+                    let mut found = cmd.keys_and_flags(&argv);
+                    found.retain(|k| k.pos < argc);
+                    let what = format!("{} {:?}", t.fullnames[id], argv);
+                    match shape {
+                        KeyShape::One(k) if k.pos < argc => assert_eq!(found, vec![k], "{what}"),
+                        KeyShape::OneVarying(pos) if pos < argc => {
+                            let at: Vec<usize> = found.iter().map(|k| k.pos).collect();
+                            assert_eq!(at, vec![pos], "{what}");
+                        }
+                        _ => assert_eq!(found, vec![], "{what}"),
+                    }
+                }
+            }
+        }
+        assert!(
+            fixed * 2 > t.commands.len(),
+            "{fixed} of {}",
+            t.commands.len()
+        );
     }
 }

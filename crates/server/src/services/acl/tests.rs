@@ -263,9 +263,30 @@ fn key_patterns_match_as_globs() {
         "a*b*",
         "",
         "app:\\*",
+        "counter:*",
+        "counters:*",
+        "k*",
     ];
+    // Keys of 8 bytes or more are matched by word against prefixes of up to 8.
     let keys = [
-        "app:", "app:1", "app", "apb:x", "xapp:1", "app:a9", "app*", "ab", "",
+        "app:",
+        "app:1",
+        "app",
+        "apb:x",
+        "xapp:1",
+        "app:a9",
+        "app*",
+        "ab",
+        "",
+        "app:12345678",
+        "apq:12345678",
+        "counter:",
+        "counter:1234",
+        "countex:1234",
+        "counters:1",
+        "counter",
+        "kkkkkkkkk",
+        "xkkkkkkkk",
     ];
     for p in patterns {
         let kp = super::selector::KeyPattern::new(p.as_bytes(), super::selector::READ);
