@@ -27,12 +27,28 @@ pub trait ColdStore: Send + Sync {
     fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
     /// Drops `key`'s entry, unread.
     fn remove(&self, db: usize, shard: usize, key: &[u8]);
+    /// Whether `key` has an entry, without reading it (an LSM store answers from its
+    /// index, not from the value).
+    fn contains(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        self.get(db, shard, key).is_some()
+    }
+    /// Drops `key`'s entry unread if it is there, and says whether it was (all a write
+    /// that replaces the key whole needs to know).
+    fn discard(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        self.take(db, shard, key).is_some()
+    }
     /// Every entry of one shard, in key order, until `f` returns false.
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
     /// Drops every entry of database `db` (FLUSHDB, FLUSHALL).
     fn clear(&self, db: usize);
     /// SWAPDB: the two databases' entries change places.
     fn swap(&self, a: usize, b: usize);
+}
+
+/// Whether the shard's cold entries may be replaced, deleted or found without reading
+/// them: none has a TTL, so none may have expired unseen.
+fn unread_ok(g: &ShardData) -> bool {
+    g.cold_volatile == 0
 }
 
 /// Puts an entry read from the store into RAM, in the form it was stored from.
@@ -101,6 +117,58 @@ impl Db {
         put_back(g, h, key, owned, self.stamp_now());
     }
 
+    /// Before a write that replaces `key` whole, or deletes it (SET, DEL): a cold entry
+    /// is dropped from the store unread and this returns true (the key existed and is
+    /// gone). Otherwise the entry comes back as for any write (`fault`), and this returns
+    /// false. Unread only while it cannot matter what the entry was: no cold entry of the
+    /// shard has a TTL (one might have expired, which a write must see), and no snapshot
+    /// is capturing the shard (it would need the entry's value).
+    #[inline]
+    pub(crate) fn fault_replace(&self, g: &mut ShardData, h: u64, key: &[u8]) -> bool {
+        if g.cold == 0 && g.clean.is_empty() {
+            return false;
+        }
+        self.fault_replace_slow(g, h, key)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fault_replace_slow(&self, g: &mut ShardData, h: u64, key: &[u8]) -> bool {
+        let capturing = g.pre.as_ref().is_some_and(|p| g.captured < p.epoch);
+        let Some(store) = self.cold_store().filter(|_| !capturing && unread_ok(g)) else {
+            self.fault_slow(g, h, key, true);
+            return false;
+        };
+        if g.position(h, key).is_some() {
+            self.forget_copy(g, h, key);
+            return false;
+        }
+        if g.cold == 0 || !g.cold_filter.may_contain(h) {
+            return false;
+        }
+        if !store.discard(self.index(), self.shard_index(h), key) {
+            return false;
+        }
+        g.cold -= 1;
+        g.cold_filter.remove(h);
+        true
+    }
+
+    /// Whether `key` exists, answered for a cold key by the store without reading or
+    /// bringing back its entry (SET NX, MSETNX, RESTORE's check); None: look it up in
+    /// RAM as usual (after the usual fault), as for a key with a TTL.
+    #[inline]
+    pub(crate) fn cold_contains(&self, g: &mut ShardData, h: u64, key: &[u8]) -> Option<bool> {
+        if g.cold == 0 || !unread_ok(g) || !g.cold_filter.may_contain(h) {
+            return None;
+        }
+        let store = self.cold_store()?;
+        if g.position(h, key).is_some() {
+            return None;
+        }
+        Some(store.contains(self.index(), self.shard_index(h), key))
+    }
+
     /// `key` (in RAM, or just removed from it) no longer owns a copy in the store: the
     /// copy goes, so it can never come back in its place.
     pub(crate) fn forget_copy(&self, g: &mut ShardData, h: u64, key: &[u8]) {
@@ -141,13 +209,15 @@ impl Db {
     }
 
     /// Whether `key` may be in the cold store (its shard has cold keys and it is not in
-    /// RAM): Some(its shard's index), for a read ahead of the command that needs it.
-    pub fn maybe_cold(&self, key: &[u8]) -> Option<usize> {
+    /// RAM): Some(its shard's index, and whether a write may replace it unread), for a
+    /// read ahead of the command that needs it.
+    pub fn maybe_cold(&self, key: &[u8]) -> Option<(usize, bool)> {
         self.cold_store()?;
         let h = hash(key);
         let idx = self.shard_index(h);
         let g = self.shard_ref(idx).acquire();
-        (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h)).then_some(idx)
+        (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h))
+            .then_some((idx, unread_ok(&g)))
     }
 
     /// A restart that keeps the store (the server's `tier_kept.rs`): `key`'s entry is in

@@ -131,6 +131,14 @@ impl<'a> Locked<'a> {
         db.fault(self.shard(h), h, key, true);
     }
 
+    /// `fault_w` before `key` is replaced whole or deleted: true when a cold entry was
+    /// dropped unread (`Db::fault_replace`), so the key existed and is now gone.
+    #[inline]
+    fn fault_replace(&mut self, h: u64, key: &[u8]) -> bool {
+        let db = self.db;
+        db.fault_replace(self.shard(h), h, key)
+    }
+
     /// Finds a live entry, deleting it first if it has expired.
     fn live(&mut self, key: &[u8]) -> (u64, bool) {
         let h = hash(key);
@@ -192,6 +200,11 @@ impl<'a> Locked<'a> {
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
+        let h = hash(key);
+        let db = self.db;
+        if let Some(found) = db.cold_contains(self.shard(h), h, key) {
+            return found;
+        }
         self.live(key).1
     }
 
@@ -217,10 +230,10 @@ impl<'a> Locked<'a> {
     }
 
     pub fn set_str(&mut self, key: &[u8], value: &[u8], ttl: Ttl) {
-        self.fault_w(hash(key), key);
-        let expire_at = self.resolve_ttl(key, ttl);
-        let created = self.creating(key);
         let h = hash(key);
+        let replaced = self.fault_replacing(h, key, ttl);
+        let expire_at = self.resolve_ttl(key, ttl);
+        let created = !replaced && self.creating(key);
         let stamp = self.stamp();
         self.shard(h).put_str(h, key, value, expire_at, stamp);
         if created {
@@ -230,15 +243,25 @@ impl<'a> Locked<'a> {
 
     /// Stores a value of any type.
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: Ttl) {
-        self.fault_w(hash(key), key);
-        let expire_at = self.resolve_ttl(key, ttl);
-        let created = self.creating(key);
         let h = hash(key);
+        let replaced = self.fault_replacing(h, key, ttl);
+        let expire_at = self.resolve_ttl(key, ttl);
+        let created = !replaced && self.creating(key);
         let stamp = self.stamp();
         self.shard(h).put(h, key, value, expire_at, stamp);
         if created {
             self.db.created(key);
         }
+    }
+
+    /// The fault of a write that stores a whole value: the old one is read only when
+    /// the new one keeps its TTL. True: a cold entry was dropped unread.
+    fn fault_replacing(&mut self, h: u64, key: &[u8], ttl: Ttl) -> bool {
+        if matches!(ttl, Ttl::Keep) {
+            self.fault_w(h, key);
+            return false;
+        }
+        self.fault_replace(h, key)
     }
 
     fn resolve_ttl(&mut self, key: &[u8], ttl: Ttl) -> Option<u64> {
@@ -329,15 +352,27 @@ impl<'a> Locked<'a> {
         self.collection_mut(key)?.ok_or(WrongType)
     }
 
-    /// Deletes a key; true if it existed (and had not expired).
+    /// Deletes a key; true if it existed (and had not expired). A cold key goes unread.
     pub fn remove(&mut self, key: &[u8]) -> bool {
-        self.unlink(key).is_some()
+        let h = hash(key);
+        self.fault_replace(h, key) || self.unlink_faulted(key).is_some()
+    }
+
+    /// Drops `key` if it is cold and can go unread (`Db::fault_replace`); true if it did.
+    /// UNLINK's first step: there is no entry in RAM to free for it.
+    pub fn drop_cold(&mut self, key: &[u8]) -> bool {
+        self.fault_replace(hash(key), key)
     }
 
     /// Deletes a key and hands back its entry (UNLINK), for the caller to free once the
     /// shard is unlocked, or on another thread when it is large.
     pub fn unlink(&mut self, key: &[u8]) -> Option<Unlinked> {
         self.fault_w(hash(key), key);
+        self.unlink_faulted(key)
+    }
+
+    /// `unlink` once the key's fault is done.
+    fn unlink_faulted(&mut self, key: &[u8]) -> Option<Unlinked> {
         let (h, found) = self.live(key);
         if !found {
             return None;
@@ -369,9 +404,8 @@ impl<'a> Locked<'a> {
     /// Inserts an entry lifted out by `take` or `clone_owned`, replacing any existing one;
     /// a string keeps its form ("raw" stays raw).
     pub fn put_owned(&mut self, key: &[u8], owned: Owned) {
-        self.fault_w(hash(key), key);
-        let created = self.creating(key);
         let h = hash(key);
+        let created = !self.fault_replace(h, key) && self.creating(key);
         let stamp = self.stamp();
         let shard = self.shard(h);
         if owned.raw {

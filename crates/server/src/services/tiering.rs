@@ -10,6 +10,7 @@
 //! journal holds the writes, so the tier is emptied at start and refilled from them
 //! (docs/tiering.md says what that costs). So it is never fsynced.
 
+use crate::exec::command::ks;
 use crate::server::Server;
 use fjall::config::PinningPolicy;
 use fjall::AbstractTree;
@@ -66,6 +67,8 @@ pub struct Tier {
     pub dead: crate::services::tier_dead::Dead,
     /// Commands that waited for a read from the tier.
     pub prefetches: AtomicU64,
+    /// Cold entries that writes replaced or deleted without reading them back.
+    pub discards: AtomicU64,
     /// The store's recent read time (ns, a moving average of one in eight): whether cold
     /// reads come from memory or from the device.
     pub read_ns: AtomicU64,
@@ -108,6 +111,7 @@ impl Tier {
             room_calls: AtomicU64::new(0),
             room: AtomicBool::new(true),
             prefetches: AtomicU64::new(0),
+            discards: AtomicU64::new(0),
             reads: Default::default(),
             read_ns: AtomicU64::new(0),
             hot: Default::default(),
@@ -280,6 +284,20 @@ impl Tier {
         self.dead.failed(db, record);
     }
 
+    /// Whether `key` has a record, from the store's index: a value kept in a blob file
+    /// is not read.
+    pub fn has_record(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        let Some(tree) = self.tree(db) else {
+            return false;
+        };
+        let rk = Self::record_key(shard, key);
+        if self.dead.is_dead(db, &rk) {
+            return false;
+        }
+        tree.contains_key(&rk)
+            .unwrap_or_else(|e| self.fatal("read", e))
+    }
+
     fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
         self.watch.touched();
         let tree = self.tree(db)?;
@@ -334,6 +352,19 @@ impl ColdStore for Tier {
 
     fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
         self.read(db, shard, key, false)
+    }
+
+    fn contains(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        self.has_record(db, shard, key)
+    }
+
+    fn discard(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+        if !self.has_record(db, shard, key) {
+            return false;
+        }
+        self.remove(db, shard, key);
+        self.discards.fetch_add(1, Relaxed);
+        true
     }
 
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
@@ -522,10 +553,15 @@ pub fn prefetch(
     }
     let d = server.keyspace.db(db);
     let mut cold = Vec::new();
-    cmd.for_each_key_position(argv, |i| {
-        if let Some(key) = argv.get(i) {
-            if let Some(shard) = d.maybe_cold(key) {
-                cold.push((shard, key.clone()));
+    cmd.for_each_key_and_flags(argv, |k| {
+        if let Some(key) = argv.get(k.pos) {
+            if let Some((shard, unread_ok)) = d.maybe_cold(key) {
+                // A key the command overwrites or deletes without reading it is dropped
+                // unread (`ColdStore::discard`), or found so (SET NX): only the store's
+                // index is warmed.
+                let unread =
+                    unread_ok && k.flags & (ks::OW | ks::RM) != 0 && k.flags & ks::ACCESS == 0;
+                cold.push((shard, key.clone(), unread));
             }
         }
     });
@@ -535,7 +571,11 @@ pub fn prefetch(
     let tier = tier.clone();
     tier.prefetches.fetch_add(1, Relaxed);
     Some(Box::new(move || {
-        for (shard, key) in cold {
+        for (shard, key, unread) in cold {
+            if unread {
+                tier.has_record(db, shard, &key);
+                continue;
+            }
             let read = || drop(tier.get(db, shard, &key));
             tier.reads.read((db, shard, key.clone()), read);
         }
@@ -618,6 +658,7 @@ pub fn info(server: &Server, out: &mut String) {
          tier_bytes_written:{written}\r\ntier_write_amplification:{:.2}\r\n\
          tier_bytes_read:{}\r\ntier_errors:{}\r\ntier_write_failed:{}\r\n\
          tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\ncold_reads_merged:{}\r\ntier_read_avg_us:{:.1}\r\n\
+         cold_replaced_unread:{}\r\n\
          tier_compactions:{}\r\ntier_compacting_ms:{}\r\n",
         tier.path().display(),
         keys - cold,
@@ -632,6 +673,7 @@ pub fn info(server: &Server, out: &mut String) {
         tier.prefetches.load(Relaxed),
         tier.reads.merged.load(Relaxed),
         tier.read_ns.load(Relaxed) as f64 / 1000.0,
+        tier.discards.load(Relaxed),
         tier.db.compactions_completed(),
         tier.db.time_compacting().as_millis(),
     );

@@ -38,12 +38,19 @@ fn reply_removed(ctx: &mut Ctx<'_>, removed: usize) {
 pub(super) fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = &ctx.argv[1..];
     let mut l = ctx.lock(keys);
-    let gone: Vec<Option<strata_engine::Unlinked>> = keys.iter().map(|k| l.unlink(k)).collect();
+    // (existed, its entry in RAM): a cold key is dropped from the tier unread.
+    let gone: Vec<(bool, Option<strata_engine::Unlinked>)> = keys
+        .iter()
+        .map(|k| match l.drop_cold(k) {
+            true => (true, None),
+            false => l.unlink(k).map_or((false, None), |u| (true, Some(u))),
+        })
+        .collect();
     drop(l);
-    let removed = notify_deleted(ctx, keys, gone.iter().map(Option::is_some));
+    let removed = notify_deleted(ctx, keys, gone.iter().map(|g| g.0));
     let large: Vec<_> = gone
         .into_iter()
-        .flatten()
+        .filter_map(|g| g.1)
         .filter(|u| u.free_effort() > crate::services::lazyfree::LAZYFREE_THRESHOLD)
         .collect();
     if !large.is_empty() {

@@ -1,0 +1,149 @@
+//! Writes that replace or delete a cold key whole (SET, MSET, DEL, UNLINK), or only ask
+//! whether it exists (SET NX, MSETNX), leave its entry in the tier unread: nothing comes
+//! back to RAM, and replies, DBSIZE and keyspace events are those of a key in RAM.
+
+mod common;
+use common::{section_field, strata};
+
+fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
+    section_field(c, "tiering", field).parse().unwrap()
+}
+
+fn dbsize(c: &mut redis::Connection) -> u64 {
+    redis::cmd("DBSIZE").query(c).unwrap()
+}
+
+/// The keyspace events published until `end`'s `set`, as (key, event).
+fn events_until_end(sub: &mut redis::Connection) -> Vec<(String, String)> {
+    let mut ps = sub.as_pubsub();
+    ps.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let msg = ps.get_message().expect("a keyspace event");
+        let channel = msg.get_channel_name().to_string();
+        let key = channel.trim_start_matches("__keyspace@0__:").to_string();
+        let event: String = msg.get_payload().unwrap();
+        if key == "end" && event == "set" {
+            return seen;
+        }
+        seen.push((key, event));
+    }
+}
+
+#[test]
+fn whole_writes_of_cold_keys_leave_them_unread() {
+    let s = strata(&[
+        "--maxmemory",
+        "1mb",
+        "--tiering",
+        "yes",
+        "--maxmemory-policy",
+        "allkeys-lru",
+        "--notify-keyspace-events",
+        "KAn",
+    ]);
+    let mut c = s.client();
+    let big = vec![b'z'; 8000];
+    for i in 0..400 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("a{i}"))
+            .arg(&big)
+            .query(&mut c)
+            .unwrap();
+    }
+    assert!(tiering_field(&mut c, "cold_keys") > 200);
+    let mut sub = s.client();
+    let _: () = redis::cmd("PSUBSCRIBE")
+        .arg("__keyspace@0__:*")
+        .query(&mut sub)
+        .unwrap();
+    let faults = tiering_field(&mut c, "moved_to_ram");
+
+    // The oldest keys are the cold ones: replace 0..100, delete 100..150 and 150..200.
+    let set_nx: Option<String> = redis::cmd("SET")
+        .arg("a0")
+        .arg("x")
+        .arg("NX")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(set_nx, None, "a cold key exists for SET NX");
+    let msetnx: u64 = redis::cmd("MSETNX")
+        .arg("a1")
+        .arg("x")
+        .arg("fresh")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(msetnx, 0);
+    for i in 0..100 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("a{i}"))
+            .arg(format!("new{i}"))
+            .query(&mut c)
+            .unwrap();
+    }
+    let mut del = redis::cmd("DEL");
+    for i in 100..150 {
+        del.arg(format!("a{i}"));
+    }
+    del.arg("missing");
+    assert_eq!(del.query::<u64>(&mut c).unwrap(), 50);
+    let mut unlink = redis::cmd("UNLINK");
+    for i in 150..200 {
+        unlink.arg(format!("a{i}"));
+    }
+    assert_eq!(unlink.query::<u64>(&mut c).unwrap(), 50);
+    let _: () = redis::cmd("SET").arg("end").arg("1").query(&mut c).unwrap();
+
+    // Nothing was read back, and most of those keys were cold.
+    assert_eq!(tiering_field(&mut c, "moved_to_ram"), faults);
+    let unread = tiering_field(&mut c, "cold_replaced_unread");
+    assert!(
+        unread >= 100,
+        "only {unread} of 200 cold writes went unread"
+    );
+    eprintln!("{unread} of 200 writes found their key cold");
+    assert_eq!(dbsize(&mut c), 400 - 100 + 1);
+
+    // Events as for keys in RAM: a replaced key is not new, a deleted one is.
+    let events = events_until_end(&mut sub);
+    let of = |key: &str| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, e)| e.as_str())
+            .collect()
+    };
+    for i in 0..100 {
+        assert_eq!(of(&format!("a{i}")), ["set"], "a{i}");
+    }
+    for i in 100..200 {
+        assert_eq!(of(&format!("a{i}")), ["del"], "a{i}");
+    }
+    assert!(of("missing").is_empty() && of("fresh").is_empty());
+    assert_eq!(of("end"), ["new"], "a new key's events");
+
+    // The values are the new ones; the deleted keys are gone for good.
+    for i in (0..100).step_by(7) {
+        let v: String = redis::cmd("GET")
+            .arg(format!("a{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(v, format!("new{i}"));
+    }
+    for i in (100..200).step_by(7) {
+        let v: Option<Vec<u8>> = redis::cmd("GET")
+            .arg(format!("a{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(v, None, "a{i}");
+    }
+    for i in (200..400).step_by(13) {
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(format!("a{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(v, big, "a{i}");
+    }
+}

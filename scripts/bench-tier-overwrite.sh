@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Whole writes of cold keys: uniform random SETs over a tier several times `maxmemory`,
+# against two Strata builds side by side in the same run (for example the build before a
+# change and the build with it). Each server is filled with KEYS sequential keys of VALUE
+# bytes, then `strata bench kv` alternates rounds of uniform SETs between them.
+#
+# usage: scripts/bench-tier-overwrite.sh BINARY_A BINARY_B
+#
+# Environment:
+#   KEYS=327680 VALUE=1024 MAXMEM=64mb   the data set (5x the budget) and the budget
+#   ROUNDS=3 DURATION=15s                 rounds of SETs, alternating, and their length
+# Prints strata bench's table (B against A), then each server's INFO tiering counters of
+# what came back to RAM and what was replaced unread.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+
+[ $# -eq 2 ] || {
+    sed -n '2,13p' "$0" >&2
+    exit 2
+}
+A=$1
+B=$2
+KEYS=${KEYS:-327680}
+VALUE=${VALUE:-1024}
+MAXMEM=${MAXMEM:-64mb}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-15s}
+require_redis_tools redis-server
+
+bench_workdir bench-tier-overwrite
+PORT_A=$(free_port)
+PORT_B=$(free_port)
+for side in a b; do
+    bin=$A port=$PORT_A
+    [ $side = b ] && bin=$B port=$PORT_B
+    mkdir -p "$WORK/$side"
+    "$bin" serve --port "$port" --dir "$WORK/$side" --appendonly no --save '' \
+        --maxmemory "$MAXMEM" --tiering yes >"$WORK/$side.log" 2>&1 &
+    PIDS+=($!)
+    wait_ping "$port"
+done
+TARGETS=(--target "a=127.0.0.1:$PORT_A" --target "b=127.0.0.1:$PORT_B")
+kv() { "$B" bench kv -q -c 50 --threads 1 "${TARGETS[@]}" "$@"; }
+
+log "filling each with $KEYS keys of $VALUE bytes (maxmemory $MAXMEM)"
+kv --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" >/dev/null
+sleep 5
+kv --rounds "$ROUNDS" -P 1 --ops set --keys "random:$KEYS" -d "$VALUE" --duration "$DURATION"
+for side in a b; do
+    port=$PORT_A
+    [ $side = b ] && port=$PORT_B
+    echo "$side: $(redis-cli -p "$port" info tiering | tr -d '\r' \
+        | grep -E '^(cold_keys|moved_to_ram|tier_bytes_read|cold_replaced_unread):' | tr '\n' ' ')"
+done
