@@ -3,7 +3,7 @@
 //! holding everything in memory sees, and a SIGKILL must lose nothing acknowledged.
 
 mod common;
-use common::{serve_in, strata, temp_dir, Proc, Rng};
+use common::{serve_in, set_many, strata, temp_dir, Proc, Rng};
 
 /// A reply as text, errors included (both servers must fail alike).
 fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
@@ -239,13 +239,7 @@ fn flushdb_swapdb_and_randomkey_reach_cold_keys() {
     let s = tiered(&[]);
     let mut c = s.client();
     let big = vec![b'z'; 8000];
-    for i in 0..400 {
-        let _: () = redis::cmd("SET")
-            .arg(format!("a{i}"))
-            .arg(&big)
-            .query(&mut c)
-            .unwrap();
-    }
+    set_many(&mut c, "a", 400, &big);
     let cold = tiering_field(&mut c, "cold_keys");
     assert!(cold > 200, "only {cold} cold keys");
     assert!(tiering_field(&mut c, "cold_filter_bytes") > 0);
@@ -395,13 +389,7 @@ fn a_full_tier_falls_back_to_the_eviction_policy() {
     let big = vec![b'd'; 8000];
     let s = tiered(&["--tiering-max-disk", "64mb"]);
     let mut c = s.client();
-    for i in 0..300 {
-        let _: () = redis::cmd("SET")
-            .arg(format!("d{i}"))
-            .arg(&big)
-            .query(&mut c)
-            .unwrap();
-    }
+    set_many(&mut c, "d", 300, &big);
     assert_eq!(tiering_field(&mut c, "cold_keys"), 0);
     let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
     let evicted: u64 = info

@@ -3,7 +3,7 @@
 //! back to RAM, and replies, DBSIZE and keyspace events are those of a key in RAM.
 
 mod common;
-use common::{section_field, strata};
+use common::{section_field, set_many, strata};
 
 fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
     section_field(c, "tiering", field).parse().unwrap()
@@ -45,13 +45,7 @@ fn whole_writes_of_cold_keys_leave_them_unread() {
     ]);
     let mut c = s.client();
     let big = vec![b'z'; 8000];
-    for i in 0..400 {
-        let _: () = redis::cmd("SET")
-            .arg(format!("a{i}"))
-            .arg(&big)
-            .query(&mut c)
-            .unwrap();
-    }
+    set_many(&mut c, "a", 400, &big);
     assert!(tiering_field(&mut c, "cold_keys") > 200);
     let mut sub = s.client();
     let _: () = redis::cmd("PSUBSCRIBE")

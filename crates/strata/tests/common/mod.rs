@@ -642,6 +642,18 @@ pub fn serve_in(dir: &std::path::Path, extra: &[&str]) -> Proc {
     strata(&args)
 }
 
+/// Sets `{prefix}{i}` to `value` for each i below `n`, one command at a time (a tiered
+/// server evicts between them).
+pub fn set_many(c: &mut redis::Connection, prefix: &str, n: usize, value: &[u8]) {
+    for i in 0..n {
+        let _: () = redis::cmd("SET")
+            .arg(format!("{prefix}{i}"))
+            .arg(value)
+            .query(c)
+            .unwrap();
+    }
+}
+
 /// A field of INFO persistence.
 pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
     section_field(c, "persistence", field)
