@@ -3,7 +3,7 @@
 //! holding everything in memory sees, and a SIGKILL must lose nothing acknowledged.
 
 mod common;
-use common::{serve_in, set_many, strata, temp_dir, Proc, Rng};
+use common::{serve_in, set_many, strata, temp_dir, tiered, Proc, Rng, TIERED};
 
 /// A reply as text, errors included (both servers must fail alike).
 fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
@@ -15,22 +15,6 @@ fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("ERR {}", e.detail().unwrap_or_default()),
     }
-}
-
-/// A tiered server's options: almost everything spills to the tier.
-const TIERED: [&str; 6] = [
-    "--maxmemory",
-    "1mb",
-    "--tiering",
-    "yes",
-    "--maxmemory-policy",
-    "allkeys-lru",
-];
-
-fn tiered(extra: &[&str]) -> Proc {
-    let mut args = TIERED.to_vec();
-    args.extend_from_slice(extra);
-    strata(&args)
 }
 
 fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {

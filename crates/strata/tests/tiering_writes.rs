@@ -3,7 +3,7 @@
 //! back to RAM, and replies, DBSIZE and keyspace events are those of a key in RAM.
 
 mod common;
-use common::{section_field, set_many, strata};
+use common::{section_field, set_many, tiered};
 
 fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
     section_field(c, "tiering", field).parse().unwrap()
@@ -33,16 +33,7 @@ fn events_until_end(sub: &mut redis::Connection) -> Vec<(String, String)> {
 
 #[test]
 fn whole_writes_of_cold_keys_leave_them_unread() {
-    let s = strata(&[
-        "--maxmemory",
-        "1mb",
-        "--tiering",
-        "yes",
-        "--maxmemory-policy",
-        "allkeys-lru",
-        "--notify-keyspace-events",
-        "KAn",
-    ]);
+    let s = tiered(&["--notify-keyspace-events", "KAn"]);
     let mut c = s.client();
     let big = vec![b'z'; 8000];
     set_many(&mut c, "a", 400, &big);

@@ -642,6 +642,23 @@ pub fn serve_in(dir: &std::path::Path, extra: &[&str]) -> Proc {
     strata(&args)
 }
 
+/// A tiered server's options: almost everything spills to the tier.
+pub const TIERED: [&str; 6] = [
+    "--maxmemory",
+    "1mb",
+    "--tiering",
+    "yes",
+    "--maxmemory-policy",
+    "allkeys-lru",
+];
+
+/// A server started with `TIERED` and `extra`.
+pub fn tiered(extra: &[&str]) -> Proc {
+    let mut args = TIERED.to_vec();
+    args.extend_from_slice(extra);
+    strata(&args)
+}
+
 /// Sets `{prefix}{i}` to `value` for each i below `n`, one command at a time (a tiered
 /// server evicts between them).
 pub fn set_many(c: &mut redis::Connection, prefix: &str, n: usize, value: &[u8]) {
