@@ -141,7 +141,11 @@ impl<'a> Locked<'a> {
 
     /// Finds a live entry, deleting it first if it has expired.
     fn live(&mut self, key: &[u8]) -> (u64, bool) {
-        let h = hash(key);
+        self.live_hashed(hash(key), key)
+    }
+
+    /// `live` for a key whose hash the caller has computed.
+    fn live_hashed(&mut self, h: u64, key: &[u8]) -> (u64, bool) {
         self.fault(h, key);
         let expire_at = match self.shard(h).find(h, key) {
             None => return (h, false),
@@ -205,7 +209,7 @@ impl<'a> Locked<'a> {
         if let Some(found) = db.cold_contains(self.shard(h), h, key) {
             return found;
         }
-        self.live(key).1
+        self.live_hashed(h, key).1
     }
 
     /// Stores a string value (packed with its key).
@@ -355,7 +359,7 @@ impl<'a> Locked<'a> {
     /// Deletes a key; true if it existed (and had not expired). A cold key goes unread.
     pub fn remove(&mut self, key: &[u8]) -> bool {
         let h = hash(key);
-        self.fault_replace(h, key) || self.unlink_faulted(key).is_some()
+        self.fault_replace(h, key) || self.unlink_faulted(h, key).is_some()
     }
 
     /// Drops `key` if it is cold and can go unread (`Db::fault_replace`); true if it did.
@@ -367,13 +371,14 @@ impl<'a> Locked<'a> {
     /// Deletes a key and hands back its entry (UNLINK), for the caller to free once the
     /// shard is unlocked, or on another thread when it is large.
     pub fn unlink(&mut self, key: &[u8]) -> Option<Unlinked> {
-        self.fault_w(hash(key), key);
-        self.unlink_faulted(key)
+        let h = hash(key);
+        self.fault_w(h, key);
+        self.unlink_faulted(h, key)
     }
 
-    /// `unlink` once the key's fault is done.
-    fn unlink_faulted(&mut self, key: &[u8]) -> Option<Unlinked> {
-        let (h, found) = self.live(key);
+    /// `unlink` once the key's fault is done (`h`: its hash).
+    fn unlink_faulted(&mut self, h: u64, key: &[u8]) -> Option<Unlinked> {
+        let (h, found) = self.live_hashed(h, key);
         if !found {
             return None;
         }

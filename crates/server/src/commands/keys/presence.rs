@@ -41,9 +41,12 @@ pub(super) fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
     // (existed, its entry in RAM): a cold key is dropped from the tier unread.
     let gone: Vec<(bool, Option<strata_engine::Unlinked>)> = keys
         .iter()
-        .map(|k| match l.drop_cold(k) {
-            true => (true, None),
-            false => l.unlink(k).map_or((false, None), |u| (true, Some(u))),
+        .map(|k| {
+            if l.drop_cold(k) {
+                (true, None)
+            } else {
+                l.unlink(k).map_or((false, None), |u| (true, Some(u)))
+            }
         })
         .collect();
     drop(l);

@@ -389,9 +389,9 @@ impl Selector {
 
     /// May this selector run command `id` with `argv`? The command, then its keys, then
     /// its channels. A restricted user's every command runs this: the usual case (an
-    /// allowed command, one key at a fixed place, no channels) takes no call, and the
-    /// rest is in `#[cold]` helpers so this stays small, and it is inlined into the
-    /// caller's check of the user (each call cost 20 instructions of register saving).
+    /// allowed command, one key at a fixed place, no channels) takes no call. The rest is
+    /// in helpers, so this stays small enough to inline into the check of the user (a
+    /// call cost 20 instructions of register saving).
     #[inline(always)]
     pub fn check(&self, table: &Table, id: usize, argv: &[Bytes]) -> Result<(), Denied> {
         if !self.bit(id) && !self.all_commands && !self.allowed_unlisted(table, id, argv) {
