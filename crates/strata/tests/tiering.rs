@@ -300,7 +300,14 @@ fn sigkill_while_entries_move_loses_nothing() {
             let _: () = redis::cmd("BGSAVE").query(&mut c).unwrap();
         }
     }
-    assert!(tiering_field(&mut c, "moved_to_ram") > 100);
+    // Entries left the tier all along: read back for the INCRs and RPUSHes, or replaced
+    // unread by the SETs (most of the filler's).
+    let back = tiering_field(&mut c, "moved_to_ram");
+    let replaced = tiering_field(&mut c, "cold_replaced_unread");
+    assert!(
+        back + replaced > 100,
+        "{back} read back, {replaced} replaced"
+    );
     // Dropping the Proc is a SIGKILL.
     drop(c);
     drop(s);
