@@ -186,7 +186,7 @@ fn exec(ctx: &mut Ctx<'_>) -> CmdResult {
                 }
             }
         }
-        plan.merge(LockPlan::of(server, db, cmd, argv));
+        plan.merge(LockPlan::of(server, db, *id, argv));
     }
     let watched: Vec<_> = ctx
         .client

@@ -3,6 +3,7 @@
 //! memory did; and while a snapshot is taken, it first keeps aside what it will change.
 
 use crate::exec::command::{flags, CmdError, Command};
+use crate::exec::keyspec::{KeyAt, KeyShape};
 use crate::exec::{Origin, Worker};
 use crate::server::Server;
 use crate::services::snapshot::{self, WriteHold};
@@ -22,29 +23,36 @@ pub enum LockPlan {
     World,
 }
 
-/// The shard of each key `cmd` names in `argv`.
+/// The shard of each key command `id` names in `argv`. A key at a fixed place is read
+/// from there: walking a command's own key finder (SET's) cost a write more than hashing
+/// its key.
 fn for_each_shard(
     server: &Server,
     db: usize,
-    cmd: &Command,
+    id: usize,
     argv: &[Bytes],
     mut f: impl FnMut(ShardId),
 ) {
-    cmd.for_each_key_position(argv, |i| {
+    let mut shard_at = |i: usize| {
         if let Some(k) = argv.get(i) {
             f(server.keyspace.shard_of(db, k));
         }
-    });
+    };
+    match server.table.key_shape(id) {
+        KeyShape::None => {}
+        KeyShape::One(KeyAt { pos, .. }) | KeyShape::OneVarying(pos) => shard_at(pos),
+        KeyShape::Walk => server.table.commands[id].for_each_key_position(argv, shard_at),
+    }
 }
 
 impl LockPlan {
-    /// What `cmd` with `argv` run in database `db` must hold.
-    pub fn of(server: &Server, db: usize, cmd: &Command, argv: &[Bytes]) -> LockPlan {
-        if cmd.has(flags::ALL_SHARDS) {
+    /// What command `id` with `argv` run in database `db` must hold.
+    pub fn of(server: &Server, db: usize, id: usize, argv: &[Bytes]) -> LockPlan {
+        if server.table.commands[id].has(flags::ALL_SHARDS) {
             return LockPlan::World;
         }
         let (mut first, mut more) = (None, Vec::new());
-        for_each_shard(server, db, cmd, argv, |id| match first {
+        for_each_shard(server, db, id, argv, |id| match first {
             None => first = Some(id),
             Some(_) => more.push(id),
         });
@@ -69,12 +77,12 @@ impl LockPlan {
 
     /// Whether this thread's session already holds all that [`LockPlan::of`] would name:
     /// a script's call on a key it declared, checked without building the plan.
-    pub fn held(server: &Server, db: usize, cmd: &Command, argv: &[Bytes]) -> bool {
-        if cmd.has(flags::ALL_SHARDS) {
+    pub fn held(server: &Server, db: usize, id: usize, argv: &[Bytes]) -> bool {
+        if server.table.commands[id].has(flags::ALL_SHARDS) {
             return false;
         }
         let mut held = true;
-        for_each_shard(server, db, cmd, argv, |id| {
+        for_each_shard(server, db, id, argv, |id| {
             held = held && Keyspace::session_holds(&[id]);
         });
         held
@@ -147,8 +155,8 @@ pub fn hold<'a>(
         Origin::Replay => Ok(none),
         Origin::Nested(nest) => {
             // A key the script did not declare: take its shard into the session now.
-            if nest.script.is_some() && !LockPlan::held(server, db, cmd, argv) {
-                let ids = LockPlan::of(server, db, cmd, argv)
+            if nest.script.is_some() && !LockPlan::held(server, db, id, argv) {
+                let ids = LockPlan::of(server, db, id, argv)
                     .shard_ids()
                     .unwrap_or_else(|| world(server));
                 if !server
@@ -159,7 +167,7 @@ pub fn hold<'a>(
                 }
             }
             if write && server.persist.snapshots.active() {
-                let world = matches!(LockPlan::of(server, db, cmd, argv), LockPlan::World);
+                let world = matches!(LockPlan::of(server, db, id, argv), LockPlan::World);
                 keep_for_snapshot(server, nest.epoch, db, cmd, world, argv);
             }
             Ok(none)
@@ -168,7 +176,7 @@ pub fn hold<'a>(
             if !write || !server.orders_writes() {
                 return Ok(none);
             }
-            let plan = LockPlan::of(server, db, cmd, argv);
+            let plan = LockPlan::of(server, db, id, argv);
             let world = matches!(plan, LockPlan::World);
             let hold = snapshot::open_write(server, w.stats, plan);
             // Read under the locks, after the write's epoch: a snapshot (or a replica's

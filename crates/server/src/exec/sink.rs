@@ -15,9 +15,12 @@ use std::sync::Arc;
 pub trait EffectSink: Send + Sync {
     /// Appends one block of records for database `db`, tagged with the snapshot epoch the
     /// write saw (`services::snapshot`). `write` appends the block's records, RESP commands,
-    /// to the buffer it is given; a block it leaves empty is dropped. Returns the position
-    /// a reply covering this write must wait for under `appendfsync always` (0: none).
-    fn append(&self, db: u32, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64;
+    /// to the buffer it is given; a block it leaves empty is dropped. `single` says the
+    /// block is one command and not a SELECT (a plain write's record), which a sink then
+    /// need not parse to know. Returns the position a reply covering this write must wait
+    /// for under `appendfsync always` (0: none).
+    fn append(&self, db: u32, epoch: u64, single: bool, write: &mut dyn FnMut(&mut Vec<u8>))
+        -> u64;
 
     /// Which records this sink takes (the journal, or the replication stream).
     fn audience(&self) -> Audience;
@@ -99,13 +102,19 @@ impl Sinks {
 
     /// Appends one block to every sink, each given the records for its audience; returns
     /// the highest position to wait for.
-    fn append(&self, db: usize, epoch: u64, write: &mut dyn FnMut(Audience, &mut Vec<u8>)) -> u64 {
+    fn append(
+        &self,
+        db: usize,
+        epoch: u64,
+        single: bool,
+        write: &mut dyn FnMut(Audience, &mut Vec<u8>),
+    ) -> u64 {
         self.with(|sinks| {
             sinks
                 .iter()
                 .map(|s| {
                     let audience = s.audience();
-                    s.append(db as u32, epoch, &mut |buf| write(audience, buf))
+                    s.append(db as u32, epoch, single, &mut |buf| write(audience, buf))
                 })
                 .max()
                 .unwrap_or(0)
@@ -130,7 +139,12 @@ impl Sinks {
             return self.record_group(&group, epoch);
         }
         let frame = frame.filter(|f| matches!(effect, Effect::Argv) && is_frame_of(f, argv));
-        self.append(db, epoch, &mut |_, buf| match frame {
+        let single = match &effect {
+            Effect::Argv => is_plain(argv),
+            Effect::Commands(cmds) => matches!(cmds.as_slice(), [one] if is_plain(one)),
+            _ => false,
+        };
+        self.append(db, epoch, single, &mut |_, buf| match frame {
             Some(f) => buf.extend_from_slice(f),
             None => effect.encode(buf, argv),
         })
@@ -141,7 +155,7 @@ impl Sinks {
         if group.is_empty() {
             return 0;
         }
-        self.append(group.db, epoch, &mut |audience, buf| {
+        self.append(group.db, epoch, false, &mut |audience, buf| {
             group.write_for(audience, buf)
         })
     }
@@ -166,4 +180,10 @@ impl Sinks {
         }
         self.with(|sinks| sinks.iter().find_map(|s| s.write_error()))
     }
+}
+
+/// Whether `argv` is a command other than SELECT (which moves a stream's database).
+fn is_plain(argv: &[Bytes]) -> bool {
+    argv.first()
+        .is_some_and(|name| !name.eq_ignore_ascii_case(b"select"))
 }

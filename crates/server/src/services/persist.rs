@@ -312,7 +312,13 @@ fn turn_off(server: &Arc<Server>) -> Result<(), String> {
 struct JournalSink(Arc<Journal>);
 
 impl EffectSink for JournalSink {
-    fn append(&self, db: u32, epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+    fn append(
+        &self,
+        db: u32,
+        epoch: u64,
+        _single: bool,
+        write: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> u64 {
         self.0
             .append_encoded(db, epoch, |buf| write(buf))
             .unwrap_or(0)

@@ -276,10 +276,12 @@ impl Backlog {
         FED.set(before);
     }
 
-    /// Appends a block of effects recorded in database `db`, as Redis propagates it.
-    fn feed_effects(&self, db: usize, block: &[u8]) {
-        // Most blocks are one command that is not a SELECT: no list of records for them.
-        if matches!(record(block, 0), Some((to, None)) if to == block.len()) {
+    /// Appends a block of effects recorded in database `db`, as Redis propagates it;
+    /// `single`: the writer knows it is one command, not a SELECT.
+    fn feed_effects(&self, db: usize, block: &[u8], single: bool) {
+        // Most blocks are one command that is not a SELECT: no list of records for them,
+        // and for a plain write's record not even the parse that finds that out.
+        if single || matches!(record(block, 0), Some((to, None)) if to == block.len()) {
             let mut b = self.buf.lock();
             if b.active {
                 b.select(db as i64);
@@ -343,7 +345,23 @@ impl Backlog {
 }
 
 impl Buf {
-    fn put(&mut self, mut bytes: &[u8]) {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        // A write's record nearly always fits in the block being filled.
+        if let Some(last) = self.blocks.back_mut() {
+            if BLOCK - last.len() >= bytes.len() {
+                last.extend_from_slice(bytes);
+                self.end += bytes.len() as u64;
+                return;
+            }
+        }
+        self.put_across(bytes);
+    }
+
+    /// `put` of bytes that start a block: history past `size` is dropped a block at a
+    /// time, so it is checked here.
+    #[cold]
+    fn put_across(&mut self, mut bytes: &[u8]) {
         self.end += bytes.len() as u64;
         while !bytes.is_empty() {
             if self.blocks.back().is_none_or(|b| b.len() >= BLOCK) {
@@ -500,13 +518,19 @@ pub fn take_applying() -> Option<Bytes> {
 }
 
 impl EffectSink for Backlog {
-    fn append(&self, db: u32, _epoch: u64, write: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+    fn append(
+        &self,
+        db: u32,
+        _epoch: u64,
+        single: bool,
+        write: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> u64 {
         match self.mode() {
             mode::EFFECTS => SCRATCH.with_borrow_mut(|buf| {
                 buf.clear();
                 write(buf);
                 if !buf.is_empty() {
-                    self.feed_effects(db as usize, buf);
+                    self.feed_effects(db as usize, buf, single);
                 }
                 if buf.capacity() > 1 << 20 {
                     *buf = Vec::new();
@@ -555,12 +579,13 @@ mod tests {
     fn blocks_become_redis_stream() {
         let b = Backlog::default();
         b.create();
-        b.feed_effects(0, &cmd(&["SET", "a", "1"]));
-        b.feed_effects(0, &cmd(&["SET", "b", "2"]));
+        // Known to be one command, and found to be by parsing: the same stream.
+        b.feed_effects(0, &cmd(&["SET", "a", "1"]), true);
+        b.feed_effects(0, &cmd(&["SET", "b", "2"]), false);
         let mut group = cmd(&["SET", "c", "3"]);
         group.extend(cmd(&["SELECT", "2"]));
         group.extend(cmd(&["DEL", "d"]));
-        b.feed_effects(1, &group);
+        b.feed_effects(1, &group, false);
         let mut want = cmd(&["SELECT", "0"]);
         want.extend(cmd(&["SET", "a", "1"]));
         want.extend(cmd(&["SET", "b", "2"]));
@@ -579,7 +604,7 @@ mod tests {
         let mut g2 = cmd(&["SELECT", "5"]);
         g2.extend(cmd(&["SET", "x", "1"]));
         let before = all(&b).len();
-        b.feed_effects(2, &g2);
+        b.feed_effects(2, &g2, false);
         let mut tail = cmd(&["SELECT", "5"]);
         tail.extend(cmd(&["SET", "x", "1"]));
         assert_eq!(&all(&b)[before..], &tail[..]);
