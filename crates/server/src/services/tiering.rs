@@ -284,27 +284,36 @@ impl Tier {
         self.dead.failed(db, record);
     }
 
+    /// The store of `db` and `key`'s record key in it, unless that record reads as gone
+    /// (`tier_dead`): where every lookup starts.
+    fn live(&self, db: usize, shard: usize, key: &[u8]) -> Option<(fjall::Keyspace, Vec<u8>)> {
+        let tree = self.tree(db)?;
+        let rk = Self::record_key(shard, key);
+        (!self.dead.is_dead(db, &rk)).then_some((tree, rk))
+    }
+
     /// Whether `key` has a record, from the store's index: a value kept in a blob file
     /// is not read.
     pub fn has_record(&self, db: usize, shard: usize, key: &[u8]) -> bool {
-        let Some(tree) = self.tree(db) else {
-            return false;
-        };
-        let rk = Self::record_key(shard, key);
-        if self.dead.is_dead(db, &rk) {
-            return false;
-        }
-        tree.contains_key(&rk)
+        self.live(db, shard, key)
+            .is_some_and(|(tree, rk)| self.indexed(&tree, &rk))
+    }
+
+    fn indexed(&self, tree: &fjall::Keyspace, rk: &[u8]) -> bool {
+        tree.contains_key(rk)
             .unwrap_or_else(|e| self.fatal("read", e))
+    }
+
+    /// Deletes record `rk` of `db`'s store; a failure is the store's (`write_failed`).
+    fn delete(&self, tree: &fjall::Keyspace, db: usize, rk: &[u8]) {
+        if let Err(e) = tree.remove(rk) {
+            self.write_failed("remove", e, db, Some(rk));
+        }
     }
 
     fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
         self.watch.touched();
-        let tree = self.tree(db)?;
-        let rk = Self::record_key(shard, key);
-        if self.dead.is_dead(db, &rk) {
-            return None;
-        }
+        let (tree, rk) = self.live(db, shard, key)?;
         let started = std::time::Instant::now();
         let found = tree.get(&rk);
         let ns = started.elapsed().as_nanos() as u64;
@@ -319,9 +328,7 @@ impl Tier {
             .decode(&bytes)
             .unwrap_or_else(|e| self.fatal("decode", e));
         if remove {
-            if let Err(e) = tree.remove(&rk[..]) {
-                self.write_failed("remove", e, db, Some(&rk));
-            }
+            self.delete(&tree, db, &rk);
         }
         Some(owned)
     }
@@ -359,10 +366,15 @@ impl ColdStore for Tier {
     }
 
     fn discard(&self, db: usize, shard: usize, key: &[u8]) -> bool {
-        if !self.has_record(db, shard, key) {
+        // One lookup of the store and the dead list for both the check and the delete.
+        let Some((tree, rk)) = self.live(db, shard, key) else {
+            return false;
+        };
+        if !self.indexed(&tree, &rk) {
             return false;
         }
-        self.remove(db, shard, key);
+        self.watch.touched();
+        self.delete(&tree, db, &rk);
         self.discards.fetch_add(1, Relaxed);
         true
     }
@@ -370,10 +382,7 @@ impl ColdStore for Tier {
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
         self.watch.touched();
         if let Some(tree) = self.tree(db) {
-            let rk = Self::record_key(shard, key);
-            if let Err(e) = tree.remove(&rk[..]) {
-                self.write_failed("remove", e, db, Some(&rk));
-            }
+            self.delete(&tree, db, &Self::record_key(shard, key));
         }
     }
 
