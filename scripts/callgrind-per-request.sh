@@ -15,11 +15,13 @@
 #   KEYSPACE=N     redis-benchmark -r N (random keys); unset: one key
 #   AS_USER=bench  run as the ACL benchmarks' restricted user (bench-lib.sh's rules)
 #                  instead of the default user: the ACL check's cost per request
+#   REPLICA=1      a Strata server: with a replica (the same binary, not under callgrind)
+#                  synced to it first, so its writes feed a replication stream
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 
 [ $# -ge 2 ] || {
-    sed -n '2,17p' "$0" >&2
+    sed -n '2,19p' "$0" >&2
     exit 2
 }
 server=$1
@@ -54,12 +56,33 @@ count() {
         redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
         sleep 0.2
     done
+    local replica=""
+    if [ -n "${REPLICA:-}" ] && [ "$server" != redis ]; then
+        local rport=$((PORT + 1))
+        rm -rf "$work/replica"
+        "$server" serve --port "$rport" --appendonly no --save '' \
+            --dir "$work/replica" >/dev/null 2>&1 &
+        replica=$!
+        for _ in $(seq 100); do
+            redis-cli -p "$rport" ping >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+        redis-cli -p "$rport" replicaof 127.0.0.1 "$PORT" >/dev/null
+        for _ in $(seq 600); do
+            redis-cli -p "$rport" info replication | grep -q 'master_link_status:up' && break
+            sleep 0.2
+        done
+    fi
     if [ -n "${AS_USER:-}" ]; then
         redis-cli -p "$PORT" ACL SETUSER "$AS_USER" "${BENCH_ACL_RULES[@]}" >/dev/null
     fi
     redis-benchmark -p "$PORT" -t "$test" -n "$n" "${bench_args[@]}" -q >/dev/null 2>&1
     redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
     wait "$pid" || true
+    if [ -n "$replica" ]; then
+        redis-cli -p "$((PORT + 1))" shutdown nosave >/dev/null 2>&1 || true
+        wait "$replica" || true
+    fi
     callgrind_annotate --inclusive=yes --threshold=99 "$out" 2>/dev/null |
         grep -E "$pattern" | head -1 | awk '{gsub(",", "", $1); print $1}'
 }

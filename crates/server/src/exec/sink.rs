@@ -15,18 +15,45 @@ use std::sync::Arc;
 pub trait EffectSink: Send + Sync {
     /// Appends one block of records for database `db`, tagged with the snapshot epoch the
     /// write saw (`services::snapshot`). `write` appends the block's records, RESP commands,
-    /// to the buffer it is given; a block it leaves empty is dropped. `single` says the
-    /// block is one command and not a SELECT (a plain write's record), which a sink then
-    /// need not parse to know. Returns the position a reply covering this write must wait
-    /// for under `appendfsync always` (0: none).
-    fn append(&self, db: u32, epoch: u64, single: bool, write: &mut dyn FnMut(&mut Vec<u8>))
-        -> u64;
+    /// to the buffer it is given; a block it leaves empty is dropped. `block` says what
+    /// the writer knows of the block (a sink need not parse it to learn that), and gives
+    /// its bytes when they are ready-made. Returns the position a reply covering this
+    /// write must wait for under `appendfsync always` (0: none).
+    fn append(
+        &self,
+        db: u32,
+        epoch: u64,
+        block: Block<'_>,
+        write: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> u64;
 
     /// Which records this sink takes (the journal, or the replication stream).
     fn audience(&self) -> Audience;
 
     /// Why writes must be refused now (a journal that cannot be written), if they must.
     fn write_error(&self) -> Option<String>;
+}
+
+/// What a block of records is, as far as its writer knows.
+#[derive(Clone, Copy, Debug)]
+pub enum Block<'a> {
+    /// One command other than SELECT, these bytes: a plain write's request as it came,
+    /// which `write` would only copy.
+    Ready(&'a [u8]),
+    /// One command other than SELECT.
+    One,
+    /// Any records, SELECTs among them (an EXEC's, a script's).
+    Many,
+}
+
+impl Block<'_> {
+    /// Appends the block to `buf`: the ready bytes, else what `write` appends.
+    pub fn write_to(self, buf: &mut Vec<u8>, write: &mut dyn FnMut(&mut Vec<u8>)) {
+        match self {
+            Block::Ready(bytes) => buf.extend_from_slice(bytes),
+            Block::One | Block::Many => write(buf),
+        }
+    }
 }
 
 type List = Arc<[Arc<dyn EffectSink>]>;
@@ -106,7 +133,7 @@ impl Sinks {
         &self,
         db: usize,
         epoch: u64,
-        single: bool,
+        block: Block<'_>,
         write: &mut dyn FnMut(Audience, &mut Vec<u8>),
     ) -> u64 {
         self.with(|sinks| {
@@ -114,7 +141,7 @@ impl Sinks {
                 .iter()
                 .map(|s| {
                     let audience = s.audience();
-                    s.append(db as u32, epoch, single, &mut |buf| write(audience, buf))
+                    s.append(db as u32, epoch, block, &mut |buf| write(audience, buf))
                 })
                 .max()
                 .unwrap_or(0)
@@ -138,13 +165,18 @@ impl Sinks {
             group.add(db, argv, effect);
             return self.record_group(&group, epoch);
         }
-        let frame = frame.filter(|f| matches!(effect, Effect::Argv) && is_frame_of(f, argv));
-        let single = match &effect {
+        let one = match &effect {
             Effect::Argv => is_plain(argv),
             Effect::Commands(cmds) => matches!(cmds.as_slice(), [one] if is_plain(one)),
             _ => false,
         };
-        self.append(db, epoch, single, &mut |_, buf| match frame {
+        let frame = frame.filter(|f| matches!(effect, Effect::Argv) && is_frame_of(f, argv));
+        let block = match frame {
+            Some(f) if one => Block::Ready(f),
+            _ if one => Block::One,
+            _ => Block::Many,
+        };
+        self.append(db, epoch, block, &mut |_, buf| match frame {
             Some(f) => buf.extend_from_slice(f),
             None => effect.encode(buf, argv),
         })
@@ -155,7 +187,7 @@ impl Sinks {
         if group.is_empty() {
             return 0;
         }
-        self.append(group.db, epoch, false, &mut |audience, buf| {
+        self.append(group.db, epoch, Block::Many, &mut |audience, buf| {
             group.write_for(audience, buf)
         })
     }

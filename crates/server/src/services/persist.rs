@@ -8,7 +8,7 @@
 
 use crate::config::Appendfsync;
 use crate::exec::effects::Audience;
-use crate::exec::sink::EffectSink;
+use crate::exec::sink::{Block, EffectSink};
 use crate::server::Server;
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
@@ -316,11 +316,11 @@ impl EffectSink for JournalSink {
         &self,
         db: u32,
         epoch: u64,
-        _single: bool,
+        block: Block<'_>,
         write: &mut dyn FnMut(&mut Vec<u8>),
     ) -> u64 {
         self.0
-            .append_encoded(db, epoch, |buf| write(buf))
+            .append_encoded(db, epoch, |buf| block.write_to(buf, write))
             .unwrap_or(0)
     }
 

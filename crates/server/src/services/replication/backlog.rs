@@ -10,7 +10,7 @@
 //! ([`set_applying`]), so that its replicas and a promotion keep the primary's offsets.
 
 use crate::exec::effects::Audience;
-use crate::exec::sink::EffectSink;
+use crate::exec::sink::{Block, EffectSink};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -522,21 +522,23 @@ impl EffectSink for Backlog {
         &self,
         db: u32,
         _epoch: u64,
-        single: bool,
+        block: Block<'_>,
         write: &mut dyn FnMut(&mut Vec<u8>),
     ) -> u64 {
-        match self.mode() {
-            mode::EFFECTS => SCRATCH.with_borrow_mut(|buf| {
+        match (self.mode(), block) {
+            // A plain write's request goes into the stream as it came, with no copy between.
+            (mode::EFFECTS, Block::Ready(bytes)) => self.feed_effects(db as usize, bytes, true),
+            (mode::EFFECTS, _) => SCRATCH.with_borrow_mut(|buf| {
                 buf.clear();
                 write(buf);
                 if !buf.is_empty() {
-                    self.feed_effects(db as usize, buf, single);
+                    self.feed_effects(db as usize, buf, matches!(block, Block::One));
                 }
                 if buf.capacity() > 1 << 20 {
                     *buf = Vec::new();
                 }
             }),
-            mode::RAW => {
+            (mode::RAW, _) => {
                 if let Some(raw) = take_applying() {
                     self.feed(&raw);
                 }
