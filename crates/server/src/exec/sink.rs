@@ -150,7 +150,7 @@ impl Sinks {
 
     /// Records one command's effect as a block of its own. `frame` is the request as it
     /// arrived, if canonical RESP: a write logged as its own argv is then copied, not
-    /// encoded again.
+    /// encoded again (`Block::Ready`).
     pub fn record_command(
         &self,
         db: usize,
@@ -171,15 +171,12 @@ impl Sinks {
             _ => false,
         };
         let frame = frame.filter(|f| matches!(effect, Effect::Argv) && is_frame_of(f, argv));
-        let block = match frame {
-            Some(f) if one => Block::Ready(f),
-            _ if one => Block::One,
+        let block = match (frame, one) {
+            (Some(f), true) => Block::Ready(f),
+            (None, true) => Block::One,
             _ => Block::Many,
         };
-        self.append(db, epoch, block, &mut |_, buf| match frame {
-            Some(f) => buf.extend_from_slice(f),
-            None => effect.encode(buf, argv),
-        })
+        self.append(db, epoch, block, &mut |_, buf| effect.encode(buf, argv))
     }
 
     /// Records an EXEC's or a script's effects as one block (all-or-nothing on replay).
