@@ -149,11 +149,22 @@ pub enum Outcome {
 pub struct Call<'a> {
     pub argv: &'a [Bytes],
     pub frame: Option<Bytes>,
+    /// The keyspace slots of its first argument started loading while the request before
+    /// it ran (`tracking::prefetch_next`, in a pipeline).
+    pub prefetched: bool,
 }
 
 impl<'a> Call<'a> {
     pub fn new(argv: &'a [Bytes]) -> Call<'a> {
-        Call { argv, frame: None }
+        Call::framed(argv, None)
+    }
+
+    pub fn framed(argv: &'a [Bytes], frame: Option<Bytes>) -> Call<'a> {
+        Call {
+            argv,
+            frame,
+            prefetched: false,
+        }
     }
 }
 
@@ -311,7 +322,7 @@ fn run(
     };
     // A tracking client's read records its keys before it runs (see services::tracking).
     if server.tracking.active() && !by_script && cmd.has(flags::READONLY) {
-        tracking::remember(server, client, cmd, call.argv);
+        tracking::remember(server, client, cmd, &call);
     }
     let proto = client.proto;
     let (result, (effect, redacted, failures)) = {

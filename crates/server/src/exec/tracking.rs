@@ -6,24 +6,27 @@
 
 use crate::exec::client::Client;
 use crate::exec::command::{flags, Command};
-use crate::exec::After;
+use crate::exec::{After, Call};
 use crate::server::Server;
 use crate::services::tracking::{mode, records_reads, Current};
-use bytes::Bytes;
 
 /// A read-only command of a tracking client: records its keys (a script command's keys are
 /// recorded by the reads its script makes instead).
 #[inline]
-pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, argv: &[Bytes]) {
+pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, call: &Call<'_>) {
     if cmd.group == "scripting" || cmd.has(flags::PUBSUB) {
         return;
     }
     if records_reads(client.info.tracking.flags(), client.caching) {
         let db = server.keyspace.db(client.db);
+        let argv = call.argv;
         cmd.for_each_key_position(argv, |i| {
             // The command's own lookup of the key then finds it in the cache: its miss
             // overlaps the one on the tracking table's entry, where it came after it.
-            db.prefetch(&argv[i]);
+            // (A pipeline's request had its first argument's started already.)
+            if !(call.prefetched && i == 1) {
+                db.prefetch(&argv[i]);
+            }
             server.tracking.remember(client.id, [&argv[i][..]])
         });
     }

@@ -168,10 +168,7 @@ fn serve_one(server: &Server, stats: &ThreadStats, c: &mut Conn) {
         }
         match c.parser.parse(&mut c.inbuf) {
             Ok(Some(argv)) => {
-                let call = Call {
-                    argv: &argv,
-                    frame: c.parser.take_frame(),
-                };
+                let call = Call::framed(&argv, c.parser.take_frame());
                 let start = c.out.buf.len();
                 let outcome = exec::execute(
                     &mut wk,

@@ -255,6 +255,8 @@ async fn serve_conn<W: Wire>(
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
+        // Whether the next request's first argument was prefetched.
+        let mut ahead = false;
         loop {
             if limits.stale(server, client) {
                 *limits = ConnLimits::load(server, parser, client.authenticated);
@@ -268,11 +270,16 @@ async fn serve_conn<W: Wire>(
             };
             match next {
                 Ok(Some((argv, frame))) => {
+                    let prefetched = std::mem::take(&mut ahead);
                     if let Some(key) = strata_resp::peek_first_arg(inbuf) {
                         exec::tracking::prefetch_next(server, client, key);
+                        ahead = true;
                     }
                     let start = out.buf.len();
-                    let call = Call { argv: &argv, frame };
+                    let call = Call {
+                        prefetched,
+                        ..Call::framed(&argv, frame)
+                    };
                     let outcome = exec::execute(
                         &mut wk,
                         client,

@@ -293,7 +293,7 @@ pub(super) fn apply_one(
     execute(
         w,
         client,
-        Call { argv, frame },
+        Call::framed(argv, frame),
         Origin::Master,
         out,
         &mut after,
