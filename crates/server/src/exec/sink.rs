@@ -216,3 +216,87 @@ fn is_plain(argv: &[Bytes]) -> bool {
     argv.first()
         .is_some_and(|name| !name.eq_ignore_ascii_case(b"select"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::effects::encode;
+    use parking_lot::Mutex;
+
+    /// A sink that keeps what it was given: each block's shape (as a word) and bytes.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<(&'static str, Vec<u8>)>>);
+
+    impl EffectSink for Kept {
+        fn append(
+            &self,
+            _db: u32,
+            _epoch: u64,
+            block: Block<'_>,
+            write: &mut dyn FnMut(&mut Vec<u8>),
+        ) -> u64 {
+            let kind = match block {
+                Block::Ready(_) => "ready",
+                Block::One => "one",
+                Block::Many => "many",
+            };
+            let mut buf = Vec::new();
+            block.write_to(&mut buf, write);
+            self.0.lock().push((kind, buf));
+            0
+        }
+
+        fn audience(&self) -> Audience {
+            Audience::All
+        }
+
+        fn write_error(&self) -> Option<String> {
+            None
+        }
+    }
+
+    fn args(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    fn resp(words: &[&str]) -> Vec<u8> {
+        let mut v = Vec::new();
+        encode(&mut v, words);
+        v
+    }
+
+    /// The shape a sink is told matches the block it gets: the backlog trusts "one
+    /// command, not a SELECT" and skips its own parse (a wrong word would send a group
+    /// without its MULTI/EXEC, or miss a SELECT).
+    #[test]
+    fn blocks_are_told_their_shape() {
+        let sinks = Sinks::default();
+        let kept = Arc::new(Kept::default());
+        sinks.add(kept.clone());
+        // A request as it arrived: its arguments lie in its frame.
+        let frame = Bytes::from(resp(&["SET", "k", "v"]));
+        let argv = vec![frame.slice(8..11), frame.slice(17..18), frame.slice(24..25)];
+        assert_eq!(argv, args(&["SET", "k", "v"]));
+        sinks.record_command(0, 0, &argv, Some(&frame), Effect::Argv);
+        // The same arguments with a frame they were not cut from.
+        sinks.record_command(0, 0, &args(&["SET", "k", "v"]), Some(&frame), Effect::Argv);
+        sinks.record_command(0, 0, &args(&["SET", "k", "v"]), None, Effect::Argv);
+        let one = Effect::Commands(vec![args(&["PEXPIREAT", "k", "1"])]);
+        sinks.record_command(0, 0, &args(&["EXPIRE", "k", "1"]), None, one);
+        let two = Effect::Commands(vec![args(&["SET", "a", "1"]), args(&["SET", "b", "2"])]);
+        sinks.record_command(0, 0, &args(&["X"]), None, two);
+        let select = Effect::Commands(vec![args(&["SELECT", "1"])]);
+        sinks.record_command(0, 0, &args(&["X"]), None, select);
+        let mut both = resp(&["SET", "a", "1"]);
+        both.extend(resp(&["SET", "b", "2"]));
+        let want = vec![
+            ("ready", resp(&["SET", "k", "v"])),
+            ("one", resp(&["SET", "k", "v"])),
+            ("one", resp(&["SET", "k", "v"])),
+            ("one", resp(&["PEXPIREAT", "k", "1"])),
+            ("many", both),
+            ("many", resp(&["SELECT", "1"])),
+        ];
+        assert_eq!(*kept.0.lock(), want);
+    }
+}
