@@ -358,14 +358,19 @@ impl<'a> Locked<'a> {
 
     /// Deletes a key; true if it existed (and had not expired). A cold key goes unread.
     pub fn remove(&mut self, key: &[u8]) -> bool {
-        let h = hash(key);
-        self.fault_replace(h, key) || self.unlink_faulted(h, key).is_some()
+        self.delete(key).0
     }
 
-    /// Drops `key` if it is cold and can go unread (`Db::fault_replace`); true if it did.
-    /// UNLINK's first step: there is no entry in RAM to free for it.
-    pub fn drop_cold(&mut self, key: &[u8]) -> bool {
-        self.fault_replace(hash(key), key)
+    /// Deletes a key (UNLINK): whether it existed, and its entry when it was in RAM, for
+    /// the caller to free as `unlink`'s. A cold key goes unread (`Db::fault_replace`):
+    /// there is nothing in RAM to free for it.
+    pub fn delete(&mut self, key: &[u8]) -> (bool, Option<Unlinked>) {
+        let h = hash(key);
+        if self.fault_replace(h, key) {
+            return (true, None);
+        }
+        let gone = self.unlink_faulted(h, key);
+        (gone.is_some(), gone)
     }
 
     /// Deletes a key and hands back its entry (UNLINK), for the caller to free once the

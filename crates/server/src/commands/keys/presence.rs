@@ -39,16 +39,8 @@ pub(super) fn unlink(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = &ctx.argv[1..];
     let mut l = ctx.lock(keys);
     // (existed, its entry in RAM): a cold key is dropped from the tier unread.
-    let gone: Vec<(bool, Option<strata_engine::Unlinked>)> = keys
-        .iter()
-        .map(|k| {
-            if l.drop_cold(k) {
-                (true, None)
-            } else {
-                l.unlink(k).map_or((false, None), |u| (true, Some(u)))
-            }
-        })
-        .collect();
+    let gone: Vec<(bool, Option<strata_engine::Unlinked>)> =
+        keys.iter().map(|k| l.delete(k)).collect();
     drop(l);
     let removed = notify_deleted(ctx, keys, gone.iter().map(|g| g.0));
     let large: Vec<_> = gone
