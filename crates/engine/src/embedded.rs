@@ -470,7 +470,7 @@ impl Table {
     /// assert_eq!(t.len(), 0);
     /// ```
     pub fn purge_expired(&self) -> usize {
-        self.ks.active_expire_cycle(Duration::MAX)
+        self.ks.purge_all_expired()
     }
 
     /// One step of a full scan (Redis's SCAN): start with cursor 0, pass the returned

@@ -206,9 +206,28 @@ impl Occupancy {
         }
     }
 
+    /// The first marked shard at or after `from`, wrapping around; None when none is.
+    pub(crate) fn next(&self, volatile: bool, from: usize) -> Option<usize> {
+        let map = self.map(volatile);
+        let n = map.len();
+        if n == 0 {
+            return None;
+        }
+        let first = from / 64 % n;
+        (0..=n).find_map(|k| {
+            let at = (first + k) % n;
+            let mut w = map[at].load(Relaxed);
+            if k == 0 {
+                // The first word's bits below `from`, only when it comes round again.
+                w &= u64::MAX << (from % 64);
+            }
+            (w != 0).then(|| at * 64 + w.trailing_zeros() as usize)
+        })
+    }
+
     /// A marked shard, chosen at random (uniformly while most words have a bit set; a
     /// word after empty ones is likelier in a sparse map); None when none is marked.
-    fn pick(&self, volatile: bool, rnd: u64) -> Option<usize> {
+    pub(crate) fn pick(&self, volatile: bool, rnd: u64) -> Option<usize> {
         let map = self.map(volatile);
         let n = map.len();
         let start = (rnd as usize) % n.max(1);
@@ -229,7 +248,7 @@ impl Occupancy {
 
 impl ShardData {
     /// Clears this shard's bits when it no longer holds what they say (see `Occupancy`).
-    fn refresh_marks(&mut self) {
+    pub(crate) fn refresh_marks(&mut self) {
         let Some(o) = self.occupancy.clone() else {
             return;
         };
@@ -248,7 +267,7 @@ impl ShardData {
     /// Redis bounds it (ten buckets a key), stretched for a sparse table so that a sample
     /// of a shard that holds such keys is rarely empty; `whole` walks every bucket if need
     /// be (a random pick must find the one key a large, emptied table still holds).
-    fn sample(
+    pub(crate) fn sample(
         &self,
         rnd: u64,
         n: usize,

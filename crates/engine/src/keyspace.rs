@@ -11,7 +11,6 @@ use crate::shard::{hash, ShardData};
 use hashbrown::HashTable;
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 /// Redis's default number of databases (SELECT 0..15).
 pub const DB_COUNT: usize = 16;
@@ -51,7 +50,7 @@ pub(crate) struct Hooks {
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
-    shards: Box<[Shard]>,
+    pub(crate) shards: Box<[Shard]>,
     mask: usize,
     index: usize,
     pub(crate) hooks: std::sync::Arc<Hooks>,
@@ -59,6 +58,8 @@ pub struct Db {
     pub(crate) access: std::sync::Arc<Access>,
     /// Which shards hold keys (with a TTL), for eviction's sampling (`crate::evict`).
     pub(crate) occupancy: std::sync::Arc<Occupancy>,
+    /// Where active expiry's walk goes on: shard << 32 | bucket (`crate::expiry`).
+    pub(crate) expire_cursor: AtomicU64,
 }
 
 /// What SCAN returns besides matching the cursor: an optional pattern and type.
@@ -144,6 +145,7 @@ impl Db {
             hooks: hooks.clone(),
             access: access.clone(),
             occupancy,
+            expire_cursor: AtomicU64::new(0),
         }
     }
 
@@ -587,10 +589,11 @@ pub(crate) fn xorshift(mut x: u64) -> u64 {
 
 /// All databases.
 pub struct Keyspace {
-    dbs: Box<[Db]>,
+    pub(crate) dbs: Box<[Db]>,
     /// Encoding thresholds for collections (from the server's config).
     pub encodings: crate::types::Encodings,
-    expire_cursor: AtomicUsize,
+    /// The database the active expiry cycle resumes at (`crate::expiry`).
+    pub(crate) expire_cursor: AtomicUsize,
     rng: AtomicU64,
     hooks: std::sync::Arc<Hooks>,
     access: std::sync::Arc<Access>,
@@ -715,33 +718,6 @@ impl Keyspace {
     /// Flushes every database.
     pub fn flush_all(&self) -> Vec<Flushed> {
         self.dbs.iter().map(Db::flush).collect()
-    }
-
-    /// One active-expiry pass: visits shards that hold keys with a TTL, round-robin from
-    /// where the last pass stopped, removing expired keys until `budget` is spent or every
-    /// shard was visited once. Returns the number of keys removed.
-    pub fn active_expire_cycle(&self, budget: Duration) -> usize {
-        let start = Instant::now();
-        let per_db = self.dbs[0].shards.len();
-        let total = per_db * self.dbs.len();
-        let now = clock::now_ms();
-        if !self.dbs[0].may_expire(now) {
-            return 0;
-        }
-        let mut removed = 0;
-        let mut pos = self.expire_cursor.load(Ordering::Relaxed) % total;
-        for visited in 0..total {
-            let db = &self.dbs[pos / per_db];
-            let shard = &db.shards[pos % per_db];
-            pos = (pos + 1) % total;
-            // Checking the count under the lock is cheap; purging holds it briefly per shard.
-            removed += db.purge_expired(&mut shard.acquire(), now);
-            if visited % 64 == 63 && start.elapsed() >= budget {
-                break;
-            }
-        }
-        self.expire_cursor.store(pos, Ordering::Relaxed);
-        removed
     }
 }
 

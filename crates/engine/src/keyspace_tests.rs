@@ -3,6 +3,7 @@
 use super::*;
 use crate::locked::Ttl;
 use crate::value::Value;
+use std::time::Duration;
 
 #[test]
 fn set_get_remove_expire() {
@@ -92,4 +93,62 @@ fn a_shard_fits_four_cache_lines() {
         "{}",
         std::mem::size_of::<Shard>()
     );
+}
+
+/// The cycle removes due keys among many that are not, in several databases, and
+/// never a live one; a shard left with no key with a TTL leaves the volatile map.
+#[test]
+fn active_expiry_walks_until_little_is_due() {
+    let ks = Keyspace::new(4, 6);
+    let far = clock::now_ms() + 3_600_000;
+    for d in [0, 3] {
+        let db = ks.db(d);
+        for i in 0..4000u32 {
+            let k = format!("k{i}");
+            let at = if i % 4 == 0 { Ttl::At(1) } else { Ttl::At(far) };
+            db.lock1(k.as_bytes()).set_str(k.as_bytes(), b"v", at);
+        }
+    }
+    let mut removed = 0;
+    let mut cycles = 0;
+    while removed < 2000 && cycles < 1000 {
+        let gone = ks.active_expire_cycle(Duration::from_secs(1));
+        assert!(
+            gone > 0 || removed > 1500,
+            "cycle {cycles} removed nothing at {removed}"
+        );
+        removed += gone;
+        cycles += 1;
+    }
+    assert_eq!(removed, 2000, "after {cycles} cycles");
+    for d in [0, 3] {
+        assert_eq!(ks.db(d).len(), 3000);
+    }
+    // Only long-lived keys are left: a cycle finds nothing due.
+    assert_eq!(ks.active_expire_cycle(Duration::from_secs(1)), 0);
+    // A flush leaves the map's bits; rounds clear them, at most 20 shards a round.
+    ks.db(0).flush();
+    for _ in 0..4 {
+        ks.active_expire_cycle(Duration::from_secs(1));
+    }
+    assert_eq!(ks.db(0).occupancy.pick(true, 12345), None);
+    assert!(ks.db(3).occupancy.pick(true, 12345).is_some());
+}
+
+/// `purge_all_expired` removes every due key at once, whatever else the shards hold.
+#[test]
+fn purge_all_expired_takes_every_due_key() {
+    let ks = Keyspace::new(2, 3);
+    let far = clock::now_ms() + 3_600_000;
+    for i in 0..1000u32 {
+        let k = i.to_string();
+        let at = if i % 10 == 0 {
+            Ttl::At(1)
+        } else {
+            Ttl::At(far)
+        };
+        ks.db(1).lock1(k.as_bytes()).set_str(k.as_bytes(), b"v", at);
+    }
+    assert_eq!(ks.purge_all_expired(), 100);
+    assert_eq!(ks.db(1).len(), 900);
 }

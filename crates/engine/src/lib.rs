@@ -14,6 +14,7 @@ pub mod embedded;
 mod embedded_budget;
 mod entry;
 pub mod evict;
+mod expiry;
 pub mod glob;
 mod inline;
 pub mod int;

@@ -159,10 +159,7 @@ impl<'a> Locked<'a> {
         let db = self.db;
         let shard = self.shard(h);
         if expired {
-            shard.remove(h, key);
-            db.forget_copy(shard, h, key);
-            shard.expired += 1;
-            db.expired(key);
+            db.remove_expired(shard, h, key);
             return (h, false);
         }
         (h, true)
