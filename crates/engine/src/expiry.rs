@@ -1,8 +1,9 @@
 //! Active expiry, as Redis 7.0's slow cycle (`activeExpireCycle` at effort 1): each
-//! database that holds keys with a TTL gets rounds of 20 such keys, walked in turn from
+//! database that holds keys with a TTL gets rounds of 20 such keys (more at a higher
+//! `active-expire-effort`), walked in turn from
 //! where the last round stopped through the shards that hold some (`Occupancy`'s volatile
 //! map); the expired ones go, and another round follows while more than a tenth of a
-//! round had expired and the budget lasts.
+//! round (less at a higher effort) had expired and the budget lasts.
 //!
 //! A cycle's work thus follows how many keys are due, not how many exist. The pass before
 //! this one walked every entry of every shard with a TTL key: a server holding 2M keys
@@ -15,16 +16,37 @@ use crate::shard::{hash, ShardData};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-/// Keys with a TTL a round samples (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
-const PER_ROUND: usize = 20;
-/// A database gets another round while more than this percent of a round's sample had
-/// expired (Redis's ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE).
-const ACCEPTABLE_STALE: usize = 10;
+/// How hard a cycle works, from `active-expire-effort` (1 to 10) as Redis derives it: keys
+/// a round looks at (20 at effort 1, 5 more each step), and the percent of expired keys
+/// in a round under which a database's rounds stop (10 at effort 1, one less each step).
+#[derive(Clone, Copy, Debug)]
+struct Effort {
+    per_round: usize,
+    stale: usize,
+}
+
+impl Effort {
+    fn of(effort: u32) -> Effort {
+        let e = effort.clamp(1, 10) as usize - 1;
+        Effort {
+            per_round: 20 + 5 * e,
+            stale: 10 - e,
+        }
+    }
+}
+
+/// The share of each cron period, in percent, a cycle may use at `effort` (Redis: 25 at
+/// effort 1, 2 more each step).
+pub fn expire_cycle_percent(effort: u32) -> u32 {
+    25 + 2 * (effort.clamp(1, 10) - 1)
+}
 
 impl Keyspace {
     /// One active-expiry cycle over the databases, from the one the last cycle ran out of
-    /// time in, until `budget` is spent. Returns the number of keys removed.
-    pub fn active_expire_cycle(&self, budget: Duration) -> usize {
+    /// time in, until `budget` is spent, at `effort` (`active-expire-effort`, 1 to 10).
+    /// Returns the number of keys removed.
+    pub fn active_expire_cycle(&self, budget: Duration, effort: u32) -> usize {
+        let effort = Effort::of(effort);
         let start = Instant::now();
         let now = clock::now_ms();
         if !self.dbs[0].may_expire(now) {
@@ -36,7 +58,7 @@ impl Keyspace {
         let mut removed = 0;
         for i in 0..n {
             let at = (first + i) % n;
-            let (gone, done) = self.dbs[at].expire_rounds(now, &out_of_time);
+            let (gone, done) = self.dbs[at].expire_rounds(now, effort, &out_of_time);
             removed += gone;
             if !done {
                 self.expire_cursor.store(at, Relaxed);
@@ -66,12 +88,17 @@ impl Keyspace {
 impl Db {
     /// This database's rounds of a cycle: (keys removed, whether it ended for want of
     /// expired keys rather than of time).
-    fn expire_rounds(&self, now: u64, out_of_time: &dyn Fn() -> bool) -> (usize, bool) {
+    fn expire_rounds(
+        &self,
+        now: u64,
+        effort: Effort,
+        out_of_time: &dyn Fn() -> bool,
+    ) -> (usize, bool) {
         let mut removed = 0;
         loop {
-            let (sampled, expired) = self.expire_round(now);
+            let (sampled, expired) = self.expire_round(now, effort.per_round);
             removed += expired;
-            if sampled == 0 || expired * 100 <= sampled * ACCEPTABLE_STALE {
+            if sampled == 0 || expired * 100 <= sampled * effort.stale {
                 return (removed, true);
             }
             if out_of_time() {
@@ -81,15 +108,15 @@ impl Db {
     }
 
     /// One round: walks on from where the last one stopped, through the shards that hold
-    /// keys with a TTL in order and their buckets, until it has seen `PER_ROUND` such keys
+    /// keys with a TTL in order and their buckets, until it has seen `per_round` such keys
     /// or that many shards. Walking, not sampling at random, reaches every key in turn, as
     /// Redis's cursor over its expires table does. Returns (keys seen, of which expired,
     /// removed).
-    fn expire_round(&self, now: u64) -> (usize, usize) {
+    fn expire_round(&self, now: u64, per_round: usize) -> (usize, usize) {
         let cursor = self.expire_cursor.load(Relaxed);
         let (mut shard, mut pos) = ((cursor >> 32) as usize, cursor as u32 as usize);
         let (mut seen, mut expired) = (0, 0);
-        for _ in 0..PER_ROUND {
+        for _ in 0..per_round {
             let Some(i) = self.occupancy.next(true, shard % self.shards.len()) else {
                 break;
             };
@@ -99,14 +126,14 @@ impl Db {
             let mut g = self.shards[i].acquire();
             // A shard whose keys with a TTL are all gone leaves the map here.
             g.refresh_marks();
-            let (s, e, next) = self.expire_walk(&mut g, now, pos, PER_ROUND - seen);
+            let (s, e, next) = self.expire_walk(&mut g, now, pos, per_round - seen);
             seen += s;
             expired += e;
             match next {
                 Some(p) => pos = p,
                 None => (shard, pos) = (i + 1, 0),
             }
-            if seen >= PER_ROUND {
+            if seen >= per_round {
                 break;
             }
         }

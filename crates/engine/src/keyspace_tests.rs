@@ -77,7 +77,7 @@ fn active_expiry_and_swap() {
         let at = if i % 2 == 0 { Ttl::At(1) } else { Ttl::Clear };
         l.set_str(k.as_bytes(), b"v", at);
     }
-    assert_eq!(ks.active_expire_cycle(Duration::from_secs(1)), 50);
+    assert_eq!(ks.active_expire_cycle(Duration::from_secs(1), 1), 50);
     assert_eq!(db.len(), 50);
     ks.swap(0, 1);
     assert_eq!(ks.db(0).len(), 0);
@@ -112,7 +112,7 @@ fn active_expiry_walks_until_little_is_due() {
     let mut removed = 0;
     let mut cycles = 0;
     while removed < 2000 && cycles < 1000 {
-        let gone = ks.active_expire_cycle(Duration::from_secs(1));
+        let gone = ks.active_expire_cycle(Duration::from_secs(1), 1);
         assert!(
             gone > 0 || removed > 1500,
             "cycle {cycles} removed nothing at {removed}"
@@ -125,11 +125,11 @@ fn active_expiry_walks_until_little_is_due() {
         assert_eq!(ks.db(d).len(), 3000);
     }
     // Only long-lived keys are left: a cycle finds nothing due.
-    assert_eq!(ks.active_expire_cycle(Duration::from_secs(1)), 0);
+    assert_eq!(ks.active_expire_cycle(Duration::from_secs(1), 1), 0);
     // A flush leaves the map's bits; rounds clear them, at most 20 shards a round.
     ks.db(0).flush();
     for _ in 0..4 {
-        ks.active_expire_cycle(Duration::from_secs(1));
+        ks.active_expire_cycle(Duration::from_secs(1), 1);
     }
     assert_eq!(ks.db(0).occupancy.pick(true, 12345), None);
     assert!(ks.db(3).occupancy.pick(true, 12345).is_some());

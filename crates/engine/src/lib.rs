@@ -33,6 +33,7 @@ pub use embedded::Table;
 pub use embedded_budget::Budget;
 pub use entry::{EntryRef, Kind};
 pub use evict::{Policy, Pool};
+pub use expiry::expire_cycle_percent;
 pub use keyspace::{
     shard_pick, Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT,
 };

@@ -273,9 +273,12 @@ pub(crate) fn cron(server: &Arc<Server>) {
         }
         // A replica's keys expire when its primary's DELs arrive.
         if server.active_expire.load(Ordering::Relaxed) && !server.repl.is_replica() {
-            // Redis lets its slow expire cycle use up to 25% of each period.
+            // Redis lets its slow expire cycle use up to 25% of each period (more at a
+            // higher active-expire-effort).
             let started = Instant::now();
-            server.keyspace.active_expire_cycle(period / 4);
+            let effort = server.config.get().active_expire_effort;
+            let budget = period * strata_engine::expire_cycle_percent(effort) / 100;
+            server.keyspace.active_expire_cycle(budget, effort);
             server.keyspace.cold_expire_step();
             let ms = started.elapsed().as_millis() as u64;
             server.latency.observe("expire-cycle", ms);

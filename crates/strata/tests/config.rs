@@ -586,3 +586,53 @@ fn bad_directives_stop_the_start_as_in_redis() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `active-expire-effort` takes effect at run time. Keys due among ten times as many with
+/// a long TTL (under the 10% of a round at which the default effort stops) mostly stay at
+/// the default effort, as in Redis; at effort 10 the cycle goes on until it finds almost
+/// none, and they all go without a client touching them.
+#[test]
+fn active_expire_effort_takes_effect() {
+    let p = common::strata(&[]);
+    let mut c = p.client();
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET")
+            .arg(format!("long:{i}"))
+            .arg("v")
+            .arg("EX")
+            .arg(100_000)
+            .ignore();
+    }
+    for i in 0..2_000 {
+        pipe.cmd("SET")
+            .arg(format!("due:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(200)
+            .ignore();
+    }
+    let () = pipe.query(&mut c).expect("the SETs");
+    let dbsize =
+        |c: &mut redis::Connection| -> i64 { redis::cmd("DBSIZE").query(c).expect("DBSIZE") };
+    std::thread::sleep(Duration::from_millis(1200));
+    let left = dbsize(&mut c) - 20_000;
+    assert!(
+        left > 1_000,
+        "at effort 1, {left} of 2000 due keys left after 1 s"
+    );
+
+    let () = redis::cmd("CONFIG")
+        .arg(&["SET", "active-expire-effort", "10"])
+        .query(&mut c)
+        .expect("CONFIG SET");
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while dbsize(&mut c) != 20_000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        dbsize(&mut c),
+        20_000,
+        "at effort 10, due keys left after 8 s"
+    );
+}

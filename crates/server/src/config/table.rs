@@ -62,7 +62,7 @@ directives! {
     /// Background cycles (active expiry, idle clients) per second, kept within 1..500.
     hz: u32 [int(0, INT_MAX)] = "10", "hz", LIVE, check clamp_hz;
     dynamic_hz: bool = "yes", "dynamic-hz", LIVE | INERT;
-    active_expire_effort: u32 [int(1, 10)] = "1", "active-expire-effort", LIVE | INERT;
+    active_expire_effort: u32 [int(1, 10)] = "1", "active-expire-effort", LIVE;
     activerehashing: bool = "yes", "activerehashing", LIVE | INERT;
     /// Memory limit (0: none): over it, keys are evicted per maxmemory-policy, or
     /// commands that need memory are refused.
