@@ -552,31 +552,50 @@ impl Db {
                 attempt - n
             };
             let mut g = self.shards[idx].acquire();
-            if self.may_expire(now) {
-                self.purge_expired(&mut g, now);
-            }
-            let len = g.len();
-            if len + g.cold == 0 {
-                continue;
-            }
-            let pick = (xorshift(rng) % (len + g.cold) as u64) as usize;
-            if pick < len {
-                return g.iter().nth(pick).map(|e| e.key().to_vec());
-            }
-            let (mut skip, mut found) = (pick - len, None);
-            self.each_cold(&g, idx, &mut |key, _| {
-                if skip == 0 {
-                    found = Some(key.to_vec());
-                    return false;
+            // An expired pick goes (unless expiry is frozen) and the shard is drawn from
+            // again: each such draw removes a key, so this ends.
+            loop {
+                let len = g.len();
+                if len + g.cold == 0 {
+                    break;
                 }
-                skip -= 1;
-                true
-            });
-            if found.is_some() {
-                return found;
+                rng = xorshift(rng);
+                let pick = (rng % (len + g.cold) as u64) as usize;
+                if pick >= len {
+                    match self.nth_cold(&g, idx, pick - len) {
+                        Some(key) => return Some(key),
+                        None => break,
+                    }
+                }
+                // From a random bucket on to the first entry: a step or two in a table
+                // that is at least half full, where walking to the pick-th entry was a
+                // walk of half the shard.
+                let mut found = None;
+                g.sample(rng >> 11, 1, false, true, |e| {
+                    found = Some((e.key().to_vec(), e.is_expired(now)));
+                });
+                let Some((key, expired)) = found else { break };
+                if !expired || !self.may_expire(now) {
+                    return Some(key);
+                }
+                self.remove_expired(&mut g, hash(&key), &key);
             }
         }
         None
+    }
+
+    /// The `skip`-th key of shard `idx`'s cold keys (RANDOMKEY).
+    fn nth_cold(&self, g: &ShardData, idx: usize, mut skip: usize) -> Option<Vec<u8>> {
+        let mut found = None;
+        self.each_cold(g, idx, &mut |key, _| {
+            if skip == 0 {
+                found = Some(key.to_vec());
+                return false;
+            }
+            skip -= 1;
+            true
+        });
+        found
     }
 }
 

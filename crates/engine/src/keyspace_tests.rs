@@ -152,3 +152,31 @@ fn purge_all_expired_takes_every_due_key() {
     assert_eq!(ks.purge_all_expired(), 100);
     assert_eq!(ks.db(1).len(), 900);
 }
+
+/// RANDOMKEY's draw: only live keys come out, the expired keys it draws go, and a
+/// database of expired keys only answers None and ends empty.
+#[test]
+fn random_key_skips_and_removes_expired_keys() {
+    let ks = Keyspace::new(2, 4);
+    let db = ks.db(0);
+    for i in 0..1000u32 {
+        let k = format!("k{i}");
+        let at = if i % 100 == 0 { Ttl::Clear } else { Ttl::At(1) };
+        db.lock1(k.as_bytes()).set_str(k.as_bytes(), b"v", at);
+    }
+    let live: Vec<String> = (0..10).map(|i| format!("k{}", i * 100)).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..200u64 {
+        let key = db.random_key(seed * 7919).expect("a live key");
+        let key = String::from_utf8(key).expect("utf-8");
+        assert!(live.contains(&key), "{key} is expired");
+        seen.insert(key);
+    }
+    assert!(seen.len() > 5, "only {seen:?} drawn");
+    assert!(db.len() < 1000, "no expired key drawn was removed");
+    for k in &live {
+        db.lock1(k.as_bytes()).remove(k.as_bytes());
+    }
+    assert_eq!(db.random_key(3), None);
+    assert_eq!(db.len(), 0);
+}
