@@ -596,20 +596,13 @@ fn active_expire_effort_takes_effect() {
     let p = common::strata(&[]);
     let mut c = p.client();
     let mut pipe = redis::pipe();
-    for i in 0..20_000 {
+    let keys = (0..20_000).map(|i| (format!("long:{i}"), "EX", 100_000));
+    for (key, unit, ttl) in keys.chain((0..2_000).map(|i| (format!("due:{i}"), "PX", 200))) {
         pipe.cmd("SET")
-            .arg(format!("long:{i}"))
+            .arg(key)
             .arg("v")
-            .arg("EX")
-            .arg(100_000)
-            .ignore();
-    }
-    for i in 0..2_000 {
-        pipe.cmd("SET")
-            .arg(format!("due:{i}"))
-            .arg("v")
-            .arg("PX")
-            .arg(200)
+            .arg(unit)
+            .arg(ttl)
             .ignore();
     }
     let () = pipe.query(&mut c).expect("the SETs");
