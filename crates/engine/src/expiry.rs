@@ -1,9 +1,9 @@
-//! Active expiry, as Redis 7.0's slow cycle (`activeExpireCycle` at effort 1): each
-//! database that holds keys with a TTL gets rounds of 20 such keys (more at a higher
-//! `active-expire-effort`), walked in turn from
-//! where the last round stopped through the shards that hold some (`Occupancy`'s volatile
-//! map); the expired ones go, and another round follows while more than a tenth of a
-//! round (less at a higher effort) had expired and the budget lasts.
+//! Active expiry, as Redis 7.0's slow cycle (`activeExpireCycle`): each database that
+//! holds keys with a TTL gets rounds of 20 such keys (more at a higher
+//! `active-expire-effort`), walked in turn from where the last round stopped through the
+//! shards that hold some (`Occupancy`'s volatile map); the expired ones go, and another
+//! round follows while more than a tenth of a round (less at a higher effort) had expired
+//! and the budget lasts.
 //!
 //! A cycle's work thus follows how many keys are due, not how many exist. The pass before
 //! this one walked every entry of every shard with a TTL key: a server holding 2M keys
