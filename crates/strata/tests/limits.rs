@@ -344,10 +344,14 @@ fn maxmemory_clients_evicts_the_biggest_clients_but_not_no_evict_ones() {
     small.write_all(&vec![b'x'; 3 << 20]).unwrap();
     assert!(within(5, || client_fields(&mut admin, "small").is_none()));
     assert_eq!(info_num(&mut admin, "stats", "evicted_clients"), 2);
-    let recent = info_num(&mut admin, "clients", "client_recent_max_input_buffer");
+    // The peaks are sampled once a second, as Redis's clientsCron does: the test may get
+    // here before the first sample (under load, CI did); `keep` still holds its buffer.
+    let recent =
+        |admin: &mut RespConn| info_num(admin, "clients", "client_recent_max_input_buffer");
     assert!(
-        recent >= 3 << 20,
-        "INFO saw the big query buffers: {recent}"
+        within(5, || recent(&mut admin) >= 3 << 20),
+        "INFO saw the big query buffers: {}",
+        recent(&mut admin)
     );
 }
 
