@@ -211,9 +211,9 @@ fn set_expiry_options() {
     assert!(int(&mut c, &["TTL", "k"]) > 1000);
 
     // The key really goes away.
-    ok(&mut c, &["SET", "short", "v", "PX", "80"]);
+    ok(&mut c, &["SET", "short", "v", "PX", "400"]);
     assert!(get(&mut c, "short").is_some());
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(600));
     assert_eq!(get(&mut c, "short"), None);
 }
 
