@@ -45,10 +45,18 @@ pub trait ColdStore: Send + Sync {
     fn swap(&self, a: usize, b: usize);
 }
 
-/// Whether the shard's cold entries may be replaced, deleted or found without reading
-/// them: none has a TTL, so none may have expired unseen.
-fn unread_ok(g: &ShardData) -> bool {
-    g.cold_volatile == 0
+/// Whether the cold entry of the key of hash `h` may be replaced, deleted or found
+/// without reading it: it has no TTL, so it cannot have expired unseen.
+fn unread_ok(g: &ShardData, h: u64) -> bool {
+    !g.cold_ttl.may_contain(h)
+}
+
+/// A cold entry of the key of hash `h` goes to the store; `volatile`: it has a TTL.
+fn count_cold(g: &mut ShardData, h: u64, volatile: bool) {
+    g.cold += 1;
+    if volatile {
+        g.cold_ttl.insert(h);
+    }
 }
 
 /// Puts an entry read from the store into RAM, in the form it was stored from.
@@ -101,7 +109,13 @@ impl Db {
             return;
         };
         g.cold -= 1;
-        g.cold_volatile -= usize::from(owned.expire_at.is_some());
+        if owned.expire_at.is_some() {
+            g.cold_ttl.remove(h);
+            if g.cold_ttl.is_empty() {
+                // Empty: its memory goes, and a filter that had filled up starts afresh.
+                g.cold_ttl = Default::default();
+            }
+        }
         g.faults += 1;
         if write {
             g.cold_filter.remove(h);
@@ -120,9 +134,10 @@ impl Db {
     /// Before a write that replaces `key` whole, or deletes it (SET, DEL): a cold entry
     /// is dropped from the store unread and this returns true (the key existed and is
     /// gone). Otherwise the entry comes back as for any write (`fault`), and this returns
-    /// false. Unread only while it cannot matter what the entry was: no cold entry of the
-    /// shard has a TTL (one might have expired, which a write must see), and no snapshot
-    /// is capturing the shard (it would need the entry's value).
+    /// false. Unread only while it cannot matter what the entry was: it has no TTL (it
+    /// might have expired, which a write must see; the shard's filter of cold keys with
+    /// a TTL rules that out), and no snapshot is capturing the shard (it would need the
+    /// entry's value).
     #[inline]
     pub(crate) fn fault_replace(&self, g: &mut ShardData, h: u64, key: &[u8]) -> bool {
         if g.cold == 0 && g.clean.is_empty() {
@@ -135,7 +150,7 @@ impl Db {
     #[inline(never)]
     fn fault_replace_slow(&self, g: &mut ShardData, h: u64, key: &[u8]) -> bool {
         let capturing = g.pre.as_ref().is_some_and(|p| g.captured < p.epoch);
-        let Some(store) = self.cold_store().filter(|_| !capturing && unread_ok(g)) else {
+        let Some(store) = self.cold_store().filter(|_| !capturing && unread_ok(g, h)) else {
             self.fault_slow(g, h, key, true);
             return false;
         };
@@ -159,7 +174,7 @@ impl Db {
     /// RAM as usual (after the usual fault), as for a key with a TTL.
     #[inline]
     pub(crate) fn cold_contains(&self, g: &mut ShardData, h: u64, key: &[u8]) -> Option<bool> {
-        if g.cold == 0 || !unread_ok(g) || !g.cold_filter.may_contain(h) {
+        if g.cold == 0 || !unread_ok(g, h) || !g.cold_filter.may_contain(h) {
             return None;
         }
         let store = self.cold_store()?;
@@ -217,7 +232,7 @@ impl Db {
         let idx = self.shard_index(h);
         let g = self.shard_ref(idx).acquire();
         (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h))
-            .then_some((idx, unread_ok(&g)))
+            .then_some((idx, unread_ok(&g, h)))
     }
 
     /// A restart that keeps the store (the server's `tier_kept.rs`): `key`'s entry is in
@@ -232,8 +247,7 @@ impl Db {
             // with the store's entries. It is clean.
             return;
         }
-        g.cold += 1;
-        g.cold_volatile += usize::from(volatile);
+        count_cold(&mut g, h, volatile);
         g.cold_filter.insert(h);
     }
 
@@ -342,8 +356,7 @@ impl Db {
             g.preserve(h, key);
         }
         let removed = g.remove(h, key);
-        g.cold += 1;
-        g.cold_volatile += usize::from(expires);
+        count_cold(g, h, expires);
         g.spills += 1;
         Ok(removed.map(crate::Unlinked))
     }
@@ -392,9 +405,12 @@ impl Db {
         }
     }
 
-    /// The RAM of the shards' filters of cold keys (`crate::cold_filter`).
+    /// The RAM of the shards' filters of cold keys, and of those with a TTL
+    /// (`crate::cold_filter`).
     pub fn cold_filter_bytes(&self) -> usize {
-        self.shard_iter().map(|g| g.cold_filter.bytes()).sum()
+        self.shard_iter()
+            .map(|g| g.cold_filter.bytes() + g.cold_ttl.bytes())
+            .sum()
     }
 
     /// Keys in the cold store, and moves each way since start: (keys, to disk, back).
@@ -435,7 +451,7 @@ impl crate::Keyspace {
             let idx = pos % per_db;
             pos = (pos + 1) % total;
             let mut g = db.shard_ref(idx).acquire();
-            if g.cold_volatile == 0 {
+            if g.cold_ttl.is_empty() {
                 continue;
             }
             let now = crate::clock::now_ms();

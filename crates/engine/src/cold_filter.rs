@@ -1,7 +1,8 @@
 //! Which of a shard's keys have an entry in the cold store, as a quotient filter of their
 //! hashes: the few bytes per cold key that stay in RAM (docs/tiering.md). A key the filter
 //! rules out is not in the store, so a write of a new key, or a read of a missing one,
-//! costs no store lookup.
+//! costs no store lookup. A second filter of the same kind holds the cold keys that have a
+//! TTL: a write may replace or delete any other cold key without reading it.
 //!
 //! The filter holds one fingerprint per stored entry (cold keys, and the store copies of
 //! clean keys): added when an entry is written to the store, removed when it leaves it.
@@ -23,7 +24,13 @@ const MIN_KEYS: u64 = 60;
 /// `None`: no entry of this shard is in the store. One pointer, as a shard's fields must
 /// stay within its cache lines (every shard of every database has one).
 #[derive(Default)]
-pub(crate) struct ColdFilter(Option<Box<State>>);
+pub(crate) struct ColdFilter(Option<Box<Inner>>);
+
+struct Inner {
+    /// Inserts less removals: kept here rather than in the shard, whose lines are full.
+    keys: usize,
+    state: State,
+}
 
 enum State {
     Exact(Filter),
@@ -34,34 +41,44 @@ enum State {
 impl ColdFilter {
     /// An entry for the key of hash `h` went to the store.
     pub fn insert(&mut self, h: u64) {
-        let state = self.0.get_or_insert_with(|| {
-            Box::new(
-                match Filter::with_fingerprint_size(MIN_KEYS, FINGERPRINT_BITS) {
+        let inner = self.0.get_or_insert_with(|| {
+            Box::new(Inner {
+                keys: 0,
+                state: match Filter::with_fingerprint_size(MIN_KEYS, FINGERPRINT_BITS) {
                     Ok(f) => State::Exact(f),
                     Err(_) => State::Unknown,
                 },
-            )
+            })
         });
-        if let State::Exact(f) = &mut **state {
+        inner.keys += 1;
+        if let State::Exact(f) = &mut inner.state {
             // Duplicates are kept: two keys may share a fingerprint, and each removal
             // must take away only its own.
             if f.insert_fingerprint(true, fingerprint(h)).is_err() {
-                **state = State::Unknown;
+                inner.state = State::Unknown;
             }
         }
     }
 
     /// The entry for the key of hash `h` left the store (it was inserted before).
     pub fn remove(&mut self, h: u64) {
-        if let Some(State::Exact(f)) = self.0.as_deref_mut() {
-            f.remove_fingerprint(fingerprint(h));
+        if let Some(inner) = self.0.as_deref_mut() {
+            inner.keys = inner.keys.saturating_sub(1);
+            if let State::Exact(f) = &mut inner.state {
+                f.remove_fingerprint(fingerprint(h));
+            }
         }
+    }
+
+    /// Whether every insert was removed again.
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|i| i.keys == 0)
     }
 
     /// Whether the key of hash `h` may have an entry in the store (false is certain).
     #[inline]
     pub fn may_contain(&self, h: u64) -> bool {
-        match self.0.as_deref() {
+        match self.0.as_deref().map(|i| &i.state) {
             None => false,
             Some(State::Exact(f)) => f.contains_fingerprint(fingerprint(h)),
             Some(State::Unknown) => true,
@@ -70,7 +87,7 @@ impl ColdFilter {
 
     /// The filter's memory, in bytes.
     pub fn bytes(&self) -> usize {
-        match self.0.as_deref() {
+        match self.0.as_deref().map(|i| &i.state) {
             Some(State::Exact(f)) => f.memory_usage(),
             _ => 0,
         }

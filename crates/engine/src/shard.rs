@@ -116,13 +116,14 @@ pub(crate) struct ShardData {
     pub ledger: Option<Box<Ledger>>,
     /// Keys of this shard in the cold store only (`crate::cold`), and moves there and back.
     pub cold: usize,
-    /// Of those, keys with an expiry (the background expiry pass visits only these shards).
-    pub cold_volatile: usize,
     /// Keys in RAM whose store copy is still theirs (brought back by a read, unchanged
     /// since): evicted again, they need no write.
     pub clean: hashbrown::HashSet<Box<[u8]>>,
     /// Which keys have an entry in the store (cold keys and clean keys' copies).
     pub cold_filter: crate::cold_filter::ColdFilter,
+    /// Which cold keys have an expiry, and how many (the background expiry pass visits
+    /// only shards with some): a write may replace any other cold key unread.
+    pub cold_ttl: crate::cold_filter::ColdFilter,
     pub spills: u64,
     pub faults: u64,
     /// Entries a load expects this shard to end with (`Db::expect`), 0 when none: a
@@ -689,9 +690,9 @@ impl ShardData {
         self.forget_bytes();
         self.volatile = 0;
         self.cold = 0;
-        self.cold_volatile = 0;
         self.clean = Default::default();
         self.cold_filter = Default::default();
+        self.cold_ttl = Default::default();
         self.slots_end = 0;
         self.small_end = 0;
         self.small = HashTable::new();
@@ -704,9 +705,9 @@ impl ShardData {
         std::mem::swap(&mut self.small, &mut other.small);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.cold, &mut other.cold);
-        std::mem::swap(&mut self.cold_volatile, &mut other.cold_volatile);
         std::mem::swap(&mut self.clean, &mut other.clean);
         std::mem::swap(&mut self.cold_filter, &mut other.cold_filter);
+        std::mem::swap(&mut self.cold_ttl, &mut other.cold_ttl);
         std::mem::swap(&mut self.slots_end, &mut other.slots_end);
         std::mem::swap(&mut self.small_end, &mut other.small_end);
         self.swap_bytes(other);

@@ -132,3 +132,70 @@ fn whole_writes_of_cold_keys_leave_them_unread() {
         assert_eq!(v, big, "a{i}");
     }
 }
+
+/// In a shard that also holds cold keys with a TTL, a whole write still leaves a cold key
+/// without one unread; only a key that may have expired unseen is read back first. One
+/// shard a database, so every key shares it.
+#[test]
+fn only_cold_keys_with_a_ttl_are_read_back_by_whole_writes() {
+    let s = tiered(&["--shards", "1"]);
+    let mut c = s.client();
+    let _: () = redis::cmd("SET")
+        .arg("short")
+        .arg("x")
+        .arg("PX")
+        .arg(1500)
+        .query(&mut c)
+        .unwrap();
+    let set_at = std::time::Instant::now();
+    let big = vec![b'z'; 8000];
+    // Every fourth key has a TTL; the oldest go cold.
+    for i in 0..400 {
+        let mut set = redis::cmd("SET");
+        set.arg(format!("t{i}")).arg(&big[..]);
+        if i % 4 == 0 {
+            set.arg("EX").arg(3600);
+        }
+        let _: () = set.query(&mut c).unwrap();
+    }
+    assert!(tiering_field(&mut c, "cold_keys") > 200);
+    let faults = tiering_field(&mut c, "moved_to_ram");
+    let unread = tiering_field(&mut c, "cold_replaced_unread");
+    for i in 0..200 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("t{i}"))
+            .arg(format!("new{i}"))
+            .query(&mut c)
+            .unwrap();
+    }
+    let read_back = tiering_field(&mut c, "moved_to_ram") - faults;
+    let unread = tiering_field(&mut c, "cold_replaced_unread") - unread;
+    eprintln!("{read_back} read back, {unread} unread");
+    assert!(
+        read_back <= 50,
+        "{read_back} of 200 writes read their key back"
+    );
+    assert!(
+        unread >= 100,
+        "only {unread} of 150 cold writes went unread"
+    );
+    for i in (0..200).step_by(9) {
+        let v: String = redis::cmd("GET")
+            .arg(format!("t{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(v, format!("new{i}"));
+        let ttl: i64 = redis::cmd("TTL")
+            .arg(format!("t{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(ttl, -1, "SET cleared t{i}'s TTL");
+    }
+    let ttl: i64 = redis::cmd("TTL").arg("t200").query(&mut c).unwrap();
+    assert!(ttl > 3000, "t200 keeps its TTL: {ttl}");
+    // The expired cold key is gone, not deleted a second time.
+    std::thread::sleep(std::time::Duration::from_millis(1600).saturating_sub(set_at.elapsed()));
+    let del: u64 = redis::cmd("DEL").arg("short").query(&mut c).unwrap();
+    assert_eq!(del, 0);
+    assert_eq!(dbsize(&mut c), 400);
+}
