@@ -9,6 +9,11 @@
 # Environment:
 #   KEYS=327680 VALUE=1024 MAXMEM=64mb   the data set (5x the budget) and the budget
 #   ROUNDS=3 DURATION=15s                 rounds of SETs, alternating, and their length
+#   TTL_EVERY=0                           if N > 0, every Nth key gets a TTL (EXPIRE, a day)
+#                                         after the fill, so cold keys with and without
+#                                         one share the shards
+#   IDLE=10                               seconds, after the fill, over which each idle
+#                                         server's CPU and tier reads are measured
 # Prints strata bench's table (B against A), then each server's INFO tiering counters of
 # what came back to RAM and what was replaced unread.
 set -euo pipefail
@@ -17,7 +22,7 @@ cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 
 [ $# -eq 2 ] || {
-    sed -n '2,13p' "$0" >&2
+    sed -n '2,18p' "$0" >&2
     exit 2
 }
 A=$1
@@ -27,6 +32,8 @@ VALUE=${VALUE:-1024}
 MAXMEM=${MAXMEM:-64mb}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-15s}
+TTL_EVERY=${TTL_EVERY:-0}
+IDLE=${IDLE:-10}
 require_redis_tools redis-server
 
 bench_workdir bench-tier-overwrite
@@ -46,7 +53,34 @@ kv() { "$B" bench kv -q -c 50 --threads 1 "${TARGETS[@]}" "$@"; }
 
 log "filling each with $KEYS keys of $VALUE bytes (maxmemory $MAXMEM)"
 kv --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" >/dev/null
+if [ "$TTL_EVERY" -gt 0 ]; then
+    log "a TTL on every ${TTL_EVERY}th key"
+    for port in "$PORT_A" "$PORT_B"; do
+        # strata bench's key names: key: and 12 digits.
+        awk -v n="$KEYS" -v every="$TTL_EVERY" 'BEGIN {
+            for (i = 0; i < n; i += every) {
+                k = sprintf("key:%012d", i)
+                printf "*3\r\n$6\r\nEXPIRE\r\n$%d\r\n%s\r\n$5\r\n86400\r\n", length(k), k
+            }
+        }' | redis-cli -p "$port" --pipe >/dev/null
+    done
+fi
 sleep 5
+tier_read() { redis-cli -p "$1" info tiering | tr -d '\r' | awk -F: '$1 == "tier_bytes_read" { print $2 }'; }
+declare -A CPU0 READ0
+for side in a b; do
+    port=$PORT_A pid=${PIDS[0]}
+    [ $side = b ] && port=$PORT_B pid=${PIDS[1]}
+    CPU0[$side]=$(cpu_ticks "$pid")
+    READ0[$side]=$(tier_read "$port")
+done
+sleep "$IDLE"
+for side in a b; do
+    port=$PORT_A pid=${PIDS[0]}
+    [ $side = b ] && port=$PORT_B pid=${PIDS[1]}
+    echo "$side idle for $IDLE s: $(awk -v t=$(( $(cpu_ticks "$pid") - CPU0[$side] )) -v hz="$(getconf CLK_TCK)" -v s="$IDLE" \
+        'BEGIN { printf "%.1f%% of a core", 100 * t / hz / s }'), tier reads $(( ($(tier_read "$port") - READ0[$side]) >> 20 )) MiB"
+done
 kv --rounds "$ROUNDS" -P 1 --ops set --keys "random:$KEYS" -d "$VALUE" --duration "$DURATION"
 for side in a b; do
     port=$PORT_A

@@ -14,6 +14,10 @@
 use crate::keyspace::{Captured, Db};
 use crate::shard::{hash, ShardData};
 use crate::value::Owned;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The longest rest of the cold expiry pass, in steps: 6.3 s at the default `hz` of 10.
+pub const COLD_REST_MAX: u32 = 63;
 
 /// Where cold entries live. The engine calls it under the shard's lock of the key, so an
 /// implementation needs no ordering of its own between calls for one shard.
@@ -434,16 +438,27 @@ impl crate::Keyspace {
     /// One step of the background pass over cold keys (the active expiry's): the next
     /// shards holding cold keys with an expiry (up to 16), round robin, have those whose time has passed
     /// removed as expired keys are. Returns how many went.
+    ///
+    /// A shard's step reads every cold entry it holds, values included, to learn their
+    /// expiry. So, as Redis's slow cycle stops while little of what it samples has
+    /// expired, the pass rests after a step in which at most a tenth of the expiring
+    /// entries it read were due: one step, then 3, 7, ... up to [`COLD_REST_MAX`], and
+    /// runs every step again once a step finds more. (Without the rests an idle server
+    /// whose tier held keys with a TTL re-read the whole tier every few seconds.)
     pub fn cold_expire_step(&self) -> usize {
         if self.hooks().cold.get().is_none() || !self.db(0).may_expire(crate::clock::now_ms()) {
             return 0;
         }
+        let hooks = self.hooks();
+        let rest = hooks.cold_rest.load(Relaxed);
+        if rest > 0 {
+            hooks.cold_rest.store(rest - 1, Relaxed);
+            return 0;
+        }
+        let mut expiring = 0;
         let per_db = self.db(0).shard_count();
         let total = per_db * self.db_count();
-        let start = self
-            .hooks()
-            .cold_cursor
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let start = hooks.cold_cursor.load(Relaxed);
         let (mut removed, mut visited) = (0, 0);
         let mut pos = start % total;
         for _ in 0..total.min(4096) {
@@ -457,6 +472,7 @@ impl crate::Keyspace {
             let now = crate::clock::now_ms();
             let mut expired = Vec::new();
             db.each_cold(&g, idx, &mut |key, o| {
+                expiring += usize::from(o.expire_at.is_some());
                 if o.expire_at.is_some_and(|at| at <= now) {
                     expired.push(key.to_vec());
                 }
@@ -474,9 +490,14 @@ impl crate::Keyspace {
                 break;
             }
         }
-        self.hooks()
-            .cold_cursor
-            .store(pos, std::sync::atomic::Ordering::Relaxed);
+        hooks.cold_cursor.store(pos, Relaxed);
+        let pace = if removed * 10 > expiring {
+            0
+        } else {
+            (hooks.cold_pace.load(Relaxed) * 2 + 1).min(COLD_REST_MAX)
+        };
+        hooks.cold_pace.store(pace, Relaxed);
+        hooks.cold_rest.store(pace, Relaxed);
         removed
     }
 

@@ -1,45 +1,11 @@
 //! A start that keeps the cold store adopts its entries (`Db::adopt_cold`,
 //! `Db::adopt_clean`): the keyspace must count and find each key once, in one place.
 
-use parking_lot::Mutex;
-use std::collections::BTreeMap;
+mod common;
+
+use common::Store;
 use std::sync::Arc;
 use strata_engine::{ColdStore, Keyspace, Owned, Ttl, Value};
-
-/// Where a cold store files an entry: (db, shard, key).
-type Place = (usize, usize, Vec<u8>);
-
-/// A cold store in memory.
-#[derive(Default)]
-struct Store(Mutex<BTreeMap<Place, Owned>>);
-
-impl ColdStore for Store {
-    fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned) -> Result<(), String> {
-        self.0.lock().insert((db, shard, key.to_vec()), e.clone());
-        Ok(())
-    }
-    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
-        self.0.lock().remove(&(db, shard, key.to_vec()))
-    }
-    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
-        self.0.lock().get(&(db, shard, key.to_vec())).cloned()
-    }
-    fn remove(&self, db: usize, shard: usize, key: &[u8]) {
-        self.take(db, shard, key);
-    }
-    fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
-        let m = self.0.lock().clone();
-        for ((d, s, k), e) in m {
-            if d == db && s == shard && !f(&k, e) {
-                return;
-            }
-        }
-    }
-    fn clear(&self, db: usize) {
-        self.0.lock().retain(|(d, _, _), _| *d != db);
-    }
-    fn swap(&self, _: usize, _: usize) {}
-}
 
 fn string(v: &[u8]) -> Owned {
     Owned {
@@ -61,7 +27,7 @@ fn a_key_given_clean_then_cold_is_one_clean_key() {
         db.evict_to_cold(k, false).unwrap();
     }
     let shard = |key: &[u8]| {
-        let m = store.0.lock();
+        let m = store.map.lock();
         m.keys().find(|(_, _, k)| k == key).unwrap().1
     };
     let shard_k = shard(b"k");

@@ -1,0 +1,45 @@
+//! What the engine's tests of the cold tier share: a cold store in memory.
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use strata_engine::{ColdStore, Owned};
+
+/// Where a cold store files an entry: (db, shard, key).
+type Place = (usize, usize, Vec<u8>);
+
+/// A cold store in memory; `walks` counts the shard walks (`each`) it served.
+#[derive(Default)]
+pub struct Store {
+    pub map: Mutex<BTreeMap<Place, Owned>>,
+    pub walks: AtomicUsize,
+}
+
+impl ColdStore for Store {
+    fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned) -> Result<(), String> {
+        self.map.lock().insert((db, shard, key.to_vec()), e.clone());
+        Ok(())
+    }
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+        self.map.lock().remove(&(db, shard, key.to_vec()))
+    }
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+        self.map.lock().get(&(db, shard, key.to_vec())).cloned()
+    }
+    fn remove(&self, db: usize, shard: usize, key: &[u8]) {
+        self.take(db, shard, key);
+    }
+    fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
+        self.walks.fetch_add(1, Ordering::Relaxed);
+        let m = self.map.lock().clone();
+        for ((d, s, k), e) in m {
+            if d == db && s == shard && !f(&k, e) {
+                return;
+            }
+        }
+    }
+    fn clear(&self, db: usize) {
+        self.map.lock().retain(|(d, _, _), _| *d != db);
+    }
+    fn swap(&self, _: usize, _: usize) {}
+}
