@@ -64,19 +64,25 @@ cpu_ticks() {
     sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# gen_keys N: the RESP for N SETs of key:<12 digits> (the key names redis-benchmark's -r
-# uses) to 64 bytes, deterministic, for redis-cli --pipe. The values are pseudo-random
-# letters and digits (windows into a fixed random pool), which RDB's LZF cannot compress:
-# with repetitive values (zeros, redis-benchmark's "xxx...") Redis's RDB would be a fraction
-# of the size of Strata's uncompressed snapshot, and a restart would compare different work.
+# gen_keys N [SIZE] [TTL_EVERY]: the RESP for N SETs of key:<12 digits> (the key names
+# redis-benchmark's -r uses) to SIZE bytes (64), deterministic, for redis-cli --pipe; with
+# TTL_EVERY, every TTL_EVERY-th key gets EX 86400. The values are pseudo-random letters and
+# digits (windows into a fixed random pool), which RDB's LZF cannot compress: with
+# repetitive values (zeros, redis-benchmark's "xxx...") Redis's RDB would be a fraction of
+# the size of Strata's uncompressed snapshot, and a restart would compare different work.
 gen_keys() {
-    awk -v n="$1" 'BEGIN {
+    awk -v n="$1" -v size="${2:-64}" -v every="${3:-0}" 'BEGIN {
         srand(1)
         chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
         pool = ""
-        for (i = 0; i < 4160; i++) pool = pool substr(chars, int(rand() * 62) + 1, 1)
-        for (i = 0; i < n; i++)
-            printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$64\r\n%s\r\n", i, substr(pool, (i * 61) % 4096 + 1, 64)
+        for (i = 0; i < 4096 + size; i++) pool = pool substr(chars, int(rand() * 62) + 1, 1)
+        for (i = 0; i < n; i++) {
+            v = substr(pool, (i * 61) % 4096 + 1, size)
+            if (every > 0 && i % every == 0)
+                printf "*5\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n$2\r\nEX\r\n$5\r\n86400\r\n", i, size, v
+            else
+                printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, size, v
+        }
     }'
 }
 

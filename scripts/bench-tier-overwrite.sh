@@ -9,9 +9,9 @@
 # Environment:
 #   KEYS=327680 VALUE=1024 MAXMEM=64mb   the data set (5x the budget) and the budget
 #   ROUNDS=3 DURATION=15s                 rounds of SETs, alternating, and their length
-#   TTL_EVERY=0                           if N > 0, every Nth key gets a TTL (EXPIRE, a day)
-#                                         after the fill, so cold keys with and without
-#                                         one share the shards
+#   TTL_EVERY=0                           if N > 0, the fill is redis-cli --pipe of SETs in
+#                                         which every Nth key gets a TTL (EX, a day), so
+#                                         cold keys with and without one share the shards
 #   IDLE=10                               seconds, after the fill, over which each idle
 #                                         server's CPU and tier reads are measured
 # Prints strata bench's table (B against A), then each server's INFO tiering counters of
@@ -52,18 +52,13 @@ TARGETS=(--target "a=127.0.0.1:$PORT_A" --target "b=127.0.0.1:$PORT_B")
 kv() { "$B" bench kv -q -c 50 --threads 1 "${TARGETS[@]}" "$@"; }
 
 log "filling each with $KEYS keys of $VALUE bytes (maxmemory $MAXMEM)"
-kv --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" >/dev/null
 if [ "$TTL_EVERY" -gt 0 ]; then
-    log "a TTL on every ${TTL_EVERY}th key"
+    # The keys with a TTL are set among the others, so they go cold as the others do.
     for port in "$PORT_A" "$PORT_B"; do
-        # strata bench's key names: key: and 12 digits.
-        awk -v n="$KEYS" -v every="$TTL_EVERY" 'BEGIN {
-            for (i = 0; i < n; i += every) {
-                k = sprintf("key:%012d", i)
-                printf "*3\r\n$6\r\nEXPIRE\r\n$%d\r\n%s\r\n$5\r\n86400\r\n", length(k), k
-            }
-        }' | redis-cli -p "$port" --pipe >/dev/null
+        gen_keys "$KEYS" "$VALUE" "$TTL_EVERY" | redis-cli -p "$port" --pipe >/dev/null
     done
+else
+    kv --rounds 1 -P 16 --ops set --keys "seq:0..$KEYS" -d "$VALUE" >/dev/null
 fi
 sleep 5
 tier_read() { redis-cli -p "$1" info tiering | tr -d '\r' | awk -F: '$1 == "tier_bytes_read" { print $2 }'; }
