@@ -37,9 +37,24 @@ pub trait ColdStore: Send + Sync {
         self.get(db, shard, key).is_some()
     }
     /// Drops `key`'s entry unread if it is there, and says whether it was (all a write
-    /// that replaces the key whole needs to know).
-    fn discard(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+    /// that replaces the key whole needs to know). `volatile`: it has an expiry (which a
+    /// store that keeps expiries apart drops with it).
+    fn discard(&self, db: usize, shard: usize, key: &[u8], volatile: bool) -> bool {
+        let _ = volatile;
         self.take(db, shard, key).is_some()
+    }
+    /// The expiry (Unix ms) of `key`'s entry, None when it has none (or there is no
+    /// entry); a store that keeps expiries apart from values answers without reading the
+    /// value.
+    fn expiry(&self, db: usize, shard: usize, key: &[u8]) -> Option<u64> {
+        self.get(db, shard, key).and_then(|o| o.expire_at)
+    }
+    /// Every entry of one shard that has an expiry, as (key, expiry), until `f` returns
+    /// false; a store that keeps expiries apart reads no value.
+    fn each_expiry(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], u64) -> bool) {
+        self.each(db, shard, &mut |key, o| {
+            o.expire_at.is_none_or(|at| f(key, at))
+        });
     }
     /// Every entry of one shard, in key order, until `f` returns false.
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
@@ -49,10 +64,26 @@ pub trait ColdStore: Send + Sync {
     fn swap(&self, a: usize, b: usize);
 }
 
-/// Whether the cold entry of the key of hash `h` may be replaced, deleted or found
-/// without reading it: it has no TTL, so it cannot have expired unseen.
+/// Whether the cold entry of the key of hash `h` surely has no TTL, so that it cannot
+/// have expired unseen (a read ahead then need not bring its value).
 fn unread_ok(g: &ShardData, h: u64) -> bool {
     !g.cold_ttl.may_contain(h)
+}
+
+/// Whether any entry of the shard is in the store (cold keys, clean keys' copies): a
+/// shard with none pays this check alone on a whole write.
+#[inline]
+pub(crate) fn has_store_entries(g: &ShardData) -> bool {
+    g.cold != 0 || !g.clean.is_empty()
+}
+
+/// A cold entry with an expiry left the store.
+fn forget_ttl(g: &mut ShardData, h: u64) {
+    g.cold_ttl.remove(h);
+    if g.cold_ttl.is_empty() {
+        // Empty: its memory goes, and a filter that had filled up starts afresh.
+        g.cold_ttl = Default::default();
+    }
 }
 
 /// A cold entry of the key of hash `h` goes to the store; `volatile`: it has a TTL.
@@ -114,11 +145,7 @@ impl Db {
         };
         g.cold -= 1;
         if owned.expire_at.is_some() {
-            g.cold_ttl.remove(h);
-            if g.cold_ttl.is_empty() {
-                // Empty: its memory goes, and a filter that had filled up starts afresh.
-                g.cold_ttl = Default::default();
-            }
+            forget_ttl(g, h);
         }
         g.faults += 1;
         if write {
@@ -135,26 +162,19 @@ impl Db {
         put_back(g, h, key, owned, self.stamp_now());
     }
 
-    /// Before a write that replaces `key` whole, or deletes it (SET, DEL): a cold entry
-    /// is dropped from the store unread and this returns true (the key existed and is
-    /// gone). Otherwise the entry comes back as for any write (`fault`), and this returns
-    /// false. Unread only while it cannot matter what the entry was: it has no TTL (it
-    /// might have expired, which a write must see; the shard's filter of cold keys with
-    /// a TTL rules that out), and no snapshot is capturing the shard (it would need the
-    /// entry's value).
-    #[inline]
-    pub(crate) fn fault_replace(&self, g: &mut ShardData, h: u64, key: &[u8]) -> bool {
-        if g.cold == 0 && g.clean.is_empty() {
-            return false;
-        }
-        self.fault_replace_slow(g, h, key)
-    }
-
+    /// Before a write at `now` that replaces `key` whole, or deletes it (SET, DEL): a cold
+    /// entry is dropped from the store unread and this returns true (the key existed and
+    /// is gone). Otherwise the entry comes back as for any write (`fault`), and this
+    /// returns false. Unread only while it cannot matter what the entry was: it has not
+    /// expired (which a write must see; for a key with an expiry the store says when,
+    /// without reading the value), and no snapshot is capturing the shard (it would need
+    /// the entry's value).
+    /// The caller checks `has_store_entries` first, and reads its clock only then.
     #[cold]
     #[inline(never)]
-    fn fault_replace_slow(&self, g: &mut ShardData, h: u64, key: &[u8]) -> bool {
+    pub(crate) fn fault_replace(&self, g: &mut ShardData, h: u64, key: &[u8], now: u64) -> bool {
         let capturing = g.pre.as_ref().is_some_and(|p| g.captured < p.epoch);
-        let Some(store) = self.cold_store().filter(|_| !capturing && unread_ok(g, h)) else {
+        let Some(store) = self.cold_store().filter(|_| !capturing) else {
             self.fault_slow(g, h, key, true);
             return false;
         };
@@ -165,26 +185,61 @@ impl Db {
         if g.cold == 0 || !g.cold_filter.may_contain(h) {
             return false;
         }
-        if !store.discard(self.index(), self.shard_index(h), key) {
+        let Some(expiry) = self.live_expiry(store, g, h, key, now) else {
+            // It may have expired unseen: it comes back, and expires as a hot key does.
+            self.fault_slow(g, h, key, true);
+            return false;
+        };
+        if !store.discard(self.index(), self.shard_index(h), key, expiry.is_some()) {
             return false;
         }
         g.cold -= 1;
         g.cold_filter.remove(h);
+        if expiry.is_some() {
+            forget_ttl(g, h);
+        }
         true
     }
 
-    /// Whether `key` exists, answered for a cold key by the store without reading or
-    /// bringing back its entry (SET NX, MSETNX, RESTORE's check); None: look it up in
-    /// RAM as usual (after the usual fault), as for a key with a TTL.
-    #[inline]
-    pub(crate) fn cold_contains(&self, g: &mut ShardData, h: u64, key: &[u8]) -> Option<bool> {
-        if g.cold == 0 || !unread_ok(g, h) || !g.cold_filter.may_contain(h) {
+    /// The expiry of `key`'s cold entry as of `now`: Some(None) when it has none (the
+    /// shard's filter of keys with a TTL rules it out, or the store says so), Some(at)
+    /// when it is still to come, None when it has passed.
+    fn live_expiry(
+        &self,
+        store: &dyn ColdStore,
+        g: &ShardData,
+        h: u64,
+        key: &[u8],
+        now: u64,
+    ) -> Option<Option<u64>> {
+        if unread_ok(g, h) {
+            return Some(None);
+        }
+        match store.expiry(self.index(), self.shard_index(h), key) {
+            Some(at) if at <= now => None,
+            at => Some(at),
+        }
+    }
+
+    /// Whether `key` exists at `now`, answered for a cold key by the store without
+    /// reading or bringing back its entry (SET NX, MSETNX, RESTORE's check); None: look
+    /// it up in RAM as usual (after the usual fault), as for a key that has expired.
+    /// The caller checks `has_store_entries` first, and reads its clock only then.
+    pub(crate) fn cold_contains(
+        &self,
+        g: &mut ShardData,
+        h: u64,
+        key: &[u8],
+        now: u64,
+    ) -> Option<bool> {
+        if g.cold == 0 || !g.cold_filter.may_contain(h) {
             return None;
         }
         let store = self.cold_store()?;
         if g.position(h, key).is_some() {
             return None;
         }
+        self.live_expiry(store, g, h, key, now)?;
         Some(store.contains(self.index(), self.shard_index(h), key))
     }
 
@@ -439,12 +494,13 @@ impl crate::Keyspace {
     /// shards holding cold keys with an expiry (up to 16), round robin, have those whose time has passed
     /// removed as expired keys are. Returns how many went.
     ///
-    /// A shard's step reads every cold entry it holds, values included, to learn their
-    /// expiry. So, as Redis's slow cycle stops while little of what it samples has
-    /// expired, the pass rests after a step in which at most a tenth of the expiring
-    /// entries it read were due: one step, then 3, 7, ... up to [`COLD_REST_MAX`], and
-    /// runs every step again once a step finds more. (Without the rests an idle server
-    /// whose tier held keys with a TTL re-read the whole tier every few seconds.)
+    /// A shard's step reads the expiries of all its cold entries that have one (a store
+    /// that keeps them apart reads no value). So, as Redis's slow cycle stops while
+    /// little of what it samples has expired, the pass rests after a step in which at
+    /// most a tenth of the expiring entries it read were due: one step, then 3, 7, ... up
+    /// to [`COLD_REST_MAX`], and runs every step again once a step finds more. (Without
+    /// the rests an idle server whose tier held keys with a TTL re-read the whole tier
+    /// every few seconds.)
     pub fn cold_expire_step(&self) -> usize {
         if self.hooks().cold.get().is_none() || !self.db(0).may_expire(crate::clock::now_ms()) {
             return 0;
@@ -471,13 +527,18 @@ impl crate::Keyspace {
             }
             let now = crate::clock::now_ms();
             let mut expired = Vec::new();
-            db.each_cold(&g, idx, &mut |key, o| {
-                expiring += usize::from(o.expire_at.is_some());
-                if o.expire_at.is_some_and(|at| at <= now) {
-                    expired.push(key.to_vec());
-                }
-                true
-            });
+            if let Some(store) = db.cold_store() {
+                store.each_expiry(db.index(), idx, &mut |key, at| {
+                    // Clean keys are in RAM: their copies are not cold entries.
+                    if g.clean.is_empty() || !g.clean.contains(key) {
+                        expiring += 1;
+                        if at <= now {
+                            expired.push(key.to_vec());
+                        }
+                    }
+                    true
+                });
+            }
             for key in &expired {
                 // Back into RAM, then removed as any expired key is (its event, its DEL).
                 db.fault(&mut g, hash(key), key, true);

@@ -135,8 +135,11 @@ impl<'a> Locked<'a> {
     /// dropped unread (`Db::fault_replace`), so the key existed and is now gone.
     #[inline]
     fn fault_replace(&mut self, h: u64, key: &[u8]) -> bool {
-        let db = self.db;
-        db.fault_replace(self.shard(h), h, key)
+        if !crate::cold::has_store_entries(self.shard(h)) {
+            return false;
+        }
+        let (db, now) = (self.db, self.now());
+        db.fault_replace(self.shard(h), h, key, now)
     }
 
     /// Finds a live entry, deleting it first if it has expired.
@@ -202,9 +205,11 @@ impl<'a> Locked<'a> {
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
         let h = hash(key);
-        let db = self.db;
-        if let Some(found) = db.cold_contains(self.shard(h), h, key) {
-            return found;
+        if crate::cold::has_store_entries(self.shard(h)) {
+            let (db, now) = (self.db, self.now());
+            if let Some(found) = db.cold_contains(self.shard(h), h, key, now) {
+                return found;
+            }
         }
         self.live_hashed(h, key).1
     }

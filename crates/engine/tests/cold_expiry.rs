@@ -52,3 +52,30 @@ fn the_cold_pass_rests_until_its_keys_come_due() {
     assert_eq!(db.len(), 0);
     assert!(store.map.lock().is_empty());
 }
+
+/// A whole write of a cold key with a TTL: a live one counts as there (DEL deletes it),
+/// one whose TTL passed while it was cold counts as gone, as a hot key would.
+#[test]
+fn whole_writes_see_the_expiry_of_cold_keys() {
+    let ks = Keyspace::new(1, 2);
+    let store = Arc::new(Store::default());
+    ks.set_cold_store(store.clone());
+    let db = ks.db(0);
+    let now = clock::now_ms();
+    for (k, at) in [("live", now + 3_600_000), ("gone", now + 100), ("plain", 0)] {
+        let ttl = if at == 0 { Ttl::Clear } else { Ttl::At(at) };
+        db.lock1(k.as_bytes()).set_str(k.as_bytes(), b"v", ttl);
+        db.evict_to_cold(k.as_bytes(), false).unwrap();
+    }
+    assert_eq!(store.map.lock().len(), 3);
+    std::thread::sleep(Duration::from_millis(150));
+    for (k, existed) in [("live", true), ("gone", false), ("plain", true)] {
+        assert_eq!(db.lock1(k.as_bytes()).remove(k.as_bytes()), existed, "{k}");
+    }
+    assert!(store.map.lock().is_empty());
+    assert_eq!(db.len(), 0);
+    // No cold key with a TTL is left for the pass to visit.
+    let walks = store.walks.load(Ordering::Relaxed);
+    ks.cold_expire_step();
+    assert_eq!(store.walks.load(Ordering::Relaxed), walks);
+}

@@ -164,7 +164,7 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
     .map_err(|e| e.to_string())?;
     let mut records = 0u64;
     for tree in &trees {
-        records += tree.len().map_err(|e| e.to_string())? as u64;
+        records += crate::services::tiering::records(tree).map_err(|e| e.to_string())?;
     }
     let extra = records.saturating_sub(expected - missing);
     Ok(report(TierCheck::Kept {

@@ -66,12 +66,16 @@ impl Watch {
     }
 }
 
+/// The store's layout, last in the marker: a store another layout wrote is rebuilt.
+/// 2: records with an expiry have an expiry record beside them.
+const FORMAT: u64 = 2;
+
 /// The marker's text for snapshot `snap`.
 fn marker_text(snap: &SnapshotMeta, server: &Server, seed: u64) -> String {
     let ks = &server.keyspace;
     let (dbs, shards) = (ks.db_count(), ks.db(0).shard_count());
     let (epoch, created, bytes) = (snap.epoch, snap.created_ms, snap.bytes);
-    format!("{epoch} {created} {bytes} {dbs} {shards} {seed}\n")
+    format!("{epoch} {created} {bytes} {dbs} {shards} {seed} {FORMAT}\n")
 }
 
 /// What a marker in `dir` says, if there is one (`strata check`, `tier_check.rs`).
@@ -96,7 +100,7 @@ impl Marker {
             .split_whitespace()
             .map_while(|s| s.parse().ok())
             .collect();
-        let &[epoch, created_ms, bytes, databases, shards, seed] = &f[..] else {
+        let &[epoch, created_ms, bytes, databases, shards, seed, FORMAT] = &f[..] else {
             return Err(format!(
                 "{} is not a marker this version wrote",
                 path.display()

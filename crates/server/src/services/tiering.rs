@@ -329,6 +329,9 @@ impl Tier {
             .unwrap_or_else(|e| self.fatal("decode", e));
         if remove {
             self.delete(&tree, db, &rk);
+            if owned.expire_at.is_some() {
+                self.delete(&tree, db, &ttl_key(shard, key));
+            }
         }
         Some(owned)
     }
@@ -342,12 +345,20 @@ impl ColdStore for Tier {
             return Err("the tier's store failed a write; it takes no more until a restart".into());
         }
         let value = Self::encode(entry);
-        let n = value.len() + key.len() + 4;
+        let mut n = value.len() + key.len() + 4;
+        let failed = |e: fjall::Error| {
+            self.write_failed("write", &e, db, None);
+            format!("tier write: {e}")
+        };
+        if let Some(at) = entry.expire_at {
+            // First: a record whose expiry record is missing could be dropped unread
+            // after it expired; an expiry record alone is harmless (see `expiry`).
+            tree.insert(ttl_key(shard, key), at.to_be_bytes())
+                .map_err(failed)?;
+            n += key.len() + 12;
+        }
         tree.insert(Self::record_key(shard, key), value)
-            .map_err(|e| {
-                self.write_failed("write", &e, db, None);
-                format!("tier write: {e}")
-            })?;
+            .map_err(failed)?;
         self.written_bytes.fetch_add(n as u64, Relaxed);
         self.written_trees.fetch_or(1 << (db % 64), Relaxed);
         Ok(())
@@ -365,7 +376,7 @@ impl ColdStore for Tier {
         self.has_record(db, shard, key)
     }
 
-    fn discard(&self, db: usize, shard: usize, key: &[u8]) -> bool {
+    fn discard(&self, db: usize, shard: usize, key: &[u8], volatile: bool) -> bool {
         // One lookup of the store and the dead list for both the check and the delete.
         let Some((tree, rk)) = self.live(db, shard, key) else {
             return false;
@@ -375,6 +386,9 @@ impl ColdStore for Tier {
         }
         self.watch.touched();
         self.delete(&tree, db, &rk);
+        if volatile {
+            self.delete(&tree, db, &ttl_key(shard, key));
+        }
         self.discards.fetch_add(1, Relaxed);
         true
     }
@@ -383,6 +397,40 @@ impl ColdStore for Tier {
         self.watch.touched();
         if let Some(tree) = self.tree(db) {
             self.delete(&tree, db, &Self::record_key(shard, key));
+            // The copy's expiry, if it had one (not known here; a missing record's
+            // deletion is a marker in the write buffer).
+            self.delete(&tree, db, &ttl_key(shard, key));
+        }
+    }
+
+    /// From the key's expiry record, beside its record: the value is not read. An expiry
+    /// record outlives its record only where a write failed (the store then takes no
+    /// more): one whose deletion failed is on the dead list and reads as none; one whose
+    /// record was never written names a key the store does not hold, which the callers
+    /// then find missing.
+    fn expiry(&self, db: usize, shard: usize, key: &[u8]) -> Option<u64> {
+        let tree = self.tree(db)?;
+        let tk = ttl_key(shard, key);
+        if self.dead.is_dead(db, &tk) {
+            return None;
+        }
+        let found = tree.get(&tk).unwrap_or_else(|e| self.fatal("read", e))?;
+        Some(expiry_of(&found).unwrap_or_else(|e| self.fatal("decode", e)))
+    }
+
+    fn each_expiry(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], u64) -> bool) {
+        let Some(tree) = self.tree(db) else {
+            return;
+        };
+        for kv in tree.prefix(ttl_prefix(shard)) {
+            let (k, v) = kv.into_inner().unwrap_or_else(|e| self.fatal("scan", e));
+            if self.dead.is_dead(db, &k) {
+                continue;
+            }
+            let at = expiry_of(&v).unwrap_or_else(|e| self.fatal("decode", e));
+            if !f(&k[4..], at) {
+                return;
+            }
         }
     }
 
@@ -434,10 +482,46 @@ const MARKER: &str = "STRATA-TIER";
 /// returning the store's path. Refuses a directory that holds other things.
 /// The store's key of `key` in shard `shard` (records are filed by shard).
 pub(crate) fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
+    prefixed((shard as u32).to_be_bytes(), key)
+}
+
+/// The first key byte of expiry records: above every record's (shard numbers stay below
+/// 2^20), so a shard's records and its expiry records are two separate prefixes.
+const TTL_BIT: u32 = 1 << 31;
+
+/// Where the expiries of shard `shard`'s records are kept.
+fn ttl_prefix(shard: usize) -> [u8; 4] {
+    (shard as u32 | TTL_BIT).to_be_bytes()
+}
+
+/// The store's key of `key`'s expiry record (8 bytes, big-endian Unix ms): the expiry of
+/// a record that has one, kept apart so that it can be read without the value.
+fn ttl_key(shard: usize, key: &[u8]) -> Vec<u8> {
+    prefixed(ttl_prefix(shard), key)
+}
+
+fn prefixed(prefix: [u8; 4], key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(4 + key.len());
-    k.extend_from_slice(&(shard as u32).to_be_bytes());
+    k.extend_from_slice(&prefix);
     k.extend_from_slice(key);
     k
+}
+
+/// The number of records (not expiry records) in a store's tree (`strata check`).
+pub(crate) fn records(tree: &fjall::Keyspace) -> Result<u64, fjall::Error> {
+    let mut n = 0;
+    for kv in tree.range(..TTL_BIT.to_be_bytes()) {
+        kv.key()?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn expiry_of(bytes: &[u8]) -> Result<u64, String> {
+    let b: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| format!("an expiry record of {} bytes", bytes.len()))?;
+    Ok(u64::from_be_bytes(b))
 }
 
 /// A record's entry, built under `enc`.
