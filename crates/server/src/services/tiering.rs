@@ -478,8 +478,6 @@ impl ColdStore for Tier {
 /// emptied at start, so a mistyped `tiering-dir` never deletes someone's files.
 const MARKER: &str = "STRATA-TIER";
 
-/// Makes `dir` a tier directory with a store in it (`dir/store`, emptied unless `keep`),
-/// returning the store's path. Refuses a directory that holds other things.
 /// The store's key of `key` in shard `shard` (records are filed by shard).
 pub(crate) fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
     prefixed((shard as u32).to_be_bytes(), key)
@@ -538,6 +536,8 @@ pub(crate) fn decode_record(bytes: &[u8], enc: &strata_engine::Encodings) -> Res
     out.ok_or_else(|| "record without an entry".into())
 }
 
+/// Makes `dir` a tier directory with a store in it (`dir/store`, emptied unless `keep`),
+/// returning the store's path. Refuses a directory that holds other things.
 fn prepare_dir(dir: &Path, keep: bool) -> Result<PathBuf, String> {
     let shown = dir.display();
     let marker = dir.join(MARKER);
