@@ -3,9 +3,7 @@
 
 mod common;
 
-use common::Store;
-use std::sync::Arc;
-use strata_engine::{ColdStore, Keyspace, Owned, Ttl, Value};
+use strata_engine::{ColdStore, Owned, Ttl, Value};
 
 fn string(v: &[u8]) -> Owned {
     Owned {
@@ -17,9 +15,7 @@ fn string(v: &[u8]) -> Owned {
 
 #[test]
 fn a_key_given_clean_then_cold_is_one_clean_key() {
-    let ks = Keyspace::new(1, 2);
-    let store = Arc::new(Store::default());
-    ks.set_cold_store(store.clone());
+    let (ks, store) = common::tiered();
     let db = ks.db(0);
     // Spill two keys: the store files them by shard, as the engine hashes them.
     for (k, v) in [(&b"k"[..], &b"v"[..]), (b"cold", b"c")] {
@@ -33,8 +29,7 @@ fn a_key_given_clean_then_cold_is_one_clean_key() {
     let shard_k = shard(b"k");
     // A fresh keyspace over the same store: the capture gave "k" clean, then again with
     // the store's entries (evicted while its shard was captured); "cold" only there.
-    let ks = Keyspace::new(1, 2);
-    ks.set_cold_store(store.clone());
+    let ks = common::keyspace_over(&store);
     let db = ks.db(0);
     db.adopt_clean(b"k", string(b"v"));
     db.adopt_cold(b"k", false);

@@ -4,18 +4,14 @@
 
 mod common;
 
-use common::Store;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{clock, Keyspace, Ttl, COLD_REST_MAX};
+use strata_engine::{clock, Ttl, COLD_REST_MAX};
 
 #[test]
 fn the_cold_pass_rests_until_its_keys_come_due() {
     // Four shards, each with cold keys that expire in 1.5 s.
-    let ks = Keyspace::new(1, 2);
-    let store = Arc::new(Store::default());
-    ks.set_cold_store(store.clone());
+    let (ks, store) = common::tiered();
     let db = ks.db(0);
     let due = clock::now_ms() + 1500;
     let start = Instant::now();
@@ -57,9 +53,7 @@ fn the_cold_pass_rests_until_its_keys_come_due() {
 /// one whose TTL passed while it was cold counts as gone, as a hot key would.
 #[test]
 fn whole_writes_see_the_expiry_of_cold_keys() {
-    let ks = Keyspace::new(1, 2);
-    let store = Arc::new(Store::default());
-    ks.set_cold_store(store.clone());
+    let (ks, store) = common::tiered();
     let db = ks.db(0);
     let now = clock::now_ms();
     for (k, at) in [("live", now + 3_600_000), ("gone", now + 100), ("plain", 0)] {

@@ -3,7 +3,8 @@
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use strata_engine::{ColdStore, Owned};
+use std::sync::Arc;
+use strata_engine::{ColdStore, Keyspace, Owned};
 
 /// Where a cold store files an entry: (db, shard, key).
 type Place = (usize, usize, Vec<u8>);
@@ -42,4 +43,18 @@ impl ColdStore for Store {
         self.map.lock().retain(|(d, _, _), _| *d != db);
     }
     fn swap(&self, _: usize, _: usize) {}
+}
+
+/// A keyspace of one database in four shards, with `store` as its cold tier (a fresh
+/// keyspace over an old store is a restart that keeps it).
+pub fn keyspace_over(store: &Arc<Store>) -> Keyspace {
+    let ks = Keyspace::new(1, 2);
+    ks.set_cold_store(store.clone());
+    ks
+}
+
+/// `keyspace_over` a new, empty store.
+pub fn tiered() -> (Keyspace, Arc<Store>) {
+    let store = Arc::new(Store::default());
+    (keyspace_over(&store), store)
 }
