@@ -4,6 +4,7 @@ use crate::error::{BlobError, Error, ErrorKind};
 use crate::listpack::Listpack;
 use crate::members::{Members, Pairs, Scored};
 use crate::num::{format_i64, parse_score, IntBuf};
+use crate::packed::{DecodeSpace, PackedValue};
 use crate::source::{Elem, Source};
 use crate::value::RdbValue;
 use crate::ziplist::Ziplist;
@@ -54,9 +55,10 @@ fn push_elem(out: &mut Members, blob: &[u8], e: Elem) {
     }
 }
 
-/// Room for the elements of a packed blob (its header count, bounded by its size).
-fn packed_capacity<P: Packed>(p: &P, blob: &[u8]) -> Members {
-    Members::with_capacity(p.count_hint().unwrap_or(0).min(blob.len() / 2), blob.len())
+/// Room for the elements of a packed blob (its header count, bounded by its size), from
+/// `space`'s buffer.
+fn packed_capacity<P: Packed>(p: &P, blob: &[u8], space: &mut DecodeSpace) -> Members {
+    space.members(p.count_hint().unwrap_or(0).min(blob.len() / 2), blob.len())
 }
 
 /// Appends every element of a packed blob to `out`.
@@ -68,8 +70,12 @@ fn packed_into<P: Packed>(mut p: P, blob: &[u8], out: &mut Members) -> Result<()
 }
 
 /// The elements of a packed blob, whose count must be even (field/value pairs).
-fn packed_pairs<P: Packed>(p: P, blob: &[u8]) -> Result<Members, BlobError> {
-    let mut out = packed_capacity(&p, blob);
+fn packed_pairs<P: Packed>(
+    p: P,
+    blob: &[u8],
+    space: &mut DecodeSpace,
+) -> Result<Members, BlobError> {
+    let mut out = packed_capacity(&p, blob, space);
     packed_into(p, blob, &mut out)?;
     if out.len() % 2 == 1 {
         return Err(BlobError::new(0, "odd number of elements in a pair list"));
@@ -78,9 +84,13 @@ fn packed_pairs<P: Packed>(p: P, blob: &[u8]) -> Result<Members, BlobError> {
 }
 
 /// Sorted-set members and scores from a packed blob of (member, score) pairs.
-fn packed_scored<P: Packed>(mut p: P, blob: &[u8]) -> Result<Scored, BlobError> {
-    let mut members = packed_capacity(&p, blob);
-    let mut scores = Vec::with_capacity(p.count_hint().unwrap_or(0).min(blob.len() / 4));
+fn packed_scored<P: Packed>(
+    mut p: P,
+    blob: &[u8],
+    space: &mut DecodeSpace,
+) -> Result<Scored, BlobError> {
+    let mut members = packed_capacity(&p, blob, space);
+    let mut scores = space.scores(p.count_hint().unwrap_or(0).min(blob.len() / 4));
     while let Some(m) = p.next_elem()? {
         push_elem(&mut members, blob, m);
         let s = p
@@ -126,7 +136,7 @@ pub(crate) fn read_value<R: Read>(
             if ty == types::LIST {
                 RdbValue::List(items)
             } else {
-                if src.dups.any(items.len(), |i| &items[i]) {
+                if src.space.dups.any(items.len(), |i| &items[i]) {
                     return Err(dup("set member"));
                 }
                 RdbValue::Set(items)
@@ -149,7 +159,7 @@ pub(crate) fn read_value<R: Read>(
                 }
                 scores.push(score);
             }
-            if src.dups.any(members.len(), |i| &members[i]) {
+            if src.space.dups.any(members.len(), |i| &members[i]) {
                 return Err(dup("sorted set member"));
             }
             RdbValue::SortedSet(Scored::from_parts(members, scores))
@@ -161,7 +171,7 @@ pub(crate) fn read_value<R: Read>(
                 flat.push_with(|d| src.string_into(d))?;
                 flat.push_with(|d| src.string_into(d))?;
             }
-            hash(src, flat).ok_or_else(|| dup("hash field"))?
+            hash(&mut src.space, flat).ok_or_else(|| dup("hash field"))?
         }
         types::HASH_ZIPMAP => {
             let blob = src.string()?;
@@ -171,13 +181,13 @@ pub(crate) fn read_value<R: Read>(
                 flat.push(&blob[f]);
                 flat.push(&blob[v]);
             }
-            hash(src, flat).ok_or_else(|| dup("hash field"))?
+            hash(&mut src.space, flat).ok_or_else(|| dup("hash field"))?
         }
         types::LIST_ZIPLIST => {
             let blob = src.string()?;
             let items = Ziplist::new(&blob)
                 .and_then(|z| {
-                    let mut items = packed_capacity(&z, &blob);
+                    let mut items = packed_capacity(&z, &blob, &mut src.space);
                     packed_into(z, &blob, &mut items).map(|()| items)
                 })
                 .map_err(|e| e.at_file(at, "list ziplist"))?;
@@ -192,41 +202,17 @@ pub(crate) fn read_value<R: Read>(
             }
             RdbValue::Set(items)
         }
-        types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
+        types::ZSET_ZIPLIST | types::ZSET_LISTPACK | types::HASH_ZIPLIST | types::HASH_LISTPACK => {
             let blob = src.string()?;
-            let (items, kind) = if ty == types::ZSET_ZIPLIST {
-                (
-                    Ziplist::new(&blob).and_then(|z| packed_scored(z, &blob)),
-                    "sorted set ziplist",
-                )
+            let blob = if src.defer_packed {
+                match PackedValue::deferrable(ty, blob, at) {
+                    Ok(p) => return Ok(Some(RdbValue::Packed(p))),
+                    Err(blob) => blob,
+                }
             } else {
-                (
-                    Listpack::new(&blob).and_then(|l| packed_scored(l, &blob)),
-                    "sorted set listpack",
-                )
+                blob
             };
-            let items = items.map_err(|e| e.at_file(at, kind))?;
-            let m = items.members();
-            if src.dups.any(m.len(), |i| &m[i]) {
-                return Err(dup("sorted set member"));
-            }
-            RdbValue::SortedSet(items)
-        }
-        types::HASH_ZIPLIST | types::HASH_LISTPACK => {
-            let blob = src.string()?;
-            let (flat, kind) = if ty == types::HASH_ZIPLIST {
-                (
-                    Ziplist::new(&blob).and_then(|z| packed_pairs(z, &blob)),
-                    "hash ziplist",
-                )
-            } else {
-                (
-                    Listpack::new(&blob).and_then(|l| packed_pairs(l, &blob)),
-                    "hash listpack",
-                )
-            };
-            let flat = flat.map_err(|e| e.at_file(at, kind))?;
-            hash(src, flat).ok_or_else(|| dup("hash field"))?
+            packed_value(ty, &blob, at, &mut src.space)?
         }
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => read_quicklist(src, ty)?,
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => RdbValue::Stream(Box::new(
@@ -252,9 +238,57 @@ pub(crate) fn read_value<R: Read>(
     Ok((!value.is_empty_collection()).then_some(value))
 }
 
+/// A hash or sorted set of one packed blob (RDB types 10, 12, 16, 17) at input offset
+/// `at`, decoded into buffers of `space` and checked. An empty one is `Ok(None)` from
+/// `read_value`'s caller's view: here it is an empty value, which the caller skips.
+pub(crate) fn packed_value(
+    ty: u8,
+    blob: &[u8],
+    at: u64,
+    space: &mut DecodeSpace,
+) -> Result<RdbValue, Error> {
+    let dup = |what: &str| Error::corrupt(at, format!("duplicate {what}"));
+    match ty {
+        types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
+            let (items, kind) = if ty == types::ZSET_ZIPLIST {
+                (
+                    Ziplist::new(blob).and_then(|z| packed_scored(z, blob, space)),
+                    "sorted set ziplist",
+                )
+            } else {
+                (
+                    Listpack::new(blob).and_then(|l| packed_scored(l, blob, space)),
+                    "sorted set listpack",
+                )
+            };
+            let items = items.map_err(|e| e.at_file(at, kind))?;
+            let m = items.members();
+            if space.dups.any(m.len(), |i| &m[i]) {
+                return Err(dup("sorted set member"));
+            }
+            Ok(RdbValue::SortedSet(items))
+        }
+        _ => {
+            let (flat, kind) = if ty == types::HASH_ZIPLIST {
+                (
+                    Ziplist::new(blob).and_then(|z| packed_pairs(z, blob, space)),
+                    "hash ziplist",
+                )
+            } else {
+                (
+                    Listpack::new(blob).and_then(|l| packed_pairs(l, blob, space)),
+                    "hash listpack",
+                )
+            };
+            let flat = flat.map_err(|e| e.at_file(at, kind))?;
+            hash(space, flat).ok_or_else(|| dup("hash field"))
+        }
+    }
+}
+
 /// A hash from alternating fields and values; `None` if a field repeats.
-fn hash<R: Read>(src: &mut Source<R>, flat: Members) -> Option<RdbValue> {
-    let dup = src.dups.any(flat.len() / 2, |i| &flat[2 * i]);
+fn hash(space: &mut DecodeSpace, flat: Members) -> Option<RdbValue> {
+    let dup = space.dups.any(flat.len() / 2, |i| &flat[2 * i]);
     (!dup).then(|| RdbValue::Hash(Pairs::from_flat(flat)))
 }
 

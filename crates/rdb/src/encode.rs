@@ -185,12 +185,21 @@ impl Encoder {
                 }
             }
             RdbValue::Stream(_) => types::STREAM_LISTPACKS_2,
+            // Written as its decoded value would be (one that does not decode is refused
+            // by `write_value`).
+            RdbValue::Packed(p) => p.decode().map_or(types::HASH, |v| self.type_of(&v)),
         }
     }
 
     /// Writes `v` (without its type byte) in the form `type_of` chose.
     pub fn write_value<S: Sink>(&mut self, out: &mut S, v: &RdbValue, ty: u8) -> io::Result<()> {
         match v {
+            RdbValue::Packed(p) => {
+                let v = p
+                    .decode()
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                self.write_value(out, &v, ty)
+            }
             RdbValue::String(s) => self.write_string(out, s),
             RdbValue::List(items) => self.write_list(out, items),
             RdbValue::Set(m) if ty == types::SET_INTSET => {

@@ -89,6 +89,7 @@ mod listpack;
 pub mod lzf;
 mod members;
 mod num;
+mod packed;
 mod payload;
 mod reader;
 mod source;
@@ -101,6 +102,7 @@ mod zipmap;
 pub use encode::WriteOptions;
 pub use error::{Error, ErrorKind, PayloadError};
 pub use members::{Members, MembersIter, Pairs, Scored};
+pub use packed::{DecodeSpace, PackedValue};
 pub use payload::{dump, dump_functions, restore, restore_functions, Dumper};
 pub use reader::{Entry, Item, KeyMeta, Reader};
 pub use value::{

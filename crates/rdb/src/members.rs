@@ -23,6 +23,21 @@ impl Members {
         }
     }
 
+    /// Emptied, with room for `items` members totalling `bytes` bytes: a buffer reused
+    /// from one value to the next.
+    pub(crate) fn reused(mut self, items: usize, bytes: usize) -> Self {
+        self.data.clear();
+        self.ends.clear();
+        self.data.reserve(bytes);
+        self.ends.reserve(items);
+        self
+    }
+
+    /// Bytes this holds room for (what keeping it for reuse costs).
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.data.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
+    }
+
     pub fn push(&mut self, s: &[u8]) {
         self.data.extend_from_slice(s);
         self.ends.push(self.data.len());
@@ -215,6 +230,11 @@ impl Pairs {
         Pairs { flat }
     }
 
+    /// The members alternating field, value.
+    pub(crate) fn into_flat(self) -> Members {
+        self.flat
+    }
+
     /// Number of pairs.
     pub fn len(&self) -> usize {
         self.flat.len() / 2
@@ -295,6 +315,10 @@ impl Scored {
     pub(crate) fn from_parts(members: Members, scores: Vec<f64>) -> Self {
         debug_assert_eq!(members.len(), scores.len());
         Scored { members, scores }
+    }
+
+    pub(crate) fn into_parts(self) -> (Members, Vec<f64>) {
+        (self.members, self.scores)
     }
 
     pub fn len(&self) -> usize {

@@ -116,6 +116,14 @@ impl<R: Read> Reader<R> {
         self.empty_skipped
     }
 
+    /// Whether to hand small hashes and sorted sets out undecoded, as
+    /// [`RdbValue::Packed`], for the caller to decode elsewhere (off by default). Their
+    /// elements are then checked when decoded, so a file's damage inside one is reported
+    /// by [`crate::PackedValue::decode_in`], not by `next_item`.
+    pub fn set_defer_packed(&mut self, on: bool) {
+        self.src.defer_packed = on;
+    }
+
     /// Whether to check the CRC64 at the end (on by default; Redis's `rdbchecksum no`
     /// skips it). Turning it off also saves computing it.
     pub fn set_verify_checksum(&mut self, on: bool) {

@@ -8,10 +8,10 @@
 //! collection's buffer.
 
 use crate::crc64;
-use crate::dups::DupFinder;
 use crate::error::{Error, ErrorKind};
 use crate::lzf;
 use crate::num::{format_i64, IntBuf};
+use crate::packed::DecodeSpace;
 use bytes::{Bytes, BytesMut};
 use std::io::{self, Read};
 use std::ops::Range;
@@ -51,8 +51,10 @@ pub struct Source<R> {
     arena: BytesMut,
     chunk: usize,
     scratch: Vec<u8>,
-    /// Scratch for the decoders' duplicate checks.
-    pub dups: DupFinder,
+    /// Scratch for the decoders (their duplicate checks).
+    pub space: DecodeSpace,
+    /// Hand packed hashes and sorted sets out undecoded (`Reader::set_defer_packed`).
+    pub defer_packed: bool,
 }
 
 impl<R: Read> Source<R> {
@@ -75,7 +77,8 @@ impl<R: Read> Source<R> {
             arena: BytesMut::new(),
             chunk: chunk.clamp(64, DEFAULT_CHUNK),
             scratch: Vec::new(),
-            dups: DupFinder::default(),
+            space: DecodeSpace::default(),
+            defer_packed: false,
         }
     }
 

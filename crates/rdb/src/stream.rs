@@ -227,7 +227,7 @@ pub(crate) fn read<R: Read>(src: &mut Source<R>, v2: bool) -> Result<StreamValue
         let g = read_group(src, v2, &s)?;
         s.groups.push(g);
     }
-    if src.dups.any(s.groups.len(), |i| &s.groups[i].name) {
+    if src.space.dups.any(s.groups.len(), |i| &s.groups[i].name) {
         return Err(Error::corrupt(at, "duplicate consumer group name"));
     }
     Ok(s)
@@ -290,7 +290,7 @@ fn read_group<R: Read>(
         }
         consumers.push(StreamConsumer { name, seen_time });
     }
-    if src.dups.any(consumers.len(), |i| &consumers[i].name) {
+    if src.space.dups.any(consumers.len(), |i| &consumers[i].name) {
         return Err(Error::corrupt(at, "duplicate consumer in a group"));
     }
     let mut pending = Vec::with_capacity(pel.len());

@@ -1,6 +1,7 @@
 //! The value model: what a key holds, independent of how Redis encoded it.
 
 use crate::members::{Members, Pairs, Scored, Sorted};
+use crate::packed::PackedValue;
 use bytes::Bytes;
 
 /// A value as stored under a key. Collections keep the order found in the input (for
@@ -16,13 +17,16 @@ pub enum RdbValue {
     /// Distinct fields with their values.
     Hash(Pairs),
     Stream(Box<StreamValue>),
+    /// A hash or sorted set still packed as the file holds it, checked when decoded: only
+    /// from a reader asked for it ([`crate::Reader::set_defer_packed`]).
+    Packed(PackedValue),
 }
 
 impl RdbValue {
     /// True for a collection without elements (not a valid value: Redis never keeps one).
     pub fn is_empty_collection(&self) -> bool {
         match self {
-            RdbValue::String(_) | RdbValue::Stream(_) => false,
+            RdbValue::String(_) | RdbValue::Stream(_) | RdbValue::Packed(_) => false,
             RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
             RdbValue::SortedSet(v) => v.is_empty(),
             RdbValue::Hash(v) => v.is_empty(),
@@ -38,6 +42,7 @@ impl RdbValue {
             RdbValue::SortedSet(_) => "zset",
             RdbValue::Hash(_) => "hash",
             RdbValue::Stream(_) => "stream",
+            RdbValue::Packed(p) => p.type_name(),
         }
     }
 
@@ -47,6 +52,12 @@ impl RdbValue {
     /// their normalized forms are equal.
     pub fn normalized(mut self) -> Self {
         match &mut self {
+            // Decoded first; one that does not decode stays as it is (and equals no value).
+            RdbValue::Packed(p) => {
+                if let Ok(v) = p.decode() {
+                    return v.normalized();
+                }
+            }
             RdbValue::Set(m) => *m = m.sorted(),
             RdbValue::Hash(f) => *f = f.sorted(),
             RdbValue::SortedSet(m) => *m = m.sorted(),

@@ -21,6 +21,7 @@ fn small_samples() -> Vec<(bytes::Bytes, RdbValue, strata_rdb::KeyMeta)> {
             RdbValue::SortedSet(x) => x.len() < 20,
             RdbValue::Hash(x) => x.len() < 10 && x.iter().all(|(a, b)| a.len() + b.len() < 100),
             RdbValue::Stream(s) => s.entries.len() < 10,
+            RdbValue::Packed(_) => unreachable!("samples are decoded values"),
         })
         .collect()
 }
@@ -148,6 +149,48 @@ fn files_truncated_or_bit_flipped_are_refused_or_valid() {
         }
     }
     assert!(decoded > 0);
+    // A reader that leaves packed values for later finds the same damage, and the same
+    // values, once they are decoded (in order, reusing one space, as a loader does).
+    let mut deferred = 0;
+    for bit in 0..file.len() * 8 {
+        let mut x = file.clone();
+        x[bit / 8] ^= 1 << (bit % 8);
+        let (now, later) = (read_decoded(&x, false), read_decoded(&x, true));
+        deferred += later.as_ref().map_or(0, |(_, n)| *n);
+        assert_eq!(
+            now.map(|(v, _)| v).map_err(|e| e.to_string()),
+            later.map(|(v, _)| v).map_err(|e| e.to_string()),
+            "bit {bit}"
+        );
+    }
+    assert!(deferred > 0, "no packed value was left for later");
+}
+
+/// Every key's value in `file` (checksum off), packed ones decoded after the reader hands
+/// them out when `defer`; with how many were.
+fn read_decoded(file: &[u8], defer: bool) -> Result<(Vec<RdbValue>, usize), strata_rdb::Error> {
+    let mut reader = Reader::new(file)?;
+    reader.set_verify_checksum(false);
+    reader.set_defer_packed(defer);
+    let mut space = strata_rdb::DecodeSpace::default();
+    let (mut out, mut packed) = (Vec::new(), 0);
+    for item in reader {
+        let strata_rdb::Item::Key(e) = item? else {
+            continue;
+        };
+        let v = match e.value {
+            RdbValue::Packed(p) => {
+                packed += 1;
+                let v = p.decode_in(&mut space)?;
+                out.push(v.clone());
+                space.recycle(v);
+                continue;
+            }
+            v => v,
+        };
+        out.push(v);
+    }
+    Ok((out, packed))
 }
 
 fn bad(payload_body: Vec<u8>) -> String {

@@ -8,7 +8,7 @@ mod common;
 mod rdb_common;
 
 use common::{serve_in, temp_dir, wait_snapshot_done};
-use rdb_common::codec::fixtures::{module_id, Rdb};
+use rdb_common::codec::fixtures::{listpack, module_id, Lp, Rdb};
 use rdb_common::codec::{assert_file_matches_server, check_rdb, Redis, TempDir};
 use rdb_common::{assert_same_data, export, import, populate, strata_tool};
 use std::time::Duration;
@@ -311,6 +311,44 @@ fn files_strata_cannot_load_are_refused() {
     flipped[last] ^= 1;
     let err = import_fails(&flipped, &[]);
     assert!(err.contains("checksum"), "{err}");
+
+    // Damage inside a packed hash or sorted set, which the loading threads decode: the
+    // load fails with the reader's own message and offset, after good keys of each kind.
+    let lp = |items: &[&[u8]]| listpack(&items.iter().map(|s| Lp::Str(s)).collect::<Vec<_>>());
+    let damaged = |ty: u8, blob: &[u8]| {
+        let mut f = Rdb::new(10);
+        f.key(16, b"good-hash").str(&lp(&[b"f", b"v"]));
+        f.key(17, b"good-zset").str(&lp(&[b"m", b"1"]));
+        let at = f.buf.len() + 1 + 1 + 3; // type byte, key length, key
+        f.key(ty, b"bad").str(blob);
+        (f.finish(), at)
+    };
+    let mut counted = lp(&[b"f", b"v"]);
+    counted[4] = 4;
+    for (ty, blob, what) in [
+        (16, lp(&[b"f", b"1", b"f", b"2"]), "duplicate hash field"),
+        (
+            17,
+            lp(&[b"m", b"1", b"m", b"2"]),
+            "duplicate sorted set member",
+        ),
+        (16, counted, "header counts 4 entries"),
+    ] {
+        let (bytes, at) = damaged(ty, &blob);
+        let err = import_fails(&bytes, &[]);
+        assert!(err.contains(what) && err.contains(&at.to_string()), "{err}");
+        let tmp = TempDir::new("packed");
+        let file = tmp.path().join("bad.rdb");
+        std::fs::write(&file, &bytes).unwrap();
+        let dir = tmp.path().join("strata");
+        let text = serve_fails(&[
+            "--dir",
+            dir.to_str().unwrap(),
+            "--rdb-import",
+            file.to_str().unwrap(),
+        ]);
+        assert!(text.contains(what), "{text}");
+    }
 }
 
 /// Idle times reach Strata under an LRU policy: RESTORE ... IDLETIME in redis-server,

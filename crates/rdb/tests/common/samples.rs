@@ -350,6 +350,7 @@ pub fn store(con: &mut redis::Connection, key: &[u8], v: &RdbValue) {
         let _: redis::Value = cmd.query(con).unwrap_or_else(|e| panic!("{e}"));
     };
     match v {
+        RdbValue::Packed(p) => store(con, key, &p.decode().expect("a sample decodes")),
         RdbValue::String(s) => run(con, redis::cmd("SET").arg(key).arg(&s[..])),
         RdbValue::List(items) => {
             let items: Vec<&[u8]> = items.iter().collect();

@@ -134,6 +134,10 @@ pub fn rdb_to_value(v: &RdbValue, enc: &Encodings) -> Result<Value, &'static str
             enc,
         ))),
         RdbValue::Stream(s) => Value::Stream(Box::new(rdb_to_stream(s, enc)?)),
+        RdbValue::Packed(p) => rdb_to_value(
+            &p.decode().map_err(|_| "its packed form does not decode")?,
+            enc,
+        )?,
     })
 }
 

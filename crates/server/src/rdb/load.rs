@@ -13,7 +13,7 @@ use std::io::Read;
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 use strata_engine::{clock, Encodings, Keyspace, Locked, Owned, Ttl, Value};
-use strata_rdb::{Entry, Item, RdbValue, Reader};
+use strata_rdb::{DecodeSpace, Entry, Item, RdbValue, Reader};
 
 /// What to do with keys that cannot simply be added.
 #[derive(Debug, Clone, Copy)]
@@ -151,11 +151,51 @@ pub fn load_key(
     now_ms: u64,
     opts: &LoadOptions,
 ) -> Result<Loaded, LoadError> {
+    load_key_in(ks, e, now_ms, opts, &mut DecodeSpace::default())
+}
+
+/// [`load_key`], decoding a packed value (`Reader::set_defer_packed`) in `space`.
+fn load_key_in(
+    ks: &Keyspace,
+    e: &Entry,
+    now_ms: u64,
+    opts: &LoadOptions,
+    space: &mut DecodeSpace,
+) -> Result<Loaded, LoadError> {
+    let Some(v) = unpacked(&e.value, space)? else {
+        return store_key(ks, e, &e.value, now_ms, opts);
+    };
+    let stored = store_key(ks, e, &v, now_ms, opts);
+    space.recycle(v);
+    stored
+}
+
+/// `v` decoded in `space` if it is still packed (None: it is not). A packed value is
+/// decoded even for a key whose expiry has passed, so a damaged file is refused whatever
+/// the clock says, as when the reader decodes it.
+pub(super) fn unpacked(
+    v: &RdbValue,
+    space: &mut DecodeSpace,
+) -> Result<Option<RdbValue>, LoadError> {
+    match v {
+        RdbValue::Packed(p) => Ok(Some(p.decode_in(space)?)),
+        _ => Ok(None),
+    }
+}
+
+/// Stores key `e` with the value `v` (`e`'s own, or what it decoded to).
+fn store_key(
+    ks: &Keyspace,
+    e: &Entry,
+    v: &RdbValue,
+    now_ms: u64,
+    opts: &LoadOptions,
+) -> Result<Loaded, LoadError> {
     let Some((db, expire_at)) = placement(e, now_ms, opts, ks.db_count())? else {
         return Ok(Loaded::Expired);
     };
     // Built before the lock is taken: a large value must not hold up the shard.
-    let value = prepare(&e.value, &ks.encodings).map_err(|why| LoadError::BadValue {
+    let value = prepare(v, &ks.encodings).map_err(|why| LoadError::BadValue {
         db: e.db,
         key: e.key.clone(),
         why,
@@ -192,6 +232,7 @@ pub(super) struct KeyspaceSink<S> {
     server: S,
     opts: LoadOptions,
     stored: u64,
+    space: DecodeSpace,
 }
 
 impl<S> KeyspaceSink<S> {
@@ -200,6 +241,7 @@ impl<S> KeyspaceSink<S> {
             server,
             opts,
             stored: 0,
+            space: DecodeSpace::default(),
         }
     }
 }
@@ -214,7 +256,13 @@ impl<S: Deref<Target = Server> + Send> Sink for KeyspaceSink<S> {
             // An RDB larger than maxmemory loads into the tier (at start, with tiering).
             crate::services::tiering::spill_while_loading(&self.server);
         }
-        load_key(&self.server.keyspace, e, now_ms, &self.opts)
+        load_key_in(
+            &self.server.keyspace,
+            e,
+            now_ms,
+            &self.opts,
+            &mut self.space,
+        )
     }
 
     fn prefetch(&self, e: &Entry) {
@@ -543,6 +591,8 @@ impl<'s> Loader<'s> {
         mut r: Reader<R>,
         mut progress: impl FnMut(&Progress),
     ) -> Result<Summary, LoadError> {
+        // Packed values are decoded where keys are stored: on the lanes, off this thread.
+        r.set_defer_packed(true);
         let started = Instant::now();
         let mut next_report = Duration::from_secs(1);
         let mut n = 0u64;

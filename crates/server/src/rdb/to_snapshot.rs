@@ -12,13 +12,13 @@
 //! keys shared a hash (odds of n² / 2^129, 1e-25 for 10M keys), loads it.
 
 use super::convert::rdb_to_value;
-use super::load::{placement, LoadError, LoadOptions, Loaded, Loader, Sink};
+use super::load::{placement, unpacked, LoadError, LoadOptions, Loaded, Loader, Sink};
 use crate::server::Server;
 use crate::services::snapshot::ChunkSink;
 use std::hash::BuildHasher;
 use std::ops::Deref;
 use std::sync::Arc;
-use strata_rdb::{Entry, RdbValue};
+use strata_rdb::{DecodeSpace, Entry, RdbValue};
 use strata_storage::snapshot::{put_collection, put_item, put_score, put_str, Collection};
 
 /// A load of `server`'s file whose keys go into `out` (function libraries still go to
@@ -43,6 +43,7 @@ pub(super) struct SnapshotSink<S> {
     /// The hashes of the keys written, by their top byte.
     seen: Vec<Vec<u128>>,
     hash: [foldhash::fast::FixedState; 2],
+    space: DecodeSpace,
 }
 
 impl<S> SnapshotSink<S> {
@@ -59,6 +60,7 @@ impl<S> SnapshotSink<S> {
                 foldhash::fast::FixedState::with_seed(0x9e37_79b9_7f4a_7c15),
                 foldhash::fast::FixedState::with_seed(0xc2b2_ae3d_27d4_eb4f),
             ],
+            space: DecodeSpace::default(),
         }
     }
 
@@ -76,31 +78,12 @@ impl<S> SnapshotSink<S> {
 
 impl<S: Deref<Target = Server> + Send> Sink for SnapshotSink<S> {
     fn put(&mut self, e: &Entry, now_ms: u64) -> Result<Loaded, LoadError> {
-        let ks = &self.server.keyspace;
-        let Some((db, expire_at)) = placement(e, now_ms, &self.opts, ks.db_count())? else {
-            return Ok(Loaded::Expired);
+        let Some(v) = unpacked(&e.value, &mut self.space)? else {
+            return self.put_value(e, &e.value, now_ms);
         };
-        let id = (db, &e.key[..]);
-        let (hi, lo) = (self.hash[0].hash_one(id), self.hash[1].hash_one(id));
-        self.seen[(hi >> 56) as usize].push((u128::from(hi) << 64) | u128::from(lo));
-        encode(
-            &mut self.buf,
-            db as u32,
-            &e.key,
-            expire_at,
-            &e.value,
-            &ks.encodings,
-        )
-        .map_err(|why| LoadError::BadValue {
-            db: e.db,
-            key: e.key.clone(),
-            why,
-        })?;
-        self.entries += 1;
-        if self.buf.len() >= CHUNK {
-            self.flush()?;
-        }
-        Ok(Loaded::Stored)
+        let put = self.put_value(e, &v, now_ms);
+        self.space.recycle(v);
+        put
     }
 
     fn finish(&mut self) -> Result<(), LoadError> {
@@ -114,9 +97,40 @@ impl<S: Deref<Target = Server> + Send> Sink for SnapshotSink<S> {
     }
 }
 
+impl<S: Deref<Target = Server> + Send> SnapshotSink<S> {
+    /// Writes key `e` with the value `v` (`e`'s own, or what it decoded to).
+    fn put_value(&mut self, e: &Entry, v: &RdbValue, now_ms: u64) -> Result<Loaded, LoadError> {
+        let ks = &self.server.keyspace;
+        let Some((db, expire_at)) = placement(e, now_ms, &self.opts, ks.db_count())? else {
+            return Ok(Loaded::Expired);
+        };
+        let id = (db, &e.key[..]);
+        let (hi, lo) = (self.hash[0].hash_one(id), self.hash[1].hash_one(id));
+        self.seen[(hi >> 56) as usize].push((u128::from(hi) << 64) | u128::from(lo));
+        encode(
+            &mut self.buf,
+            db as u32,
+            &e.key,
+            expire_at,
+            v,
+            &ks.encodings,
+        )
+        .map_err(|why| LoadError::BadValue {
+            db: e.db,
+            key: e.key.clone(),
+            why,
+        })?;
+        self.entries += 1;
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(Loaded::Stored)
+    }
+}
+
 /// One key in the snapshot's form. Collections go member by member from the decoder's
 /// buffers; a stream, the one type the engine checks further (`rdb_to_value`), is built
-/// first.
+/// first (and a packed value, which `put` has decoded already, would be decoded there).
 fn encode(
     buf: &mut Vec<u8>,
     db: u32,
@@ -152,7 +166,7 @@ fn encode(
                 put_score(buf, score);
             }
         }
-        RdbValue::Stream(_) => {
+        RdbValue::Stream(_) | RdbValue::Packed(_) => {
             strata_storage::encode_value(buf, db, key, expire_at, &rdb_to_value(v, enc)?)
         }
     }

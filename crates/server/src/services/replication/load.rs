@@ -43,6 +43,8 @@ fn replace(server: &Server, path: &Path) -> Result<usize, String> {
     flush(server);
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut reader = Reader::new(file).map_err(|e| e.to_string())?;
+    // Packed values are decoded where the loader stores keys (`Loader::load` does the same).
+    reader.set_defer_packed(true);
     // A replica keeps keys whose expiry passed: its primary's DEL removes them.
     let mut loader = Loader::new(
         server,
