@@ -32,7 +32,7 @@ const PACKED_ALIGN: usize = 2;
 /// Starts loading the cache line at `p`. Only a hint: it cannot fault, even on an address
 /// that is stale or unmapped, and reads nothing the program sees.
 #[inline]
-pub(crate) fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` never dereferences in a way the program can observe and never
     // faults, whatever the address.

@@ -31,7 +31,7 @@ mod walk;
 pub use cold::{ColdStore, HotBytes, COLD_REST_MAX};
 pub use embedded::Table;
 pub use embedded_budget::Budget;
-pub use entry::{EntryRef, Kind};
+pub use entry::{prefetch as prefetch_line, EntryRef, Kind};
 pub use evict::{Policy, Pool};
 pub use expiry::expire_cycle_percent;
 pub use keyspace::{

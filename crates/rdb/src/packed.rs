@@ -51,6 +51,11 @@ impl PackedValue {
         }
     }
 
+    /// The packed bytes, as the file holds them (decompressed).
+    pub fn blob(&self) -> &[u8] {
+        &self.blob
+    }
+
     /// The name `TYPE` replies with.
     pub fn type_name(&self) -> &'static str {
         match self.ty {

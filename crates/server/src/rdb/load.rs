@@ -221,6 +221,9 @@ pub(super) trait Sink: Send {
     fn put(&mut self, e: &Entry, now_ms: u64) -> Result<Loaded, LoadError>;
     /// `e` will be stored soon: a sink may start loading what storing it reads.
     fn prefetch(&self, _e: &Entry) {}
+    /// `e` will be stored after the keys `prefetch` was told of: a sink may start loading
+    /// what that `prefetch` reads.
+    fn prefetch_far(&self, _e: &Entry) {}
     /// After the last key of a load that met no error.
     fn finish(&mut self) -> Result<(), LoadError> {
         Ok(())
@@ -233,6 +236,17 @@ pub(super) struct KeyspaceSink<S> {
     opts: LoadOptions,
     stored: u64,
     space: DecodeSpace,
+}
+
+impl<S: Deref<Target = Server>> KeyspaceSink<S> {
+    /// The database `e` goes to, if the server has it.
+    fn db_of(&self, e: &Entry) -> Option<&strata_engine::Db> {
+        let ks = &self.server.keyspace;
+        usize::try_from(e.db)
+            .ok()
+            .filter(|&d| d < ks.db_count())
+            .map(|d| ks.db(d))
+    }
 }
 
 impl<S> KeyspaceSink<S> {
@@ -266,9 +280,14 @@ impl<S: Deref<Target = Server> + Send> Sink for KeyspaceSink<S> {
     }
 
     fn prefetch(&self, e: &Entry) {
-        let ks = &self.server.keyspace;
-        if let Some(db) = usize::try_from(e.db).ok().filter(|&d| d < ks.db_count()) {
-            ks.db(db).prefetch(&e.key);
+        if let Some(db) = self.db_of(e) {
+            db.prefetch(&e.key);
+        }
+    }
+
+    fn prefetch_far(&self, e: &Entry) {
+        if let Some(db) = self.db_of(e) {
+            db.prefetch_shard(&e.key);
         }
     }
 }
