@@ -117,6 +117,7 @@ impl std::ops::Index<usize> for Members {
 }
 
 /// Iterates over [`Members`] as byte slices.
+#[derive(Clone)]
 pub struct MembersIter<'a> {
     m: &'a Members,
     front: usize,
@@ -252,8 +253,13 @@ impl Pairs {
         &self.flat[2 * i]
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
-        (0..self.len()).map(|i| (&self.flat[2 * i], &self.flat[2 * i + 1]))
+    /// The pairs in order: a walk of the ends, each pair's start the end before it.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + Clone + '_ {
+        let Members { data, ends } = &self.flat;
+        ends.chunks_exact(2).enumerate().map(move |(i, e)| {
+            let start = if i == 0 { 0 } else { ends[2 * i - 1] };
+            (&data[start..e[0]], &data[e[0]..e[1]])
+        })
     }
 
     /// Total bytes of fields and values.

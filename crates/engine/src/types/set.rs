@@ -94,12 +94,36 @@ impl SetValue {
     }
 
     /// `new_for` with room for `n` members if it is a hashtable (a set being loaded whole).
-    pub fn sized_for(first: &[u8], n: usize) -> SetValue {
+    fn sized_for(first: &[u8], n: usize) -> SetValue {
         if int::parse_i64(first).is_some() {
             SetValue::default()
         } else {
             SetValue(Repr::Table(Box::new(Dense::with_capacity(n))))
         }
+    }
+
+    /// A set of `members`, which are distinct (loading a dump: its reader refuses repeated
+    /// members), in the form SADD would have given it under `enc`. A hashtable is sized
+    /// once and each member hashed once, with no search for it first.
+    pub fn from_distinct<'a, I>(members: I, enc: &Encodings) -> SetValue
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        let Some(first) = members.clone().next() else {
+            return SetValue::default();
+        };
+        let mut set = SetValue::sized_for(first, members.len());
+        if let Repr::Table(t) = &mut set.0 {
+            for m in members {
+                debug_assert!(!t.contains(m), "a member twice");
+                t.push_new(Member::new(m));
+            }
+        } else {
+            for m in members {
+                set.add(m, enc);
+            }
+        }
+        set
     }
 
     /// OBJECT ENCODING's name for the form in use.

@@ -114,21 +114,8 @@ pub fn rdb_to_value(v: &RdbValue, enc: &Encodings) -> Result<Value, &'static str
     Ok(match v {
         RdbValue::String(s) => Value::Str(s.to_vec()),
         RdbValue::List(m) => Value::List(Box::new(ListValue::from_elems(enc.list_size(), m))),
-        RdbValue::Set(m) => {
-            let mut set = m
-                .get(0)
-                .map(|first| SetValue::sized_for(first, m.len()))
-                .unwrap_or_default();
-            for member in m.iter() {
-                set.add(member, enc);
-            }
-            Value::Set(set)
-        }
-        RdbValue::Hash(p) => {
-            // Walked twice (sizing, then copying): by index, which can be restarted.
-            let pairs = (0..p.len()).map(|i| p.get(i).unwrap_or_default());
-            Value::Hash(HashValue::from_distinct(pairs, enc))
-        }
+        RdbValue::Set(m) => Value::Set(SetValue::from_distinct(m.iter(), enc)),
+        RdbValue::Hash(p) => Value::Hash(HashValue::from_distinct(p.iter(), enc)),
         RdbValue::SortedSet(s) => Value::ZSet(Box::new(ZSetValue::from_members(
             s.iter().collect::<Vec<(&[u8], f64)>>(),
             enc,
