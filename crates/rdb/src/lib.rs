@@ -29,6 +29,10 @@
 //! bytes read ahead past the RDB data (the end mark, the replication stream, or an AOF
 //! tail). Errors ([`Error`]) carry the byte offset and say what is wrong;
 //! [`Error::is_truncated`] tells an early end of input from bad data.
+//! A loader that stores keys on other threads can have small hashes and sorted sets
+//! handed out still packed ([`Reader::set_defer_packed`], [`RdbValue::Packed`]) and
+//! decode each on the thread that stores it ([`PackedValue::decode_in`]): the same
+//! checks and errors, off the reading thread.
 //!
 //! Every type and encoding Redis ever wrote is read: strings (raw, integer, LZF), lists
 //! (plain, ziplist, quicklist of ziplists, quicklist of listpacks and plain nodes), sets
