@@ -347,7 +347,7 @@ impl Scored {
         &self.scores
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], f64)> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], f64)> + Clone + '_ {
         self.members.iter().zip(self.scores.iter().copied())
     }
 

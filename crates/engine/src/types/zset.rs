@@ -302,6 +302,40 @@ impl ZSetValue {
         }
     }
 
+    /// `from_members` of items that may already be in the set's order (by score, then
+    /// member), as a dump's listpack holds them: those are packed as they come, with no
+    /// copy to sort; any others go through `from_members`.
+    pub fn from_ordered<'a, I>(items: I, enc: &Encodings) -> ZSetValue
+    where
+        I: ExactSizeIterator<Item = (&'a [u8], f64)> + Clone,
+    {
+        let (mut size, mut maxlen, mut prev) = (0, 0, None::<(&[u8], f64)>);
+        for (m, s) in items.clone() {
+            let ordered = prev.is_none_or(|(pm, ps)| ps < s || (ps == s && pm < m));
+            if !ordered {
+                return ZSetValue::from_members(items.collect(), enc);
+            }
+            size += entry_len(m, s);
+            maxlen = maxlen.max(m.len());
+            prev = Some((m, s));
+        }
+        let repr = if items.len() <= enc.zset_entries() && maxlen <= enc.zset_value() {
+            let mut p = Pack {
+                buf: Vec::with_capacity(size),
+                len: items.len(),
+            };
+            for (m, s) in items {
+                encode_entry(&mut p.buf, m, s);
+            }
+            Repr::Pack(p)
+        } else {
+            Repr::Tree(Box::new(Tree::from_sorted(
+                items.map(|(m, s)| (m.into(), s)),
+            )))
+        };
+        ZSetValue { repr }
+    }
+
     /// OBJECT ENCODING's name for the form in use.
     pub fn encoding(&self) -> &'static str {
         match self.repr {
@@ -663,6 +697,27 @@ mod tests {
         let mut v = Vec::new();
         z.for_range(0, z.len(), false, |m, s| v.push((m.to_vec(), s)));
         v
+    }
+
+    /// Items in the set's order are packed as they come; any others are sorted first: the
+    /// same set either way, in either form.
+    #[test]
+    fn from_ordered_matches_from_members() {
+        let m = |i: usize| format!("m{i:03}").into_bytes();
+        let ordered: Vec<(Vec<u8>, f64)> = (0..20).map(|i| (m(i), (i / 3) as f64)).collect();
+        let mut shuffled = ordered.clone();
+        shuffled.swap(3, 17);
+        for entries in [128, 8] {
+            let e = enc(entries);
+            for items in [&ordered, &shuffled] {
+                let refs: Vec<(&[u8], f64)> = items.iter().map(|(m, s)| (&m[..], *s)).collect();
+                let got = ZSetValue::from_ordered(refs.iter().copied(), &e);
+                let want = ZSetValue::from_members(refs.clone(), &e);
+                assert_eq!(all(&got), all(&want));
+                assert_eq!(all(&got), ordered);
+                assert_eq!(got.encoding(), want.encoding());
+            }
+        }
     }
 
     #[test]

@@ -116,10 +116,7 @@ pub fn rdb_to_value(v: &RdbValue, enc: &Encodings) -> Result<Value, &'static str
         RdbValue::List(m) => Value::List(Box::new(ListValue::from_elems(enc.list_size(), m))),
         RdbValue::Set(m) => Value::Set(SetValue::from_distinct(m.iter(), enc)),
         RdbValue::Hash(p) => Value::Hash(HashValue::from_distinct(p.iter(), enc)),
-        RdbValue::SortedSet(s) => Value::ZSet(Box::new(ZSetValue::from_members(
-            s.iter().collect::<Vec<(&[u8], f64)>>(),
-            enc,
-        ))),
+        RdbValue::SortedSet(s) => Value::ZSet(Box::new(ZSetValue::from_ordered(s.iter(), enc))),
         RdbValue::Stream(s) => Value::Stream(Box::new(rdb_to_stream(s, enc)?)),
         RdbValue::Packed(p) => rdb_to_value(
             &p.decode().map_err(|_| "its packed form does not decode")?,
