@@ -39,6 +39,7 @@
 #   STRATA_BIN=target/release/strata  the server under test (built first unless NO_BUILD=1)
 #   STRATA_ARGS=         extra arguments for `strata serve`
 #   TIMEOUT=900          seconds a load may take before the script gives up
+#   SETTLE=5             seconds of quiet before each timed load (redis, import, serve)
 #
 # Smoke run: KEYS=200000 MIX_KEYS=60000 N=20000 PAYLOAD_KEYS=10000 ROUNDS=1 scripts/bench-rdb.sh
 set -euo pipefail
@@ -56,6 +57,7 @@ DEFAULT_STRATA=target/release/strata
 STRATA_BIN=${STRATA_BIN:-$DEFAULT_STRATA}
 STRATA_ARGS=${STRATA_ARGS:-}
 TIMEOUT=${TIMEOUT:-900}
+SETTLE=${SETTLE:-5}
 
 SUITES=("$@")
 [ ${#SUITES[@]} -eq 0 ] && SUITES=(all)
@@ -118,23 +120,43 @@ launch() {
     PIDS+=("$PID")
 }
 
-# wait_ready PORT [KEYS]: until PING answers PONG (and DBSIZE is KEYS). Sets READY_MS from
-# T0 (set by the caller just before the launch).
+# past_timeout WHAT: exits when the load has run for TIMEOUT seconds since T0.
+past_timeout() {
+    if [ "$(now_us)" -gt $((T0 + TIMEOUT * 1000000)) ]; then
+        log "not ready within $TIMEOUT s ($1)"
+        exit 1
+    fi
+}
+
+# wait_ready PORT [KEYS]: until PING answers PONG (or, with KEYS, LOADING), then until
+# DBSIZE is KEYS. Sets READY_MS from T0 (set by the caller just before the launch).
+# DBSIZE is asked every 20 ms over one connection held by the shell: a new redis-cli for
+# each poll took a share of a core from a server loading on both (and less from one
+# loading on one).
 wait_ready() {
-    local port=$1 expect=${2:-} r d deadline=$((T0 + TIMEOUT * 1000000))
+    local port=$1 expect=${2:-} r line
     while :; do
         r=$(redis-cli -p "$port" PING 2>/dev/null || true)
-        if [ "$r" = PONG ]; then
-            [ -z "$expect" ] && break
-            d=$(redis-cli -p "$port" DBSIZE 2>/dev/null || true)
-            [ "$d" = "$expect" ] && break
-        fi
-        if [ "$(now_us)" -gt "$deadline" ]; then
-            log "port $port not ready within $TIMEOUT s (PING: $r, DBSIZE: ${d:-})"
-            exit 1
-        fi
+        case "$r" in
+        PONG) break ;;
+        LOADING*) [ -n "$expect" ] && break ;;
+        esac
+        past_timeout "PING: $r"
         sleep 0.01
     done
+    [ -n "$expect" ] || {
+        READY_MS=$((($(now_us) - T0) / 1000))
+        return
+    }
+    exec 3<>"/dev/tcp/127.0.0.1/$port"
+    while :; do
+        printf 'DBSIZE\r\n' >&3
+        IFS= read -r -t 60 line <&3 || line="(no reply)"
+        [ "${line%$'\r'}" = ":$expect" ] && break
+        past_timeout "DBSIZE: $line"
+        sleep 0.02
+    done
+    exec 3>&-
     READY_MS=$((($(now_us) - T0) / 1000))
 }
 
@@ -193,6 +215,14 @@ make_rdb() {
     log "  $name: $keys keys, $(du -h "$RDB_FILE" | cut -f1) RDB"
 }
 
+# settle: before each timed load, the disk caught up and SETTLE seconds for the kernel to
+# take back what the run before freed (started at once after `strata import`, which
+# freed its memory and wrote a snapshot, a load took about a tenth longer, in CPU too).
+settle() {
+    sync
+    sleep "$SETTLE"
+}
+
 load_suite() {
     local ds file keys round port dir t
     for ds in strings mix; do
@@ -205,7 +235,7 @@ load_suite() {
         fi
         file=$RDB_FILE
         for round in $(seq 1 "$ROUNDS"); do
-            sync
+            settle
             # redis-server loading the file.
             port=$(free_port)
             T0=$(now_us)
@@ -217,7 +247,7 @@ load_suite() {
             # strata import into a fresh directory.
             dir="$WORK/import-$ds"
             rm -rf "$dir"
-            sync
+            settle
             T0=$(now_us)
             "$STRATA_BIN" import "$file" --dir "$dir" >>"$WORK/import.log" 2>&1
             t=$((($(now_us) - T0) / 1000))
@@ -227,7 +257,7 @@ load_suite() {
             # strata serve --rdb-import until it serves every key.
             dir="$WORK/serve-$ds"
             rm -rf "$dir"
-            sync
+            settle
             port=$(free_port)
             T0=$(now_us)
             strata_on "$dir" "$port" --rdb-import "$file"
