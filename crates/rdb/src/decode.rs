@@ -239,8 +239,8 @@ pub(crate) fn read_value<R: Read>(
 }
 
 /// A hash or sorted set of one packed blob (RDB types 10, 12, 16, 17) at input offset
-/// `at`, decoded into buffers of `space` and checked. An empty one is `Ok(None)` from
-/// `read_value`'s caller's view: here it is an empty value, which the caller skips.
+/// `at`, decoded into buffers of `space` and checked. An empty one decodes to an empty
+/// value (which `read_value` skips).
 pub(crate) fn packed_value(
     ty: u8,
     blob: &[u8],

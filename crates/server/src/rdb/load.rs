@@ -162,25 +162,25 @@ fn load_key_in(
     opts: &LoadOptions,
     space: &mut DecodeSpace,
 ) -> Result<Loaded, LoadError> {
-    let Some(v) = unpacked(&e.value, space)? else {
-        return store_key(ks, e, &e.value, now_ms, opts);
-    };
-    let stored = store_key(ks, e, &v, now_ms, opts);
-    space.recycle(v);
-    stored
+    with_unpacked(&e.value, space, |v| store_key(ks, e, v, now_ms, opts))
 }
 
-/// `v` decoded in `space` if it is still packed (None: it is not). A packed value is
-/// decoded even for a key whose expiry has passed, so a damaged file is refused whatever
-/// the clock says, as when the reader decodes it.
-pub(super) fn unpacked(
+/// Calls `f` with `v`, or with what it decodes to in `space` if it is still packed (its
+/// buffers then go back to `space`). A packed value is decoded even for a key whose
+/// expiry has passed, so a damaged file is refused whatever the clock says, as when the
+/// reader decodes it.
+pub(super) fn with_unpacked<T>(
     v: &RdbValue,
     space: &mut DecodeSpace,
-) -> Result<Option<RdbValue>, LoadError> {
-    match v {
-        RdbValue::Packed(p) => Ok(Some(p.decode_in(space)?)),
-        _ => Ok(None),
-    }
+    f: impl FnOnce(&RdbValue) -> Result<T, LoadError>,
+) -> Result<T, LoadError> {
+    let RdbValue::Packed(p) = v else {
+        return f(v);
+    };
+    let decoded = p.decode_in(space)?;
+    let out = f(&decoded);
+    space.recycle(decoded);
+    out
 }
 
 /// Stores key `e` with the value `v` (`e`'s own, or what it decoded to).

@@ -12,7 +12,7 @@
 //! keys shared a hash (odds of n² / 2^129, 1e-25 for 10M keys), loads it.
 
 use super::convert::rdb_to_value;
-use super::load::{placement, unpacked, LoadError, LoadOptions, Loaded, Loader, Sink};
+use super::load::{placement, with_unpacked, LoadError, LoadOptions, Loaded, Loader, Sink};
 use crate::server::Server;
 use crate::services::snapshot::ChunkSink;
 use std::hash::BuildHasher;
@@ -78,11 +78,9 @@ impl<S> SnapshotSink<S> {
 
 impl<S: Deref<Target = Server> + Send> Sink for SnapshotSink<S> {
     fn put(&mut self, e: &Entry, now_ms: u64) -> Result<Loaded, LoadError> {
-        let Some(v) = unpacked(&e.value, &mut self.space)? else {
-            return self.put_value(e, &e.value, now_ms);
-        };
-        let put = self.put_value(e, &v, now_ms);
-        self.space.recycle(v);
+        let mut space = std::mem::take(&mut self.space);
+        let put = with_unpacked(&e.value, &mut space, |v| self.put_value(e, v, now_ms));
+        self.space = space;
         put
     }
 
