@@ -154,13 +154,20 @@ pub(crate) fn decode_value(c: &mut Cur<'_>, kind: u8, enc: &Encodings) -> Decode
         T_STR => Value::Str(c.bytes()?.to_vec()),
         T_HASH => {
             let n = c.count()?;
-            let mut h = HashValue::default();
+            let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {
-                let field = c.bytes()?;
-                let val = c.bytes()?;
-                h.set(field, val, enc);
+                pairs.push((c.bytes()?, c.bytes()?));
             }
-            Value::Hash(h)
+            if distinct(pairs.iter().map(|p| p.0)) {
+                Value::Hash(HashValue::from_distinct(pairs.iter().copied(), enc))
+            } else {
+                // Only a damaged file repeats a field: the last one wins, as HSET does.
+                let mut h = HashValue::default();
+                for (field, val) in pairs {
+                    h.set(field, val, enc);
+                }
+                Value::Hash(h)
+            }
         }
         T_LIST => {
             let n = c.count()?;
@@ -172,34 +179,61 @@ pub(crate) fn decode_value(c: &mut Cur<'_>, kind: u8, enc: &Encodings) -> Decode
         }
         T_SET => {
             let n = c.count()?;
-            let mut s: Option<SetValue> = None;
+            let mut members = Vec::with_capacity(n);
             for _ in 0..n {
-                let m = c.bytes()?;
-                s.get_or_insert_with(|| SetValue::new_for(m)).add(m, enc);
+                members.push(c.bytes()?);
             }
-            Value::Set(s.unwrap_or_default())
+            if distinct(members.iter().copied()) {
+                Value::Set(SetValue::from_distinct(members.iter().copied(), enc))
+            } else {
+                // Only a damaged file repeats a member: SADD keeps it once.
+                let mut s: Option<SetValue> = None;
+                for m in members {
+                    s.get_or_insert_with(|| SetValue::new_for(m)).add(m, enc);
+                }
+                Value::Set(s.unwrap_or_default())
+            }
         }
         T_ZSET => {
             let n = c.count()?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
-                let m = c.bytes()?.to_vec();
+                let m = c.bytes()?;
                 let s = f64::from_bits(c.u64le()?);
                 if s.is_nan() {
                     return Err("NaN score");
                 }
                 items.push((m, s));
             }
-            // from_members wants distinct members; only a damaged file could repeat one.
-            let mut seen: std::collections::HashSet<&[u8]> =
-                std::collections::HashSet::with_capacity(items.len());
-            if !items.iter().all(|(m, _)| seen.insert(m.as_slice())) {
+            // The engine's sorted sets want distinct members; only a damaged file repeats one.
+            if !distinct(items.iter().map(|i| i.0)) {
                 return Err("duplicate sorted set member");
             }
-            drop(seen);
-            Value::ZSet(Box::new(ZSetValue::from_members(items, enc)))
+            // Written in score order, a set is packed as it comes (sorted first otherwise).
+            Value::ZSet(Box::new(ZSetValue::from_ordered(
+                items.iter().copied(),
+                enc,
+            )))
         }
         T_STREAM => Value::Stream(Box::new(crate::snapshot_stream::decode_stream(c)?)),
         _ => return Err("unknown value type"),
     })
+}
+
+/// Whether no two of `items` are equal: compared pairwise when there are few (a small
+/// collection, the common case), sorted when there are more.
+fn distinct<'a>(items: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> bool {
+    const PAIRWISE: usize = 16;
+    if items.len() <= PAIRWISE {
+        let mut rest = items;
+        while let Some(a) = rest.next() {
+            if rest.clone().any(|b| b == a) {
+                return false;
+            }
+        }
+        return true;
+    }
+    let mut sorted: Vec<&[u8]> = items.collect();
+    sorted.sort_unstable();
+    sorted.windows(2).all(|w| w[0] != w[1])
 }

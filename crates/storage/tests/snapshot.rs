@@ -587,3 +587,80 @@ fn entries_keep_the_place_they_were_captured_in() {
     mark_place(&mut bad, 0, Place::Clean);
     assert!(decode_entries(&bad, &enc, |_, _, _, _| {}).is_err());
 }
+
+/// Collections are built whole from a chunk: a hash and a set keep their fields and
+/// members, small and large, in either order; a damaged chunk that repeats a hash field
+/// loads it once with the last value (as HSET would), a repeated set member once, and a
+/// repeated sorted-set member is refused.
+#[test]
+fn collections_load_whole_and_repeats_load_as_writes_would() {
+    use strata_storage::snapshot::{put_collection, put_item, put_score, Collection};
+    let enc = Encodings::default();
+    let decode = |buf: &[u8]| {
+        let mut out = Vec::new();
+        decode_entries(buf, &enc, |_, key, _, v| out.push((key, v))).map(|_| out)
+    };
+    let names = |n: usize| {
+        (0..n)
+            .map(|i| format!("m{i}").into_bytes())
+            .collect::<Vec<_>>()
+    };
+    for n in [3, 40] {
+        let mut fields = names(n);
+        fields.push(fields[0].clone());
+        let mut buf = Vec::new();
+        put_collection(&mut buf, Collection::Hash, 0, b"h", None, fields.len());
+        for (i, f) in fields.iter().enumerate() {
+            put_item(&mut buf, f);
+            put_item(&mut buf, format!("v{i}").as_bytes());
+        }
+        put_collection(&mut buf, Collection::Set, 0, b"s", None, fields.len());
+        for f in &fields {
+            put_item(&mut buf, f);
+        }
+        let got = decode(&buf).expect("repeats in a hash or set still load");
+        let Value::Hash(h) = &got[0].1 else {
+            panic!("not a hash")
+        };
+        assert_eq!(h.len(), n, "{n} distinct fields");
+        assert_eq!(h.get(&fields[0]), Some(&format!("v{n}").into_bytes()[..]));
+        assert_eq!(
+            h.get(&fields[n - 1]),
+            Some(&format!("v{}", n - 1).into_bytes()[..])
+        );
+        let Value::Set(s) = &got[1].1 else {
+            panic!("not a set")
+        };
+        assert_eq!(s.len(), n);
+        assert!(fields.iter().all(|f| s.contains(f)));
+
+        // Scores written in descending order: the set comes out in ascending order.
+        let mut buf = Vec::new();
+        put_collection(&mut buf, Collection::ZSet, 0, b"z", None, n);
+        for (i, m) in names(n).iter().enumerate() {
+            put_item(&mut buf, m);
+            put_score(&mut buf, (n - i) as f64);
+        }
+        let got = decode(&buf).expect("a sorted set in any order loads");
+        let Value::ZSet(z) = &got[0].1 else {
+            panic!("not a sorted set")
+        };
+        let mut order = Vec::new();
+        z.for_range(0, z.len(), false, |m, s| order.push((m.to_vec(), s)));
+        let mut want: Vec<_> = names(n)
+            .into_iter()
+            .zip((1..=n).rev().map(|s| s as f64))
+            .collect();
+        want.reverse();
+        assert_eq!(order, want);
+
+        let mut buf = Vec::new();
+        put_collection(&mut buf, Collection::ZSet, 0, b"z", None, fields.len());
+        for (i, m) in fields.iter().enumerate() {
+            put_item(&mut buf, m);
+            put_score(&mut buf, i as f64);
+        }
+        let err = decode(&buf).expect_err("a repeated member is damage");
+        assert!(err.contains("duplicate sorted set member"), "{err}");
+    }
+}
