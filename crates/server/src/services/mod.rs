@@ -18,6 +18,7 @@ pub mod replication;
 pub mod scripting;
 pub mod slowlog;
 pub mod snapshot;
+mod snapshot_load;
 pub mod stats;
 pub mod tier_check;
 pub mod tier_dead;

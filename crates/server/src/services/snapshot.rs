@@ -27,8 +27,11 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use strata_engine::{Capture, Captured, Keyspace, Owned, Session, ShardId, Ttl, Value};
+use strata_engine::{Capture, Captured, Keyspace, Session, ShardId};
 use strata_storage::{Place, Position, SnapshotWriter};
+
+pub use super::snapshot_load::{load, reload};
+pub(crate) use super::snapshot_load::{load_newest, Load};
 
 /// The journal record a snapshot starts with: a no-op when replayed.
 const MARKER: &[u8] = b"*1\r\n$4\r\nPING\r\n";
@@ -652,143 +655,6 @@ impl Drop for PointInTime<'_> {
         end_walk(snap);
         snap.running.store(false, Ordering::SeqCst);
     }
-}
-
-/// Loads the newest snapshot in the data directory into the keyspace. Returns its epoch
-/// and the journal position to replay from.
-pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
-    let how = Load {
-        skip_expired: false,
-        replace: true,
-    };
-    let Some((loaded, _)) = load_newest(server, how)? else {
-        return Ok(None);
-    };
-    server.persist.snapshots.set_loaded(loaded.epoch);
-    server.persist.epoch.store(loaded.epoch, Ordering::SeqCst);
-    Ok(Some((loaded.epoch, loaded.replay_from)))
-}
-
-/// DEBUG RELOAD: empties the keyspace (when `flush`) and loads the newest snapshot into
-/// it, holding every shard meanwhile so that no command sees it half loaded. Keys whose
-/// time has passed are not loaded (Redis drops them on load too). With `merge` a key of
-/// the snapshot replaces one of its name; without, such a key is kept and the reload
-/// fails once loaded. The journal and the snapshot epochs are left as they are.
-pub fn reload(server: &Server, flush: bool, merge: bool) -> Result<(), String> {
-    let ks = &server.keyspace;
-    let _all = (!Keyspace::in_session()).then(|| ks.session_all());
-    if flush {
-        drop(ks.flush_all());
-    }
-    let load = Load {
-        skip_expired: true,
-        replace: merge,
-    };
-    match load_newest(server, load)? {
-        Some((_, 0)) | None => Ok(()),
-        Some((_, clashes)) => Err(format!("{clashes} keys of the snapshot exist already")),
-    }
-}
-
-/// How `load_newest` treats the snapshot's keys.
-#[derive(Clone, Copy)]
-pub(crate) struct Load {
-    /// Leave out keys whose time has passed.
-    pub skip_expired: bool,
-    /// A key of the snapshot replaces one of its name (else the one there stays).
-    pub replace: bool,
-}
-
-/// Loads the newest snapshot's entries. Returns its description and how many of its keys
-/// existed already; None when there is no snapshot.
-pub(crate) fn load_newest(
-    server: &Server,
-    how: Load,
-) -> Result<Option<(strata_storage::SnapshotMeta, u64)>, String> {
-    let dir = server.data_dir();
-    let Some(meta) = strata_storage::latest_snapshot(&dir).map_err(|e| e.to_string())? else {
-        return Ok(None);
-    };
-    let started = Instant::now();
-    let ks = &server.keyspace;
-    let now = strata_engine::clock::now_ms();
-    let mut n = 0u64;
-    let mut last_log = Instant::now();
-    let total = meta.entries.max(1);
-    let mut clashes = 0u64;
-    // A start that kept the tier's store (`tier_kept.rs`): the entries the snapshot found
-    // there are there still; the shards count them, and clean ones keep their copies.
-    let kept = server
-        .tier
-        .get()
-        .is_some_and(|t| t.watch.kept.load(Ordering::Relaxed));
-    // Their values are skipped, not built.
-    let wanted = |place| !(kept && place == Place::Cold);
-    let on_load = |place, db: u32, key: Vec<u8>, exp: Option<u64>, value: Option<Value>| {
-        if (db as usize) >= ks.db_count() {
-            return;
-        }
-        let d = ks.db(db as usize);
-        let Some(value) = value else {
-            // An expired one goes as expired cold keys go.
-            d.adopt_cold(&key, exp.is_some());
-            n += 1;
-            return;
-        };
-        if n % 1024 == 1023 {
-            crate::services::tiering::spill_while_loading(server);
-        }
-        if kept && place == Place::Clean {
-            // Even when expired: its copy goes when it expires.
-            let owned = Owned {
-                value,
-                expire_at: exp,
-                raw: false,
-            };
-            d.adopt_clean(&key, owned);
-            n += 1;
-            return;
-        }
-        if how.skip_expired && exp.is_some_and(|at| at <= now) {
-            return;
-        }
-        // Stores take the load's time as the keys' access time; nothing expires meanwhile
-        // (no store looks at expiry).
-        let mut l = d.lock1_at(now, &key).quiet();
-        if !how.replace && l.peek_raw_expire(&key).is_some() {
-            clashes += 1;
-            return;
-        }
-        match value {
-            Value::Str(s) => l.set_str(&key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
-            value => l.put_owned(
-                &key,
-                Owned {
-                    value,
-                    expire_at: exp,
-                    raw: false,
-                },
-            ),
-        }
-        n += 1;
-        if n.is_multiple_of(65536) && last_log.elapsed().as_secs() >= 1 {
-            last_log = Instant::now();
-            let secs = started.elapsed().as_secs_f64().max(0.001);
-            tracing::info!(
-                "loading snapshot: {n} keys, {:.0} keys/s, {:.0}%",
-                n as f64 / secs,
-                100.0 * n as f64 / total as f64
-            );
-        }
-    };
-    let loaded = strata_storage::load_snapshot_placed(&meta.path, &ks.encodings, wanted, on_load)
-        .map_err(|e| e.to_string())?;
-    tracing::info!(
-        "snapshot {} loaded: {n} keys in {} ms",
-        loaded.epoch,
-        started.elapsed().as_millis()
-    );
-    Ok(Some((loaded, clashes)))
 }
 
 /// On the way out (SHUTDOWN, SIGTERM): as Redis, a snapshot when save rules are set or
