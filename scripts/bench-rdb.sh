@@ -14,9 +14,11 @@
 #                         snapshot that keeps it);
 #               serve     `strata serve --rdb-import FILE` until PING answers PONG and
 #                         DBSIZE is the key count (the snapshot then runs in the
-#                         background).
+#                         background);
+#               restart   `strata serve` on the directory the import wrote, until the
+#                         same: a restart, loading Strata's own snapshot of the file's keys.
 #             Reported: each one's best round, and the ratios import / redis and serve /
-#             redis (goal: <= 0.5).
+#             redis (goal: <= 0.5), and restart / redis.
 #   payloads  `strata bench rdb` against redis-server and Strata side by side (ROUNDS rounds,
 #             each running redis then strata), -c 50, at -P 1 and at -P 16: DUMP of
 #             random keys, and RESTORE <random key> 0 <payload> REPLACE, of a 1 KiB string
@@ -253,6 +255,15 @@ load_suite() {
             t=$((($(now_us) - T0) / 1000))
             row load "$ds" "$round" import "$t" ms
             log "  $ds round $round: strata import in $t ms"
+            # strata serve on what the import wrote: a restart from Strata's own snapshot.
+            settle
+            port=$(free_port)
+            T0=$(now_us)
+            strata_on "$dir" "$port"
+            wait_ready "$port" "$keys"
+            stop "$PID"
+            row load "$ds" "$round" restart "$READY_MS" ms
+            log "  $ds round $round: strata serve on the imported directory ready in $READY_MS ms"
             rm -rf "$dir"
             # strata serve --rdb-import until it serves every key.
             dir="$WORK/serve-$ds"
@@ -324,8 +335,8 @@ done
     echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); ROUNDS=$ROUNDS."
     echo
     if grep -q '^load,' "$RAW"; then
-        echo "| file | keys | redis-server loads (ms) | strata import (ms) | import / redis | strata serve --rdb-import (ms) | serve / redis |"
-        echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        echo "| file | keys | redis-server loads (ms) | strata import (ms) | import / redis | strata serve --rdb-import (ms) | serve / redis | restart from the import (ms) | restart / redis |"
+        echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         for ds in strings mix; do
             keys=$KEYS
             [ "$ds" = mix ] && keys=$MIX_KEYS
@@ -333,8 +344,9 @@ done
                 $1 == "load" && $2 == ds { if (!($4 in best) || $5 < best[$4]) best[$4] = $5 }
                 END {
                     if (!("redis" in best)) exit
-                    printf "| %s | %d | %d | %d | %.2f | %d | %.2f |\n", ds, keys, best["redis"],
-                        best["import"], best["import"] / best["redis"], best["serve"], best["serve"] / best["redis"]
+                    printf "| %s | %d | %d | %d | %.2f | %d | %.2f | %d | %.2f |\n", ds, keys, best["redis"],
+                        best["import"], best["import"] / best["redis"], best["serve"], best["serve"] / best["redis"],
+                        best["restart"], best["restart"] / best["redis"]
                 }' "$RAW"
         done
         echo
