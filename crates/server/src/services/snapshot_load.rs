@@ -1,5 +1,7 @@
-//! Loading the newest snapshot of the data directory: at start-up (`load`), for DEBUG
-//! RELOAD (`reload`), and for the start-up that keeps a tier (`load_newest`).
+//! Loading the newest snapshot of the data directory into the keyspace: at start-up
+//! (`load`) and for DEBUG RELOAD (`reload`); `load_newest` does the work for both and for
+//! DEBUG LOADAOF. The entries' values are built by `strata_storage`'s decoder, each
+//! collection whole.
 
 use crate::server::Server;
 use std::sync::atomic::Ordering;
