@@ -41,7 +41,7 @@
 #   STRATA_BIN=target/release/strata  the server under test (built first unless NO_BUILD=1)
 #   STRATA_ARGS=         extra arguments for `strata serve`
 #   TIMEOUT=900          seconds a load may take before the script gives up
-#   SETTLE=5             seconds of quiet before each timed load (redis, import, serve)
+#   SETTLE=5             seconds of quiet before each timed load (redis, import, restart, serve)
 #
 # Smoke run: KEYS=200000 MIX_KEYS=60000 N=20000 PAYLOAD_KEYS=10000 ROUNDS=1 scripts/bench-rdb.sh
 set -euo pipefail

@@ -142,7 +142,7 @@ pub(crate) fn load_newest(
     // of the file, what `expect` reserves is bounded by what the shards hold. Not with a
     // tier, which takes keys out of RAM as they come, nor when this thread holds the
     // shards (DEBUG RELOAD): telling a shard takes its lock.
-    let sized = server.tier.get().is_none() && ks.db_count() > 0 && !Keyspace::in_session();
+    let sized = server.tier.get().is_none() && !Keyspace::in_session();
     if sized {
         ks.db(0)
             .expect(usize::try_from(meta.entries).unwrap_or(usize::MAX));
