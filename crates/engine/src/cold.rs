@@ -16,8 +16,9 @@ use crate::shard::{hash, ShardData};
 use crate::value::Owned;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// The longest rest of the cold expiry pass, in steps: 6.3 s at the default `hz` of 10.
-pub const COLD_REST_MAX: u32 = 63;
+/// Entries of one shard the cold expiry pass reads in one step, at most (it holds the
+/// shard's lock meanwhile; the rest wait for the shard's next turn).
+const COLD_DUE_PER_SHARD: usize = 256;
 
 /// Where cold entries live. The engine calls it under the shard's lock of the key, so an
 /// implementation needs no ordering of its own between calls for one shard.
@@ -49,11 +50,11 @@ pub trait ColdStore: Send + Sync {
     fn expiry(&self, db: usize, shard: usize, key: &[u8]) -> Option<u64> {
         self.get(db, shard, key).and_then(|o| o.expire_at)
     }
-    /// Every entry of one shard that has an expiry, as (key, expiry), until `f` returns
-    /// false; a store that keeps expiries apart reads no value.
-    fn each_expiry(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], u64) -> bool) {
+    /// The key of every entry of one shard whose expiry is at or before `now` (Unix ms),
+    /// until `f` returns false; a store that orders entries by expiry reads only those.
+    fn each_due(&self, db: usize, shard: usize, now: u64, f: &mut dyn FnMut(&[u8]) -> bool) {
         self.each(db, shard, &mut |key, o| {
-            o.expire_at.is_none_or(|at| f(key, at))
+            o.expire_at.is_none_or(|at| at > now || f(key))
         });
     }
     /// Every entry of one shard, in key order, until `f` returns false.
@@ -491,27 +492,15 @@ impl crate::Keyspace {
     }
 
     /// One step of the background pass over cold keys (the active expiry's): the next
-    /// shards holding cold keys with an expiry (up to 16), round robin, have those whose time has passed
-    /// removed as expired keys are. Returns how many went.
-    ///
-    /// A shard's step reads the expiries of all its cold entries that have one (a store
-    /// that keeps them apart reads no value). So, as Redis's slow cycle stops while
-    /// little of what it samples has expired, the pass rests after a step in which at
-    /// most a tenth of the expiring entries it read were due: one step, then 3, 7, ... up
-    /// to [`COLD_REST_MAX`], and runs every step again once a step finds more. (Without
-    /// the rests an idle server whose tier held keys with a TTL re-read the whole tier
-    /// every few seconds.)
+    /// shards holding cold keys with an expiry (up to 16), round robin, have those whose
+    /// time has passed removed as expired keys are (up to [`COLD_DUE_PER_SHARD`] a shard).
+    /// Returns how many went. The store gives only the due entries (`each_due`), so a
+    /// step costs what expires, not what the shards hold.
     pub fn cold_expire_step(&self) -> usize {
         if self.hooks().cold.get().is_none() || !self.db(0).may_expire(crate::clock::now_ms()) {
             return 0;
         }
         let hooks = self.hooks();
-        let rest = hooks.cold_rest.load(Relaxed);
-        if rest > 0 {
-            hooks.cold_rest.store(rest - 1, Relaxed);
-            return 0;
-        }
-        let mut expiring = 0;
         let per_db = self.db(0).shard_count();
         let total = per_db * self.db_count();
         let start = hooks.cold_cursor.load(Relaxed);
@@ -526,17 +515,15 @@ impl crate::Keyspace {
                 continue;
             }
             let now = crate::clock::now_ms();
-            let mut expired = Vec::new();
+            let (mut expired, mut read) = (Vec::new(), 0);
             if let Some(store) = db.cold_store() {
-                store.each_expiry(db.index(), idx, &mut |key, at| {
+                store.each_due(db.index(), idx, now, &mut |key| {
                     // Clean keys are in RAM: their copies are not cold entries.
                     if g.clean.is_empty() || !g.clean.contains(key) {
-                        expiring += 1;
-                        if at <= now {
-                            expired.push(key.to_vec());
-                        }
+                        expired.push(key.to_vec());
                     }
-                    true
+                    read += 1;
+                    read < COLD_DUE_PER_SHARD
                 });
             }
             for key in &expired {
@@ -552,13 +539,6 @@ impl crate::Keyspace {
             }
         }
         hooks.cold_cursor.store(pos, Relaxed);
-        let pace = if removed * 10 > expiring {
-            0
-        } else {
-            (hooks.cold_pace.load(Relaxed) * 2 + 1).min(COLD_REST_MAX)
-        };
-        hooks.cold_pace.store(pace, Relaxed);
-        hooks.cold_rest.store(pace, Relaxed);
         removed
     }
 

@@ -46,10 +46,6 @@ pub(crate) struct Hooks {
     /// The cold tier, when tiering is on (`crate::cold`), and where its expiry pass is.
     pub(crate) cold: std::sync::OnceLock<std::sync::Arc<dyn crate::cold::ColdStore>>,
     pub(crate) cold_cursor: AtomicUsize,
-    /// The pass's pace (`Keyspace::cold_expire_step`): steps to rest before the next one,
-    /// and how long the last rest was.
-    pub(crate) cold_rest: std::sync::atomic::AtomicU32,
-    pub(crate) cold_pace: std::sync::atomic::AtomicU32,
 }
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.

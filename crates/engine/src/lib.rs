@@ -28,7 +28,7 @@ mod types;
 mod value;
 mod walk;
 
-pub use cold::{ColdStore, HotBytes, COLD_REST_MAX};
+pub use cold::{ColdStore, HotBytes};
 pub use embedded::Table;
 pub use embedded_budget::Budget;
 pub use entry::{prefetch as prefetch_line, EntryRef, Kind};

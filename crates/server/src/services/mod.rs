@@ -24,6 +24,7 @@ pub mod tier_check;
 pub mod tier_dead;
 pub mod tier_kept;
 pub mod tier_reads;
+mod tier_records;
 pub mod tiering;
 pub mod tracking;
 pub mod watch;

@@ -5,7 +5,8 @@
 //! the store must hold nothing else.
 
 use crate::services::tier_kept::Marker;
-use crate::services::tiering::{decode_record, open_store, record_key};
+use crate::services::tier_records::{decode_record, expiry_of, order_key, record_key, ttl_key};
+use crate::services::tiering::open_store;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use strata_engine::Encodings;
@@ -147,7 +148,7 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
                     Err(e) => Err((false, e.to_string())),
                     Ok(Some(bytes)) => match decode_record(&bytes, &enc) {
                         Ok(o) if value.as_ref() == Some(&o.value) && o.expire_at == expire_at => {
-                            Ok(())
+                            expiry_records(tree, shard, &key, expire_at)
                         }
                         Ok(_) => Err((false, "another value in the store".into())),
                         Err(e) => Err((false, e)),
@@ -164,7 +165,7 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
     .map_err(|e| e.to_string())?;
     let mut records = 0u64;
     for tree in &trees {
-        records += crate::services::tiering::records(tree).map_err(|e| e.to_string())?;
+        records += crate::services::tier_records::records(tree).map_err(|e| e.to_string())?;
     }
     let extra = records.saturating_sub(expected - missing);
     Ok(report(TierCheck::Kept {
@@ -174,4 +175,27 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
         extra,
         first,
     }))
+}
+
+/// Whether an entry's expiry records match its expiry `at`: the expiry record, and its
+/// place in the shard's expiry order (without which the background pass never finds it).
+fn expiry_records(
+    tree: &fjall::Keyspace,
+    shard: usize,
+    key: &[u8],
+    at: Option<u64>,
+) -> Result<(), (bool, String)> {
+    let Some(at) = at else {
+        return Ok(());
+    };
+    let stored = tree
+        .get(ttl_key(shard, key))
+        .map_err(|e| (false, e.to_string()))?;
+    let ordered = tree
+        .contains_key(order_key(shard, at, key))
+        .map_err(|e| (false, e.to_string()))?;
+    match stored.map(|b| expiry_of(&b)) {
+        Some(Ok(t)) if t == at && ordered => Ok(()),
+        _ => Err((false, "its expiry records do not match its expiry".into())),
+    }
 }

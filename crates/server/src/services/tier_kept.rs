@@ -67,8 +67,9 @@ impl Watch {
 }
 
 /// The store's layout, last in the marker: a store another layout wrote is rebuilt.
-/// 2: records with an expiry have an expiry record beside them.
-const FORMAT: u64 = 2;
+/// 2: records with an expiry have an expiry record beside them. 3: and a place in their
+/// shard's expiry order (`tier_records.rs`).
+const FORMAT: u64 = 3;
 
 /// The marker's text for snapshot `snap`.
 fn marker_text(snap: &SnapshotMeta, server: &Server, seed: u64) -> String {

@@ -12,6 +12,10 @@
 
 use crate::exec::command::ks;
 use crate::server::Server;
+use crate::services::tier_records::{
+    decode_record, due_range, encode_record, expiry_of, order_key, ordered_key, record_key,
+    record_prefix, ttl_key,
+};
 use fjall::config::PinningPolicy;
 use fjall::AbstractTree;
 use parking_lot::RwLock;
@@ -19,9 +23,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use strata_engine::{ColdStore, Owned};
-
-/// A record's first byte: flags, then the entry in the snapshot file's encoding.
-const RAW: u8 = 1;
 
 /// The tier's memory besides its cache (`tiering-cache-size`): each database's write
 /// buffer (only those of databases with cold keys fill), all of them bounded together.
@@ -241,16 +242,6 @@ impl Tier {
         self.trees.read().get(db).cloned()
     }
 
-    fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
-        record_key(shard, key)
-    }
-
-    fn encode(entry: &Owned) -> Vec<u8> {
-        let mut buf = vec![if entry.raw { RAW } else { 0 }];
-        strata_storage::encode_value(&mut buf, 0, b"", entry.expire_at, &entry.value);
-        buf
-    }
-
     fn decode(&self, bytes: &[u8]) -> Result<Owned, String> {
         let server = self.server.upgrade().ok_or("the server is gone")?;
         decode_record(bytes, &server.keyspace.encodings)
@@ -288,7 +279,7 @@ impl Tier {
     /// (`tier_dead`): where every lookup starts.
     fn live(&self, db: usize, shard: usize, key: &[u8]) -> Option<(fjall::Keyspace, Vec<u8>)> {
         let tree = self.tree(db)?;
-        let rk = Self::record_key(shard, key);
+        let rk = record_key(shard, key);
         (!self.dead.is_dead(db, &rk)).then_some((tree, rk))
     }
 
@@ -311,6 +302,27 @@ impl Tier {
         }
     }
 
+    /// Deletes `key`'s expiry record and its place in the expiry order, for expiry `at`,
+    /// or, when `at` is not known, for the expiry its record holds, if it has one.
+    fn delete_expiry(
+        &self,
+        tree: &fjall::Keyspace,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+        at: Option<u64>,
+    ) {
+        let tk = ttl_key(shard, key);
+        let at = at.or_else(|| {
+            let found = tree.get(&tk).unwrap_or_else(|e| self.fatal("read", e))?;
+            Some(expiry_of(&found).unwrap_or_else(|e| self.fatal("decode", e)))
+        });
+        if let Some(at) = at {
+            self.delete(tree, db, &order_key(shard, at, key));
+            self.delete(tree, db, &tk);
+        }
+    }
+
     fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
         self.watch.touched();
         let (tree, rk) = self.live(db, shard, key)?;
@@ -329,8 +341,8 @@ impl Tier {
             .unwrap_or_else(|e| self.fatal("decode", e));
         if remove {
             self.delete(&tree, db, &rk);
-            if owned.expire_at.is_some() {
-                self.delete(&tree, db, &ttl_key(shard, key));
+            if let Some(at) = owned.expire_at {
+                self.delete_expiry(&tree, db, shard, key, Some(at));
             }
         }
         Some(owned)
@@ -344,21 +356,22 @@ impl ColdStore for Tier {
         if self.dead.broken() {
             return Err("the tier's store failed a write; it takes no more until a restart".into());
         }
-        let value = Self::encode(entry);
+        let value = encode_record(entry);
         let mut n = value.len() + key.len() + 4;
         let failed = |e: fjall::Error| {
             self.write_failed("write", &e, db, None);
             format!("tier write: {e}")
         };
         if let Some(at) = entry.expire_at {
-            // First: a record whose expiry record is missing could be dropped unread
-            // after it expired; an expiry record alone is harmless (see `expiry`).
+            // First: a record whose expiry records are missing could be dropped unread
+            // after it expired, or never be found due; expiry records alone are harmless
+            // (see `expiry` and `each_due`).
+            tree.insert(order_key(shard, at, key), []).map_err(failed)?;
             tree.insert(ttl_key(shard, key), at.to_be_bytes())
                 .map_err(failed)?;
-            n += key.len() + 12;
+            n += 2 * key.len() + 24;
         }
-        tree.insert(Self::record_key(shard, key), value)
-            .map_err(failed)?;
+        tree.insert(record_key(shard, key), value).map_err(failed)?;
         self.written_bytes.fetch_add(n as u64, Relaxed);
         self.written_trees.fetch_or(1 << (db % 64), Relaxed);
         Ok(())
@@ -387,7 +400,7 @@ impl ColdStore for Tier {
         self.watch.touched();
         self.delete(&tree, db, &rk);
         if volatile {
-            self.delete(&tree, db, &ttl_key(shard, key));
+            self.delete_expiry(&tree, db, shard, key, None);
         }
         self.discards.fetch_add(1, Relaxed);
         true
@@ -396,10 +409,9 @@ impl ColdStore for Tier {
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
         self.watch.touched();
         if let Some(tree) = self.tree(db) {
-            self.delete(&tree, db, &Self::record_key(shard, key));
-            // The copy's expiry, if it had one (not known here; a missing record's
-            // deletion is a marker in the write buffer).
-            self.delete(&tree, db, &ttl_key(shard, key));
+            self.delete(&tree, db, &record_key(shard, key));
+            // The copy's expiry, if it had one (not known here: its record says).
+            self.delete_expiry(&tree, db, shard, key, None);
         }
     }
 
@@ -418,17 +430,18 @@ impl ColdStore for Tier {
         Some(expiry_of(&found).unwrap_or_else(|e| self.fatal("decode", e)))
     }
 
-    fn each_expiry(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], u64) -> bool) {
+    /// From the shard's expiry order: only the due entries are read (and the deletion
+    /// markers of those the pass removed before, until compaction drops them).
+    fn each_due(&self, db: usize, shard: usize, now: u64, f: &mut dyn FnMut(&[u8]) -> bool) {
         let Some(tree) = self.tree(db) else {
             return;
         };
-        for kv in tree.prefix(ttl_prefix(shard)) {
-            let (k, v) = kv.into_inner().unwrap_or_else(|e| self.fatal("scan", e));
+        for kv in tree.range(due_range(shard, now)) {
+            let k = kv.key().unwrap_or_else(|e| self.fatal("scan", e));
             if self.dead.is_dead(db, &k) {
                 continue;
             }
-            let at = expiry_of(&v).unwrap_or_else(|e| self.fatal("decode", e));
-            if !f(&k[4..], at) {
+            if !f(ordered_key(&k)) {
                 return;
             }
         }
@@ -438,7 +451,7 @@ impl ColdStore for Tier {
         let Some(tree) = self.tree(db) else {
             return;
         };
-        for kv in tree.prefix((shard as u32).to_be_bytes()) {
+        for kv in tree.prefix(record_prefix(shard)) {
             let (k, v) = kv.into_inner().unwrap_or_else(|e| self.fatal("scan", e));
             if self.dead.is_dead(db, &k) {
                 continue;
@@ -477,64 +490,6 @@ impl ColdStore for Tier {
 /// The marker file of a tier directory: only a directory that has it (or is empty) is
 /// emptied at start, so a mistyped `tiering-dir` never deletes someone's files.
 const MARKER: &str = "STRATA-TIER";
-
-/// The store's key of `key` in shard `shard` (records are filed by shard).
-pub(crate) fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
-    prefixed((shard as u32).to_be_bytes(), key)
-}
-
-/// The first key byte of expiry records: above every record's (shard numbers stay below
-/// 2^20), so a shard's records and its expiry records are two separate prefixes.
-const TTL_BIT: u32 = 1 << 31;
-
-/// Where the expiries of shard `shard`'s records are kept.
-fn ttl_prefix(shard: usize) -> [u8; 4] {
-    (shard as u32 | TTL_BIT).to_be_bytes()
-}
-
-/// The store's key of `key`'s expiry record (8 bytes, big-endian Unix ms): the expiry of
-/// a record that has one, kept apart so that it can be read without the value.
-fn ttl_key(shard: usize, key: &[u8]) -> Vec<u8> {
-    prefixed(ttl_prefix(shard), key)
-}
-
-fn prefixed(prefix: [u8; 4], key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(4 + key.len());
-    k.extend_from_slice(&prefix);
-    k.extend_from_slice(key);
-    k
-}
-
-/// The number of records (not expiry records) in a store's tree (`strata check`).
-pub(crate) fn records(tree: &fjall::Keyspace) -> Result<u64, fjall::Error> {
-    let mut n = 0;
-    for kv in tree.range(..TTL_BIT.to_be_bytes()) {
-        kv.key()?;
-        n += 1;
-    }
-    Ok(n)
-}
-
-fn expiry_of(bytes: &[u8]) -> Result<u64, String> {
-    let b: [u8; 8] = bytes
-        .try_into()
-        .map_err(|_| format!("an expiry record of {} bytes", bytes.len()))?;
-    Ok(u64::from_be_bytes(b))
-}
-
-/// A record's entry, built under `enc`.
-pub(crate) fn decode_record(bytes: &[u8], enc: &strata_engine::Encodings) -> Result<Owned, String> {
-    let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
-    let mut out = None;
-    strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
-        out = Some(Owned {
-            value,
-            expire_at,
-            raw: flags & RAW != 0,
-        })
-    })?;
-    out.ok_or_else(|| "record without an entry".into())
-}
 
 /// Makes `dir` a tier directory with a store in it (`dir/store`, emptied unless `keep`),
 /// returning the store's path. Refuses a directory that holds other things.

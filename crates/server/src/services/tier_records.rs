@@ -1,0 +1,190 @@
+//! The tier's record layout: how cold entries, their expiries and the expiry order are
+//! keyed in the store (`tiering.rs`), and how a record's bytes decode.
+//!
+//! Each key of a 4-byte big-endian prefix, then the key:
+//! - `shard`: the entry (a flags byte, then the entry in the snapshot file's encoding);
+//! - `shard | TTL_BIT`: its expiry, when it has one (8 bytes, big-endian Unix ms), so that
+//!   an expiry is read without the value;
+//! - `shard | TTL_BIT | ORDER_BIT`, then the expiry (8 bytes, big-endian), then the key: an
+//!   empty record per entry with an expiry, so a shard's due entries read in expiry order
+//!   and the background pass reads only what is due.
+//!
+//! Shard numbers stay below 2^20, so the three prefixes of every shard are distinct and a
+//! shard's entries sort before every expiry record.
+
+use strata_engine::{Encodings, Owned};
+
+/// A record's flags byte: the value keeps the `raw` string encoding.
+const RAW: u8 = 1;
+
+const TTL_BIT: u32 = 1 << 31;
+const ORDER_BIT: u32 = 1 << 30;
+
+/// The store's key of `key`'s entry in shard `shard`.
+pub(crate) fn record_key(shard: usize, key: &[u8]) -> Vec<u8> {
+    prefixed(shard as u32, &[], key)
+}
+
+/// The prefix of every entry record of shard `shard`.
+pub(crate) fn record_prefix(shard: usize) -> [u8; 4] {
+    (shard as u32).to_be_bytes()
+}
+
+/// The store's key of `key`'s expiry record.
+pub(crate) fn ttl_key(shard: usize, key: &[u8]) -> Vec<u8> {
+    prefixed(shard as u32 | TTL_BIT, &[], key)
+}
+
+/// The store's key of `key`'s place in its shard's expiry order, for expiry `at`.
+pub(crate) fn order_key(shard: usize, at: u64, key: &[u8]) -> Vec<u8> {
+    prefixed(shard as u32 | TTL_BIT | ORDER_BIT, &at.to_be_bytes(), key)
+}
+
+/// The order keys of shard `shard` whose expiry is at or before `now`.
+pub(crate) fn due_range(shard: usize, now: u64) -> std::ops::Range<Vec<u8>> {
+    order_key(shard, 0, b"")..order_key(shard, now.saturating_add(1), b"")
+}
+
+/// The key an order key names (what follows its prefix and its expiry).
+pub(crate) fn ordered_key(order: &[u8]) -> &[u8] {
+    order.get(12..).unwrap_or_default()
+}
+
+/// The first key past every entry record (`records`, `strata check`).
+pub(crate) fn records_end() -> [u8; 4] {
+    TTL_BIT.to_be_bytes()
+}
+
+fn prefixed(prefix: u32, middle: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + middle.len() + key.len());
+    k.extend_from_slice(&prefix.to_be_bytes());
+    k.extend_from_slice(middle);
+    k.extend_from_slice(key);
+    k
+}
+
+/// An entry record's bytes.
+pub(crate) fn encode_record(entry: &Owned) -> Vec<u8> {
+    let mut buf = vec![if entry.raw { RAW } else { 0 }];
+    strata_storage::encode_value(&mut buf, 0, b"", entry.expire_at, &entry.value);
+    buf
+}
+
+/// An entry record's entry, built under `enc`.
+pub(crate) fn decode_record(bytes: &[u8], enc: &Encodings) -> Result<Owned, String> {
+    let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
+    let mut out = None;
+    strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
+        out = Some(Owned {
+            value,
+            expire_at,
+            raw: flags & RAW != 0,
+        })
+    })?;
+    out.ok_or_else(|| "record without an entry".into())
+}
+
+/// An expiry record's expiry.
+pub(crate) fn expiry_of(bytes: &[u8]) -> Result<u64, String> {
+    let b: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| format!("an expiry record of {} bytes", bytes.len()))?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// The number of entry records (not expiry records) in a store's tree (`strata check`).
+pub(crate) fn records(tree: &fjall::Keyspace) -> Result<u64, fjall::Error> {
+    let mut n = 0;
+    for kv in tree.range(..records_end()) {
+        kv.key()?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_order_keys_sort_by_expiry_inside_their_shard() {
+        let due = due_range(7, 1_000);
+        for (at, key, inside) in [
+            (0, &b"a"[..], true),
+            (1_000, b"zzzz", true),
+            (1_001, b"", false),
+            (u64::MAX, b"a", false),
+        ] {
+            let k = order_key(7, at, key);
+            assert_eq!(due.contains(&k), inside, "{at}");
+            assert_eq!(ordered_key(&k), key);
+        }
+        // Other shards' order keys, and every shard's entry and expiry records, are outside.
+        for k in [
+            order_key(6, 5, b"a"),
+            order_key(8, 5, b"a"),
+            ttl_key(7, b"a"),
+            record_key(7, b"a"),
+        ] {
+            assert!(!due.contains(&k));
+        }
+        assert!(record_key(1 << 19, b"\xff\xff") < records_end().to_vec());
+        assert!(ttl_key(0, b"") >= records_end().to_vec());
+        assert!(record_key(7, b"k").starts_with(&record_prefix(7)));
+    }
+
+    /// A store's due entries are exactly those put with an expiry at or before the time
+    /// asked, in expiry order, whichever way the others left it.
+    #[test]
+    fn a_tier_gives_only_its_due_entries_in_expiry_order() {
+        use crate::services::tiering::Tier;
+        use strata_engine::{ColdStore, Value};
+        let dir = std::env::temp_dir().join(format!("strata-due-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tier = Tier::open(&dir, 1, 1 << 20, std::sync::Weak::new(), false).unwrap();
+        let entry = |at: Option<u64>| Owned {
+            value: Value::Str(b"v".to_vec()),
+            expire_at: at,
+            raw: false,
+        };
+        // Shard 3: k0..k99 due at 1000 + 7i mod 100 (put out of order), p0..p9 without.
+        let at = |i: u64| 1000 + (i * 7) % 100;
+        for i in 0..100 {
+            tier.put(0, 3, format!("k{i}").as_bytes(), &entry(Some(at(i))))
+                .unwrap();
+        }
+        for i in 0..10 {
+            tier.put(0, 3, format!("p{i}").as_bytes(), &entry(None))
+                .unwrap();
+        }
+        tier.put(0, 4, b"other", &entry(Some(0))).unwrap();
+        let due = |now: u64| {
+            let mut out = Vec::new();
+            tier.each_due(0, 3, now, &mut |k| {
+                out.push(String::from_utf8_lossy(k).into_owned());
+                true
+            });
+            out
+        };
+        let expect = |now: u64, gone: &dyn Fn(u64) -> bool| {
+            let mut keys: Vec<u64> = (0..100).filter(|&i| at(i) <= now && !gone(i)).collect();
+            keys.sort_by_key(|&i| at(i));
+            keys.iter().map(|i| format!("k{i}")).collect::<Vec<_>>()
+        };
+        assert_eq!(due(1049), expect(1049, &|_| false));
+        assert_eq!(due(999), Vec::<String>::new());
+        // Dropped unread (a whole write), dropped as a clean copy, or read back: each
+        // leaves the expiry order with its record.
+        for i in 0..10 {
+            assert!(tier.discard(0, 3, format!("k{i}").as_bytes(), true));
+        }
+        for i in 10..20 {
+            tier.remove(0, 3, format!("k{i}").as_bytes());
+        }
+        assert_eq!(tier.expiry(0, 3, b"k20"), Some(at(20)));
+        assert_eq!(due(u64::MAX), expect(u64::MAX, &|i| i < 20));
+        assert_eq!(tier.expiry(0, 3, b"k5"), None);
+        drop(tier);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
