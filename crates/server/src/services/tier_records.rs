@@ -12,6 +12,7 @@
 //! Shard numbers stay below 2^20, so the three prefixes of every shard are distinct and a
 //! shard's entries sort before every expiry record.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use strata_engine::{Encodings, Owned};
 
 /// A record's flags byte: the value keeps the `raw` string encoding.
@@ -40,14 +41,61 @@ pub(crate) fn order_key(shard: usize, at: u64, key: &[u8]) -> Vec<u8> {
     prefixed(shard as u32 | TTL_BIT | ORDER_BIT, &at.to_be_bytes(), key)
 }
 
-/// The order keys of shard `shard` whose expiry is at or before `now`.
-pub(crate) fn due_range(shard: usize, now: u64) -> std::ops::Range<Vec<u8>> {
-    order_key(shard, 0, b"")..order_key(shard, now.saturating_add(1), b"")
+/// Every order key of shard `shard`.
+pub(crate) fn order_range(shard: usize) -> std::ops::Range<Vec<u8>> {
+    order_key(shard, 0, b"")..order_key(shard + 1, 0, b"")
 }
 
-/// The key an order key names (what follows its prefix and its expiry).
-pub(crate) fn ordered_key(order: &[u8]) -> &[u8] {
-    order.get(12..).unwrap_or_default()
+/// The expiry and the key an order key names; None for a key too short to be one.
+pub(crate) fn ordered(order: &[u8]) -> Option<(u64, &[u8])> {
+    let at = order.get(4..12)?.try_into().ok()?;
+    Some((u64::from_be_bytes(at), &order[12..]))
+}
+
+/// For each shard of each database, when its expiry order next has a cold entry due
+/// (Unix ms): the background pass skips the shard until then without asking the store.
+/// 0 (look now) at first; a pass over the shard sets it to the first expiry past its
+/// time, and each cold entry with an earlier one lowers it.
+pub(crate) struct NextDue {
+    shards: usize,
+    at: Vec<AtomicU64>,
+}
+
+impl NextDue {
+    pub(crate) fn new(databases: usize, shards: usize) -> NextDue {
+        let at = (0..databases * shards).map(|_| AtomicU64::new(0)).collect();
+        NextDue { shards, at }
+    }
+
+    fn slot(&self, db: usize, shard: usize) -> Option<&AtomicU64> {
+        self.at.get(db * self.shards + shard)
+    }
+
+    pub(crate) fn get(&self, db: usize, shard: usize) -> u64 {
+        self.slot(db, shard).map_or(0, |a| a.load(Relaxed))
+    }
+
+    pub(crate) fn set(&self, db: usize, shard: usize, at: u64) {
+        if let Some(a) = self.slot(db, shard) {
+            a.store(at, Relaxed);
+        }
+    }
+
+    /// A cold entry of the shard expires at `at`.
+    pub(crate) fn lower(&self, db: usize, shard: usize, at: u64) {
+        if let Some(a) = self.slot(db, shard) {
+            a.fetch_min(at, Relaxed);
+        }
+    }
+
+    /// SWAPDB (it holds both databases' shards).
+    pub(crate) fn swap(&self, a: usize, b: usize) {
+        for shard in 0..self.shards {
+            let (x, y) = (self.get(a, shard), self.get(b, shard));
+            self.set(a, shard, y);
+            self.set(b, shard, x);
+        }
+    }
 }
 
 /// The first key past every entry record (`records`, `strata check`).
@@ -108,17 +156,21 @@ mod tests {
 
     #[test]
     fn due_order_keys_sort_by_expiry_inside_their_shard() {
-        let due = due_range(7, 1_000);
-        for (at, key, inside) in [
-            (0, &b"a"[..], true),
-            (1_000, b"zzzz", true),
-            (1_001, b"", false),
-            (u64::MAX, b"a", false),
+        let range = order_range(7);
+        let mut keys = Vec::new();
+        for (at, key) in [
+            (0, &b"z"[..]),
+            (1_000, b"a"),
+            (1_001, b""),
+            (u64::MAX, b"a"),
         ] {
             let k = order_key(7, at, key);
-            assert_eq!(due.contains(&k), inside, "{at}");
-            assert_eq!(ordered_key(&k), key);
+            assert!(range.contains(&k), "{at}");
+            assert_eq!(ordered(&k), Some((at, key)));
+            keys.push(k);
         }
+        assert!(keys.is_sorted(), "order keys sort by expiry first");
+        assert_eq!(ordered(b"short"), None);
         // Other shards' order keys, and every shard's entry and expiry records, are outside.
         for k in [
             order_key(6, 5, b"a"),
@@ -126,7 +178,7 @@ mod tests {
             ttl_key(7, b"a"),
             record_key(7, b"a"),
         ] {
-            assert!(!due.contains(&k));
+            assert!(!range.contains(&k));
         }
         assert!(record_key(1 << 19, b"\xff\xff") < records_end().to_vec());
         assert!(ttl_key(0, b"") >= records_end().to_vec());
@@ -141,7 +193,7 @@ mod tests {
         use strata_engine::{ColdStore, Value};
         let dir = std::env::temp_dir().join(format!("strata-due-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let tier = Tier::open(&dir, 1, 1 << 20, std::sync::Weak::new(), false).unwrap();
+        let tier = Tier::open(&dir, 1, 8, 1 << 20, std::sync::Weak::new(), false).unwrap();
         let entry = |at: Option<u64>| Owned {
             value: Value::Str(b"v".to_vec()),
             expire_at: at,
@@ -184,6 +236,26 @@ mod tests {
         assert_eq!(tier.expiry(0, 3, b"k20"), Some(at(20)));
         assert_eq!(due(u64::MAX), expect(u64::MAX, &|i| i < 20));
         assert_eq!(tier.expiry(0, 3, b"k5"), None);
+
+        // A scan leaves the shard alone until its next expiry (none after the one above;
+        // 1050 after the one at 1049): the due entries it gave stay, as the copies of keys
+        // brought back to RAM do, and are not read again until one of them, or another
+        // entry due by then, is cold again.
+        assert!(due(1049).is_empty());
+        tier.cold_again(0, 3, at(20));
+        assert_eq!(due(1049), expect(1049, &|i| i < 20));
+        assert!(due(1049).is_empty());
+        assert_eq!(due(1050), expect(1050, &|i| i < 20));
+        tier.put(0, 3, b"early", &entry(Some(5))).unwrap();
+        assert_eq!(due(1049).first().map(String::as_str), Some("early"));
+        // Cut short, the scan comes back at once.
+        let mut first = Vec::new();
+        tier.each_due(0, 3, 1060, &mut |k| {
+            first.push(k.to_vec());
+            false
+        });
+        assert_eq!(first, [b"early".to_vec()]);
+        assert_eq!(due(1055).len(), 1 + expect(1055, &|i| i < 20).len());
         drop(tier);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -13,8 +13,8 @@
 use crate::exec::command::ks;
 use crate::server::Server;
 use crate::services::tier_records::{
-    decode_record, due_range, encode_record, expiry_of, order_key, ordered_key, record_key,
-    record_prefix, ttl_key,
+    decode_record, encode_record, expiry_of, order_key, order_range, ordered, record_key,
+    record_prefix, ttl_key, NextDue,
 };
 use fjall::config::PinningPolicy;
 use fjall::AbstractTree;
@@ -84,14 +84,18 @@ pub struct Tier {
     pub hot: std::sync::OnceLock<strata_engine::HotBytes>,
     /// Whether the store still matches a snapshot, for the next start (`tier_kept.rs`).
     pub watch: crate::services::tier_kept::Watch,
+    /// When each shard next has a cold entry due (`each_due`).
+    next_due: NextDue,
 }
 
 impl Tier {
-    /// Opens the tier in `path`: empty (what a previous run left there goes first: the
-    /// snapshot and the journal refill it), or as it is when `keep` (`tier_kept.rs`).
+    /// Opens the tier in `path` for `databases` of `shards` shards each: empty (what a
+    /// previous run left there goes first: the snapshot and the journal refill it), or as
+    /// it is when `keep` (`tier_kept.rs`).
     pub fn open(
         dir: &Path,
         databases: usize,
+        shards: usize,
         cache_bytes: u64,
         server: Weak<Server>,
         keep: bool,
@@ -117,6 +121,7 @@ impl Tier {
             read_ns: AtomicU64::new(0),
             hot: Default::default(),
             watch: Default::default(),
+            next_due: NextDue::new(databases, shards),
         })
     }
 }
@@ -370,6 +375,7 @@ impl ColdStore for Tier {
             tree.insert(ttl_key(shard, key), at.to_be_bytes())
                 .map_err(failed)?;
             n += 2 * key.len() + 24;
+            self.next_due.lower(db, shard, at);
         }
         tree.insert(record_key(shard, key), value).map_err(failed)?;
         self.written_bytes.fetch_add(n as u64, Relaxed);
@@ -431,20 +437,38 @@ impl ColdStore for Tier {
     }
 
     /// From the shard's expiry order: only the due entries are read (and the deletion
-    /// markers of those the pass removed before, until compaction drops them).
+    /// markers of those removed before, until compaction drops them), and nothing until
+    /// the shard's next expiry.
     fn each_due(&self, db: usize, shard: usize, now: u64, f: &mut dyn FnMut(&[u8]) -> bool) {
-        let Some(tree) = self.tree(db) else {
+        let Some(tree) = self
+            .tree(db)
+            .filter(|_| now >= self.next_due.get(db, shard))
+        else {
             return;
         };
-        for kv in tree.range(due_range(shard, now)) {
+        let mut next = u64::MAX;
+        for kv in tree.range(order_range(shard)) {
             let k = kv.key().unwrap_or_else(|e| self.fatal("scan", e));
+            let (at, key) =
+                ordered(&k).unwrap_or_else(|| self.fatal("decode", "a short order key"));
+            if at > now {
+                next = at;
+                break;
+            }
             if self.dead.is_dead(db, &k) {
                 continue;
             }
-            if !f(ordered_key(&k)) {
-                return;
+            if !f(key) {
+                // Stopped early: more may be due.
+                next = at;
+                break;
             }
         }
+        self.next_due.set(db, shard, next);
+    }
+
+    fn cold_again(&self, db: usize, shard: usize, at: u64) {
+        self.next_due.lower(db, shard, at);
     }
 
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
@@ -483,6 +507,7 @@ impl ColdStore for Tier {
         if a < trees.len() && b < trees.len() {
             trees.swap(a, b);
             self.dead.swap(a, b);
+            self.next_due.swap(a, b);
         }
     }
 }
@@ -533,10 +558,20 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
         PathBuf::from(&cfg.tiering_dir)
     };
     let me = server.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
-    let dbs = server.keyspace.db_count();
+    let (dbs, shards) = (
+        server.keyspace.db_count(),
+        server.keyspace.db(0).shard_count(),
+    );
     let kept = crate::services::tier_kept::at_start(server, &path)?;
     let keep = kept.is_some();
-    let tier = Arc::new(Tier::open(&path, dbs, cfg.tiering_cache_size, me, keep)?);
+    let tier = Arc::new(Tier::open(
+        &path,
+        dbs,
+        shards,
+        cfg.tiering_cache_size,
+        me,
+        keep,
+    )?);
     if let Some(epoch) = kept {
         tier.watch.kept_for(epoch);
     }
