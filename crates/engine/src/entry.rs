@@ -508,6 +508,13 @@ impl<'a> EntryRef<'a> {
         EntryRef(Form::Inline(s))
     }
 
+    /// Starts loading the entry's header (an inline one is in its bucket already).
+    pub(crate) fn prefetch(&self) {
+        if let Form::Block(slot) = self.0 {
+            slot.prefetch();
+        }
+    }
+
     pub fn key(&self) -> &'a [u8] {
         match self.0 {
             Form::Block(slot) => slot.key(),

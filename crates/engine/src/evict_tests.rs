@@ -183,3 +183,25 @@ fn the_pool_keeps_the_best_sixteen() {
     assert_eq!(pool.best.last().map(|c| c.score), Some(94));
     assert_eq!(pool.best.first().map(|c| c.score), Some(34));
 }
+
+/// The count of set bits follows marks and unmarks (a repeated one counts once), and a
+/// map whose count is zero is not walked: pick finds nothing there.
+#[test]
+fn occupancy_counts_its_marked_shards() {
+    let o = Occupancy::new(200);
+    assert_eq!(o.pick(false, 7), None);
+    o.mark(130, false);
+    o.mark(130, false);
+    o.mark(3, true);
+    assert_eq!(o.marked[0].load(Relaxed), 1);
+    assert_eq!(o.marked[1].load(Relaxed), 1);
+    for rnd in [0, 1, 2, 3, u64::MAX] {
+        assert_eq!(o.pick(false, rnd), Some(130));
+        assert_eq!(o.pick(true, rnd), Some(3));
+    }
+    o.unmark(130, false);
+    o.unmark(130, false);
+    assert_eq!(o.marked[0].load(Relaxed), 0);
+    assert_eq!(o.pick(false, 5), None);
+    assert_eq!(o.pick(true, 5), Some(3));
+}
