@@ -167,8 +167,20 @@ impl Table {
 
     /// A read's lock: it updates access bits only under an LRU or LFU budget.
     fn read(&self, key: &[u8]) -> Locked<'_> {
+        if self.ks.tiering() {
+            self.room_for_read();
+        }
         let touch = self.budget.touch.load(std::sync::atomic::Ordering::Relaxed);
         self.db().lock1(key).no_touch(!touch)
+    }
+
+    /// With a cold store, a read may bring an entry back into RAM: as before a write, the
+    /// table first moves entries out until it is within its budget. Out of line: the
+    /// lookups of a table without a store stay as short as they were.
+    #[cold]
+    #[inline(never)]
+    fn room_for_read(&self) {
+        let _ = self.make_room();
     }
 
     /// A write's lock, after making room under the memory budget (if any). The infallible
@@ -207,6 +219,9 @@ impl Table {
     /// assert_eq!(t.get_with(b"greeting", |v| v.len()), Some(11));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.ks.tiering() {
+            self.room_for_read();
+        }
         let touch = self.budget.touch.load(std::sync::atomic::Ordering::Relaxed);
         self.db().read1(key, touch, |e| e?.as_str().map(f))
     }
@@ -470,7 +485,19 @@ impl Table {
     /// assert_eq!(t.len(), 0);
     /// ```
     pub fn purge_expired(&self) -> usize {
-        self.ks.purge_all_expired()
+        let mut n = self.ks.purge_all_expired();
+        // The cold pass visits 16 shards a step and takes up to 256 keys a shard: rounds
+        // of the shards until one finds none.
+        while self.ks.tiering() {
+            let round: usize = (0..self.db().shard_count().div_ceil(16))
+                .map(|_| self.ks.cold_expire_step())
+                .sum();
+            if round == 0 {
+                break;
+            }
+            n += round;
+        }
+        n
     }
 
     /// One step of a full scan (Redis's SCAN): start with cursor 0, pass the returned

@@ -180,13 +180,43 @@ impl Table {
         let books = &b.books;
         let policy = Policy::from_code(b.policy.load(Relaxed));
         let samples = b.samples.load(Relaxed);
-        let n = self
-            .ks
-            .evict_until(policy, samples, &mut pool, || books.total() <= limit);
-        b.evicted.fetch_add(n, Relaxed);
+        let enough = || books.total() <= limit;
+        if self.ks.tiering() {
+            // As the server's tiering: the policy picks what moves; noeviction lets LRU.
+            let policy = match policy {
+                Policy::NoEviction => Policy::AllKeysLru,
+                p => p,
+            };
+            // A store that failed a write keeps what it could not take in RAM: the
+            // fallible writes then fail as over budget.
+            let _ = self.ks.move_cold_until(policy, samples, &mut pool, enough);
+        } else {
+            let n = self.ks.evict_until(policy, samples, &mut pool, enough);
+            b.evicted.fetch_add(n, Relaxed);
+        }
         if books.total() > limit {
             return Err(Error::OutOfMemory);
         }
         Ok(())
+    }
+
+    /// A table of 1024 shards that keeps within `budget` by moving entries (key and value,
+    /// any type) to `store` instead of deleting them, under the budget's policy
+    /// ([`Policy::NoEviction`] moves the least recently used). They come back into RAM on
+    /// their next access, and every method sees them as it sees the others: lookups,
+    /// [`len`](Table::len), [`scan`](Table::scan), [`clear`](Table::clear),
+    /// [`purge_expired`](Table::purge_expired). The store is called under the key's shard
+    /// lock ([`ColdStore`](crate::ColdStore) says what it must do); the server's on-disk
+    /// tier is one.
+    pub fn with_cold_store(budget: Budget, store: Arc<dyn crate::ColdStore>) -> Table {
+        let t = Table::new();
+        t.ks.set_cold_store(store);
+        t.set_memory_budget(Some(budget));
+        t
+    }
+
+    /// Keys whose entries are in the cold store (see [`with_cold_store`](Table::with_cold_store)).
+    pub fn cold_keys(&self) -> u64 {
+        self.db().cold_stats().0
     }
 }

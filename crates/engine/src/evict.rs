@@ -501,6 +501,32 @@ impl Keyspace {
     }
 }
 
+impl Keyspace {
+    /// [`evict_until`](Keyspace::evict_until) for a keyspace with a cold store: the keys
+    /// `policy` picks move to the store instead of going. Returns how many moved; stops
+    /// early, with the store's error, when a move fails (the entry stays in RAM).
+    pub fn move_cold_until(
+        &self,
+        policy: Policy,
+        samples: usize,
+        pool: &mut Pool,
+        mut enough: impl FnMut() -> bool,
+    ) -> Result<u64, String> {
+        let mut moved = 0;
+        while !enough() {
+            let Some((db, key)) = self.evict_pick(policy, samples, pool) else {
+                break;
+            };
+            let gone = self.db(db).evict_to_cold(&key, policy.volatile());
+            pool.recycle(key);
+            if gone?.is_some() {
+                moved += 1;
+            }
+        }
+        Ok(moved)
+    }
+}
+
 #[cfg(test)]
 #[path = "evict_tests.rs"]
 mod tests;

@@ -223,7 +223,7 @@ impl Db {
         f: impl FnOnce(Option<EntryRef<'_>>) -> R,
     ) -> R {
         let h = hash(key);
-        if let Some(mut g) = self.short_lock(h) {
+        if let Some(mut g) = self.short_lock(h, false) {
             return f(g.read(h, key, touch.then(|| self.stamp_now())));
         }
         let idx = self.shard_index(h);
@@ -238,7 +238,7 @@ impl Db {
     /// directly and hashes the key once, without the general path's lazy clock and guards.
     pub fn set_str1(&self, key: &[u8], value: &[u8]) {
         let h = hash(key);
-        if let Some(mut g) = self.short_lock(h) {
+        if let Some(mut g) = self.short_lock(h, true) {
             return g.put_str(h, key, value, None, self.stamp_now());
         }
         self.lock1(key)
@@ -247,14 +247,18 @@ impl Db {
 
     /// The short path of `read1` and `set_str1`: the lock of the shard of hash `h`, taken
     /// directly, if this thread holds no shard (no session, nothing kept) and the shard has
-    /// no key with a TTL (nothing to expire); None sends the caller to the general path.
+    /// no key with a TTL (nothing to expire) and none in a cold store (for a `write`, no
+    /// store copy either); None sends the caller to the general path.
     #[inline]
-    fn short_lock(&self, h: u64) -> Option<MutexGuard<'_, ShardData>> {
+    fn short_lock(&self, h: u64, write: bool) -> Option<MutexGuard<'_, ShardData>> {
         if crate::session::thread_holds_shards() {
             return None;
         }
         let g = self.shards[self.shard_index(h)].0.lock();
-        (g.volatile == 0).then_some(g)
+        // A shard with keys in a cold store takes the general path, which brings a key
+        // back; a write also when keys in RAM have copies there (clean), which it drops.
+        let stored = g.cold != 0 || (write && !g.clean.is_empty());
+        (g.volatile == 0 && !stored).then_some(g)
     }
 
     /// A load is about to add about `keys` keys (an RDB file's RESIZEDB hint), or has

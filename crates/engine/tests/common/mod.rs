@@ -1,4 +1,6 @@
 //! What the engine's tests of the cold tier share: a cold store in memory.
+// Each test crate uses a part of it.
+#![allow(dead_code)]
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
