@@ -210,9 +210,26 @@ impl Table {
     /// tier is one.
     pub fn with_cold_store(budget: Budget, store: Arc<dyn crate::ColdStore>) -> Table {
         let t = Table::new();
-        t.ks.set_cold_store(store);
+        t.set_cold_store(store);
         t.set_memory_budget(Some(budget));
         t
+    }
+
+    /// Gives an empty table its cold store (see [`with_cold_store`](Table::with_cold_store)),
+    /// for a store that needs the table first (its [`shared_encodings`](Table::shared_encodings)).
+    /// False, and nothing changes, when the table holds keys or has a store already.
+    pub fn set_cold_store(&self, store: Arc<dyn crate::ColdStore>) -> bool {
+        if !self.is_empty() || self.ks.tiering() {
+            return false;
+        }
+        self.ks.set_cold_store(store);
+        true
+    }
+
+    /// The table's encoding thresholds ([`encodings`](Table::encodings)), shared: a cold
+    /// store rebuilds the values it gives back under them.
+    pub fn shared_encodings(&self) -> Arc<crate::Encodings> {
+        self.ks.encodings.clone()
     }
 
     /// Keys whose entries are in the cold store (see [`with_cold_store`](Table::with_cold_store)).

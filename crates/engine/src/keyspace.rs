@@ -614,7 +614,7 @@ pub(crate) fn xorshift(mut x: u64) -> u64 {
 pub struct Keyspace {
     pub(crate) dbs: Box<[Db]>,
     /// Encoding thresholds for collections (from the server's config).
-    pub encodings: crate::types::Encodings,
+    pub encodings: std::sync::Arc<crate::types::Encodings>,
     /// The database the active expiry cycle resumes at (`crate::expiry`).
     pub(crate) expire_cursor: AtomicUsize,
     rng: AtomicU64,

@@ -193,7 +193,7 @@ mod tests {
         use strata_engine::{ColdStore, Value};
         let dir = std::env::temp_dir().join(format!("strata-due-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let tier = Tier::open(&dir, 1, 8, 1 << 20, std::sync::Weak::new(), false).unwrap();
+        let tier = Tier::open(&dir, 1, 8, 1 << 20, Default::default(), false).unwrap();
         let entry = |at: Option<u64>| Owned {
             value: Value::Str(b"v".to_vec()),
             expire_at: at,

@@ -21,7 +21,7 @@ use fjall::AbstractTree;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use strata_engine::{ColdStore, Owned};
 
 /// The tier's memory besides its cache (`tiering-cache-size`): each database's write
@@ -57,8 +57,8 @@ pub struct Tier {
     db: fjall::Database,
     /// The tree of each logical database (SWAPDB exchanges two).
     trees: RwLock<Vec<fjall::Keyspace>>,
-    /// The server, for its encoding thresholds when values come back.
-    server: Weak<Server>,
+    /// The keyspace's encoding thresholds, for values coming back.
+    encodings: Arc<strata_engine::Encodings>,
     /// Bytes read back from and written to the store (records, not disk pages).
     pub read_bytes: AtomicU64,
     pub written_bytes: AtomicU64,
@@ -97,7 +97,7 @@ impl Tier {
         databases: usize,
         shards: usize,
         cache_bytes: u64,
-        server: Weak<Server>,
+        encodings: Arc<strata_engine::Encodings>,
         keep: bool,
     ) -> Result<Tier, String> {
         let path = prepare_dir(dir, keep)?;
@@ -106,7 +106,7 @@ impl Tier {
             path: dir.to_path_buf(),
             db,
             trees: RwLock::new(trees),
-            server,
+            encodings,
             read_bytes: AtomicU64::new(0),
             written_bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
@@ -248,8 +248,7 @@ impl Tier {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Owned, String> {
-        let server = self.server.upgrade().ok_or("the server is gone")?;
-        decode_record(bytes, &server.keyspace.encodings)
+        decode_record(bytes, &self.encodings)
     }
 
     /// A store that cannot be read holds acknowledged data this process can no longer
@@ -557,7 +556,6 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
     } else {
         PathBuf::from(&cfg.tiering_dir)
     };
-    let me = server.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
     let (dbs, shards) = (
         server.keyspace.db_count(),
         server.keyspace.db(0).shard_count(),
@@ -569,7 +567,7 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
         dbs,
         shards,
         cfg.tiering_cache_size,
-        me,
+        server.keyspace.encodings.clone(),
         keep,
     )?);
     if let Some(epoch) = kept {
