@@ -477,31 +477,24 @@ impl Keyspace {
     }
 
     /// Removes keys under `policy` until `enough` says to stop or none qualifies; returns
-    /// how many went. `removed` hears of each (under its shard's lock). For callers that
-    /// need nothing more (the embedded table).
+    /// how many went. For callers that need nothing more (the embedded table).
     pub fn evict_until(
         &self,
         policy: Policy,
         samples: usize,
         pool: &mut Pool,
-        mut enough: impl FnMut() -> bool,
+        enough: impl FnMut() -> bool,
     ) -> u64 {
-        let mut evicted = 0;
-        while !enough() {
-            let Some((db, key)) = self.evict_pick(policy, samples, pool) else {
-                break;
-            };
-            if let Some(gone) = self.evict_remove(db, &key, policy.volatile(), || {}) {
-                drop(gone);
-                evicted += 1;
-            }
-            pool.recycle(key);
-        }
-        evicted
+        let gone = |db: usize, key: &[u8]| {
+            Ok::<_, String>(
+                self.evict_remove(db, key, policy.volatile(), || {})
+                    .is_some(),
+            )
+        };
+        self.pick_until(policy, samples, pool, enough, gone)
+            .unwrap_or_default()
     }
-}
 
-impl Keyspace {
     /// [`evict_until`](Keyspace::evict_until) for a keyspace with a cold store: the keys
     /// `policy` picks move to the store instead of going. Returns how many moved; stops
     /// early, with the store's error, when a move fails (the entry stays in RAM).
@@ -510,20 +503,34 @@ impl Keyspace {
         policy: Policy,
         samples: usize,
         pool: &mut Pool,
-        mut enough: impl FnMut() -> bool,
+        enough: impl FnMut() -> bool,
     ) -> Result<u64, String> {
-        let mut moved = 0;
+        let moved = |db: usize, key: &[u8]| {
+            Ok(self.db(db).evict_to_cold(key, policy.volatile())?.is_some())
+        };
+        self.pick_until(policy, samples, pool, enough, moved)
+    }
+
+    /// Picks keys under `policy` and hands each to `act` (true: it went) until `enough`,
+    /// until none qualifies, or until `act` fails; returns how many went.
+    fn pick_until(
+        &self,
+        policy: Policy,
+        samples: usize,
+        pool: &mut Pool,
+        mut enough: impl FnMut() -> bool,
+        mut act: impl FnMut(usize, &[u8]) -> Result<bool, String>,
+    ) -> Result<u64, String> {
+        let mut went = 0;
         while !enough() {
             let Some((db, key)) = self.evict_pick(policy, samples, pool) else {
                 break;
             };
-            let gone = self.db(db).evict_to_cold(&key, policy.volatile());
+            let done = act(db, &key);
             pool.recycle(key);
-            if gone?.is_some() {
-                moved += 1;
-            }
+            went += u64::from(done?);
         }
-        Ok(moved)
+        Ok(went)
     }
 }
 
