@@ -22,6 +22,7 @@ mod keyspace;
 mod ledger;
 mod locked;
 pub mod memory;
+mod probe_hint;
 mod session;
 mod shard;
 mod types;
@@ -38,8 +39,9 @@ pub use keyspace::{
     shard_pick, Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT,
 };
 pub use locked::{Locked, Ttl, Unlinked, WrongType};
+pub use probe_hint::ProbeHint;
 pub use session::{OneShard, Session, ShardId};
-pub use shard::{hash_seed, key_eq, prefetch_probe, prefetch_slot, use_hash_seed};
+pub use shard::{hash_seed, key_eq, use_hash_seed};
 pub use types::{stream, Encodings, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{Owned, Value};
 pub use walk::ShardWalk;

@@ -739,7 +739,7 @@ impl ShardData {
 /// of where their probe starts. Wrapping: a hint is never checked, and must not panic
 /// even if it were stale.
 #[inline]
-fn hint<T>(end: usize, buckets: usize, h: u64) {
+pub(crate) fn hint<T>(end: usize, buckets: usize, h: u64) {
     if end == 0 || buckets == 0 {
         return;
     }
@@ -754,7 +754,7 @@ fn hint<T>(end: usize, buckets: usize, h: u64) {
 
 /// `hint`, and the control bytes the probe reads first: for a lookup some work away.
 #[inline]
-fn hint_ahead<T>(end: usize, buckets: usize, h: u64) {
+pub(crate) fn hint_ahead<T>(end: usize, buckets: usize, h: u64) {
     hint::<T>(end, buckets, h);
     if end != 0 && buckets != 0 {
         // hashbrown's control bytes start where slot 0 ends, one byte a bucket.
@@ -763,22 +763,9 @@ fn hint_ahead<T>(end: usize, buckets: usize, h: u64) {
     }
 }
 
-/// `prefetch_slot` well before the lookup, so the control bytes too: for a lookup some
-/// work away (a pipeline's next request in the tracking table).
-pub fn prefetch_probe<T>(table: &HashTable<T>, h: u64) {
-    hint_ahead::<T>(slots_end(table), table.num_buckets(), h);
-}
-
-/// Starts loading the slot hash `h` lands in (its first probe) in any hashbrown table, so
-/// that a lookup's two misses, control bytes then slot, overlap instead of following one
-/// another. For tables outside the keyspace (the server's tracking table).
-pub fn prefetch_slot<T>(table: &HashTable<T>, h: u64) {
-    hint::<T>(slots_end(table), table.num_buckets(), h);
-}
-
 /// The address just past slot 0 of `table` (hashbrown stores bucket `i` at
 /// `end - (i + 1) * size`), found from any occupied bucket; 0 for a table with none.
-fn slots_end<T>(table: &HashTable<T>) -> usize {
+pub(crate) fn slots_end<T>(table: &HashTable<T>) -> usize {
     let Some(i) = table.iter_buckets().next() else {
         return 0;
     };

@@ -18,12 +18,14 @@ enum Who {
     R,
 }
 
-/// One step: a command on a connection, or a pause (for expiry).
+/// One step: a command on a connection, commands sent in one write (a pipeline), or a
+/// pause (for expiry).
 enum Step<'a> {
     Call(Who, &'a [&'a str]),
+    Pipe(Who, Vec<Vec<String>>),
     Sleep(u64),
 }
-use Step::{Call, Sleep};
+use Step::{Call, Pipe, Sleep};
 use Who::{R, T, W};
 
 struct Session {
@@ -85,6 +87,24 @@ impl Session {
         }
         let args: Vec<String> = args.iter().map(|a| a.replace("{r}", &self.r_id)).collect();
         self.conn(who).send(&encode_command(&args)).unwrap();
+        self.reply_to(who, &args);
+    }
+
+    /// Sends `cmds` in one write, then reads their replies and the pushes among them.
+    fn pipe(&mut self, who: Who, cmds: &[Vec<String>]) {
+        let mut wire = Vec::new();
+        for c in cmds {
+            self.log.push(format!("{who:?} >> {}", c.join(" ")));
+            wire.extend(encode_command(c));
+        }
+        self.conn(who).send(&wire).unwrap();
+        for c in cmds {
+            self.reply_to(who, c);
+        }
+    }
+
+    /// Reads up to the reply to `args`, logging the pushes that come first.
+    fn reply_to(&mut self, who: Who, args: &[String]) {
         loop {
             let reply = self
                 .conn(who)
@@ -127,6 +147,7 @@ fn run(p: &Proc, r_setup: &[&[&str]], steps: &[Step<'_>]) -> Vec<String> {
     for step in steps {
         match step {
             Call(who, args) => s.call(*who, args),
+            Pipe(who, cmds) => s.pipe(*who, cmds),
             Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
         }
     }
@@ -206,6 +227,44 @@ fn resp3_invalidations_match_redis() {
             Call(T, &["client", "getredir"]),
         ],
         9,
+    );
+}
+
+/// Reads in pipelines, where each request's key is looked up ahead while the one before
+/// it runs: every key read is invalidated, whichever mode the pipeline switched to on the
+/// way (tracking turned on, OPTIN with CLIENT CACHING YES, off again).
+#[test]
+fn pipelined_reads_are_tracked_as_in_redis() {
+    let cmd = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let key = |i: usize| format!("k{i}");
+    let mut first = vec![cmd(&["get", "k0"]), cmd(&["client", "tracking", "on"])];
+    first.extend((0..40).map(|i| cmd(&["get", &key(i)])));
+    first.push(cmd(&["mget", "k1", "m1", "m2"]));
+    let mut optin = vec![cmd(&["client", "tracking", "on", "optin"])];
+    for i in 40..60 {
+        // Only the reads right after CLIENT CACHING YES are recorded.
+        if i % 3 == 0 {
+            optin.push(cmd(&["client", "caching", "yes"]));
+        }
+        optin.push(cmd(&["get", &key(i)]));
+    }
+    optin.push(cmd(&["client", "tracking", "off"]));
+    optin.push(cmd(&["get", "k60"]));
+    let mut writes = vec![cmd(&["set", "m1", "x"]), cmd(&["set", "m2", "x"])];
+    writes.extend((0..61).map(|i| cmd(&["set", &key(i), "x"])));
+    compare(
+        &[],
+        &[
+            Call(T, &["hello", "3"]),
+            Call(W, &["set", "k5", "v"]),
+            Pipe(T, first),
+            Pipe(W, writes.clone()),
+            Call(T, &["client", "tracking", "off"]),
+            Pipe(T, optin),
+            Call(T, &["client", "tracking", "on"]),
+            Pipe(W, writes),
+        ],
+        48,
     );
 }
 

@@ -149,9 +149,21 @@ pub enum Outcome {
 pub struct Call<'a> {
     pub argv: &'a [Bytes],
     pub frame: Option<Bytes>,
-    /// The keyspace slots of its first argument started loading while the request before
-    /// it ran (`tracking::prefetch_next`, in a pipeline).
-    pub prefetched: bool,
+    /// What of its first argument started loading while the request before it ran.
+    pub ahead: Ahead,
+}
+
+/// What started loading for a request's first argument while the request before it ran
+/// (`tracking::prefetch_next`, in a pipeline).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ahead {
+    #[default]
+    Nothing,
+    /// Its keyspace slots.
+    Keyspace,
+    /// Its keyspace slots and, for a client that records its reads, its tracking table
+    /// slots, for the key of this tracking table hash.
+    Tracked(u64),
 }
 
 impl<'a> Call<'a> {
@@ -163,7 +175,7 @@ impl<'a> Call<'a> {
         Call {
             argv,
             frame,
-            prefetched: false,
+            ahead: Ahead::Nothing,
         }
     }
 }
@@ -322,7 +334,7 @@ fn run(
     };
     // A tracking client's read records its keys before it runs (see services::tracking).
     if server.tracking.active() && !by_script && cmd.has(flags::READONLY) {
-        tracking::remember(server, client, cmd, &call);
+        tracking::remember(server, client, id, &call);
     }
     let proto = client.proto;
     let (result, (effect, redacted, failures)) = {

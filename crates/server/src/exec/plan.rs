@@ -3,7 +3,6 @@
 //! memory did; and while a snapshot is taken, it first keeps aside what it will change.
 
 use crate::exec::command::{flags, CmdError, Command};
-use crate::exec::keyspec::{KeyAt, KeyShape};
 use crate::exec::{Origin, Worker};
 use crate::server::Server;
 use crate::services::snapshot::{self, WriteHold};
@@ -23,9 +22,7 @@ pub enum LockPlan {
     World,
 }
 
-/// The shard of each key command `id` names in `argv`. A key at a fixed place is read
-/// from there: walking a command's own key finder (SET's) cost a write more than hashing
-/// its key.
+/// The shard of each key command `id` names in `argv`.
 fn for_each_shard(
     server: &Server,
     db: usize,
@@ -33,16 +30,11 @@ fn for_each_shard(
     argv: &[Bytes],
     mut f: impl FnMut(ShardId),
 ) {
-    let mut shard_at = |i: usize| {
+    server.table.for_each_key_position(id, argv, |i| {
         if let Some(k) = argv.get(i) {
             f(server.keyspace.shard_of(db, k));
         }
-    };
-    match server.table.key_shape(id) {
-        KeyShape::None => {}
-        KeyShape::One(KeyAt { pos, .. }) | KeyShape::OneVarying(pos) => shard_at(pos),
-        KeyShape::Walk => server.table.commands[id].for_each_key_position(argv, shard_at),
-    }
+    });
 }
 
 impl LockPlan {

@@ -1,7 +1,7 @@
 //! Stage 1: the command table built from every family's declarations; resolving a request
 //! to its command or subcommand, and the arity check.
 
-use crate::exec::command::{flags, CmdError, Command, KeyShape};
+use crate::exec::command::{flags, CmdError, Command, KeyAt, KeyShape};
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -69,6 +69,22 @@ impl Table {
     #[inline]
     pub fn key_shape(&self, id: usize) -> KeyShape {
         self.shapes.get(id).copied().unwrap_or(KeyShape::Walk)
+    }
+
+    /// Each place in `argv` command `id` has a key (`Command::for_each_key_position`),
+    /// read from its fixed place where it has one: walking a command's own key finder
+    /// (SET's) cost more than what the callers then do with the key.
+    #[inline]
+    pub fn for_each_key_position(&self, id: usize, argv: &[Bytes], mut f: impl FnMut(usize)) {
+        match self.key_shape(id) {
+            KeyShape::None => {}
+            KeyShape::One(KeyAt { pos, .. }) | KeyShape::OneVarying(pos) => {
+                if pos < argv.len() {
+                    f(pos)
+                }
+            }
+            KeyShape::Walk => self.commands[id].for_each_key_position(argv, f),
+        }
     }
 
     pub fn lookup(&self, fullname: &str) -> Option<usize> {

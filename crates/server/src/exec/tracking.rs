@@ -5,29 +5,37 @@
 //! one-command CLIENT CACHING.
 
 use crate::exec::client::Client;
-use crate::exec::command::{flags, Command};
-use crate::exec::{After, Call};
+use crate::exec::command::flags;
+use crate::exec::{After, Ahead, Call};
 use crate::server::Server;
 use crate::services::tracking::{mode, records_reads, Current};
 
 /// A read-only command of a tracking client: records its keys (a script command's keys are
 /// recorded by the reads its script makes instead).
 #[inline]
-pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, call: &Call<'_>) {
+pub(super) fn remember(server: &Server, client: &Client, id: usize, call: &Call<'_>) {
+    let cmd = &server.table.commands[id];
     if cmd.group == "scripting" || cmd.has(flags::PUBSUB) {
         return;
     }
     if records_reads(client.info.tracking.flags(), client.caching) {
         let db = server.keyspace.db(client.db);
         let argv = call.argv;
-        cmd.for_each_key_position(argv, |i| {
+        server.table.for_each_key_position(id, argv, |i| {
             // The command's own lookup of the key then finds it in the cache: its miss
             // overlaps the one on the tracking table's entry, where it came after it.
             // (A pipeline's request had its first argument's started already.)
-            if !(call.prefetched && i == 1) {
-                db.prefetch(&argv[i]);
+            match call.ahead {
+                Ahead::Tracked(h) if i == 1 => {
+                    server.tracking.remember_hashed(client.id, &argv[1], h)
+                }
+                ahead => {
+                    if ahead == Ahead::Nothing || i != 1 {
+                        db.prefetch(&argv[i]);
+                    }
+                    server.tracking.remember(client.id, [&argv[i][..]])
+                }
             }
-            server.tracking.remember(client.id, [&argv[i][..]])
         });
     }
 }
@@ -35,10 +43,12 @@ pub(super) fn remember(server: &Server, client: &Client, cmd: &Command, call: &C
 /// The next request of a pipeline will read `key`: its keyspace slots, and if this client
 /// records its reads, its tracking table slots, load while the current request runs.
 #[inline]
-pub(crate) fn prefetch_next(server: &Server, client: &Client, key: &[u8]) {
+pub(crate) fn prefetch_next(server: &Server, client: &Client, key: &[u8]) -> Ahead {
     server.keyspace.db(client.db).prefetch(key);
     if records_reads(client.info.tracking.flags(), client.caching) {
-        server.tracking.prefetch(key);
+        Ahead::Tracked(server.tracking.prefetch(key))
+    } else {
+        Ahead::Keyspace
     }
 }
 
@@ -66,9 +76,24 @@ pub(super) fn after_admission(server: &Server, client: &Client, out: &mut Vec<u8
     }
 }
 
-/// After a client's command (`id`: the command, if it resolved), while some client tracks.
-#[inline(never)]
+/// After a client's command (`id`: the command, if it resolved), while some client tracks,
+/// when there is something to do: its CLIENT CACHING to end, invalidations for it, BCAST
+/// messages waiting.
+#[inline]
 pub(super) fn after(
+    server: &Server,
+    client: &mut Client,
+    id: Option<usize>,
+    out: &mut Vec<u8>,
+    after: &mut After,
+) {
+    if client.caching || !after.tracking.is_empty() || server.tracking.broadcast_pending() {
+        after_any(server, client, id, out, after);
+    }
+}
+
+#[inline(never)]
+fn after_any(
     server: &Server,
     client: &mut Client,
     id: Option<usize>,

@@ -255,8 +255,8 @@ async fn serve_conn<W: Wire>(
         // The commands parsed from this read run with sticky shards: a pipeline on one
         // key locks its shard once, not once per command. Let go before any await.
         let sticky = server.keyspace.sticky();
-        // Whether the next request's first argument was prefetched.
-        let mut ahead = false;
+        // What of the next request's first argument was prefetched.
+        let mut ahead = exec::Ahead::Nothing;
         loop {
             if limits.stale(server, client) {
                 *limits = ConnLimits::load(server, parser, client.authenticated);
@@ -272,12 +272,11 @@ async fn serve_conn<W: Wire>(
                 Ok(Some((argv, frame))) => {
                     let prefetched = std::mem::take(&mut ahead);
                     if let Some(key) = strata_resp::peek_first_arg(inbuf) {
-                        exec::tracking::prefetch_next(server, client, key);
-                        ahead = true;
+                        ahead = exec::tracking::prefetch_next(server, client, key);
                     }
                     let start = out.buf.len();
                     let call = Call {
-                        prefetched,
+                        ahead: prefetched,
                         ..Call::framed(&argv, frame)
                     };
                     let outcome = exec::execute(

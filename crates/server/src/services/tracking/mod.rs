@@ -249,18 +249,28 @@ impl Tracking {
         Ok(())
     }
 
-    /// A read of `key` by a tracking client is coming: see `KeyTable::prefetch`.
-    pub fn prefetch(&self, key: &[u8]) {
-        self.table.prefetch(key);
+    /// A read of `key` by a tracking client is coming: see `KeyTable::prefetch`. Returns
+    /// the key's hash in the table, for `remember_hashed`.
+    pub fn prefetch(&self, key: &[u8]) -> u64 {
+        let h = table::hash(key);
+        self.table.prefetch(h);
+        h
     }
 
     /// Records that the client `id` may cache `keys` (a read by a tracking client, before it
     /// runs).
     pub fn remember<'k>(&self, id: u64, keys: impl IntoIterator<Item = &'k [u8]>) {
-        let oldest = self.oldest.load(Ordering::Relaxed);
         for k in keys {
-            self.table.add(k, id, oldest);
+            self.remember_hashed(id, k, table::hash(k));
         }
+    }
+
+    /// `remember` of one key whose hash `prefetch` gave.
+    #[inline]
+    pub fn remember_hashed(&self, id: u64, key: &[u8], h: u64) {
+        debug_assert_eq!(h, table::hash(key), "a hash of another key");
+        let oldest = self.oldest.load(Ordering::Relaxed);
+        self.table.add(h, key, id, oldest);
     }
 
     /// A key changed (a write, an expiry): invalidates it for the clients that may cache
@@ -306,6 +316,12 @@ impl Tracking {
             }
         }
         self.table.clear()
+    }
+
+    /// Whether BCAST messages wait to be sent (`broadcast`).
+    #[inline]
+    pub fn broadcast_pending(&self) -> bool {
+        self.prefixes.pending()
     }
 
     /// Sends the BCAST messages of keys changed since the last call.

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use strata_engine::key_eq;
+use strata_engine::{key_eq, ProbeHint};
 
 const SHARDS: usize = 64;
 
@@ -82,22 +82,43 @@ impl Ids {
     /// whether `id` is new, and how many ids of gone clients were dropped to make room: an
     /// id past the window moves the window to it when all the window holds is gone
     /// clients' (each new generation of connections would otherwise land in the set).
+    #[inline]
     fn add(&mut self, id: u64, oldest: u64) -> (bool, usize) {
+        match self.offset(id) {
+            Some(off) => (self.set(off), 0),
+            None => self.add_outside(id, oldest),
+        }
+    }
+
+    /// `id`'s place in the window, if it is in it.
+    #[inline]
+    fn offset(&self, id: u64) -> Option<u64> {
+        id.checked_sub(self.base).filter(|&off| off < WINDOW)
+    }
+
+    /// Sets the window's bit `off`; whether it was clear. A bit already set is not written
+    /// again: the entry's cache line stays shared between the workers that read the key.
+    #[inline]
+    fn set(&mut self, off: u64) -> bool {
+        let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
+        let new = self.bits[w] & bit == 0;
+        if new {
+            self.bits[w] |= bit;
+        }
+        new
+    }
+
+    /// `add` of an id outside the window.
+    fn add_outside(&mut self, id: u64, oldest: u64) -> (bool, usize) {
         let mut dropped = 0;
-        let outside = id.checked_sub(self.base).is_none_or(|off| off >= WINDOW);
-        if outside && self.window_max().is_none_or(|m| m < oldest) {
+        if self.window_max().is_none_or(|m| m < oldest) {
             dropped = (self.bits[0].count_ones() + self.bits[1].count_ones()) as usize;
             self.bits = [0; 2];
             self.base = Ids::base_for(id);
         }
-        let new = match id.checked_sub(self.base) {
-            Some(off) if off < WINDOW => {
-                let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
-                let new = self.bits[w] & bit == 0;
-                self.bits[w] |= bit;
-                new
-            }
-            _ => self.more.get_or_insert_with(Default::default).insert(id),
+        let new = match self.offset(id) {
+            Some(off) => self.set(off),
+            None => self.more.get_or_insert_with(Default::default).insert(id),
         };
         (new, dropped)
     }
@@ -155,9 +176,12 @@ impl Entry {
 struct Shard {
     table: Mutex<HashTable<Entry>>,
     items: AtomicUsize,
+    /// Where the table's probes start, for a prefetch that takes no lock.
+    hint: ProbeHint<Entry>,
 }
 
-fn hash(key: &[u8]) -> u64 {
+/// A key's hash in the table.
+pub(crate) fn hash(key: &[u8]) -> u64 {
     static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
     let mut h = STATE.get_or_init(Default::default).build_hasher();
     h.write(key);
@@ -201,21 +225,17 @@ impl KeyTable {
             .sum()
     }
 
-    /// Starts loading where `add` of `key` will look (unless its shard is locked).
-    pub(crate) fn prefetch(&self, key: &[u8]) {
-        let h = hash(key);
-        if let Some(t) = self.shard(h).table.try_lock() {
-            strata_engine::prefetch_probe(&t, h);
-        }
+    /// Starts loading where `add` of the key of hash `h` will look.
+    pub(crate) fn prefetch(&self, h: u64) {
+        self.shard(h).hint.prefetch_probe(h);
     }
 
-    /// Records that client `id` may cache `key`; every id below `oldest` belongs to a
-    /// client that is gone (see `Ids::add`).
-    pub(crate) fn add(&self, key: &[u8], id: u64, oldest: u64) {
-        let h = hash(key);
+    /// Records that client `id` may cache `key`, of hash `h`; every id below `oldest`
+    /// belongs to a client that is gone (see `Ids::add`).
+    pub(crate) fn add(&self, h: u64, key: &[u8], id: u64, oldest: u64) {
         let shard = self.shard(h);
         let mut t = shard.table.lock();
-        strata_engine::prefetch_slot(&t, h);
+        shard.hint.prefetch_slot(h);
         match t.find_mut(h, |e| e.is(h, key)) {
             Some(e) => match e.ids.add(id, oldest) {
                 (false, 0) => {}
@@ -234,6 +254,7 @@ impl KeyTable {
                     },
                     |e| e.hash,
                 );
+                shard.hint.note(&t);
                 self.keys.fetch_add(1, Ordering::Relaxed);
                 shard.items.fetch_add(1, Ordering::Relaxed);
             }
@@ -286,6 +307,7 @@ impl KeyTable {
             let mut t = s.table.lock();
             let n = t.len();
             old.push(std::mem::take(&mut *t));
+            s.hint.note(&t);
             s.items.store(0, Ordering::Relaxed);
             drop(t);
             self.keys.fetch_sub(n, Ordering::Relaxed);
@@ -298,18 +320,22 @@ impl KeyTable {
 mod tests {
     use super::*;
 
+    fn add(t: &KeyTable, key: &[u8], id: u64, oldest: u64) {
+        t.add(hash(key), key, id, oldest);
+    }
+
     #[test]
     fn counts_keys_and_items_through_adds_and_removals() {
         let t = KeyTable::default();
-        t.add(b"a", 1, 0);
-        t.add(b"a", 1, 0);
-        t.add(b"a", 2, 0);
-        t.add(b"b", 1, 0);
+        add(&t, b"a", 1, 0);
+        add(&t, b"a", 1, 0);
+        add(&t, b"a", 2, 0);
+        add(&t, b"b", 1, 0);
         assert_eq!((t.keys(), t.items()), (2, 3));
         assert_eq!(t.take(b"a").map(|i| i.to_vec()), Some(vec![1, 2]));
         for id in 0..100 {
-            t.add(b"hot", id, 0);
-            t.add(b"hot", id, 0);
+            add(&t, b"hot", id, 0);
+            add(&t, b"hot", id, 0);
         }
         assert_eq!(t.items(), 101, "b, and each of the hundred once");
         let mut hot = t.take(b"hot").map(|ids| ids.to_vec()).unwrap_or_default();
@@ -318,8 +344,8 @@ mod tests {
         // Ids far from the first one, on either side, go to the set beside the window.
         let far = [1000, 1001, 1127, 1128, 5, 900, u64::MAX, 1_000_000];
         for id in far {
-            t.add(b"spread", id, 0);
-            t.add(b"spread", id, 0);
+            add(&t, b"spread", id, 0);
+            add(&t, b"spread", id, 0);
         }
         assert_eq!(t.items(), 1 + far.len());
         let mut got = t
@@ -336,8 +362,8 @@ mod tests {
         assert_eq!((&k[..], ids.to_vec()), (&b"b"[..], vec![1]));
         assert!(t.take_any(7).is_none());
         let long = [b'x'; 40];
-        t.add(&long, 9, 0);
-        t.add(b"short", 9, 0);
+        add(&t, &long, 9, 0);
+        add(&t, b"short", 9, 0);
         assert_eq!(
             t.take(&long),
             Some(Ids::one(9)),
@@ -345,7 +371,7 @@ mod tests {
         );
         assert_eq!(t.take(b"short"), Some(Ids::one(9)));
         for i in 0..1000u64 {
-            t.add(format!("k{i}").as_bytes(), i % 3, 0);
+            add(&t, format!("k{i}").as_bytes(), i % 3, 0);
         }
         assert_eq!((t.keys(), t.items()), (1000, 1000));
         let mut seen = std::collections::HashSet::new();
@@ -366,11 +392,11 @@ mod tests {
     fn a_window_of_gone_clients_moves_to_the_new_ones() {
         let t = KeyTable::default();
         for id in 10..20 {
-            t.add(b"k", id, 10);
+            add(&t, b"k", id, 10);
         }
-        t.add(b"k", 500, 15);
+        add(&t, b"k", 500, 15);
         assert_eq!(t.items(), 11, "client 19 is connected: 500 goes to the set");
-        t.add(b"k", 600, 400);
+        add(&t, b"k", 600, 400);
         assert_eq!(t.items(), 2, "10..20 gone: the window moved to 600");
         let mut ids = t.take(b"k").map(|i| i.to_vec()).unwrap_or_default();
         ids.sort();
