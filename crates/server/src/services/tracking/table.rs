@@ -69,13 +69,15 @@ impl Ids {
         (id & !63).saturating_sub(64)
     }
 
+    /// The highest id in word `w` of the window, if any.
+    fn word_max(&self, w: usize) -> Option<u64> {
+        (self.bits[w] != 0)
+            .then(|| self.base + 64 * w as u64 + 63 - u64::from(self.bits[w].leading_zeros()))
+    }
+
     /// The highest id in the window, if any.
     fn window_max(&self) -> Option<u64> {
-        let top =
-            |w: usize| self.base + 64 * w as u64 + 63 - u64::from(self.bits[w].leading_zeros());
-        (self.bits[1] != 0)
-            .then(|| top(1))
-            .or_else(|| (self.bits[0] != 0).then(|| top(0)))
+        self.word_max(1).or_else(|| self.word_max(0))
     }
 
     /// Adds `id`, where every id below `oldest` belongs to a client that is gone. Returns
@@ -110,17 +112,36 @@ impl Ids {
 
     /// `add` of an id outside the window.
     fn add_outside(&mut self, id: u64, oldest: u64) -> (bool, usize) {
-        let mut dropped = 0;
-        if self.window_max().is_none_or(|m| m < oldest) {
-            dropped = (self.bits[0].count_ones() + self.bits[1].count_ones()) as usize;
-            self.bits = [0; 2];
-            self.base = Ids::base_for(id);
-        }
+        let dropped = self.move_to(id, oldest);
         let new = match self.offset(id) {
             Some(off) => self.set(off),
             None => self.more.get_or_insert_with(Default::default).insert(id),
         };
         (new, dropped)
+    }
+
+    /// Moves the window to `id` where the ids it lets go of all belong to gone clients
+    /// (below `oldest`); returns how many it let go of. The whole window moves when all it
+    /// holds is gone; it moves up one word when only its lower word is: a new generation of
+    /// connections (a pool reconnecting, a benchmark's next run) whose first ids fell into
+    /// the upper word of the window the one before filled, and whose later ids lie past it,
+    /// would otherwise put those later ids in the set, a second lookup on every read.
+    fn move_to(&mut self, id: u64, oldest: u64) -> usize {
+        let count = |bits: u64| bits.count_ones() as usize;
+        if self.window_max().is_none_or(|m| m < oldest) {
+            let dropped = count(self.bits[0]) + count(self.bits[1]);
+            self.bits = [0; 2];
+            self.base = Ids::base_for(id);
+            return dropped;
+        }
+        let one_up = self.base.checked_add(64) == Some(Ids::base_for(id));
+        if one_up && self.word_max(0).is_none_or(|m| m < oldest) {
+            let dropped = count(self.bits[0]);
+            self.bits = [self.bits[1], 0];
+            self.base += 64;
+            return dropped;
+        }
+        0
     }
 }
 
@@ -401,6 +422,36 @@ mod tests {
         let mut ids = t.take(b"k").map(|i| i.to_vec()).unwrap_or_default();
         ids.sort();
         assert_eq!(ids, vec![500, 600]);
+    }
+
+    /// A generation of clients that straddles the window's upper edge: the window moves up
+    /// a word (its lower word held only gone clients), so the later ids land in it too,
+    /// not in the set; a lower word that still holds a connected client keeps it in place.
+    #[test]
+    fn a_window_moves_up_a_word_past_gone_clients() {
+        let t = KeyTable::default();
+        for id in 53..103 {
+            add(&t, b"k", id, 53);
+        }
+        // The next generation, 103..153: the window (0..128) holds 103..128.
+        for id in 103..153 {
+            add(&t, b"k", id, 103);
+        }
+        let e = |t: &KeyTable| {
+            let h = hash(b"k");
+            let g = t.shard(h).table.lock();
+            let e = g.find(h, |e| e.is(h, b"k")).expect("recorded");
+            (e.ids.base, e.ids.more.as_ref().map_or(0, |s| s.len()))
+        };
+        assert_eq!(e(&t), (64, 0), "moved up a word, nothing in the set");
+        assert_eq!(t.items(), 50 + (103 - 64), "53..64 let go; 64..103 kept");
+        // Client 60 still connected: the lower word stays, 200 goes to the set.
+        let t = KeyTable::default();
+        add(&t, b"k", 60, 60);
+        add(&t, b"k", 100, 60);
+        add(&t, b"k", 130, 60);
+        assert_eq!(e(&t), (0, 1));
+        assert_eq!(t.items(), 3);
     }
 
     /// An entry, with a short key inside, stays within one cache line.
