@@ -300,7 +300,7 @@ impl Db {
             .then_some((idx, unread_ok(&g, h)))
     }
 
-    /// A restart that keeps the store (the server's `tier_kept.rs`): `key`'s entry is in
+    /// A restart that keeps the store (`strata_tier::kept`): `key`'s entry is in
     /// the store already, not in RAM; its shard counts it as cold. `volatile`: it has a
     /// TTL.
     pub fn adopt_cold(&self, key: &[u8], volatile: bool) {

@@ -190,7 +190,7 @@ fn check(a: CheckArgs) -> ExitCode {
     // The tier first: it files keys under the hash seed it was written with, which this
     // process can take only before it hashes a key (a snapshot's check does).
     let tier_dir = a.tiering_dir.clone().unwrap_or_else(|| a.dir.join("tier"));
-    let tier = strata_server::services::tier_check::check(&a.dir, &tier_dir);
+    let tier = strata_tier::check::check(&a.dir, &tier_dir);
     let report = match strata_storage::check(&a.dir) {
         Ok(r) => r,
         Err(e) => {

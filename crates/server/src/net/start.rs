@@ -106,7 +106,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
     let journal = server.persist.journal().is_some();
     server.persist.close();
     if let Some(tier) = server.tier.get() {
-        crate::services::tier_kept::at_exit(&server, tier);
+        strata_tier::kept::at_exit(&crate::services::tiering::kept_origin(&server), tier);
     }
     // No command runs any more: the replication offset is exactly that of the data.
     crate::services::replication::save_at_shutdown(&server, journal);

@@ -280,7 +280,7 @@ fn capture(
         .keyspace
         .db(db)
         .capture_chunk(idx, epoch, buckets, |c| {
-            // Where the entry is, for a restart that keeps the tier (`tier_kept.rs`).
+            // Where the entry is, for a restart that keeps the tier (`strata_tier::kept`).
             let (place, live, saved) = match c {
                 Captured::Entry(e) => (Place::Ram, Some(e), None),
                 Captured::Clean(e) => (Place::Clean, Some(e), None),
@@ -319,7 +319,7 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
     let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
     snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
     let changes_before = server.stats.changes();
-    // Whether the tier's store stays untouched while this captures it (`tier_kept.rs`).
+    // Whether the tier's store stays untouched while this captures it (`strata_tier::kept`).
     let tier_count = server.tier.get().map(|t| t.watch.begin());
     // Closed until the snapshot thread opens the walk (after older writes end).
     snap.next_shard.store(usize::MAX, Ordering::SeqCst);

@@ -71,7 +71,7 @@ pub(crate) fn load_newest(
     let mut last_log = Instant::now();
     let total = meta.entries.max(1);
     let mut clashes = 0u64;
-    // A start that kept the tier's store (`tier_kept.rs`): the entries the snapshot found
+    // A start that kept the tier's store (`strata_tier::kept`): the entries the snapshot found
     // there are there still; the shards count them, and clean ones keep their copies.
     let kept = server
         .tier

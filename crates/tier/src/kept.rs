@@ -11,9 +11,8 @@
 //! the snapshot it is about to load keeps the store, and removes the marker before loading
 //! anything: a crash from then on finds no marker, and the next start rebuilds the tier.
 
-use crate::server::Server;
 use parking_lot::Mutex;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use strata_storage::SnapshotMeta;
 
@@ -68,19 +67,26 @@ impl Watch {
 
 /// The store's layout, last in the marker: a store another layout wrote is rebuilt.
 /// 2: records with an expiry have an expiry record beside them. 3: and a place in their
-/// shard's expiry order (`tier_records.rs`).
+/// shard's expiry order (`records.rs`).
 const FORMAT: u64 = 3;
 
+/// Where a store's records come from: the data directory whose snapshots it follows, and
+/// the keyspace's numbers of databases and shards a database.
+pub struct Origin {
+    pub data_dir: PathBuf,
+    pub databases: usize,
+    pub shards: usize,
+}
+
 /// The marker's text for snapshot `snap`.
-fn marker_text(snap: &SnapshotMeta, server: &Server, seed: u64) -> String {
-    let ks = &server.keyspace;
-    let (dbs, shards) = (ks.db_count(), ks.db(0).shard_count());
+fn marker_text(snap: &SnapshotMeta, origin: &Origin, seed: u64) -> String {
+    let (dbs, shards) = (origin.databases, origin.shards);
     let (epoch, created, bytes) = (snap.epoch, snap.created_ms, snap.bytes);
     format!("{epoch} {created} {bytes} {dbs} {shards} {seed} {FORMAT}\n")
 }
 
-/// What a marker in `dir` says, if there is one (`strata check`, `tier_check.rs`).
-pub(crate) struct Marker {
+/// What a marker in `dir` says, if there is one (`strata check`, `check.rs`).
+pub struct Marker {
     pub epoch: u64,
     pub created_ms: u64,
     pub bytes: u64,
@@ -125,18 +131,18 @@ impl Marker {
 }
 
 /// The newest snapshot in the data directory: the one a start loads.
-fn newest(server: &Server) -> Result<Option<SnapshotMeta>, String> {
-    strata_storage::latest_snapshot(&server.data_dir()).map_err(|e| e.to_string())
+fn newest(origin: &Origin) -> Result<Option<SnapshotMeta>, String> {
+    strata_storage::latest_snapshot(&origin.data_dir).map_err(|e| e.to_string())
 }
 
 /// At exit, once no command runs: when the newest snapshot captured the store as it is
 /// now, syncs the store and writes the marker. Anything else leaves no marker.
-pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
+pub fn at_exit(origin: &Origin, tier: &crate::Tier) {
     let w = &tier.watch;
     let Some((epoch, count)) = *w.captured.lock() else {
         return;
     };
-    let Ok(Some(snap)) = newest(server) else {
+    let Ok(Some(snap)) = newest(origin) else {
         return;
     };
     if w.touched.load(SeqCst) != count
@@ -147,7 +153,7 @@ pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
         return;
     }
     let dir = tier.path();
-    let text = marker_text(&snap, server, strata_engine::hash_seed());
+    let text = marker_text(&snap, origin, strata_engine::hash_seed());
     let written = tier.sync().and_then(|()| {
         strata_storage::replace_file(&dir.join(KEPT), text.as_bytes()).map_err(|e| e.to_string())
     });
@@ -163,7 +169,7 @@ pub fn at_exit(server: &Server, tier: &crate::services::tiering::Tier) {
 /// At start, before the store opens: the epoch of the snapshot this start loads, if the
 /// marker in `dir` names it (and the same numbers of databases and shards). The marker
 /// goes either way.
-pub fn at_start(server: &Server, dir: &Path) -> Result<Option<u64>, String> {
+pub fn at_start(origin: &Origin, dir: &Path) -> Result<Option<u64>, String> {
     let path = dir.join(KEPT);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -177,10 +183,10 @@ pub fn at_start(server: &Server, dir: &Path) -> Result<Option<u64>, String> {
         .split_whitespace()
         .nth(5)
         .and_then(|s| s.parse::<u64>().ok());
-    let (Some(snap), Some(seed)) = (newest(server)?, seed) else {
+    let (Some(snap), Some(seed)) = (newest(origin)?, seed) else {
         return Ok(None);
     };
     // The seed last: nothing else may take it from a marker that does not match.
-    let keep = text == marker_text(&snap, server, seed) && strata_engine::use_hash_seed(seed);
+    let keep = text == marker_text(&snap, origin, seed) && strata_engine::use_hash_seed(seed);
     Ok(keep.then_some(snap.epoch))
 }

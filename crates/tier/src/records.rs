@@ -189,7 +189,7 @@ mod tests {
     /// asked, in expiry order, whichever way the others left it.
     #[test]
     fn a_tier_gives_only_its_due_entries_in_expiry_order() {
-        use crate::services::tiering::Tier;
+        use crate::Tier;
         use strata_engine::{ColdStore, Value};
         let dir = std::env::temp_dir().join(format!("strata-due-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

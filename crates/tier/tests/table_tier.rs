@@ -1,9 +1,9 @@
-//! The embedded table over the server's on-disk tier: data five times its budget, every
+//! The embedded table over the on-disk tier: data five times its budget, every
 //! key kept, in RAM or on disk.
 
 use std::sync::Arc;
 use strata_engine::{Budget, Policy, Table};
-use strata_server::services::tiering::Tier;
+use strata_tier::Tier;
 
 #[test]
 fn a_table_tiers_to_disk() {

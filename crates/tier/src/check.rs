@@ -4,9 +4,9 @@
 //! each of them (and each clean copy) must be in the store with the snapshot's value, and
 //! the store must hold nothing else.
 
-use crate::services::tier_kept::Marker;
-use crate::services::tier_records::{decode_record, expiry_of, order_key, record_key, ttl_key};
-use crate::services::tiering::open_store;
+use crate::kept::Marker;
+use crate::records::{decode_record, expiry_of, order_key, record_key, ttl_key};
+use crate::store::open_store;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use strata_engine::Encodings;
@@ -165,7 +165,7 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
     .map_err(|e| e.to_string())?;
     let mut records = 0u64;
     for tree in &trees {
-        records += crate::services::tier_records::records(tree).map_err(|e| e.to_string())?;
+        records += crate::records::records(tree).map_err(|e| e.to_string())?;
     }
     let extra = records.saturating_sub(expected - missing);
     Ok(report(TierCheck::Kept {
