@@ -88,8 +88,11 @@ struct ExportArgs {
 #[derive(clap::Args)]
 struct CheckArgs {
     /// The data directory (what `strata serve --dir` was given; default ./data).
-    #[arg(default_value = "./data")]
-    dir: std::path::PathBuf,
+    #[arg(value_name = "DIR")]
+    dir_arg: Option<std::path::PathBuf>,
+    /// The data directory, as `strata serve`, `import` and `export` take it.
+    #[arg(long = "dir", value_name = "DIR", conflicts_with = "dir_arg")]
+    dir: Option<std::path::PathBuf>,
     /// The tier's directory, if `tiering-dir` set one (default: DIR/tier). A tier the last
     /// exit kept is read record by record against the newest snapshot.
     #[arg(long)]
@@ -187,14 +190,15 @@ fn rerun_with_huge_pages(args: &[String]) -> Option<ExitCode> {
 }
 
 fn check(a: CheckArgs) -> ExitCode {
+    let dir = a.dir.or(a.dir_arg).unwrap_or_else(|| "./data".into());
     // The tier first: it files keys under the hash seed it was written with, which this
     // process can take only before it hashes a key (a snapshot's check does).
-    let tier_dir = a.tiering_dir.clone().unwrap_or_else(|| a.dir.join("tier"));
-    let tier = strata_tier::check::check(&a.dir, &tier_dir);
-    let report = match strata_storage::check(&a.dir) {
+    let tier_dir = a.tiering_dir.clone().unwrap_or_else(|| dir.join("tier"));
+    let tier = strata_tier::check::check(&dir, &tier_dir);
+    let report = match strata_storage::check(&dir) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("cannot check {}: {e}", a.dir.display());
+            eprintln!("cannot check {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
     };
@@ -216,7 +220,7 @@ fn check(a: CheckArgs) -> ExitCode {
             ExitCode::FAILURE
         };
     }
-    match strata_storage::truncate(&a.dir) {
+    match strata_storage::truncate(&dir) {
         Ok(t) => {
             println!("{t}");
             ExitCode::SUCCESS

@@ -308,6 +308,15 @@ fn torn_tail_is_dropped_and_corruption_stops_start() {
     assert!(!check.status.success());
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.contains("offset"), "{text}");
+    // The directory given as `--dir`, as `serve` takes it: the same report.
+    let flagged = strata_bin()
+        .arg("check")
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&flagged.stdout), text);
+    assert!(!flagged.status.success());
     let fix = strata_bin()
         .arg("check")
         .arg(&dir)
