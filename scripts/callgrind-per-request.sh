@@ -17,11 +17,15 @@
 #                  instead of the default user: the ACL check's cost per request
 #   REPLICA=1      a Strata server: with a replica (the same binary, not under callgrind)
 #                  synced to it first, so its writes feed a replication stream
+#   RESP3=1        the requests in RESP3 (redis-benchmark -3)
+#   TRACKING=1     every connection with CLIENT TRACKING on (--enable-tracking; RESP3)
+#   PRELOAD=N      N SETs of random keys (-r KEYSPACE, -d 64, -P 16) before each run, so
+#                  that GETs find values; the same in both runs, so it cancels
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 
 [ $# -ge 2 ] || {
-    sed -n '2,19p' "$0" >&2
+    sed -n '2,23p' "$0" >&2
     exit 2
 }
 server=$1
@@ -34,6 +38,8 @@ PIPELINE=${PIPELINE:-1}
 bench_args=(-c "$CLIENTS" -P "$PIPELINE")
 [ -n "${KEYSPACE:-}" ] && bench_args+=(-r "$KEYSPACE")
 [ -n "${AS_USER:-}" ] && bench_args+=(--user "$AS_USER" -a benchpw)
+[ -n "${RESP3:-}${TRACKING:-}" ] && bench_args+=(-3)
+[ -n "${TRACKING:-}" ] && bench_args+=(--enable-tracking)
 work=$(mktemp -d)
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
@@ -75,6 +81,10 @@ count() {
     fi
     if [ -n "${AS_USER:-}" ]; then
         redis-cli -p "$PORT" ACL SETUSER "$AS_USER" "${BENCH_ACL_RULES[@]}" >/dev/null
+    fi
+    if [ -n "${PRELOAD:-}" ]; then
+        redis-benchmark -p "$PORT" -t set -n "$PRELOAD" -r "${KEYSPACE:-1}" -d 64 -P 16 \
+            -q >/dev/null 2>&1
     fi
     redis-benchmark -p "$PORT" -t "$test" -n "$n" "${bench_args[@]}" -q >/dev/null 2>&1
     redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
