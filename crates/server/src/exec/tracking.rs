@@ -24,7 +24,8 @@ pub(super) fn remember(server: &Server, client: &Client, id: usize, call: &Call<
         server.table.for_each_key_position(id, argv, |i| {
             // The command's own lookup of the key then finds it in the cache: its miss
             // overlaps the one on the tracking table's entry, where it came after it.
-            // (A pipeline's request had its first argument's started already.)
+            // (A pipeline's request had its first argument's started already, and its
+            // hash in the tracking table computed when that was prefetched too: `Ahead`.)
             match call.ahead {
                 Ahead::Tracked(h) if i == 1 => {
                     server.tracking.remember_hashed(client.id, &argv[1], h)
