@@ -81,9 +81,8 @@ impl Ids {
     }
 
     /// Adds `id`, where every id below `oldest` belongs to a client that is gone. Returns
-    /// whether `id` is new, and how many ids of gone clients were dropped to make room: an
-    /// id past the window moves the window to it when all the window holds is gone
-    /// clients' (each new generation of connections would otherwise land in the set).
+    /// whether `id` is new, and how many ids of gone clients were dropped to make room for
+    /// it in the window (`move_to`).
     #[inline]
     fn add(&mut self, id: u64, oldest: u64) -> (bool, usize) {
         match self.offset(id) {
