@@ -15,6 +15,7 @@
 #   LEAD=60                              seconds from the start of the fills to the first
 #                                        expiry (both fills must be done by then)
 #   SPREAD=120 TAIL=20                   seconds over which the expiries fall, and after
+#                                        the last one (the run's end)
 # Prints one line per 10 s, then per server: late keys (mean and largest over the window),
 # keys left at the end that were due, and CPU over the window (% of one core).
 set -euo pipefail
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 
 [ $# -eq 2 ] || {
-    sed -n '2,17p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
 }
 KEYS=${KEYS:-2000000}
