@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 
 [ $# -ge 2 ] || {
-    sed -n '2,20p' "$0" >&2
+    sed -n '2,23p' "$0" >&2
     exit 2
 }
 cycles=$1
