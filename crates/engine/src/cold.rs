@@ -23,13 +23,22 @@ const COLD_DUE_PER_SHARD: usize = 256;
 /// Where cold entries live. The engine calls it under the shard's lock of the key, so an
 /// implementation needs no ordering of its own between calls for one shard.
 pub trait ColdStore: Send + Sync {
-    /// Stores `key`'s entry (it leaves RAM once this returned Ok). An error (a full disk)
-    /// leaves the entry in RAM.
-    fn put(&self, db: usize, shard: usize, key: &[u8], entry: &Owned) -> Result<(), String>;
-    /// Removes `key`'s entry from the store and returns it, if it is there.
-    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
-    /// `key`'s entry, left in the store.
-    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned>;
+    /// Stores `key`'s entry with its access bits (its LRU clock or LFU pair, which come
+    /// back with it: OBJECT IDLETIME and FREQ, and eviction, see a cold key as they saw it
+    /// hot). It leaves RAM once this returned Ok; an error (a full disk) leaves it in RAM.
+    fn put(
+        &self,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+        entry: &Owned,
+        access: u32,
+    ) -> Result<(), String>;
+    /// Removes `key`'s entry from the store and returns it with its access bits, if it
+    /// is there.
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)>;
+    /// `key`'s entry and its access bits, left in the store.
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)>;
     /// Drops `key`'s entry, unread.
     fn remove(&self, db: usize, shard: usize, key: &[u8]);
     /// Whether `key` has an entry, without reading it (an LSM store answers from its
@@ -48,7 +57,7 @@ pub trait ColdStore: Send + Sync {
     /// entry); a store that keeps expiries apart from values answers without reading the
     /// value.
     fn expiry(&self, db: usize, shard: usize, key: &[u8]) -> Option<u64> {
-        self.get(db, shard, key).and_then(|o| o.expire_at)
+        self.get(db, shard, key).and_then(|(o, _)| o.expire_at)
     }
     /// The key of every entry of one shard whose expiry is at or before `now` (Unix ms),
     /// until `f` returns false; a store that orders entries by expiry reads only those.
@@ -146,7 +155,7 @@ impl Db {
         } else {
             store.get(self.index(), idx, key)
         };
-        let Some(owned) = found else {
+        let Some((owned, access)) = found else {
             return;
         };
         g.cold -= 1;
@@ -166,6 +175,9 @@ impl Db {
             }
         }
         put_back(g, h, key, owned, self.stamp_now());
+        // As it left RAM: the command's own lookup stamps it, unless it does not touch
+        // keys (OBJECT, TYPE, EXISTS, TTL).
+        g.set_access(h, key, access);
     }
 
     /// Before a write at `now` that replaces `key` whole, or deletes it (SET, DEL): a cold
@@ -412,7 +424,7 @@ impl Db {
         }
         let owned = dirty.then(|| e.to_owned_value());
         if let Some(owned) = owned {
-            store.put(self.index(), idx, key, &owned)?;
+            store.put(self.index(), idx, key, &owned, e.lru())?;
             g.cold_filter.insert(h);
         } else {
             g.clean.remove(key);
@@ -464,7 +476,9 @@ impl Db {
 
     /// A cold entry of shard `idx` read in place (an export's walk).
     pub(crate) fn get_cold(&self, idx: usize, key: &[u8]) -> Option<Owned> {
-        self.cold_store()?.get(self.index(), idx, key)
+        self.cold_store()?
+            .get(self.index(), idx, key)
+            .map(|(o, _)| o)
     }
 
     /// FLUSHDB: the cold entries go with the hot ones (the caller holds every shard).

@@ -147,7 +147,9 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
                     Ok(None) => Err((true, "not in the store".into())),
                     Err(e) => Err((false, e.to_string())),
                     Ok(Some(bytes)) => match decode_record(&bytes, &enc) {
-                        Ok(o) if value.as_ref() == Some(&o.value) && o.expire_at == expire_at => {
+                        Ok((o, _))
+                            if value.as_ref() == Some(&o.value) && o.expire_at == expire_at =>
+                        {
                             expiry_records(tree, shard, &key, expire_at)
                         }
                         Ok(_) => Err((false, "another value in the store".into())),

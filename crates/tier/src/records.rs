@@ -2,7 +2,8 @@
 //! keyed in the store (`tiering.rs`), and how a record's bytes decode.
 //!
 //! Each key of a 4-byte big-endian prefix, then the key:
-//! - `shard`: the entry (a flags byte, then the entry in the snapshot file's encoding);
+//! - `shard`: the entry (a flags byte, its access bits in 3 bytes, big-endian, then the
+//!   entry in the snapshot file's encoding);
 //! - `shard | TTL_BIT`: its expiry, when it has one (8 bytes, big-endian Unix ms), so that
 //!   an expiry is read without the value;
 //! - `shard | TTL_BIT | ORDER_BIT`, then the expiry (8 bytes, big-endian), then the key: an
@@ -17,6 +18,8 @@ use strata_engine::{Encodings, Owned};
 
 /// A record's flags byte: the value keeps the `raw` string encoding.
 const RAW: u8 = 1;
+/// Bytes of the access bits (an LRU clock or an LFU pair: 24 bits) after the flags.
+const ACCESS_BYTES: usize = 3;
 
 const TTL_BIT: u32 = 1 << 31;
 const ORDER_BIT: u32 = 1 << 30;
@@ -111,16 +114,21 @@ fn prefixed(prefix: u32, middle: &[u8], key: &[u8]) -> Vec<u8> {
     k
 }
 
-/// An entry record's bytes.
-pub(crate) fn encode_record(entry: &Owned) -> Vec<u8> {
+/// An entry record's bytes: the entry and its access bits.
+pub(crate) fn encode_record(entry: &Owned, access: u32) -> Vec<u8> {
     let mut buf = vec![if entry.raw { RAW } else { 0 }];
+    buf.extend_from_slice(&access.to_be_bytes()[4 - ACCESS_BYTES..]);
     strata_storage::encode_value(&mut buf, 0, b"", entry.expire_at, &entry.value);
     buf
 }
 
-/// An entry record's entry, built under `enc`.
-pub(crate) fn decode_record(bytes: &[u8], enc: &Encodings) -> Result<Owned, String> {
+/// An entry record's entry, built under `enc`, and its access bits.
+pub(crate) fn decode_record(bytes: &[u8], enc: &Encodings) -> Result<(Owned, u32), String> {
     let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
+    let (access, rest) = rest
+        .split_first_chunk::<ACCESS_BYTES>()
+        .ok_or("a record cut short")?;
+    let access = access.iter().fold(0, |a, &b| a << 8 | u32::from(b));
     let mut out = None;
     strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
         out = Some(Owned {
@@ -129,7 +137,8 @@ pub(crate) fn decode_record(bytes: &[u8], enc: &Encodings) -> Result<Owned, Stri
             raw: flags & RAW != 0,
         })
     })?;
-    out.ok_or_else(|| "record without an entry".into())
+    out.map(|o| (o, access))
+        .ok_or_else(|| "record without an entry".into())
 }
 
 /// An expiry record's expiry.
@@ -202,14 +211,14 @@ mod tests {
         // Shard 3: k0..k99 due at 1000 + 7i mod 100 (put out of order), p0..p9 without.
         let at = |i: u64| 1000 + (i * 7) % 100;
         for i in 0..100 {
-            tier.put(0, 3, format!("k{i}").as_bytes(), &entry(Some(at(i))))
+            tier.put(0, 3, format!("k{i}").as_bytes(), &entry(Some(at(i))), 0)
                 .unwrap();
         }
         for i in 0..10 {
-            tier.put(0, 3, format!("p{i}").as_bytes(), &entry(None))
+            tier.put(0, 3, format!("p{i}").as_bytes(), &entry(None), 0)
                 .unwrap();
         }
-        tier.put(0, 4, b"other", &entry(Some(0))).unwrap();
+        tier.put(0, 4, b"other", &entry(Some(0)), 0).unwrap();
         let due = |now: u64| {
             let mut out = Vec::new();
             tier.each_due(0, 3, now, &mut |k| {
@@ -246,7 +255,7 @@ mod tests {
         assert_eq!(due(1049), expect(1049, &|i| i < 20));
         assert!(due(1049).is_empty());
         assert_eq!(due(1050), expect(1050, &|i| i < 20));
-        tier.put(0, 3, b"early", &entry(Some(5))).unwrap();
+        tier.put(0, 3, b"early", &entry(Some(5)), 0).unwrap();
         assert_eq!(due(1049).first().map(String::as_str), Some("early"));
         // Cut short, the scan comes back at once.
         let mut first = Vec::new();

@@ -252,7 +252,7 @@ impl Tier {
         self.trees.read().get(db).cloned()
     }
 
-    fn decode(&self, bytes: &[u8]) -> Result<Owned, String> {
+    fn decode(&self, bytes: &[u8]) -> Result<(Owned, u32), String> {
         decode_record(bytes, &self.encodings)
     }
 
@@ -332,7 +332,7 @@ impl Tier {
         }
     }
 
-    fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<Owned> {
+    fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<(Owned, u32)> {
         self.watch.touched();
         let (tree, rk) = self.live(db, shard, key)?;
         let started = std::time::Instant::now();
@@ -345,27 +345,34 @@ impl Tier {
             Err(e) => self.fatal("read", e),
         };
         self.read_bytes.fetch_add(bytes.len() as u64, Relaxed);
-        let owned = self
+        let read = self
             .decode(&bytes)
             .unwrap_or_else(|e| self.fatal("decode", e));
         if remove {
             self.delete(&tree, db, &rk);
-            if let Some(at) = owned.expire_at {
+            if let Some(at) = read.0.expire_at {
                 self.delete_expiry(&tree, db, shard, key, Some(at));
             }
         }
-        Some(owned)
+        Some(read)
     }
 }
 
 impl ColdStore for Tier {
-    fn put(&self, db: usize, shard: usize, key: &[u8], entry: &Owned) -> Result<(), String> {
+    fn put(
+        &self,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+        entry: &Owned,
+        access: u32,
+    ) -> Result<(), String> {
         self.watch.touched();
         let tree = self.tree(db).ok_or("no such database")?;
         if self.dead.broken() {
             return Err("the tier's store failed a write; it takes no more until a restart".into());
         }
-        let value = encode_record(entry);
+        let value = encode_record(entry, access);
         let mut n = value.len() + key.len() + 4;
         let failed = |e: fjall::Error| {
             self.write_failed("write", &e, db, None);
@@ -387,11 +394,11 @@ impl ColdStore for Tier {
         Ok(())
     }
 
-    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)> {
         self.read(db, shard, key, true)
     }
 
-    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)> {
         self.read(db, shard, key, false)
     }
 
@@ -484,7 +491,7 @@ impl ColdStore for Tier {
             if self.dead.is_dead(db, &k) {
                 continue;
             }
-            let owned = self.decode(&v).unwrap_or_else(|e| self.fatal("decode", e));
+            let (owned, _) = self.decode(&v).unwrap_or_else(|e| self.fatal("decode", e));
             self.read_bytes.fetch_add(v.len() as u64, Relaxed);
             if !f(&k[4..], owned) {
                 return;

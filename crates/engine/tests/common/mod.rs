@@ -14,19 +14,22 @@ type Place = (usize, usize, Vec<u8>);
 /// A cold store in memory; `walks` counts the shard walks (`each`) it served.
 #[derive(Default)]
 pub struct Store {
-    pub map: Mutex<BTreeMap<Place, Owned>>,
+    /// Each entry with its access bits.
+    pub map: Mutex<BTreeMap<Place, (Owned, u32)>>,
     pub walks: AtomicUsize,
 }
 
 impl ColdStore for Store {
-    fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned) -> Result<(), String> {
-        self.map.lock().insert((db, shard, key.to_vec()), e.clone());
+    fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned, a: u32) -> Result<(), String> {
+        self.map
+            .lock()
+            .insert((db, shard, key.to_vec()), (e.clone(), a));
         Ok(())
     }
-    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+    fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)> {
         self.map.lock().remove(&(db, shard, key.to_vec()))
     }
-    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
+    fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)> {
         self.map.lock().get(&(db, shard, key.to_vec())).cloned()
     }
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
@@ -35,7 +38,7 @@ impl ColdStore for Store {
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool) {
         self.walks.fetch_add(1, Ordering::Relaxed);
         let m = self.map.lock().clone();
-        for ((d, s, k), e) in m {
+        for ((d, s, k), (e, _)) in m {
             if d == db && s == shard && !f(&k, e) {
                 return;
             }
