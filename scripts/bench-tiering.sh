@@ -12,6 +12,9 @@
 #   uniform  GETs for DURATION with uniform keys: ops/s and p99, next to the disk's own
 #            random 4 KiB read rate (O_DIRECT, one at a time) measured in the same run
 #   rss      the tiered server's largest RSS, sampled every second
+#   listing  a full SCAN (redis-cli --scan), KEYS of a pattern few keys match, and 2000
+#            RANDOMKEYs: seconds each (ROUNDS rounds alternating the targets, the best),
+#            and the bytes the tier read meanwhile (INFO tier_bytes_read)
 # Shape "ssdb" (SSDB's write-up: small values, data many times RAM), when SSDB is set:
 #   SKEYS keys of SVALUE bytes into a tiered Strata with maxmemory SMAXMEM, and into SSDB:
 #   fill SETs/s, uniform GETs/s over all keys, and GETs/s over the last tenth written
@@ -161,7 +164,27 @@ if [[ ",$SHAPES," == *,optane,* ]]; then
         -d "$VALUE" --duration "$DURATION" >"$RAW-zipf.csv"
     bench "${TARGETS[@]}" --rounds "$ROUNDS" -P 1 --ops get --keys "random:$KEYS" \
         -d "$VALUE" --duration "$DURATION" >"$RAW-uniform.csv"
+    # listing PORT: seconds of a full SCAN, of KEYS, and of 2000 RANDOMKEYs.
+    listing() {
+        local t0 t1 t2
+        t0=$EPOCHREALTIME
+        redis-cli -p "$1" --scan >/dev/null
+        t1=$EPOCHREALTIME
+        redis-cli -p "$1" keys '*99999*' >/dev/null
+        t2=$EPOCHREALTIME
+        for _ in $(seq 10); do
+            yes RANDOMKEY | head -n 200 | redis-cli -p "$1" >/dev/null
+        done
+        awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$EPOCHREALTIME" \
+            'BEGIN { printf "%.2f %.2f %.2f\n", b - a, c - b, d - c }'
+    }
+    READ0=$(redis-cli -p "$TIER_PORT" info tiering | tr -d '\r' | awk -F: '$1 == "tier_bytes_read" { print $2 }')
+    for _ in $(seq "$ROUNDS"); do
+        echo "mem $(listing "$MEM_PORT")"
+        echo "tier $(listing "$TIER_PORT")"
+    done >"$RAW-listing.txt"
     redis-cli -p "$TIER_PORT" info tiering | tr -d '\r' >"$WORK/tier.info"
+    LISTING_READ=$(( $(awk -F: '$1 == "tier_bytes_read" { print $2 }' "$WORK/tier.info") - READ0 ))
     BIGGEST=$(find "$WORK/tier/tier" -type f -name '*' -size +1M -printf '%s %p\n' \
         | sort -n | tail -1 | cut -d' ' -f2)
     IOPS=$(disk_iops "$BIGGEST")
@@ -182,7 +205,14 @@ if [[ ",$SHAPES," == *,optane,* ]]; then
         row "zipf 0.99 GET p99 us" "$RAW-zipf.csv" 12
         row "uniform GET/s" "$RAW-uniform.csv" 8
         row "uniform GET p99 us" "$RAW-uniform.csv" 12
+        for col in 2:"full SCAN, s" 3:"KEYS, s" 4:"2000 RANDOMKEY, s"; do
+            awk -v c="${col%%:*}" -v name="${col#*:}" '
+                { v = $c + 0; if (!($1 in b) || v < b[$1]) b[$1] = v }
+                END { printf "| %s | %.2f | %.2f | %.2f |\n", name, b["mem"], b["tier"], (b["mem"] > 0 ? b["tier"] / b["mem"] : 0) }
+            ' "$RAW-listing.txt"
+        done
         echo
+        echo "The tier read $LISTING_READ bytes during the listings."
         echo "CPU of the fill (and the 5 s after it): $FILL_CPU."
         echo "Disk: $IOPS random 4 KiB reads/s (O_DIRECT, queue depth 1) of the tier's largest file."
         [ -n "${TIER_MEMCG:-}" ] && echo "The tiered server ran in a memory cgroup of $TIER_MEMCG (page cache included)."

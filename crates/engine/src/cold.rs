@@ -73,6 +73,11 @@ pub trait ColdStore: Send + Sync {
     }
     /// Every entry of one shard, in key order, until `f` returns false.
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
+    /// The key of every entry of one shard, in key order, until `f` returns false; a store
+    /// that can reads its index only, not the values (SCAN, KEYS, RANDOMKEY).
+    fn each_key(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8]) -> bool) {
+        self.each(db, shard, &mut |key, _| f(key));
+    }
     /// Drops every entry of database `db` (FLUSHDB, FLUSHALL).
     fn clear(&self, db: usize);
     /// SWAPDB: the two databases' entries change places.
@@ -472,6 +477,26 @@ impl Db {
                 (!g.clean.is_empty() && g.clean.contains(key)) || f(key, o)
             });
         }
+    }
+
+    /// `each_cold` for keys alone: the store reads no value.
+    pub(crate) fn each_cold_key(
+        &self,
+        g: &ShardData,
+        idx: usize,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        if let (Some(store), true) = (self.cold_store(), g.cold != 0) {
+            store.each_key(self.index(), idx, &mut |key| {
+                (!g.clean.is_empty() && g.clean.contains(key)) || f(key)
+            });
+        }
+    }
+
+    /// Whether cold `key` of shard `g` (locked by the caller) has not expired at `now`.
+    pub(crate) fn cold_live(&self, g: &ShardData, key: &[u8], now: u64) -> bool {
+        self.cold_store()
+            .is_some_and(|store| self.live_expiry(store, g, hash(key), key, now).is_some())
     }
 
     /// A cold entry of shard `idx` read in place (an export's walk).

@@ -504,12 +504,24 @@ impl Db {
                     .filter(|e| !e.is_expired(now) && filter.accepts(e))
                     .map(|e| e.key().to_vec()),
             );
-            self.each_cold(&g, idx, &mut |key, o| {
-                if o.expire_at.is_none_or(|at| at > now) && filter.accepts_owned(key, &o) {
-                    out.push(key.to_vec());
-                }
-                true
-            });
+            if filter.kind.is_some() {
+                // The type is in the value.
+                self.each_cold(&g, idx, &mut |key, o| {
+                    if o.expire_at.is_none_or(|at| at > now) && filter.accepts_owned(key, &o) {
+                        out.push(key.to_vec());
+                    }
+                    true
+                });
+            } else {
+                self.each_cold_key(&g, idx, &mut |key| {
+                    if filter.pattern.is_none_or(|p| glob::matches(p, key, false))
+                        && self.cold_live(&g, key, now)
+                    {
+                        out.push(key.to_vec());
+                    }
+                    true
+                });
+            }
             idx += 1;
             // COUNT bounds the work done, as in Redis: stop once that many were visited.
             if visited >= count.max(1) {
@@ -566,10 +578,17 @@ impl Db {
                 rng = xorshift(rng);
                 let pick = (rng % (len + g.cold) as u64) as usize;
                 if pick >= len {
-                    match self.nth_cold(&g, idx, pick - len) {
-                        Some(key) => return Some(key),
-                        None => break,
+                    let Some(key) = self.nth_cold(&g, idx, pick - len) else {
+                        break;
+                    };
+                    if !self.may_expire(now) || self.cold_live(&g, &key, now) {
+                        return Some(key);
                     }
+                    // Expired while cold: it goes as a hot pick does.
+                    let h = hash(&key);
+                    self.fault(&mut g, h, &key, true);
+                    self.remove_expired(&mut g, h, &key);
+                    continue;
                 }
                 // From a random bucket on to the first entry: a step or two in a table
                 // that is at least half full, where walking to the pick-th entry was a
@@ -591,7 +610,7 @@ impl Db {
     /// The `skip`-th key of shard `idx`'s cold keys (RANDOMKEY).
     fn nth_cold(&self, g: &ShardData, idx: usize, mut skip: usize) -> Option<Vec<u8>> {
         let mut found = None;
-        self.each_cold(g, idx, &mut |key, _| {
+        self.each_cold_key(g, idx, &mut |key| {
             if skip == 0 {
                 found = Some(key.to_vec());
                 return false;

@@ -27,7 +27,7 @@ impl Db {
                 walk.keys.extend_from_slice(e.key());
                 walk.ends.push(walk.keys.len());
             }
-            self.each_cold(&g, idx, &mut |key, _| {
+            self.each_cold_key(&g, idx, &mut |key| {
                 walk.keys.extend_from_slice(key);
                 walk.ends.push(walk.keys.len());
                 true

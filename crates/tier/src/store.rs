@@ -499,6 +499,19 @@ impl ColdStore for Tier {
         }
     }
 
+    fn each_key(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8]) -> bool) {
+        let Some(tree) = self.tree(db) else {
+            return;
+        };
+        // The keys come from the tree's index: a value in a blob file is not read.
+        for kv in tree.prefix(record_prefix(shard)) {
+            let k = kv.key().unwrap_or_else(|e| self.fatal("scan", e));
+            if !self.dead.is_dead(db, &k) && !f(&k[4..]) {
+                return;
+            }
+        }
+    }
+
     fn clear(&self, db: usize) {
         self.watch.touched();
         if let Some(tree) = self.tree(db) {

@@ -1,0 +1,165 @@
+//! What commands that do not read a value see of cold keys. A key's access bits (its LRU
+//! clock, or its LFU counter) go to the tier with it and come back with it: OBJECT
+//! IDLETIME and OBJECT FREQ, which do not touch the key, answer for a cold key what they
+//! answered while it was in RAM. SCAN, KEYS and RANDOMKEY list cold keys from the store's
+//! index, without their values, and skip those that expired.
+
+mod common;
+use common::{set_many, tiered};
+
+fn moved_to_ram(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("tiering").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("moved_to_ram:"))
+        .unwrap_or_else(|| panic!("no moved_to_ram in {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Restores `key` with RESTORE's `option` (IDLETIME n or FREQ n: the key is then the
+/// eviction policy's first pick), writes enough other keys that it leaves RAM, and
+/// returns OBJECT `sub`'s answer for it before and after; asserts that the second read
+/// brought it back from the tier.
+fn object_before_and_after_the_tier(
+    c: &mut redis::Connection,
+    option: &[&str],
+    sub: &str,
+) -> (u64, u64) {
+    let _: () = redis::cmd("SET").arg("tmp").arg("v").query(c).unwrap();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("tmp").query(c).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("key")
+        .arg(0)
+        .arg(payload)
+        .arg(option)
+        .query(c)
+        .unwrap();
+    let object = |c: &mut redis::Connection| -> u64 {
+        redis::cmd("OBJECT").arg(sub).arg("key").query(c).unwrap()
+    };
+    let before = object(c);
+    set_many(c, "fill", 400, &[b'z'; 8000]);
+    let moved = moved_to_ram(c);
+    let after = object(c);
+    assert_eq!(
+        moved_to_ram(c),
+        moved + 1,
+        "OBJECT {sub} did not bring the key back from the tier"
+    );
+    (before, after)
+}
+
+#[test]
+fn object_idletime_of_a_cold_key_is_its_idle_time() {
+    let s = tiered(&[]);
+    let mut c = s.client();
+    let (before, after) =
+        object_before_and_after_the_tier(&mut c, &["IDLETIME", "1000"], "IDLETIME");
+    assert!(before >= 1000, "restored idle {before}");
+    // The writes in between took seconds at most.
+    assert!(
+        after >= before && after < before + 60,
+        "{before} then {after}"
+    );
+    // A read touches it as any read does.
+    let _: Option<Vec<u8>> = redis::cmd("GET").arg("key").query(&mut c).unwrap();
+    let idle: u64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("key")
+        .query(&mut c)
+        .unwrap();
+    assert!(idle < before, "idle {idle} after a GET");
+}
+
+#[test]
+fn object_freq_of_a_cold_key_is_its_counter() {
+    let s = tiered(&[]);
+    let mut c = s.client();
+    // No decay while the test runs: a minute's boundary would take one off.
+    for (k, v) in [("maxmemory-policy", "allkeys-lfu"), ("lfu-decay-time", "0")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut c)
+            .unwrap();
+    }
+    let (before, after) = object_before_and_after_the_tier(&mut c, &["FREQ", "2"], "FREQ");
+    assert_eq!(before, 2);
+    assert_eq!(after, before);
+}
+
+fn tier_bytes_read(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("tiering").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("tier_bytes_read:"))
+        .unwrap_or_else(|| panic!("no tier_bytes_read in {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn scan_keys_and_randomkey_list_live_cold_keys_without_reading_them() {
+    let s = tiered(&["--enable-debug-command", "yes"]);
+    let mut c = s.client();
+    // Expired keys stay until something looks them up.
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let big = [b'x'; 8000];
+    for i in 0..100 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("gone{i}"))
+            .arg(&big[..])
+            .arg("PX")
+            .arg(100)
+            .query(&mut c)
+            .unwrap();
+    }
+    set_many(&mut c, "live", 600, &big);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let cold: u64 = {
+        let info: String = redis::cmd("INFO").arg("tiering").query(&mut c).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("cold_keys:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap()
+    };
+    assert!(cold > 500, "only {cold} cold keys");
+    // Every expired key is still held (DBSIZE counts them, as Redis's does).
+    assert_eq!(redis::cmd("DBSIZE").query::<u64>(&mut c).unwrap(), 700);
+
+    let read = tier_bytes_read(&mut c);
+    let mut scanned = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(50)
+            .query(&mut c)
+            .unwrap();
+        scanned.extend(keys);
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    scanned.sort();
+    let mut live: Vec<String> = (0..600).map(|i| format!("live{i}")).collect();
+    live.sort();
+    assert_eq!(scanned, live);
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    keys.sort();
+    assert_eq!(keys, live);
+    assert_eq!(tier_bytes_read(&mut c), read, "SCAN or KEYS read values");
+    // Each expired key RANDOMKEY picks goes; it returns live ones only.
+    for _ in 0..200 {
+        let k: String = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
+        assert!(k.starts_with("live"), "RANDOMKEY gave {k}");
+    }
+}
