@@ -244,17 +244,18 @@ impl Db {
         }
     }
 
-    /// Whether `key` exists at `now`, answered for a cold key by the store without
-    /// reading or bringing back its entry (SET NX, MSETNX, RESTORE's check); None: look
-    /// it up in RAM as usual (after the usual fault), as for a key that has expired.
+    /// Whether `key` exists at `now` and its expiry (None: it does not), answered for a
+    /// cold key by the store's index and expiry record without reading or bringing back
+    /// its entry (EXISTS, TTL, SET NX, MSETNX, RESTORE's check); None: look it up in RAM
+    /// as usual (after the usual fault), as for a key that has expired.
     /// The caller checks `has_store_entries` first, and reads its clock only then.
-    pub(crate) fn cold_contains(
+    pub(crate) fn cold_presence(
         &self,
         g: &mut ShardData,
         h: u64,
         key: &[u8],
         now: u64,
-    ) -> Option<bool> {
+    ) -> Option<Option<Option<u64>>> {
         if g.cold == 0 || !g.cold_filter.may_contain(h) {
             return None;
         }
@@ -262,8 +263,12 @@ impl Db {
         if g.position(h, key).is_some() {
             return None;
         }
-        self.live_expiry(store, g, h, key, now)?;
-        Some(store.contains(self.index(), self.shard_index(h), key))
+        let expiry = self.live_expiry(store, g, h, key, now)?;
+        Some(
+            store
+                .contains(self.index(), self.shard_index(h), key)
+                .then_some(expiry),
+        )
     }
 
     /// `key` (in RAM, or just removed from it) no longer owns a copy in the store: the

@@ -205,13 +205,36 @@ impl<'a> Locked<'a> {
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
         let h = hash(key);
-        if crate::cold::has_store_entries(self.shard(h)) {
-            let (db, now) = (self.db, self.now());
-            if let Some(found) = db.cold_contains(self.shard(h), h, key, now) {
-                return found;
-            }
+        if let Some(found) = self.cold_presence(h, key) {
+            return found.is_some();
         }
         self.live_hashed(h, key).1
+    }
+
+    /// A read lookup of whether `key` lives, and its expiry (EXISTS, TTL): None when it
+    /// does not. Counts a keyspace hit or miss as `get` does; a cold key is not brought
+    /// back (its value is not read).
+    pub fn presence(&mut self, key: &[u8]) -> Option<Option<u64>> {
+        let h = hash(key);
+        if let Some(found) = self.cold_presence(h, key) {
+            let g = self.shard(h);
+            *if found.is_some() {
+                &mut g.hits
+            } else {
+                &mut g.misses
+            } += 1;
+            return found;
+        }
+        self.get_hashed(h, key).map(|e| e.expire_at())
+    }
+
+    /// `Db::cold_presence` for `key`, if its shard has entries in the store.
+    fn cold_presence(&mut self, h: u64, key: &[u8]) -> Option<Option<Option<u64>>> {
+        if !crate::cold::has_store_entries(self.shard(h)) {
+            return None;
+        }
+        let (db, now) = (self.db, self.now());
+        db.cold_presence(self.shard(h), h, key, now)
     }
 
     /// Stores a string value (packed with its key).

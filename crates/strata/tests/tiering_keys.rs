@@ -2,7 +2,8 @@
 //! clock, or its LFU counter) go to the tier with it and come back with it: OBJECT
 //! IDLETIME and OBJECT FREQ, which do not touch the key, answer for a cold key what they
 //! answered while it was in RAM. SCAN, KEYS and RANDOMKEY list cold keys from the store's
-//! index, without their values, and skip those that expired.
+//! index, without their values, and skip those that expired; EXISTS and TTL answer from
+//! the index and the expiry record.
 
 mod common;
 use common::{set_many, tiered};
@@ -162,4 +163,70 @@ fn scan_keys_and_randomkey_list_live_cold_keys_without_reading_them() {
         let k: String = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
         assert!(k.starts_with("live"), "RANDOMKEY gave {k}");
     }
+}
+
+fn stat(c: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn exists_and_ttl_of_cold_keys_read_no_value() {
+    let s = tiered(&["--enable-debug-command", "yes"]);
+    let mut c = s.client();
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let big = [b'x'; 8000];
+    let set = |c: &mut redis::Connection, key: &str, px: Option<u64>| {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(key).arg(&big[..]);
+        if let Some(px) = px {
+            cmd.arg("PX").arg(px);
+        }
+        let _: () = cmd.query(c).unwrap();
+    };
+    set(&mut c, "plain", None);
+    set(&mut c, "timed", Some(3_600_000));
+    set(&mut c, "gone", Some(100));
+    set_many(&mut c, "fill", 600, &big);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (read, moved, hits, misses) = (
+        tier_bytes_read(&mut c),
+        moved_to_ram(&mut c),
+        stat(&mut c, "keyspace_hits"),
+        stat(&mut c, "keyspace_misses"),
+    );
+    let n: u64 = redis::cmd("EXISTS")
+        .arg("plain")
+        .arg("timed")
+        .arg("nosuchkey")
+        .arg("plain")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 3);
+    let ttl = |c: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("TTL").arg(key).query(c).unwrap()
+    };
+    assert_eq!(ttl(&mut c, "plain"), -1);
+    let t = ttl(&mut c, "timed");
+    assert!(t > 3500 && t <= 3600, "TTL {t}");
+    assert_eq!(ttl(&mut c, "nosuchkey"), -2);
+    // Redis counts EXISTS and TTL as reads: a hit or a miss per key.
+    assert_eq!(stat(&mut c, "keyspace_hits"), hits + 5);
+    assert_eq!(stat(&mut c, "keyspace_misses"), misses + 2);
+    assert_eq!(tier_bytes_read(&mut c), read, "a value was read");
+    assert_eq!(moved_to_ram(&mut c), moved, "a key came back to RAM");
+    // An expired cold key is deleted as a hot one is when looked up.
+    assert_eq!(redis::cmd("DBSIZE").query::<u64>(&mut c).unwrap(), 603);
+    assert_eq!(ttl(&mut c, "gone"), -2);
+    assert_eq!(redis::cmd("DBSIZE").query::<u64>(&mut c).unwrap(), 602);
+    assert_eq!(stat(&mut c, "expired_keys"), 1);
 }

@@ -161,7 +161,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, ms: bool, absolute: bool) -> CmdResult {
     let key = ctx.arg(1);
     let mut l = lock_notouch(ctx, &[key]);
     let now = now_i64(&l);
-    let found = l.get(key).map(|e| e.expire_at());
+    let found = l.presence(key);
     drop(l);
     let reply = match found {
         None => -2,

@@ -76,7 +76,7 @@ fn notify_deleted(ctx: &mut Ctx<'_>, keys: &[Bytes], gone: impl Iterator<Item = 
 pub(super) fn exists(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = &ctx.argv[1..];
     let mut l = lock_notouch(ctx, keys);
-    let n = keys.iter().filter(|k| l.get(k).is_some()).count();
+    let n = keys.iter().filter(|k| l.presence(k).is_some()).count();
     drop(l);
     ctx.out.int(n as i64);
     Ok(())
