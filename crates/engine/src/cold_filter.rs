@@ -72,7 +72,12 @@ impl ColdFilter {
 
     /// Whether every insert was removed again.
     pub fn is_empty(&self) -> bool {
-        self.0.as_ref().is_none_or(|i| i.keys == 0)
+        self.len() == 0
+    }
+
+    /// Inserts less removals: the shard's entries in the store (of this filter's kind).
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |i| i.keys)
     }
 
     /// Whether the key of hash `h` may have an entry in the store (false is certain).

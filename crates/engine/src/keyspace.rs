@@ -446,9 +446,11 @@ impl Db {
         self.shards.iter().map(|s| s.acquire())
     }
 
-    /// Keys that carry an expiry (INFO keyspace `expires=`).
+    /// Keys that carry an expiry (INFO keyspace `expires=`), cold ones included.
     pub fn volatile_len(&self) -> usize {
-        self.shards.iter().map(|s| s.acquire().volatile).sum()
+        self.shard_iter()
+            .map(|g| g.volatile + g.cold_ttl.len())
+            .sum()
     }
 
     /// (keyspace hits, misses, expired keys) counted in this database.
