@@ -175,9 +175,26 @@ fn stat(c: &mut redis::Connection, field: &str) -> u64 {
         .unwrap()
 }
 
+/// Reads of the tier in place (its reads count as fast).
 #[test]
 fn exists_and_ttl_of_cold_keys_read_no_value() {
-    let s = tiered(&["--enable-debug-command", "yes"]);
+    exists_and_ttl_read_no_value("100000000");
+}
+
+/// Reads of the tier deferred to the blocking pool: the read ahead warms the index only.
+#[test]
+fn exists_and_ttl_of_cold_keys_read_no_value_ahead() {
+    exists_and_ttl_read_no_value("0");
+}
+
+/// EXISTS and TTL of cold keys with `tiering-inline-read-us` at `inline_read_us`.
+fn exists_and_ttl_read_no_value(inline_read_us: &str) {
+    let s = tiered(&[
+        "--enable-debug-command",
+        "yes",
+        "--tiering-inline-read-us",
+        inline_read_us,
+    ]);
     let mut c = s.client();
     let _: () = redis::cmd("DEBUG")
         .arg("SET-ACTIVE-EXPIRE")

@@ -109,15 +109,16 @@ pub fn prefetch(
         return None;
     }
     let d = server.keyspace.db(db);
+    let presence = cmd.has(crate::exec::command::flags::PRESENCE);
     let mut cold = Vec::new();
     cmd.for_each_key_and_flags(argv, |k| {
         if let Some(key) = argv.get(k.pos) {
             if let Some((shard, unread_ok)) = d.maybe_cold(key) {
                 // A key the command overwrites or deletes without reading it is dropped
-                // unread (`ColdStore::discard`), or found so (SET NX): only the store's
-                // index is warmed.
-                let unread =
-                    unread_ok && k.flags & (ks::OW | ks::RM) != 0 && k.flags & ks::ACCESS == 0;
+                // unread (`ColdStore::discard`), or found so (SET NX), and one whose
+                // presence alone is asked (EXISTS, TTL): only the store's index is warmed.
+                let unread = presence
+                    || unread_ok && k.flags & (ks::OW | ks::RM) != 0 && k.flags & ks::ACCESS == 0;
                 cold.push((shard, key.clone(), unread));
             }
         }

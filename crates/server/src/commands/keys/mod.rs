@@ -67,7 +67,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "exists",
     arity: -2,
-    flags: flags::READONLY | flags::FAST,
+    flags: flags::READONLY | flags::FAST | flags::PRESENCE,
     keys: Keys::Specs(&[
         KeySpec::range(ks::RO, 1, -1, 1),
     ]),
@@ -265,7 +265,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "expiretime",
     arity: 2,
-    flags: flags::READONLY | flags::FAST,
+    flags: flags::READONLY | flags::FAST | flags::PRESENCE,
     keys: KEY1,
     summary: "Get the expiration Unix timestamp for a key",
     since: "7.0.0",
@@ -277,7 +277,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "pexpiretime",
     arity: 2,
-    flags: flags::READONLY | flags::FAST,
+    flags: flags::READONLY | flags::FAST | flags::PRESENCE,
     keys: KEY1,
     summary: "Get the expiration Unix timestamp for a key in milliseconds",
     since: "7.0.0",
@@ -289,7 +289,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "ttl",
     arity: 2,
-    flags: flags::READONLY | flags::FAST,
+    flags: flags::READONLY | flags::FAST | flags::PRESENCE,
     keys: KEY1,
     summary: "Get the time to live for a key in seconds",
     since: "1.0.0",
@@ -302,7 +302,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "pttl",
     arity: 2,
-    flags: flags::READONLY | flags::FAST,
+    flags: flags::READONLY | flags::FAST | flags::PRESENCE,
     keys: KEY1,
     summary: "Get the time to live for a key in milliseconds",
     since: "2.6.0",
