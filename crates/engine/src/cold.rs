@@ -84,6 +84,9 @@ pub trait ColdStore: Send + Sync {
     fn swap(&self, a: usize, b: usize);
 }
 
+/// Whether a key lives, and its expiry: None when it does not.
+pub(crate) type Presence = Option<Option<u64>>;
+
 /// Whether the cold entry of the key of hash `h` surely has no TTL, so that it cannot
 /// have expired unseen (a read ahead then need not bring its value).
 fn unread_ok(g: &ShardData, h: u64) -> bool {
@@ -95,6 +98,12 @@ fn unread_ok(g: &ShardData, h: u64) -> bool {
 #[inline]
 pub(crate) fn has_store_entries(g: &ShardData) -> bool {
     g.cold != 0 || !g.clean.is_empty()
+}
+
+/// Whether `key` is in RAM with its copy in the store still its value (a clean key: its
+/// copy is no cold entry). The set is empty in most shards: that test comes first.
+pub(crate) fn is_clean(g: &ShardData, key: &[u8]) -> bool {
+    !g.clean.is_empty() && g.clean.contains(key)
 }
 
 /// A cold entry with an expiry left the store.
@@ -255,7 +264,7 @@ impl Db {
         h: u64,
         key: &[u8],
         now: u64,
-    ) -> Option<Option<Option<u64>>> {
+    ) -> Option<Presence> {
         if g.cold == 0 || !g.cold_filter.may_contain(h) {
             return None;
         }
@@ -428,7 +437,7 @@ impl Db {
             return Ok(None);
         }
         // A clean entry's copy in the store is its value already.
-        let dirty = g.clean.is_empty() || !g.clean.contains(key);
+        let dirty = !is_clean(g, key);
         if dirty && clean_only {
             return Ok(None);
         }
@@ -460,7 +469,7 @@ impl Db {
         let saved = g.pre.as_ref().map(|p| &p.map);
         store.each(self.index(), idx, &mut |key, owned| {
             // Clean keys are in RAM: the walk gave them.
-            let in_ram = !g.clean.is_empty() && g.clean.contains(key);
+            let in_ram = is_clean(g, key);
             if !in_ram && !saved.is_some_and(|m| m.contains_key(key)) {
                 f(Captured::Cold(key, &owned));
             }
@@ -479,7 +488,7 @@ impl Db {
         if let (Some(store), true) = (self.cold_store(), g.cold != 0) {
             // Clean keys' copies are their RAM entries' too: only the others are cold.
             store.each(self.index(), idx, &mut |key, o| {
-                (!g.clean.is_empty() && g.clean.contains(key)) || f(key, o)
+                is_clean(g, key) || f(key, o)
             });
         }
     }
@@ -492,9 +501,7 @@ impl Db {
         f: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         if let (Some(store), true) = (self.cold_store(), g.cold != 0) {
-            store.each_key(self.index(), idx, &mut |key| {
-                (!g.clean.is_empty() && g.clean.contains(key)) || f(key)
-            });
+            store.each_key(self.index(), idx, &mut |key| is_clean(g, key) || f(key));
         }
     }
 
@@ -572,7 +579,7 @@ impl crate::Keyspace {
             if let Some(store) = db.cold_store() {
                 store.each_due(db.index(), idx, now, &mut |key| {
                     // Clean keys are in RAM: their copies are not cold entries.
-                    if g.clean.is_empty() || !g.clean.contains(key) {
+                    if !is_clean(&g, key) {
                         expired.push(key.to_vec());
                     }
                     read += 1;

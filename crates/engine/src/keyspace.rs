@@ -377,7 +377,7 @@ impl Db {
         for i in p.cursor..end {
             if let Some(e) = g.entry_at(i) {
                 if !p.map.contains_key(e.key()) {
-                    if !g.clean.is_empty() && g.clean.contains(e.key()) {
+                    if crate::cold::is_clean(&g, e.key()) {
                         f(Captured::Clean(e));
                     } else {
                         f(Captured::Entry(e));

@@ -218,18 +218,18 @@ impl<'a> Locked<'a> {
         let h = hash(key);
         if let Some(found) = self.cold_presence(h, key) {
             let g = self.shard(h);
-            *if found.is_some() {
-                &mut g.hits
+            if found.is_some() {
+                g.hits += 1;
             } else {
-                &mut g.misses
-            } += 1;
+                g.misses += 1;
+            }
             return found;
         }
         self.get_hashed(h, key).map(|e| e.expire_at())
     }
 
     /// `Db::cold_presence` for `key`, if its shard has entries in the store.
-    fn cold_presence(&mut self, h: u64, key: &[u8]) -> Option<Option<Option<u64>>> {
+    fn cold_presence(&mut self, h: u64, key: &[u8]) -> Option<crate::cold::Presence> {
         if !crate::cold::has_store_entries(self.shard(h)) {
             return None;
         }
