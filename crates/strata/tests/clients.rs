@@ -359,11 +359,7 @@ fn active_expiry_frees_untouched_keys() {
 fn lazy_expiry_when_active_cycle_is_off() {
     let s = common::strata(&["--enable-debug-command", "yes"]);
     let mut c = s.client();
-    let _: () = redis::cmd("DEBUG")
-        .arg("SET-ACTIVE-EXPIRE")
-        .arg(0)
-        .query(&mut c)
-        .unwrap();
+    common::active_expire_off(&mut c);
     let _: () = redis::cmd("SET")
         .arg("gone")
         .arg("v")

@@ -6,16 +6,30 @@
 //! the index and the expiry record; INFO keyspace counts cold keys with a TTL.
 
 mod common;
-use common::{set_many, tiered};
+use common::{active_expire_off, section_field, set_many, tiered, Proc};
+
+/// A number in INFO `section`.
+fn info_u64(c: &mut redis::Connection, section: &str, field: &str) -> u64 {
+    section_field(c, section, field).parse().unwrap()
+}
 
 fn moved_to_ram(c: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("tiering").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("moved_to_ram:"))
-        .unwrap_or_else(|| panic!("no moved_to_ram in {info}"))
-        .trim()
-        .parse()
-        .unwrap()
+    info_u64(c, "tiering", "moved_to_ram")
+}
+
+fn tier_bytes_read(c: &mut redis::Connection) -> u64 {
+    info_u64(c, "tiering", "tier_bytes_read")
+}
+
+/// A tiered server (with `extra` arguments) whose expired keys stay until something
+/// looks them up, and a client of it.
+fn without_active_expiry(extra: &[&str]) -> (Proc, redis::Connection) {
+    let mut args = vec!["--enable-debug-command", "yes"];
+    args.extend_from_slice(extra);
+    let s = tiered(&args);
+    let mut c = s.client();
+    active_expire_off(&mut c);
+    (s, c)
 }
 
 /// Restores `key` with RESTORE's `option` (IDLETIME n or FREQ n: the key is then the
@@ -91,26 +105,9 @@ fn object_freq_of_a_cold_key_is_its_counter() {
     assert_eq!(after, before);
 }
 
-fn tier_bytes_read(c: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("tiering").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("tier_bytes_read:"))
-        .unwrap_or_else(|| panic!("no tier_bytes_read in {info}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn scan_keys_and_randomkey_list_live_cold_keys_without_reading_them() {
-    let s = tiered(&["--enable-debug-command", "yes"]);
-    let mut c = s.client();
-    // Expired keys stay until something looks them up.
-    let _: () = redis::cmd("DEBUG")
-        .arg("SET-ACTIVE-EXPIRE")
-        .arg(0)
-        .query(&mut c)
-        .unwrap();
+    let (_s, mut c) = without_active_expiry(&[]);
     let big = [b'x'; 8000];
     for i in 0..100 {
         let _: () = redis::cmd("SET")
@@ -123,13 +120,7 @@ fn scan_keys_and_randomkey_list_live_cold_keys_without_reading_them() {
     }
     set_many(&mut c, "live", 600, &big);
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let cold: u64 = {
-        let info: String = redis::cmd("INFO").arg("tiering").query(&mut c).unwrap();
-        info.lines()
-            .find_map(|l| l.strip_prefix("cold_keys:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap()
-    };
+    let cold = info_u64(&mut c, "tiering", "cold_keys");
     assert!(cold > 500, "only {cold} cold keys");
     // Every expired key is still held (DBSIZE counts them, as Redis's does).
     assert_eq!(redis::cmd("DBSIZE").query::<u64>(&mut c).unwrap(), 700);
@@ -165,16 +156,6 @@ fn scan_keys_and_randomkey_list_live_cold_keys_without_reading_them() {
     }
 }
 
-fn stat(c: &mut redis::Connection, field: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// Reads of the tier in place (its reads count as fast).
 #[test]
 fn exists_and_ttl_of_cold_keys_read_no_value() {
@@ -189,18 +170,7 @@ fn exists_and_ttl_of_cold_keys_read_no_value_ahead() {
 
 /// EXISTS and TTL of cold keys with `tiering-inline-read-us` at `inline_read_us`.
 fn exists_and_ttl_read_no_value(inline_read_us: &str) {
-    let s = tiered(&[
-        "--enable-debug-command",
-        "yes",
-        "--tiering-inline-read-us",
-        inline_read_us,
-    ]);
-    let mut c = s.client();
-    let _: () = redis::cmd("DEBUG")
-        .arg("SET-ACTIVE-EXPIRE")
-        .arg(0)
-        .query(&mut c)
-        .unwrap();
+    let (_s, mut c) = without_active_expiry(&["--tiering-inline-read-us", inline_read_us]);
     let big = [b'x'; 8000];
     let set = |c: &mut redis::Connection, key: &str, px: Option<u64>| {
         let mut cmd = redis::cmd("SET");
@@ -218,8 +188,8 @@ fn exists_and_ttl_read_no_value(inline_read_us: &str) {
     let (read, moved, hits, misses) = (
         tier_bytes_read(&mut c),
         moved_to_ram(&mut c),
-        stat(&mut c, "keyspace_hits"),
-        stat(&mut c, "keyspace_misses"),
+        info_u64(&mut c, "stats", "keyspace_hits"),
+        info_u64(&mut c, "stats", "keyspace_misses"),
     );
     let n: u64 = redis::cmd("EXISTS")
         .arg("plain")
@@ -237,23 +207,19 @@ fn exists_and_ttl_read_no_value(inline_read_us: &str) {
     assert!(t > 3500 && t <= 3600, "TTL {t}");
     assert_eq!(ttl(&mut c, "nosuchkey"), -2);
     // Redis counts EXISTS and TTL as reads: a hit or a miss per key.
-    assert_eq!(stat(&mut c, "keyspace_hits"), hits + 5);
-    assert_eq!(stat(&mut c, "keyspace_misses"), misses + 2);
+    assert_eq!(info_u64(&mut c, "stats", "keyspace_hits"), hits + 5);
+    assert_eq!(info_u64(&mut c, "stats", "keyspace_misses"), misses + 2);
     assert_eq!(tier_bytes_read(&mut c), read, "a value was read");
     assert_eq!(moved_to_ram(&mut c), moved, "a key came back to RAM");
     // INFO keyspace counts the cold keys with a TTL too (the expired one not yet gone,
     // as Redis counts it).
     let keyspace = |c: &mut redis::Connection| -> String {
-        let info: String = redis::cmd("INFO").arg("keyspace").query(c).unwrap();
-        info.lines()
-            .find_map(|l| l.strip_prefix("db0:"))
-            .and_then(|l| l.split(",avg_ttl").next())
-            .unwrap_or_default()
-            .to_string()
+        let db0 = section_field(c, "keyspace", "db0");
+        db0.split(",avg_ttl").next().unwrap_or_default().to_string()
     };
     assert_eq!(keyspace(&mut c), "keys=603,expires=2");
     // An expired cold key is deleted as a hot one is when looked up.
     assert_eq!(ttl(&mut c, "gone"), -2);
     assert_eq!(keyspace(&mut c), "keys=602,expires=1");
-    assert_eq!(stat(&mut c, "expired_keys"), 1);
+    assert_eq!(info_u64(&mut c, "stats", "expired_keys"), 1);
 }

@@ -3,7 +3,7 @@
 //! back to RAM, and replies, DBSIZE and keyspace events are those of a key in RAM.
 
 mod common;
-use common::{section_field, set_many, tiered};
+use common::{active_expire_off, section_field, set_many, tiered};
 
 fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
     section_field(c, "tiering", field).parse().unwrap()
@@ -141,11 +141,7 @@ fn whole_writes_read_back_only_cold_keys_that_expired() {
     let s = tiered(&["--shards", "1", "--enable-debug-command", "yes"]);
     let mut c = s.client();
     // Only the writes below may find the short-lived keys expired.
-    let _: () = redis::cmd("DEBUG")
-        .arg("SET-ACTIVE-EXPIRE")
-        .arg(0)
-        .query(&mut c)
-        .unwrap();
+    active_expire_off(&mut c);
     for i in 0..20 {
         let _: () = redis::cmd("SET")
             .arg(format!("short{i}"))

@@ -686,6 +686,16 @@ pub fn section_field(c: &mut redis::Connection, section: &str, field: &str) -> S
         .to_string()
 }
 
+/// Turns the active expiry cycle off (DEBUG SET-ACTIVE-EXPIRE 0, on a server started with
+/// `--enable-debug-command yes`): expired keys stay until something looks them up.
+pub fn active_expire_off(c: &mut redis::Connection) {
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(0)
+        .query(c)
+        .unwrap();
+}
+
 /// Waits for the running snapshot to end, and checks it succeeded.
 pub fn wait_snapshot_done(c: &mut redis::Connection) {
     let end = std::time::Instant::now() + Duration::from_secs(30);
