@@ -73,6 +73,54 @@ fn used_memory_follows_the_data() {
     );
 }
 
+/// used_memory_startup is what the server takes before it loads anything, as in Redis: a
+/// restart that loads a data set reports it in used_memory_dataset, as the server that
+/// wrote it did, and not in the startup figure.
+#[test]
+fn a_restart_counts_loaded_data_as_dataset() {
+    let dir = common::temp_dir("startup");
+    let value = vec![b'x'; 1000];
+    let (startup, dataset) = {
+        let s = common::serve_in(&dir, &[]);
+        let mut c = s.client();
+        let startup = info_u64(&mut c, "memory", "used_memory_startup");
+        let mut p = redis::pipe();
+        for i in 0..10_000 {
+            p.cmd("SET").arg(format!("k:{i}")).arg(&value[..]).ignore();
+        }
+        p.query::<()>(&mut c).expect("writes");
+        let dataset = info_u64(&mut c, "memory", "used_memory_dataset");
+        (startup, dataset)
+    };
+    let data = 10_000 * 1000;
+    assert!(dataset >= data, "dataset {dataset} for {data} bytes");
+    let s = common::serve_in(&dir, &[]);
+    let mut c = s.client();
+    assert_eq!(int(&mut c, &["dbsize"]), 10_000);
+    let loaded = info_u64(&mut c, "memory", "used_memory_dataset");
+    let restarted = info_u64(&mut c, "memory", "used_memory_startup");
+    assert!(
+        loaded >= dataset * 9 / 10,
+        "dataset {loaded} after the restart, {dataset} before"
+    );
+    assert!(
+        restarted < startup + data / 10,
+        "startup {restarted} after the restart, {startup} before"
+    );
+    let stats: Vec<Value> = redis::cmd("MEMORY").arg("STATS").query(&mut c).unwrap();
+    let bytes = stats
+        .chunks(2)
+        .find(|kv| kv[0] == Value::BulkString(b"dataset.bytes".to_vec()))
+        .and_then(|kv| redis::from_redis_value::<u64>(&kv[1]).ok())
+        .expect("dataset.bytes");
+    assert!(
+        bytes >= dataset * 9 / 10,
+        "MEMORY STATS dataset.bytes {bytes}"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// INFO memory holds every field redis-server's does, in the same order, and INFO stats
 /// the eviction counters; MEMORY STATS the same names as redis-server's.
 #[test]

@@ -49,6 +49,12 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
     {
         let _ = server.tier.set(tier);
     }
+    // Redis's used_memory_startup: what the server takes before any data loads, so that
+    // used_memory_dataset after a restart is the data set, not 0.
+    server
+        .memory
+        .startup
+        .store(server.memory.sample(), Ordering::Relaxed);
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
     if let Some(tier) = server.tier.get() {
         // Only the start's own load adopts a kept store's entries (not DEBUG RELOAD's).
@@ -61,10 +67,6 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
     // Loading spills every so many keys: what the last ones brought over goes now, before
     // any client is served.
     crate::services::tiering::spill_while_loading(&server);
-    server
-        .memory
-        .startup
-        .store(server.memory.sample(), Ordering::Relaxed);
     server.loading.store(false, Ordering::SeqCst);
     Ok((server, listeners))
 }
