@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{call_text, strata, Proc, RespConn};
+use common::{call_text, logged, strata, Proc, RespConn};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -58,10 +58,6 @@ fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     let mut got = Vec::new();
     let _ = s.read_to_end(&mut got);
     got
-}
-
-fn logged(p: &Proc, text: &str) -> bool {
-    p.log.lock().unwrap().iter().any(|l| l.contains(text))
 }
 
 fn info_num(admin: &mut RespConn, section: &str, name: &str) -> u64 {

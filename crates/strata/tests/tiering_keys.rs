@@ -3,10 +3,11 @@
 //! IDLETIME and OBJECT FREQ, which do not touch the key, answer for a cold key what they
 //! answered while it was in RAM. SCAN, KEYS and RANDOMKEY list cold keys from the store's
 //! index, without their values, and skip those that expired; EXISTS and TTL answer from
-//! the index and the expiry record; INFO keyspace counts cold keys with a TTL.
+//! the index and the expiry record; INFO keyspace counts cold keys with a TTL. The
+//! warnings about `maxmemory` speak of the hot entries it bounds.
 
 mod common;
-use common::{active_expire_off, section_field, set_many, tiered, Proc};
+use common::{active_expire_off, logged, section_field, set_many, tiered, Proc};
 
 /// A number in INFO `section`.
 fn info_u64(c: &mut redis::Connection, section: &str, field: &str) -> u64 {
@@ -222,4 +223,38 @@ fn exists_and_ttl_read_no_value(inline_read_us: &str) {
     assert_eq!(ttl(&mut c, "gone"), -2);
     assert_eq!(keyspace(&mut c), "keys=602,expires=1");
     assert_eq!(info_u64(&mut c, "stats", "expired_keys"), 1);
+}
+
+/// With tiering, `maxmemory` bounds the hot entries' bytes, not the server's own memory:
+/// a start with a limit below what the server takes before any data warns of nothing,
+/// and a limit set below the hot bytes says entries move to the tier. Without tiering
+/// the same start warns that keys will be evicted, as before.
+#[test]
+fn maxmemory_warnings_of_a_tiered_server_speak_of_the_tier() {
+    let below = "below the memory in use";
+    let plain = common::strata(&["--maxmemory", "1mb", "--appendonly", "no", "--save", ""]);
+    assert!(logged(&plain, below), "{:?}", plain.log.lock().unwrap());
+    drop(plain);
+
+    let s = tiered(&[]);
+    let mut c = s.client();
+    set_many(&mut c, "k", 300, &[b'x'; 1000]);
+    let hot = info_u64(&mut c, "tiering", "hot_bytes");
+    assert!(hot > 100_000, "{hot} hot bytes");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(hot / 2)
+        .query(&mut c)
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !logged(&s, "entries will move to the tier") {
+        assert!(
+            std::time::Instant::now() < end,
+            "{:?}",
+            s.log.lock().unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!logged(&s, below), "{:?}", s.log.lock().unwrap());
 }

@@ -159,13 +159,26 @@ impl Hook {
                     c.maxmemory_eviction_tenacity,
                     c.lazyfree_lazy_eviction,
                 );
-                let used = crate::services::memory::used();
+                // What the limit bounds: with tiering the hot entries' bytes, of which
+                // there are none before the start opens the tier.
+                let tiering = c.tiering;
+                let used = match server.tier.get() {
+                    None if tiering => 0,
+                    _ => crate::services::evict::Evictor::counted(server),
+                };
                 if c.maxmemory != 0 && used > c.maxmemory {
-                    tracing::warn!(
-                        "maxmemory {} is below the memory in use ({used} bytes): keys will be evicted per maxmemory-policy {}, or writes refused",
-                        c.maxmemory,
-                        c.maxmemory_policy
-                    );
+                    if tiering {
+                        tracing::warn!(
+                            "maxmemory {} is below the hot entries' bytes ({used}): entries will move to the tier",
+                            c.maxmemory
+                        );
+                    } else {
+                        tracing::warn!(
+                            "maxmemory {} is below the memory in use ({used} bytes): keys will be evicted per maxmemory-policy {}, or writes refused",
+                            c.maxmemory,
+                            c.maxmemory_policy
+                        );
+                    }
                     server.evict.start_background(server);
                 }
             }

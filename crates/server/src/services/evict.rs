@@ -137,7 +137,7 @@ impl Evictor {
 
     /// What `maxmemory` bounds: used memory, or with tiering the hot entries' bytes
     /// (docs/tiering.md: the tier's caches come on top).
-    fn counted(server: &Server) -> u64 {
+    pub fn counted(server: &Server) -> u64 {
         match server.tier.get() {
             Some(tier) => tier.hot_bytes(),
             None => memory::used(),

@@ -14,7 +14,7 @@ pub struct Proc {
     pub name: &'static str,
     /// A data directory this Proc made for itself, removed when it drops.
     pub own_dir: Option<std::path::PathBuf>,
-    /// Strata's log lines so far (standard output, after the ready line).
+    /// Strata's log lines so far (standard output, from its first line).
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
@@ -102,6 +102,11 @@ impl Proc {
     }
 }
 
+/// Whether a line of `p`'s log so far contains `text`.
+pub fn logged(p: &Proc, text: &str) -> bool {
+    p.log.lock().unwrap().iter().any(|l| l.contains(text))
+}
+
 /// Whether process `pid` has a handler for SIGTERM (the SigCgt mask of /proc/PID/status).
 fn catches_sigterm(pid: u32) -> bool {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -143,11 +148,13 @@ pub fn strata(args: &[&str]) -> Proc {
         .expect("spawn strata");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
+    let mut start = Vec::new();
     let port = loop {
         let line = match lines.next() {
             Some(Ok(l)) => l,
             _ => panic!("strata exited before listening"),
         };
+        start.push(line.clone());
         if let Some(rest) = line.split("Ready to accept connections on ").nth(1) {
             let addr = rest.split_whitespace().next().unwrap_or_default();
             break addr
@@ -158,7 +165,7 @@ pub fn strata(args: &[&str]) -> Proc {
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(start));
     let keep = log.clone();
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
