@@ -21,6 +21,11 @@ const RAW: u8 = 1;
 /// Bytes of the access bits (an LRU clock or an LFU pair: 24 bits) after the flags.
 const ACCESS_BYTES: usize = 3;
 
+/// The longest key the store takes: its keys are at most 65,535 bytes (fjall refuses
+/// longer ones by panicking), and the longest of ours, an order key, adds 12 to the key.
+/// A longer key never goes to the tier: it stays in RAM.
+pub const MAX_KEY_LEN: usize = u16::MAX as usize - 12;
+
 const TTL_BIT: u32 = 1 << 31;
 const ORDER_BIT: u32 = 1 << 30;
 

@@ -9,7 +9,7 @@
 
 use crate::records::{
     decode_record, encode_record, expiry_of, order_key, order_range, ordered, record_key,
-    record_prefix, ttl_key, NextDue,
+    record_prefix, ttl_key, NextDue, MAX_KEY_LEN,
 };
 use fjall::config::PinningPolicy;
 use fjall::AbstractTree;
@@ -284,9 +284,18 @@ impl Tier {
         self.dead.failed(db, record);
     }
 
+    /// Whether the store takes `key` (`MAX_KEY_LEN`): a longer key has no record, and
+    /// eviction leaves its entry in RAM.
+    pub fn takes_key(key: &[u8]) -> bool {
+        key.len() <= MAX_KEY_LEN
+    }
+
     /// The store of `db` and `key`'s record key in it, unless that record reads as gone
-    /// (`dead.rs`): where every lookup starts.
+    /// (`dead.rs`) or cannot exist: where every lookup starts.
     fn live(&self, db: usize, shard: usize, key: &[u8]) -> Option<(fjall::Keyspace, Vec<u8>)> {
+        if !Self::takes_key(key) {
+            return None;
+        }
         let tree = self.tree(db)?;
         let rk = record_key(shard, key);
         (!self.dead.is_dead(db, &rk)).then_some((tree, rk))
@@ -372,7 +381,20 @@ impl ColdStore for Tier {
         if self.dead.broken() {
             return Err("the tier's store failed a write; it takes no more until a restart".into());
         }
+        // Refused before any write, so the store stays whole (fjall panics on either).
+        if !Self::takes_key(key) {
+            return Err(format!(
+                "a key of {} bytes is longer than the tier takes ({MAX_KEY_LEN})",
+                key.len()
+            ));
+        }
         let value = encode_record(entry, access);
+        if u32::try_from(value.len()).is_err() {
+            return Err(format!(
+                "a value of {} bytes is larger than the tier takes (4 GiB)",
+                value.len()
+            ));
+        }
         let mut n = value.len() + key.len() + 4;
         let failed = |e: fjall::Error| {
             self.write_failed("write", &e, db, None);
@@ -425,7 +447,7 @@ impl ColdStore for Tier {
 
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
         self.watch.touched();
-        if let Some(tree) = self.tree(db) {
+        if let Some(tree) = self.tree(db).filter(|_| Self::takes_key(key)) {
             self.delete(&tree, db, &record_key(shard, key));
             // The copy's expiry, if it had one (not known here: its record says).
             self.delete_expiry(&tree, db, shard, key, None);
@@ -438,7 +460,7 @@ impl ColdStore for Tier {
     /// record was never written names a key the store does not hold, which the callers
     /// then find missing.
     fn expiry(&self, db: usize, shard: usize, key: &[u8]) -> Option<u64> {
-        let tree = self.tree(db)?;
+        let tree = self.tree(db).filter(|_| Self::takes_key(key))?;
         let tk = ttl_key(shard, key);
         if self.dead.is_dead(db, &tk) {
             return None;

@@ -35,6 +35,10 @@ pub enum State {
 /// Redis's reply to a command refused for lack of memory.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
+/// Picks in one eviction call that may be keys too long for the tier before the policy
+/// applies to them (`perform`).
+const UNMOVABLE_SKIPS: usize = 64;
+
 /// The eviction settings (pushed by the configuration's hook), the pool, the counters.
 pub struct Evictor {
     maxmemory: AtomicU64,
@@ -202,7 +206,7 @@ impl Evictor {
         let samples = self.samples.load(Relaxed) as usize;
         let lazy = self.lazy.load(Relaxed);
         let start = Instant::now();
-        let (mut freed, mut keys) = (0i64, 0u64);
+        let (mut freed, mut keys, mut unmovable) = (0i64, 0u64, 0usize);
         while freed < to_free as i64 {
             let picked = server.keyspace.evict_pick(policy, samples, &mut pool);
             let Some((db, key)) = picked else {
@@ -212,7 +216,17 @@ impl Evictor {
             // What removing and freeing the entry gave back on this thread, less what
             // recording the removal took (a journal record, a keyspace event).
             let before = memory::thread_net();
-            if let Some(tier) = tier.filter(|t| crate::services::tiering::has_room(server, t)) {
+            let tiered = tier.filter(|t| crate::services::tiering::has_room(server, t));
+            if tiered.is_some() && !strata_tier::Tier::takes_key(&key) {
+                // Too long for the store: it stays in RAM and others move instead. Should
+                // only such keys be left, the policy applies to them as to a full tier.
+                unmovable += 1;
+                if unmovable <= UNMOVABLE_SKIPS {
+                    pool.recycle(key);
+                    continue;
+                }
+            }
+            if let Some(tier) = tiered.filter(|_| strata_tier::Tier::takes_key(&key)) {
                 match server
                     .keyspace
                     .db(db)
