@@ -2,14 +2,16 @@
 """Network fuzzer: random traffic at a live server, which must stay up and answer PING.
 
 usage: scripts/net-fuzz.py --port PORT [--tls-port PORT --cacert F [--cert F --key F]]
-                           [--duration SECONDS] [--seed N] [--connections N]
+                           [--duration SECONDS] [--seed N] [--connections N] [--log FILE]
 
 Drives many connections at once with random command sequences and random arguments
 (binary, empty, huge, numeric edge cases), garbage frames, RESP headers with absurd
 lengths, frames cut short or dribbled a byte at a time, pipelines, clients that stop
 reading, that close mid-reply, that subscribe, block or open transactions. A checker
 connects afresh every second and must get +PONG within 5 s (on the TLS port too when
-given); otherwise the run stops, names the seed and step, and exits 1.
+given); otherwise the run stops, names the seed and step, and exits 1. With --log (the
+server's log file), a line there saying a thread panicked fails the run the same way:
+a panic in a command ends only its connection, so the server still answers PING.
 
 Only loopback addresses are accepted. Commands that reach out to other hosts (MIGRATE,
 REPLICAOF...), stop the server (SHUTDOWN, DEBUG) or change its limits are never sent.
@@ -268,6 +270,29 @@ def ping(target, flush=False):
     return None
 
 
+class LogWatch:
+    """New lines of the server's log, looked at for panics."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+
+    def panic(self):
+        if not self.path:
+            return None
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                new = f.read()
+        except OSError as e:
+            return "log %s: %s" % (self.path, e)
+        self.offset += len(new)
+        for line in new.splitlines():
+            if b"panicked at" in line:
+                return "the server's log: %s" % line.decode("utf-8", "replace").strip()
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
@@ -279,11 +304,13 @@ def main():
     ap.add_argument("--duration", type=float, default=60)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--log", help="the server's log file, watched for panics")
     args = ap.parse_args()
     if not loopback(args.host):
         sys.exit("net-fuzz: only loopback targets (127.0.0.0/8, ::1, localhost)")
     rng = random.Random(args.seed)
     target = Target(args)
+    log = LogWatch(args.log)
     print("net-fuzz: seed %d, %.0f s, %d connections" % (args.seed, args.duration,
                                                          args.connections), flush=True)
     conns = []
@@ -296,7 +323,7 @@ def main():
         step += 1
         stats["steps"] = step
         if time.time() >= next_ping:
-            why = ping(target, flush=stats["pings"] % 5 == 4)
+            why = ping(target, flush=stats["pings"] % 5 == 4) or log.panic()
             stats["pings"] += 1
             if why:
                 print("net-fuzz: FAILED at step %d (seed %d): %s" % (step, args.seed, why))
@@ -351,7 +378,7 @@ def main():
             conns.remove(c)
     for c in conns:
         c.close()
-    why = ping(target)
+    why = ping(target) or log.panic()
     print("net-fuzz: %s" % stats)
     if why:
         print("net-fuzz: FAILED at the end (seed %d): %s" % (args.seed, why))
