@@ -32,30 +32,6 @@ fn replicas_converge_under_concurrent_writes() {
     assert_eq!(wait_acks(&mut pc, 2, 20_000), 2);
     wait_synced(&mut pc, &mut sc);
     wait_synced(&mut pc, &mut rc);
-    {
-        let da = rdb_common::dump_all(&mut pc, false);
-        for (name, c) in [("strata", &mut sc), ("redis", &mut rc)] {
-            let db = rdb_common::dump_all(c, false);
-            let ma: std::collections::BTreeMap<_, _> =
-                da.iter().map(|e| ((e.0, e.1.clone()), e)).collect();
-            let mb: std::collections::BTreeMap<_, _> =
-                db.iter().map(|e| ((e.0, e.1.clone()), e)).collect();
-            for (k, a) in &ma {
-                match mb.get(k) {
-                    None => eprintln!("DBG {name} missing {k:?}"),
-                    Some(b) if b != a => {
-                        eprintln!("DBG {name} differs {k:?}\n  P {:?}\n  R {:?}", a.2, b.2)
-                    }
-                    _ => {}
-                }
-            }
-            for k in mb.keys() {
-                if !ma.contains_key(k) {
-                    eprintln!("DBG {name} extra {k:?}");
-                }
-            }
-        }
-    }
     let keys = assert_same_values(&mut pc, &mut sc, true).len();
     assert_eq!(assert_same_values(&mut pc, &mut rc, true).len(), keys);
     // Every writer's last counter value is there (the counters add up all rounds).
