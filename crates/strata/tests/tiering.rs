@@ -37,7 +37,8 @@ where
 const KEYS: u64 = 400;
 
 /// One random command over `KEYS` keys of every type, with values large enough that the
-/// data is several times `maxmemory`.
+/// data is several times `maxmemory`; a tenth of them of two keys (RENAME, COPY, MSET,
+/// LMOVE, SORT, SMOVE, SUNIONSTORE, ZUNIONSTORE, scripts).
 fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
     let k = r.below(KEYS);
     let key = format!("k{k}").into_bytes();
@@ -52,6 +53,35 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
     // Keys keep one type by their number (k % 6), so most commands hit the right type;
     // a few go to any key and see WRONGTYPE alike.
     match (k % 6, r.below(10)) {
+        (kind, 8) => {
+            // Two keys of one kind, so cold entries meet hot ones in one command.
+            let other = format!("k{}", kind + 6 * r.below(KEYS / 6)).into_bytes();
+            match (kind, r.below(4)) {
+                (_, 0) => vec![s("RENAME"), key, other],
+                (_, 1) => vec![s("COPY"), key, other, s("REPLACE")],
+                (0, 2) => vec![s("MSET"), key, pad(r), other, pad(r)],
+                (0, _) => vec![s("MGET"), key, other],
+                (1, 2) => vec![s("LMOVE"), key, other, s("LEFT"), s("RIGHT")],
+                (1, _) => vec![s("SORT"), key, s("ALPHA"), s("LIMIT"), s("0"), s("5")],
+                (2, _) => vec![
+                    s("EVAL"),
+                    s("return redis.call('HLEN', KEYS[1]) + redis.call('HLEN', KEYS[2])"),
+                    s("2"),
+                    key,
+                    other,
+                ],
+                (3, 2) => vec![s("SMOVE"), key, other, num(r, 200)],
+                (3, _) => vec![s("SUNIONSTORE"), other.clone(), key, other],
+                (4, _) => vec![s("ZUNIONSTORE"), other.clone(), s("2"), key, other],
+                (_, _) => vec![
+                    s("EVAL"),
+                    s("redis.call('INCRBY', KEYS[1], 1) return redis.call('INCRBY', KEYS[2], 2)"),
+                    s("2"),
+                    key,
+                    other,
+                ],
+            }
+        }
         (_, 9) => match r.below(6) {
             0 => vec![s("DEL"), key],
             1 => vec![s("EXISTS"), key],
