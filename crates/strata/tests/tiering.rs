@@ -474,6 +474,14 @@ fn the_tier_write_buffers_stay_bounded() {
     // What stays in RAM per cold key to rule out keys the store lacks: a few bytes.
     let filters: u64 = tiering_field(&mut c, "cold_filter_bytes");
     assert!(filters > 0 && filters < cold * 16, "{filters} bytes");
+    // With the store's pinned blocks, per cold key: the filters and blocks, and no more.
+    let pinned: u64 = tiering_field(&mut c, "tier_pinned_bytes");
+    let index: f64 = tiering_value(&mut c, "cold_key_index_ram");
+    let expected = (filters + pinned) as f64 / cold as f64;
+    assert!(
+        index > 0.0 && (index - expected).abs() <= expected / 20.0 + 0.1,
+        "{index} bytes a cold key, {expected} from the fields"
+    );
     // The store wrote its records at least once (its journal), plus its flushes.
     let amplification: f64 = tiering_value(&mut c, "tier_write_amplification");
     assert!(amplification > 1.0, "write amplification {amplification}");

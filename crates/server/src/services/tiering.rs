@@ -171,12 +171,18 @@ pub fn info(server: &Server, out: &mut String) {
     let written = tier.written_bytes.load(Relaxed);
     let (cache_used, buffers_used) = tier.cache_and_buffers_used();
     let (compactions, compacting) = tier.compactions();
+    // The store's cache and write buffers are a fixed reserve; its pinned blocks and the
+    // shards' filters are what each further cold key adds.
+    let per_cold = |bytes: u64| match cold {
+        0 => 0.0,
+        n => bytes as f64 / n as f64,
+    };
     let _ = write!(
         out,
         "tiering_enabled:1\r\ntiering_dir:{}\r\nhot_keys:{}\r\nhot_bytes:{}\r\ncold_keys:{cold}\r\n\
          cold_disk_bytes:{disk}\r\ntier_memory_bytes:{mem}\r\ntier_pinned_bytes:{pinned}\r\n\
          cold_filter_bytes:{filters}\r\n\
-         tier_ram_per_cold_key:{:.1}\r\nmoved_to_disk:{spills}\r\nmoved_to_ram:{faults}\r\n\
+         tier_ram_per_cold_key:{:.1}\r\ncold_key_index_ram:{:.1}\r\nmoved_to_disk:{spills}\r\nmoved_to_ram:{faults}\r\n\
          tier_bytes_written:{written}\r\ntier_write_amplification:{:.2}\r\n\
          tier_bytes_read:{}\r\ntier_errors:{}\r\ntier_write_failed:{}\r\n\
          tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\ncold_reads_merged:{}\r\ntier_read_avg_us:{:.1}\r\n\
@@ -185,7 +191,8 @@ pub fn info(server: &Server, out: &mut String) {
         tier.path().display(),
         keys - cold,
         tier.hot_bytes(),
-        if cold == 0 { 0.0 } else { (mem + pinned + filters) as f64 / cold as f64 },
+        per_cold(mem + pinned + filters),
+        per_cold(pinned + filters),
         strata_tier::write_amplification(written),
         tier.read_bytes.load(Relaxed),
         tier.errors.load(Relaxed),
