@@ -248,3 +248,84 @@ fn diff_random_hll_commands() {
         panic!("random HyperLogLog differential test failed: {e}");
     }
 }
+
+fn get_bytes(c: &mut Connection, key: &str) -> Vec<u8> {
+    redis::cmd("GET").arg(key).query(c).expect("get")
+}
+
+/// PFCOUNT stores the cardinality it computed in the HLL's header, a change of the key's
+/// bytes: as Redis, it goes to the journal and the replicas, so a restart after a SIGKILL
+/// and a replica hold the same bytes as the server that counted.
+#[test]
+fn pfcount_cache_survives_a_kill_and_reaches_replicas() {
+    let dir = common::temp_dir("hll-cache");
+    let elems: Vec<String> = (0..500).map(|i| format!("e{i}")).collect();
+    let before = {
+        let s = common::serve_in(&dir, &[]);
+        let mut c = s.client();
+        let r = common::strata(&["--repl-diskless-sync-delay", "0"]);
+        let mut rc = r.client();
+        let _: () = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(s.port)
+            .query(&mut rc)
+            .unwrap();
+        // Synced first, so that the count reaches the replica by the stream.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while common::section_field(&mut rc, "replication", "master_link_status") != "up" {
+            assert!(std::time::Instant::now() < end, "the replica never synced");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        pfadd(&mut c, "h", &elems);
+        let stale = get_bytes(&mut c, "h");
+        let n = pfcount(&mut c, &["h"]);
+        assert!((450..=550).contains(&n), "{n} for 500");
+        let counted = get_bytes(&mut c, "h");
+        assert_ne!(stale, counted, "PFCOUNT stored its count in the header");
+        let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while get_bytes(&mut rc, "h") != counted {
+            assert!(
+                std::time::Instant::now() < end,
+                "the replica's bytes differ"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        counted
+    };
+    // Both servers were killed; the restart replays the journal.
+    let s = common::serve_in(&dir, &[]);
+    let mut c = s.client();
+    assert_eq!(get_bytes(&mut c, "h"), before);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A PFCOUNT that stores its count modifies the key for WATCH, as in Redis: a transaction
+/// watching it fails; one whose PFCOUNT found the count stored already goes through.
+/// Run against redis-server and Strata alike.
+#[test]
+fn pfcount_that_stores_its_count_touches_watched_keys() {
+    let outcomes = |p: &common::Proc| {
+        let (mut a, mut b) = (p.client(), p.client());
+        let mut seen = Vec::new();
+        pfadd(&mut a, "w", &["x".to_string(), "y".to_string()]);
+        for _ in 0..2 {
+            let _: () = redis::cmd("WATCH").arg("w").query(&mut a).unwrap();
+            pfcount(&mut b, &["w"]);
+            let r: Option<(i64,)> = redis::pipe()
+                .atomic()
+                .cmd("PFCOUNT")
+                .arg("w")
+                .query(&mut a)
+                .unwrap();
+            seen.push(r);
+        }
+        seen
+    };
+    let (r, s) = (common::redis(&[]), common::strata(&[]));
+    let expected = outcomes(&r);
+    assert_eq!(expected, vec![None, Some((2,))]);
+    assert_eq!(outcomes(&s), expected);
+}

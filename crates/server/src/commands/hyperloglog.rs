@@ -9,6 +9,7 @@
 use crate::commands::hll;
 use crate::exec::command::{flags, ks, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
+use crate::exec::effects::Audience;
 use strata_engine::{Locked, Ttl};
 
 const NOT_HLL: CmdError =
@@ -171,6 +172,7 @@ fn pfcount(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
+    let mut stored = false;
     let card = match hll_read(&mut l, key)? {
         None => 0,
         Some(s) => match hll::cached(s) {
@@ -179,12 +181,20 @@ fn pfcount(ctx: &mut Ctx<'_>) -> CmdResult {
                 let c = hll::count(s)?;
                 if let Some(s) = l.str_mut(key)? {
                     hll::set_cached(s, c);
+                    stored = true;
                 }
                 c
             }
         },
     };
     drop(l);
+    if stored {
+        // The key's bytes changed: as Redis, PFCOUNT goes to the journal and the replicas
+        // (run again, it stores the same cardinality), and WATCH sees the key modified.
+        ctx.modified(key);
+        let argv = ctx.argv.to_vec();
+        ctx.rewrite_targeted(vec![(Audience::All, argv)]);
+    }
     ctx.out.int(card as i64);
     Ok(())
 }

@@ -218,6 +218,15 @@ impl<'a> Ctx<'a> {
             || self.server.tracking.active()
     }
 
+    /// A change no keyspace event announces (Redis's signalModifiedKey alone: PFCOUNT
+    /// storing the cardinality it computed): WATCH and client-side caching learn of it.
+    pub fn modified(&mut self, key: &[u8]) {
+        self.server.watches.touch(self.client.db, key);
+        if self.server.tracking.active() {
+            self.invalidate(key);
+        }
+    }
+
     /// `notify` for a key of another database (MOVE's move_to, COPY ... DB). Every changed
     /// key passes here: WATCH and client-side caching learn of it here too.
     #[inline]

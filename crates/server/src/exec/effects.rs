@@ -62,9 +62,11 @@ impl Effect {
         }
     }
 
-    /// Whether some record is for one audience only.
+    /// Whether the handler chose its records and their audiences (`Ctx::rewrite_targeted`,
+    /// `Ctx::replicate_only`): the only records a command that writes nothing makes
+    /// (PUBLISH's for the replicas, PFCOUNT's stored count for every sink).
     pub fn is_targeted(&self) -> bool {
-        matches!(self, Effect::Targeted(cmds) if cmds.iter().any(|(a, _)| *a != Audience::All))
+        matches!(self, Effect::Targeted(cmds) if !cmds.is_empty())
     }
 }
 
