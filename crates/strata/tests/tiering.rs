@@ -36,9 +36,20 @@ where
 
 const KEYS: u64 = 400;
 
+/// Kinds of keys: strings (with bitmaps), lists, hashes, sets, sorted sets (with geo
+/// members), counters, streams (with a consumer group) and HyperLogLogs.
+const KINDS: u64 = 8;
+
+/// The next stream entry ID, rising across every stream of the process.
+fn stream_id() -> Vec<u8> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{n}-1").into_bytes()
+}
+
 /// One random command over `KEYS` keys of every type, with values large enough that the
 /// data is several times `maxmemory`; a tenth of them of two keys (RENAME, COPY, MSET,
-/// LMOVE, SORT, SMOVE, SUNIONSTORE, ZUNIONSTORE, scripts).
+/// LMOVE, SORT, SMOVE, SUNIONSTORE, ZUNIONSTORE, scripts, XREAD, PFMERGE).
 fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
     let k = r.below(KEYS);
     let key = format!("k{k}").into_bytes();
@@ -50,12 +61,12 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
     };
     let s = |x: &str| x.as_bytes().to_vec();
     let num = |r: &mut Rng, n: u64| r.below(n).to_string().into_bytes();
-    // Keys keep one type by their number (k % 6), so most commands hit the right type;
-    // a few go to any key and see WRONGTYPE alike.
-    match (k % 6, r.below(10)) {
+    // Keys keep one type by their number (k % KINDS), so most commands hit the right
+    // type; a few go to any key and see WRONGTYPE alike.
+    match (k % KINDS, r.below(10)) {
         (kind, 8) => {
             // Two keys of one kind, so cold entries meet hot ones in one command.
-            let other = format!("k{}", kind + 6 * r.below(KEYS / 6)).into_bytes();
+            let other = format!("k{}", kind + KINDS * r.below(KEYS / KINDS)).into_bytes();
             match (kind, r.below(4)) {
                 (_, 0) => vec![s("RENAME"), key, other],
                 (_, 1) => vec![s("COPY"), key, other, s("REPLACE")],
@@ -73,13 +84,25 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
                 (3, 2) => vec![s("SMOVE"), key, other, num(r, 200)],
                 (3, _) => vec![s("SUNIONSTORE"), other.clone(), key, other],
                 (4, _) => vec![s("ZUNIONSTORE"), other.clone(), s("2"), key, other],
-                (_, _) => vec![
+                (5, _) => vec![
                     s("EVAL"),
                     s("redis.call('INCRBY', KEYS[1], 1) return redis.call('INCRBY', KEYS[2], 2)"),
                     s("2"),
                     key,
                     other,
                 ],
+                (6, _) => vec![
+                    s("XREAD"),
+                    s("COUNT"),
+                    s("2"),
+                    s("STREAMS"),
+                    key,
+                    other,
+                    s("0"),
+                    s("0"),
+                ],
+                (_, 2) => vec![s("PFMERGE"), other.clone(), key, other],
+                (_, _) => vec![s("PFCOUNT"), key, other],
             }
         }
         (_, 9) => match r.below(6) {
@@ -94,6 +117,7 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
         (0, 0..=3) => vec![s("SET"), key, pad(r)],
         (0, 4..=5) => vec![s("APPEND"), key, num(r, 1000)],
         (0, 6) => vec![s("GETRANGE"), key, num(r, 10), num(r, 50)],
+        (0, 7) => vec![s("SETBIT"), key, num(r, 40_000), s("1")],
         (0, _) => vec![s("GET"), key],
         (1, 0..=4) => vec![s("RPUSH"), key, pad(r), num(r, 100)],
         (1, 5) => vec![s("LPOP"), key],
@@ -108,8 +132,28 @@ fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
         (3, _) => vec![s("SISMEMBER"), key, num(r, 200)],
         (4, 0..=4) => vec![s("ZADD"), key, num(r, 1000), pad(r)],
         (4, 5) => vec![s("ZPOPMIN"), key],
+        (4, 6) => vec![s("GEOADD"), key, s("13.36"), s("38.11"), pad(r)],
         (4, _) => vec![s("ZRANGE"), key, s("0"), s("-1"), s("WITHSCORES")],
         (5, 0..=4) => vec![s("INCRBY"), key, num(r, 100)],
+        // Explicit IDs, rising across every stream, so both servers store the same ones.
+        (6, 0..=3) => vec![s("XADD"), key, stream_id(), s("f"), pad(r)],
+        (6, 4) => vec![s("XGROUP"), s("CREATE"), key, s("g"), s("0"), s("MKSTREAM")],
+        (6, 5) => vec![
+            s("XREADGROUP"),
+            s("GROUP"),
+            s("g"),
+            s("c"),
+            s("COUNT"),
+            s("2"),
+            s("STREAMS"),
+            key,
+            s(">"),
+        ],
+        (6, 6) => vec![s("XPENDING"), key, s("g")],
+        (6, 7) => vec![s("XTRIM"), key, s("MAXLEN"), s("20")],
+        (6, _) => vec![s("XRANGE"), key, s("-"), s("+"), s("COUNT"), s("3")],
+        (7, 0..=5) => vec![s("PFADD"), key, num(r, 5000), num(r, 5000), num(r, 5000)],
+        (7, _) => vec![s("PFCOUNT"), key],
         (5, 5) => vec![s("DECR"), key],
         (_, _) => vec![s("GET"), key],
     }
@@ -143,6 +187,18 @@ fn contents(c: &mut redis::Connection, key: &str) -> String {
                 .arg(-1)
                 .arg("WITHSCORES")
                 .query::<Vec<Vec<u8>>>(c)
+        ),
+        "stream" => format!(
+            "{:?} {:?}",
+            redis::cmd("XRANGE")
+                .arg(key)
+                .arg("-")
+                .arg("+")
+                .query::<redis::Value>(c),
+            redis::cmd("XPENDING")
+                .arg(key)
+                .arg("g")
+                .query::<redis::Value>(c)
         ),
         other => other.to_string(),
     };
