@@ -2,6 +2,8 @@
 //! `redis-server` for differential tests) on free loopback ports, and talk to them.
 #![allow(dead_code)]
 
+pub mod model;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
