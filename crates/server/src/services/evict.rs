@@ -217,7 +217,8 @@ impl Evictor {
             // recording the removal took (a journal record, a keyspace event).
             let before = memory::thread_net();
             let tiered = tier.filter(|t| crate::services::tiering::has_room(server, t));
-            if tiered.is_some() && !strata_tier::Tier::takes_key(&key) {
+            let movable = tiered.filter(|_| strata_tier::Tier::takes_key(&key));
+            if tiered.is_some() && movable.is_none() {
                 // Too long for the store: it stays in RAM and others move instead. Should
                 // only such keys be left, the policy applies to them as to a full tier.
                 unmovable += 1;
@@ -226,7 +227,7 @@ impl Evictor {
                     continue;
                 }
             }
-            if let Some(tier) = tiered.filter(|_| strata_tier::Tier::takes_key(&key)) {
+            if let Some(tier) = movable {
                 match server
                     .keyspace
                     .db(db)

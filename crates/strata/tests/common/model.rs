@@ -6,7 +6,7 @@
 use super::Rng;
 
 /// Keys the commands go to: `k0` to `k399`.
-pub const KEYS: u64 = 400;
+const KEYS: u64 = 400;
 
 /// Kinds of keys: strings (with bitmaps), lists, hashes, sets, sorted sets (with geo
 /// members), counters, streams (with a consumer group) and HyperLogLogs.
@@ -108,6 +108,7 @@ pub fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
         (4, 6) => vec![s("GEOADD"), key, s("13.36"), s("38.11"), pad(r)],
         (4, _) => vec![s("ZRANGE"), key, s("0"), s("-1"), s("WITHSCORES")],
         (5, 0..=4) => vec![s("INCRBY"), key, num(r, 100)],
+        (5, 5) => vec![s("DECR"), key],
         // Explicit IDs, rising across every stream, so both servers store the same ones.
         (6, 0..=3) => vec![s("XADD"), key, stream_id(), s("f"), pad(r)],
         (6, 4) => vec![s("XGROUP"), s("CREATE"), key, s("g"), s("0"), s("MKSTREAM")],
@@ -127,7 +128,6 @@ pub fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
         (6, _) => vec![s("XRANGE"), key, s("-"), s("+"), s("COUNT"), s("3")],
         (7, 0..=5) => vec![s("PFADD"), key, num(r, 5000), num(r, 5000), num(r, 5000)],
         (7, _) => vec![s("PFCOUNT"), key],
-        (5, 5) => vec![s("DECR"), key],
         (_, _) => vec![s("GET"), key],
     }
 }
