@@ -7,13 +7,9 @@ mod common;
 mod rdb_common;
 mod repl_common;
 
-use common::{section_field, set_many, TIERED};
+use common::{set_many, tiering_field, TIERED};
 use rdb_common::{assert_same_values, populate};
 use repl_common::{redis, replicaof, run, strata, wait_acks, wait_synced, write_mix};
-
-fn cold_keys(c: &mut redis::Connection) -> u64 {
-    section_field(c, "tiering", "cold_keys").parse().unwrap()
-}
 
 #[test]
 fn tiered_primaries_and_replicas_converge() {
@@ -21,7 +17,7 @@ fn tiered_primaries_and_replicas_converge() {
     let mut pc = p.client();
     populate(&mut pc, true);
     set_many(&mut pc, "big:", 3000, &[b'v'; 1000]);
-    assert!(cold_keys(&mut pc) > 1000);
+    assert!(tiering_field(&mut pc, "cold_keys") > 1000);
 
     let (sr, rr) = (strata(&TIERED), redis(&[]));
     let (mut sc, mut rc) = (sr.client(), rr.client());
@@ -30,7 +26,7 @@ fn tiered_primaries_and_replicas_converge() {
     wait_synced(&mut pc, &mut sc);
     wait_synced(&mut pc, &mut rc);
     assert!(
-        cold_keys(&mut sc) > 1000,
+        tiering_field(&mut sc, "cold_keys") > 1000,
         "the replica's sync went to its tier"
     );
 
@@ -52,7 +48,9 @@ fn tiered_primaries_and_replicas_converge() {
     assert_eq!(wait_acks(&mut pc, 2, 20_000), 2);
     wait_synced(&mut pc, &mut sc);
     wait_synced(&mut pc, &mut rc);
-    assert!(cold_keys(&mut pc) > 1000 && cold_keys(&mut sc) > 1000);
+    assert!(
+        tiering_field(&mut pc, "cold_keys") > 1000 && tiering_field(&mut sc, "cold_keys") > 1000
+    );
     let keys = assert_same_values(&mut pc, &mut sc, true).len();
     assert!(keys > 3000, "{keys} keys");
     assert_eq!(assert_same_values(&mut pc, &mut rc, true).len(), keys);

@@ -4,7 +4,9 @@
 
 mod common;
 use common::model::random_command;
-use common::{serve_in, set_many, strata, temp_dir, tiered, Proc, Rng, TIERED};
+use common::{
+    serve_in, set_many, strata, temp_dir, tiered, tiering_field, tiering_value, Proc, Rng, TIERED,
+};
 
 /// A reply as text, errors included (both servers must fail alike).
 fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
@@ -16,23 +18,6 @@ fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("ERR {}", e.detail().unwrap_or_default()),
     }
-}
-
-fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
-    tiering_value(c, field)
-}
-
-fn tiering_value<T: std::str::FromStr>(c: &mut redis::Connection, field: &str) -> T
-where
-    T::Err: std::fmt::Debug,
-{
-    let info: String = redis::cmd("INFO").arg("tiering").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 /// Everything a key holds, in an order that does not depend on its encoding.

@@ -3,12 +3,8 @@
 //! tmpfs of its own (`mount_tmpfs`: root only; elsewhere the test says it skipped).
 
 mod common;
-use common::{section_field, serve_in, temp_dir, Rng};
+use common::{serve_in, temp_dir, tiering_field, Rng};
 use std::path::PathBuf;
-
-fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
-    section_field(c, "tiering", field).parse().unwrap()
-}
 
 /// A data directory, a tier directory on a 320 MB tmpfs of its own, and the options of a
 /// server tiering into it under `maxmemory 4mb` (None when no tmpfs can be mounted;

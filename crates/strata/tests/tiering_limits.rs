@@ -4,14 +4,10 @@
 //! such a key reached the store, which panicked and took no more entries.
 
 mod common;
-use common::{section_field, set_many, tiered};
+use common::{set_many, tiered, tiering_field};
 
 /// The longest key the tier takes.
 const LONGEST: usize = 65_523;
-
-fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
-    section_field(c, "tiering", field).parse().unwrap()
-}
 
 fn get(c: &mut redis::Connection, key: &[u8]) -> Option<Vec<u8>> {
     redis::cmd("GET").arg(key).query(c).unwrap()

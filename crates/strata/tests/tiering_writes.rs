@@ -3,11 +3,7 @@
 //! back to RAM, and replies, DBSIZE and keyspace events are those of a key in RAM.
 
 mod common;
-use common::{active_expire_off, section_field, set_many, tiered};
-
-fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
-    section_field(c, "tiering", field).parse().unwrap()
-}
+use common::{active_expire_off, set_many, tiered, tiering_field};
 
 fn dbsize(c: &mut redis::Connection) -> u64 {
     redis::cmd("DBSIZE").query(c).unwrap()

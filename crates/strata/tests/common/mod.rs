@@ -695,6 +695,19 @@ pub fn section_field(c: &mut redis::Connection, section: &str, field: &str) -> S
         .to_string()
 }
 
+/// A field of INFO tiering, parsed (a count, a byte figure, a ratio).
+pub fn tiering_value<T: std::str::FromStr>(c: &mut redis::Connection, field: &str) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    section_field(c, "tiering", field).parse().unwrap()
+}
+
+/// A count or byte figure of INFO tiering.
+pub fn tiering_field(c: &mut redis::Connection, field: &str) -> u64 {
+    tiering_value(c, field)
+}
+
 /// Turns the active expiry cycle off (DEBUG SET-ACTIVE-EXPIRE 0, on a server started with
 /// `--enable-debug-command yes`): expired keys stay until something looks them up.
 pub fn active_expire_off(c: &mut redis::Connection) {
