@@ -635,4 +635,16 @@ impl crate::Keyspace {
         }
         HotBytes(books)
     }
+
+    /// Makes the hot bytes' total exact: each shard folds in what it has not yet (the
+    /// total is otherwise within `fold` bytes a shard of the exact sum, which over many
+    /// shards can exceed a small `maxmemory` with no entry left in RAM to move).
+    pub fn fold_hot_bytes(&self) {
+        for d in 0..self.db_count() {
+            let db = self.db(d);
+            for i in 0..db.shard_count() {
+                db.shard_ref(i).acquire().fold_now();
+            }
+        }
+    }
 }

@@ -170,6 +170,17 @@ impl ShardData {
         }
     }
 
+    /// Folds the shard's pending changes into the total now, so that the total is exact
+    /// for this shard (eviction that finds nothing left in RAM asks for it: the pending
+    /// changes of many shards together can exceed a small limit).
+    pub(crate) fn fold_now(&mut self) {
+        self.settle_all();
+        if let Some(l) = &mut self.ledger {
+            l.books.total.fetch_add(l.unfolded as i64, Relaxed);
+            l.unfolded = 0;
+        }
+    }
+
     /// The shard is being emptied: its bytes leave the total.
     pub(crate) fn forget_bytes(&mut self) {
         let bytes = match &mut self.ledger {

@@ -67,3 +67,64 @@ fn keys_longer_than_the_store_takes_stay_in_ram() {
     assert_eq!(get(&mut c, &longer).as_deref(), Some(&b"v4"[..]));
     assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
 }
+
+/// A `maxmemory` of one byte: every entry goes to the tier after each command, and what
+/// the shards have not yet folded into the hot bytes' total (up to 64 bytes each) must
+/// not read as memory nothing can free. Before, once reads had brought entries back and
+/// they had moved out again, the total stayed a few hundred bytes over with no entry in
+/// RAM, and every write was refused with -OOM (Redis's own unit/sort, run against a
+/// server so configured, stopped that way).
+#[test]
+fn a_budget_of_one_byte_keeps_taking_writes() {
+    let s = common::strata(&["--maxmemory", "1", "--tiering", "yes"]);
+    let mut c = s.client();
+    for i in 0..1000 {
+        let _: () = redis::pipe()
+            .cmd("LPUSH")
+            .arg("tosort")
+            .arg(i)
+            .ignore()
+            .cmd("SET")
+            .arg(format!("weight_{i}"))
+            .arg((i * 7919) % 1000)
+            .ignore()
+            .cmd("HSET")
+            .arg(format!("wobj_{i}"))
+            .arg("weight")
+            .arg((i * 104_729) % 1000)
+            .ignore()
+            .query(&mut c)
+            .unwrap();
+    }
+    // Each SORT BY reads the weights back into RAM; the next command moves them out.
+    for _ in 0..3 {
+        let by_key: Vec<i64> = redis::cmd("SORT")
+            .arg("tosort")
+            .arg("BY")
+            .arg("weight_*")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(1)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(by_key.len(), 1);
+        let by_field: Vec<i64> = redis::cmd("SORT")
+            .arg("tosort")
+            .arg("BY")
+            .arg("wobj_*->weight")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(by_field.len(), 1000);
+    }
+    assert!(
+        tiering_field(&mut c, "moved_to_ram") >= 3000,
+        "the reads brought entries back"
+    );
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(get(&mut c, b"after").as_deref(), Some(&b"v"[..]));
+    assert_eq!(tiering_field(&mut c, "tier_errors"), 0);
+}

@@ -211,6 +211,14 @@ impl Evictor {
             let picked = server.keyspace.evict_pick(policy, samples, &mut pool);
             let Some((db, key)) = picked else {
                 drop(pool);
+                if tier.is_some() {
+                    // Nothing is left to move: the hot bytes' total may be only the shards'
+                    // changes not yet folded in (a maxmemory of a few KB).
+                    server.keyspace.fold_hot_bytes();
+                    if Self::to_free(server, max) == 0 {
+                        return State::Ok;
+                    }
+                }
                 return self.cannot_free(server, max, lazy, start, limit);
             };
             // What removing and freeing the entry gave back on this thread, less what
