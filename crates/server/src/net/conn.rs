@@ -110,6 +110,7 @@ pub(super) fn new_conn(server: &Server, client: Client) -> Rc<RefCell<Conn>> {
         parser,
         limits,
         inbuf: BytesMut::with_capacity(READ_CHUNK),
+        inbuf_grown: false,
         out,
         resume: None,
         served: false,
@@ -124,6 +125,8 @@ pub(super) struct Conn {
     pub(super) parser: Parser,
     pub(super) limits: ConnLimits,
     pub(super) inbuf: BytesMut,
+    /// The input buffer grew past eight read chunks (see `reserve_input`).
+    inbuf_grown: bool,
     pub(super) out: Output,
     /// A command CLIENT PAUSE held back: it runs first once the pause lets it.
     pub(super) resume: Option<Vec<Bytes>>,
@@ -184,7 +187,7 @@ async fn serve_conn<W: Wire>(
             let woke = if stalled {
                 let mut g = conn.borrow_mut();
                 let c = &mut *g;
-                reserve_input(&mut c.inbuf, &c.parser);
+                reserve_input(c);
                 wait_stalled(stream, &info, &mut c.inbuf, &mut c.out, room).await
             } else {
                 wait_input(stream, conn, &info).await
@@ -508,10 +511,24 @@ enum Woke {
 }
 
 /// Grows the input buffer when little room is left, to the size of the frame being read.
-fn reserve_input(inbuf: &mut BytesMut, parser: &Parser) {
+/// Once what a large request (or a long pipeline) grew it for is consumed, a small buffer
+/// replaces it, as Redis shrinks its query buffer: an idle connection kept the largest
+/// request it had sent (its capacity reads as the free part only, so CLIENT LIST did not
+/// show it), a 2 MB SET two megabytes for as long as the connection lived.
+fn reserve_input(c: &mut Conn) {
+    let inbuf = &mut c.inbuf;
+    if c.inbuf_grown && inbuf.is_empty() && c.parser.frame_hint().is_none() {
+        *inbuf = BytesMut::with_capacity(READ_CHUNK);
+        c.inbuf_grown = false;
+    }
     if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-        let want = parser.frame_hint().unwrap_or(0).saturating_sub(inbuf.len());
+        let want = c
+            .parser
+            .frame_hint()
+            .unwrap_or(0)
+            .saturating_sub(inbuf.len());
         inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
+        c.inbuf_grown |= inbuf.capacity() > 8 * READ_CHUNK;
     }
 }
 
@@ -535,7 +552,7 @@ async fn wait_input<W: Wire>(stream: &mut W, conn: &RefCell<Conn>, info: &Client
             if std::mem::take(&mut c.served) {
                 return Woke::Mail;
             }
-            reserve_input(&mut c.inbuf, &c.parser);
+            reserve_input(c);
             match stream.try_read_buf(&mut c.inbuf) {
                 Ok(0) => return Woke::Closed,
                 Ok(n) => return Woke::Input(n),
