@@ -73,6 +73,59 @@ fn used_memory_follows_the_data() {
     );
 }
 
+/// What outlives a command (a slow-log entry, a script's body, a client's name, a
+/// tracking prefix, a channel) keeps a copy of its argument, not the connection's input
+/// buffer it was read into. Before, one slow SADD of 100,000 members kept its 2 MB
+/// buffer for as long as its slow-log entry lived (unit/lazyfree of Redis's suite saw
+/// the memory not come back after UNLINK).
+#[test]
+fn kept_arguments_do_not_keep_the_request() {
+    let s = common::strata(CACHE);
+    let mut c = s.client();
+    let _: () = query(&mut c, &["config", "set", "slowlog-log-slower-than", "0"]);
+    let base = used(&mut c);
+    let big = vec![b'x'; 2 << 20];
+    let members: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
+    for round in 0..3 {
+        let mut other = s.client();
+        let _: i64 = redis::cmd("SADD")
+            .arg(format!("set{round}"))
+            .arg(&members)
+            .query(&mut other)
+            .expect("SADD");
+        let _: i64 = redis::cmd("UNLINK")
+            .arg(format!("set{round}"))
+            .query(&mut other)
+            .expect("UNLINK");
+        // Each of these reads its small argument in the same buffer as the 2 MB one.
+        let mut p = redis::pipe();
+        p.cmd("SET").arg("big").arg(&big[..]).ignore();
+        p.cmd("EVAL").arg(format!("return {round}")).arg(0).ignore();
+        p.cmd("CLIENT")
+            .arg("SETNAME")
+            .arg(format!("n{round}"))
+            .ignore();
+        p.cmd("CLIENT")
+            .arg("TRACKING")
+            .arg("on")
+            .arg("BCAST")
+            .arg("PREFIX")
+            .arg(format!("p{round}"))
+            .ignore();
+        p.cmd("DEL").arg("big").ignore();
+        p.query::<()>(&mut other).expect("pipeline");
+        // The connection stays open (its name and prefix live on) while the next round
+        // runs; the slow log and the script cache keep their entries.
+        std::mem::forget(other);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300)); // lazy frees done
+    let after = used(&mut c);
+    assert!(
+        after < base + (2 << 20),
+        "{after} bytes after the rounds, {base} before: arguments kept their requests"
+    );
+}
+
 /// used_memory_startup is what the server takes before it loads anything, as in Redis: a
 /// restart that loads a data set reports it in used_memory_dataset, as the server that
 /// wrote it did, and not in the startup figure.

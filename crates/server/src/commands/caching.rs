@@ -42,7 +42,7 @@ pub(super) fn client_tracking(ctx: &mut Ctx<'_>) -> CmdResult {
             b"noloop" => options |= mode::NOLOOP,
             b"prefix" if more => {
                 j += 1;
-                prefixes.push(ctx.argv[j].clone());
+                prefixes.push(ctx.kept_arg(j));
             }
             _ => return Err(CmdError::SYNTAX),
         }

@@ -333,7 +333,7 @@ fn hello(ctx: &mut Ctx<'_>) -> CmdResult {
             j += 3;
         } else if opt == b"setname" && more >= 1 {
             validate_name(ctx.arg(j + 1))?;
-            name = Some(ctx.argv[j + 1].clone());
+            name = Some(ctx.kept_arg(j + 1));
             j += 2;
         } else {
             return Err(CmdError::err(format!(
@@ -433,7 +433,7 @@ fn validate_name(name: &[u8]) -> CmdResult {
 }
 
 fn client_setname(ctx: &mut Ctx<'_>) -> CmdResult {
-    let name = ctx.argv[2].clone();
+    let name = ctx.kept_arg(2);
     validate_name(&name)?;
     *ctx.client.info.name.lock() = (!name.is_empty()).then_some(name);
     ctx.out.ok();

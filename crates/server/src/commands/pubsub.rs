@@ -278,7 +278,7 @@ fn subscribe_any(ctx: &mut Ctx<'_>, kind: Kind) -> CmdResult {
     let server = ctx.server();
     let hub = &server.pubsub;
     for i in 1..ctx.argv.len() {
-        let name = ctx.argv[i].clone();
+        let name = ctx.kept_arg(i);
         let s = subs(ctx);
         match kind {
             Kind::Channel(space) => hub.subscribe(space, s, &name),

@@ -520,7 +520,7 @@ fn function_load(ctx: &mut Ctx<'_>) -> CmdResult {
     if i >= ctx.argv.len() {
         return Err(CmdError::err("Function code is missing"));
     }
-    let name = load_library(ctx, ctx.argv[i].clone(), replace)?;
+    let name = load_library(ctx, ctx.kept_arg(i), replace)?;
     ctx.out.bulk(name.as_bytes());
     Ok(())
 }

@@ -424,6 +424,13 @@ impl<'a> Ctx<'a> {
         &self.argv[i]
     }
 
+    /// A copy of argument `i`, for what outlives the command (a script's body, a channel,
+    /// a client's name): the argument itself is a slice of the connection's input buffer,
+    /// and keeping it would keep that whole buffer (megabytes, after a large request).
+    pub fn kept_arg(&self, i: usize) -> Bytes {
+        Bytes::copy_from_slice(&self.argv[i])
+    }
+
     /// Argument `i` as an i64, or Redis's "value is not an integer" error.
     pub fn int_arg(&self, i: usize) -> Result<i64, CmdError> {
         parse_i64(&self.argv[i]).ok_or(CmdError::NOT_INTEGER)

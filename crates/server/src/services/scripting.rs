@@ -82,8 +82,13 @@ impl Scripts {
 
     pub fn remember(&self, sha: String, body: Bytes) {
         // A read lock first: EVAL of a known script (the common case) takes no write lock.
+        // A copy is kept: `body` is a slice of the client's input buffer, which it would
+        // otherwise keep whole.
         if !self.has(&sha) {
-            self.bodies.write().entry(sha).or_insert(body);
+            self.bodies
+                .write()
+                .entry(sha)
+                .or_insert_with(|| Bytes::copy_from_slice(&body));
         }
     }
 

@@ -136,7 +136,9 @@ fn kept_args(argv: &[Bytes], redacted: u64) -> Vec<Bytes> {
                 );
                 Bytes::from(s)
             } else {
-                argv[i].clone()
+                // A copy: the argument is a slice of the client's input buffer, which an
+                // entry would otherwise keep whole (a slow command is often a large one).
+                Bytes::copy_from_slice(&argv[i])
             }
         })
         .collect()
