@@ -21,6 +21,10 @@
 #   OUT=target/redis-test-suite    per-unit logs and the result table (.tsv, .md)
 #   TIMEOUT=900                    seconds a unit may take
 #   SPAWN=                         1: the suite spawns the servers (see above)
+#   REPLICA=                       1: each unit's Strata has a Strata replica; once the unit
+#                                  is done and the replica has caught up, their DEBUG
+#                                  DIGESTs are compared ($OUT/digests.tsv: unit, primary's,
+#                                  replica's, same or DIFFERENT)
 #   TLS=1                          the suite's own TLS mode: both servers listen on a TLS
 #                                  port only, with the suite's test certificates (made with
 #                                  REDIS_SRC/utils/gen-test-certs.sh when missing), and the
@@ -42,6 +46,7 @@ REDIS_SERVER=${REDIS_SERVER-redis-server}
 OUT=${OUT:-$ROOT/target/redis-test-suite}
 TIMEOUT=${TIMEOUT:-900}
 SPAWN=${SPAWN:-}
+REPLICA=${REPLICA:-}
 mkdir -p "$OUT"
 
 command -v tclsh >/dev/null || { echo "tclsh is needed (Debian: tcl)" >&2; exit 2; }
@@ -110,13 +115,33 @@ count_results() {
         END {printf "%d %d %d %d\n", ok, err, exc, ign}'
 }
 
+# replication_field PORT FIELD: a field of INFO replication.
+replication_field() {
+    redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# compare_digests UNIT PRIMARY_PORT REPLICA_PORT -> "unit primary replica same|DIFFERENT"
+# once the replica has applied all the primary wrote (or 30 s have passed).
+compare_digests() {
+    local unit=$1 p=$2 r=$3 want got pd rd
+    for _ in $(seq 300); do
+        want=$(replication_field "$p" master_repl_offset)
+        got=$(replication_field "$r" slave_repl_offset)
+        [ -n "$want" ] && [ "$want" = "$got" ] && break
+        sleep 0.1
+    done
+    pd=$(redis-cli -p "$p" debug digest 2>&1)
+    rd=$(redis-cli -p "$r" debug digest 2>&1)
+    printf '%s\t%s\t%s\t%s\n' "$unit" "$pd" "$rd" "$([ "$pd" = "$rd" ] && echo same || echo DIFFERENT)"
+}
+
 # run_unit SIDE UNIT -> prints "ok err exception ignored"
 run_unit() {
     if [ -n "$SPAWN" ]; then
         run_unit_spawned "$@"
         return
     fi
-    local side=$1 unit=$2 port dir pid log
+    local side=$1 unit=$2 port dir pid log rport rpid
     local listen
     port=$(free_port)
     dir=$(mktemp -d)
@@ -137,9 +162,22 @@ run_unit() {
         [ "$(redis-cli "${TLS_CLI[@]}" -p "$port" ping 2>/dev/null)" = PONG ] && break
         sleep 0.1
     done
+    if [ -n "$REPLICA" ] && [ "$side" = strata ]; then
+        rport=$(free_port)
+        mkdir "$dir/replica"
+        # shellcheck disable=SC2086
+        "$STRATA" serve --port "$rport" --dir "$dir/replica" --enable-debug-command yes \
+            --replicaof "127.0.0.1 $port" $STRATA_ARGS >"$dir/replica.log" 2>&1 &
+        rpid=$!
+    fi
     log="$OUT/$side-$(echo "$unit" | tr / _).log"
     (cd "$SRC" && timeout "$TIMEOUT" ./runtest --host 127.0.0.1 --port "$port" \
         --tags -slow --timeout 60 "${RUNTEST_TLS[@]}" --single "$unit" >"$log" 2>&1)
+    if [ -n "${rpid:-}" ]; then
+        compare_digests "$unit" "$port" "$rport" >>"$OUT/digests.tsv"
+        kill "$rpid" 2>/dev/null
+        wait "$rpid" 2>/dev/null
+    fi
     # A server a unit left busy (a script in a loop) may not stop on SIGTERM: then kill it.
     kill "$pid" 2>/dev/null
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -161,6 +199,7 @@ run_unit_spawned() {
 }
 
 TSV=$OUT/results.tsv
+[ -n "$REPLICA" ] && : >"$OUT/digests.tsv"
 printf 'unit\tstrata_ok\tstrata_err\tstrata_exception\tredis_ok\tredis_err\tredis_exception\n' >"$TSV"
 for u in "${UNITS[@]}"; do
     read -r s_ok s_err s_exc _ < <(run_unit strata "$u")
