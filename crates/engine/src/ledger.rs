@@ -46,6 +46,12 @@ impl Ledger {
     pub(crate) fn samples(&self) -> usize {
         self.samples
     }
+
+    /// Moves the changes not yet folded into the table's total.
+    fn fold_in(&mut self) {
+        self.books.total.fetch_add(self.unfolded as i64, Relaxed);
+        self.unfolded = 0;
+    }
 }
 
 impl ShardData {
@@ -109,8 +115,7 @@ impl ShardData {
         l.bytes = l.bytes.saturating_add_signed(delta);
         l.unfolded += delta;
         if l.unfolded.unsigned_abs() >= l.fold {
-            l.books.total.fetch_add(l.unfolded as i64, Relaxed);
-            l.unfolded = 0;
+            l.fold_in();
         }
     }
 
@@ -176,8 +181,7 @@ impl ShardData {
     pub(crate) fn fold_now(&mut self) {
         self.settle_all();
         if let Some(l) = &mut self.ledger {
-            l.books.total.fetch_add(l.unfolded as i64, Relaxed);
-            l.unfolded = 0;
+            l.fold_in();
         }
     }
 
