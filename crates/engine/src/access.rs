@@ -70,6 +70,16 @@ impl Access {
         }
     }
 
+    /// Whether access bits `bits` say the entry was used in the last second or two (the
+    /// LRU clock's current or previous tick) or, under LFU, whose pair holds only the
+    /// minute, in the current minute.
+    pub fn used_lately(&self, bits: u32, now_ms: u64) -> bool {
+        if self.lfu.load(Relaxed) {
+            return (bits >> 8) as u16 == lfu_minutes(now_ms);
+        }
+        clock::idle_ms(bits, now_ms) < 2 * clock::LRU_RESOLUTION_MS
+    }
+
     /// `stamp` at the kernel's coarse clock (see `clock::lru_now`).
     #[inline]
     pub fn stamp_now(&self) -> Stamp {

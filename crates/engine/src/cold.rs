@@ -87,6 +87,16 @@ pub trait ColdStore: Send + Sync {
 /// Whether a key lives, and its expiry: None when it does not.
 pub(crate) type Presence = Option<Option<u64>>;
 
+/// What an eviction to the store did with a key.
+pub enum ToCold {
+    /// The entry left RAM: the caller frees it.
+    Moved(crate::Unlinked),
+    /// Not in RAM (gone since it was sampled, or without a TTL for a volatile policy).
+    Absent,
+    /// Left in RAM: large and in use (`Db::evict_to_cold_unless_in_use`).
+    InUse,
+}
+
 /// Whether the cold entry of the key of hash `h` surely has no TTL, so that it cannot
 /// have expired unseen (a read ahead then need not bring its value).
 fn unread_ok(g: &ShardData, h: u64) -> bool {
@@ -369,17 +379,52 @@ impl Db {
         key: &[u8],
         volatile: bool,
     ) -> Result<Option<crate::Unlinked>, String> {
-        self.to_cold(key, volatile)
+        match self.to_cold(key, volatile, None)? {
+            ToCold::Moved(e) => Ok(Some(e)),
+            ToCold::Absent | ToCold::InUse => Ok(None),
+        }
     }
 
-    fn to_cold(&self, key: &[u8], volatile: bool) -> Result<Option<crate::Unlinked>, String> {
+    /// [`evict_to_cold`](Db::evict_to_cold), except that an entry used lately
+    /// (`Access::used_lately`) stays when `spare` says so of its size: moving a large one
+    /// would cost its whole size in writes, and bringing it back at its next use as much
+    /// in reads.
+    pub fn evict_to_cold_unless_in_use(
+        &self,
+        key: &[u8],
+        volatile: bool,
+        spare: &dyn Fn(usize) -> bool,
+    ) -> Result<ToCold, String> {
+        self.to_cold(key, volatile, Some(spare))
+    }
+
+    fn to_cold(
+        &self,
+        key: &[u8],
+        volatile: bool,
+        spare: Option<&dyn Fn(usize) -> bool>,
+    ) -> Result<ToCold, String> {
         let Some(store) = self.cold_store() else {
-            return Ok(None);
+            return Ok(ToCold::Absent);
         };
         let h = hash(key);
         let idx = self.shard_index(h);
         let mut g = self.shard_ref(idx).acquire();
-        self.to_cold_locked(store, &mut g, (idx, h), key, volatile, false)
+        if let Some(spare) = spare {
+            let now = crate::clock::now_ms();
+            let in_use = g
+                .find(h, key)
+                .is_some_and(|e| self.access.used_lately(e.lru(), now) && spare(e.memory_usage(5)));
+            if in_use {
+                return Ok(ToCold::InUse);
+            }
+        }
+        Ok(
+            match self.to_cold_locked(store, &mut g, (idx, h), key, volatile, false)? {
+                Some(e) => ToCold::Moved(e),
+                None => ToCold::Absent,
+            },
+        )
     }
 
     /// Moves clean entries (their store copy is still their value, so nothing is written)

@@ -554,8 +554,7 @@ impl Unlinked {
             Value::Hash(h) => h.len(),
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
-            // Nodes hold up to 8 KiB each at the default list-max-listpack-size.
-            Value::List(l) => l.heap_bytes() / 8192 + 1,
+            Value::List(l) => l.node_count(),
             Value::Stream(s) => s.free_effort(),
         }
     }

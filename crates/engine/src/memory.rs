@@ -72,7 +72,7 @@ pub fn value_heap_bytes(value: &Value, samples: usize) -> usize {
         Value::Str(s) => heap_of_capacity(s.capacity()),
         Value::Hash(h) => h.heap_bytes(samples),
         Value::Set(s) => s.heap_bytes(samples),
-        Value::List(l) => size_class(std::mem::size_of_val(&**l)) + l.heap_bytes(),
+        Value::List(l) => size_class(std::mem::size_of_val(&**l)) + l.heap_bytes(samples),
         Value::ZSet(z) => size_class(std::mem::size_of_val(&**z)) + z.heap_bytes(samples),
         Value::Stream(s) => s.heap_bytes(),
     }

@@ -19,7 +19,7 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
-use strata_engine::{Policy, Pool};
+use strata_engine::{Policy, Pool, ToCold};
 
 /// What [`Evictor::perform`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +39,21 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// applies to them (`perform`).
 const UNMOVABLE_SKIPS: usize = 64;
 
+/// With tiering, an entry of at least 1/IN_USE_SHARE of `maxmemory` (and 64 KiB) that was used in the
+/// last second or so stays in RAM when the other hot entries fit in `maxmemory`
+/// (`Db::evict_to_cold_unless_in_use`), so the hot bytes pass the limit by at most that
+/// entry: a list larger than `maxmemory` that a client pushes to went to disk and back
+/// whole on every push (9 pushes a second at 40 MB).
+const IN_USE_SHARE: u64 = 8;
+
+/// Entries under this size are never spared: moving them costs little.
+const IN_USE_MIN: u64 = 64 << 10;
+
+/// For this long after an entry was spared, a command finds memory under the limit
+/// while the hot bytes are within the limit plus that entry, without sampling again (a
+/// pick finds the same entry, and weighing a large collection walks it).
+const SPARED_FOR: Duration = Duration::from_millis(100);
+
 /// The eviction settings (pushed by the configuration's hook), the pool, the counters.
 pub struct Evictor {
     maxmemory: AtomicU64,
@@ -57,6 +72,8 @@ pub struct Evictor {
     /// `background`, readable without the lock.
     running: AtomicBool,
     started: AtomicBool,
+    /// When an entry in use was last left over the limit, and its bytes (`SPARED_FOR`).
+    spared: Mutex<Option<(Instant, u64)>>,
 }
 
 impl Default for Evictor {
@@ -68,6 +85,7 @@ impl Default for Evictor {
             tenacity: AtomicU32::new(10),
             lazy: AtomicBool::new(false),
             pool: Mutex::new(Pool::default()),
+            spared: Mutex::new(None),
             evicted: AtomicU64::new(0),
             background: Mutex::new(false),
             wake: Condvar::new(),
@@ -168,7 +186,7 @@ impl Evictor {
     /// time is up (then the background eviction carries on). See [`State`].
     pub fn perform(&self, server: &Server) -> State {
         let max = self.maxmemory();
-        if max == 0 || Self::counted(server) <= max {
+        if max == 0 || Self::counted(server) <= max || self.still_spared(server, max) {
             return State::Ok;
         }
         // Eviction locks shards while holding the pool: a shard this thread kept locked
@@ -207,6 +225,13 @@ impl Evictor {
         let lazy = self.lazy.load(Relaxed);
         let start = Instant::now();
         let (mut freed, mut keys, mut unmovable) = (0i64, 0u64, 0usize);
+        let spared = std::cell::Cell::new(0);
+        let spare = |bytes: usize| {
+            let bytes = bytes as u64;
+            spared.set(bytes);
+            bytes >= (max / IN_USE_SHARE).max(IN_USE_MIN)
+                && Self::counted(server).saturating_sub(bytes) <= max
+        };
         while freed < to_free as i64 {
             let picked = server.keyspace.evict_pick(policy, samples, &mut pool);
             let Some((db, key)) = picked else {
@@ -236,19 +261,25 @@ impl Evictor {
                 }
             }
             if let Some(tier) = movable {
-                match server
-                    .keyspace
-                    .db(db)
-                    .evict_to_cold(&key, policy.volatile())
-                {
-                    Ok(Some(entry)) => {
+                let d = server.keyspace.db(db);
+                match d.evict_to_cold_unless_in_use(&key, policy.volatile(), &spare) {
+                    Ok(ToCold::Moved(entry)) => {
                         drop(entry);
+                        if keys == 0 {
+                            // The entry spared last may be the one that went.
+                            *self.spared.lock() = None;
+                        }
                         keys += 1;
                         if Self::to_free(server, max) == 0 {
                             break;
                         }
                     }
-                    Ok(None) => {}
+                    Ok(ToCold::Absent) => {}
+                    Ok(ToCold::InUse) => {
+                        // The rest fits: only this entry is over the limit.
+                        *self.spared.lock() = Some((Instant::now(), spared.get()));
+                        return State::Ok;
+                    }
                     Err(e) => {
                         tier.errors.fetch_add(1, Relaxed);
                         tracing::warn!("tiering: {e}; writes that need memory are refused");
@@ -304,6 +335,15 @@ impl Evictor {
         } else {
             State::Ok
         }
+    }
+
+    /// Whether an entry in use was spared lately and the hot bytes are still within the
+    /// limit plus that entry (`SPARED_FOR`).
+    fn still_spared(&self, server: &Server, max: u64) -> bool {
+        let spared = *self.spared.lock();
+        spared.is_some_and(|(at, bytes)| {
+            at.elapsed() < SPARED_FOR && Self::counted(server) <= max.saturating_add(bytes)
+        })
     }
 
     /// A full tier: entries that reads brought back from it leave RAM again, which writes
