@@ -71,8 +71,8 @@ impl Access {
     }
 
     /// Whether access bits `bits` say the entry was used in the last second or two (the
-    /// LRU clock's current or previous tick) or, under LFU, whose pair holds only the
-    /// minute, in the current minute.
+    /// LRU clock's current or previous tick); under LFU, whose pair keeps only the minute
+    /// of the last access, in the current minute.
     pub fn used_lately(&self, bits: u32, now_ms: u64) -> bool {
         if self.lfu.load(Relaxed) {
             return (bits >> 8) as u16 == lfu_minutes(now_ms);

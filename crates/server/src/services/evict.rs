@@ -39,19 +39,19 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// applies to them (`perform`).
 const UNMOVABLE_SKIPS: usize = 64;
 
-/// With tiering, an entry of at least 1/IN_USE_SHARE of `maxmemory` (and 64 KiB) that was used in the
-/// last second or so stays in RAM when the other hot entries fit in `maxmemory`
-/// (`Db::evict_to_cold_unless_in_use`), so the hot bytes pass the limit by at most that
-/// entry: a list larger than `maxmemory` that a client pushes to went to disk and back
-/// whole on every push (9 pushes a second at 40 MB).
+/// With tiering, an entry of at least 1/IN_USE_SHARE of `maxmemory` (and IN_USE_MIN)
+/// that was used in the last second or so stays in RAM when the other hot entries fit in
+/// `maxmemory` (`Db::evict_to_cold_unless_in_use`), so the hot bytes pass the limit by at
+/// most that entry: a list larger than `maxmemory` that a client pushes to went to disk
+/// and back whole on every push (9 pushes a second at 40 MB).
 const IN_USE_SHARE: u64 = 8;
 
 /// Entries under this size are never spared: moving them costs little.
 const IN_USE_MIN: u64 = 64 << 10;
 
 /// For this long after an entry was spared, a command finds memory under the limit
-/// while the hot bytes are within the limit plus that entry, without sampling again (a
-/// pick finds the same entry, and weighing a large collection walks it).
+/// while the hot bytes are within the limit plus that entry, without sampling the
+/// keyspace again only to find the same entry.
 const SPARED_FOR: Duration = Duration::from_millis(100);
 
 /// The eviction settings (pushed by the configuration's hook), the pool, the counters.
