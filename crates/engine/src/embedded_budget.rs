@@ -180,17 +180,24 @@ impl Table {
         let books = &b.books;
         let policy = Policy::from_code(b.policy.load(Relaxed));
         let samples = b.samples.load(Relaxed);
-        let enough = || books.total() <= limit;
         if self.ks.tiering() {
             // As the server's tiering: the policy picks what moves; noeviction lets LRU.
             let policy = match policy {
                 Policy::NoEviction => Policy::AllKeysLru,
                 p => p,
             };
+            let total = || books.total() as u64;
             // A store that failed a write keeps what it could not take in RAM: the
             // fallible writes then fail as over budget.
-            let _ = self.ks.move_cold_until(policy, samples, &mut pool, enough);
+            let moved = self
+                .ks
+                .move_cold_until(policy, samples, &mut pool, limit as u64, total);
+            if moved == Ok(true) {
+                // Over only by a large entry in use, which stays.
+                return Ok(());
+            }
         } else {
+            let enough = || books.total() <= limit;
             let n = self.ks.evict_until(policy, samples, &mut pool, enough);
             b.evicted.fetch_add(n, Relaxed);
         }

@@ -33,7 +33,7 @@ pub use cold::{ColdStore, HotBytes, ToCold};
 pub use embedded::Table;
 pub use embedded_budget::Budget;
 pub use entry::{prefetch as prefetch_line, EntryRef, Kind};
-pub use evict::{Policy, Pool};
+pub use evict::{spares_in_use, Policy, Pool};
 pub use expiry::expire_cycle_percent;
 pub use keyspace::{
     shard_pick, Capture, Captured, CreatedHook, Db, ExpiredHook, Keyspace, ScanFilter, DB_COUNT,

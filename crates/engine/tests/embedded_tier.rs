@@ -92,3 +92,42 @@ fn expired_cold_keys_go_with_purge_expired() {
     assert_eq!(t.get(b"k1"), Some(value(1)));
     assert_eq!(t.get(b"k2"), None);
 }
+
+/// A hash larger than the budget that is written to stays in RAM while in use, the other
+/// entries fitting the budget beside it; before, each write moved it whole to the store
+/// and the next brought it back.
+#[test]
+fn a_large_entry_in_use_stays_in_ram() {
+    let store = Arc::new(common::Store::default());
+    let t = Table::with_cold_store(Budget::new(BUDGET, Policy::AllKeysLru), store.clone());
+    let field = |i: usize| format!("field:{i}").into_bytes();
+    for i in 0..3000 {
+        t.with_hash_mut(b"h", |h, enc| h.set(&field(i), &value(i), enc))
+            .unwrap();
+    }
+    assert!(t.memory_used() > BUDGET, "{} bytes", t.memory_used());
+    let puts = store.puts.load(std::sync::atomic::Ordering::Relaxed);
+    for i in 3000..3200 {
+        t.with_hash_mut(b"h", |h, enc| h.set(&field(i), &value(i), enc))
+            .unwrap();
+    }
+    let moved = store.puts.load(std::sync::atomic::Ordering::Relaxed) - puts;
+    assert!(
+        moved <= 2,
+        "the hash moved to the store {moved} times in 200 writes"
+    );
+    let hash = t.memory_used();
+    for i in 0..1000 {
+        t.try_set(format!("k{i}").as_bytes(), &value(i)).unwrap();
+    }
+    let used = t.memory_used();
+    assert!(
+        used <= hash + BUDGET + BUDGET / 16 + 1024,
+        "{used} bytes in RAM"
+    );
+    assert_eq!(
+        t.with_hash(b"h", |h| h.len()),
+        Ok(Some(3200)),
+        "every field is there"
+    );
+}

@@ -11,16 +11,19 @@ use strata_engine::{ColdStore, Keyspace, Owned};
 /// Where a cold store files an entry: (db, shard, key).
 type Place = (usize, usize, Vec<u8>);
 
-/// A cold store in memory; `walks` counts the shard walks (`each`) it served.
+/// A cold store in memory; `walks` counts the shard walks (`each`) it served, `puts` the
+/// entries written to it.
 #[derive(Default)]
 pub struct Store {
     /// Each entry with its access bits.
     pub map: Mutex<BTreeMap<Place, (Owned, u32)>>,
     pub walks: AtomicUsize,
+    pub puts: AtomicUsize,
 }
 
 impl ColdStore for Store {
     fn put(&self, db: usize, shard: usize, key: &[u8], e: &Owned, a: u32) -> Result<(), String> {
+        self.puts.fetch_add(1, Ordering::Relaxed);
         self.map
             .lock()
             .insert((db, shard, key.to_vec()), (e.clone(), a));

@@ -39,16 +39,6 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// applies to them (`perform`).
 const UNMOVABLE_SKIPS: usize = 64;
 
-/// With tiering, an entry of at least 1/IN_USE_SHARE of `maxmemory` (and IN_USE_MIN)
-/// that was used in the last second or so stays in RAM when the other hot entries fit in
-/// `maxmemory` (`Db::evict_to_cold_unless_in_use`), so the hot bytes pass the limit by at
-/// most that entry: a list larger than `maxmemory` that a client pushes to went to disk
-/// and back whole on every push (9 pushes a second at 40 MB).
-const IN_USE_SHARE: u64 = 8;
-
-/// Entries under this size are never spared: moving them costs little.
-const IN_USE_MIN: u64 = 64 << 10;
-
 /// For this long after an entry was spared, a command finds memory under the limit
 /// while the hot bytes are within the limit plus that entry, without sampling the
 /// keyspace again only to find the same entry.
@@ -226,11 +216,10 @@ impl Evictor {
         let start = Instant::now();
         let (mut freed, mut keys, mut unmovable) = (0i64, 0u64, 0usize);
         let spared = std::cell::Cell::new(0);
+        // With tiering, a large entry in use may stay (`spares_in_use`).
         let spare = |bytes: usize| {
-            let bytes = bytes as u64;
-            spared.set(bytes);
-            bytes >= (max / IN_USE_SHARE).max(IN_USE_MIN)
-                && Self::counted(server).saturating_sub(bytes) <= max
+            spared.set(bytes as u64);
+            strata_engine::spares_in_use(max, Self::counted(server), bytes as u64)
         };
         while freed < to_free as i64 {
             let picked = server.keyspace.evict_pick(policy, samples, &mut pool);
