@@ -11,6 +11,7 @@
 //!   brought back first saves its value aside (as a write saves its pre-image), and the
 //!   shard's stored entries are given with its last chunk, except keys saved aside.
 
+use crate::entry::Kind;
 use crate::keyspace::{Captured, Db};
 use crate::shard::{hash, ShardData};
 use crate::value::Owned;
@@ -19,6 +20,10 @@ use std::sync::atomic::Ordering::Relaxed;
 /// Entries of one shard the cold expiry pass reads in one step, at most (it holds the
 /// shard's lock meanwhile; the rest wait for the shard's next turn).
 const COLD_DUE_PER_SHARD: usize = 256;
+
+/// What `ColdStore::each_kind` calls with each entry's key, type and expiry; false stops
+/// the walk.
+pub type KindVisitor<'a> = dyn FnMut(&[u8], Kind, Option<u64>) -> bool + 'a;
 
 /// Where cold entries live. The engine calls it under the shard's lock of the key, so an
 /// implementation needs no ordering of its own between calls for one shard.
@@ -71,8 +76,28 @@ pub trait ColdStore: Send + Sync {
     fn cold_again(&self, db: usize, shard: usize, at: u64) {
         let _ = (db, shard, at);
     }
+    /// The type of `key`'s entry (TYPE); a store that can reads it without building the
+    /// value.
+    fn kind(&self, db: usize, shard: usize, key: &[u8]) -> Option<Kind> {
+        self.get(db, shard, key)
+            .map(|(o, _)| crate::entry::kind_of(&o.value))
+    }
     /// Every entry of one shard, in key order, until `f` returns false.
     fn each(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8], Owned) -> bool);
+    /// The type and expiry of every entry of one shard whose key `wanted` accepts, in key
+    /// order, until `f` returns false (SCAN TYPE); a store that can reads only the values
+    /// of those keys, and builds none.
+    fn each_kind(
+        &self,
+        db: usize,
+        shard: usize,
+        wanted: &dyn Fn(&[u8]) -> bool,
+        f: &mut KindVisitor<'_>,
+    ) {
+        self.each(db, shard, &mut |key, o| {
+            !wanted(key) || f(key, crate::entry::kind_of(&o.value), o.expire_at)
+        });
+    }
     /// The key of every entry of one shard, in key order, until `f` returns false; a store
     /// that can reads its index only, not the values (SCAN, KEYS, RANDOMKEY).
     fn each_key(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8]) -> bool) {
@@ -275,6 +300,38 @@ impl Db {
         key: &[u8],
         now: u64,
     ) -> Option<Presence> {
+        self.cold_lookup(g, h, key, now, |store, expiry| {
+            store
+                .contains(self.index(), self.shard_index(h), key)
+                .then_some(expiry)
+        })
+    }
+
+    /// The type of `key` at `now` (None: it does not exist), answered for a cold key by
+    /// the head of its record, without building or bringing back its value (TYPE); None:
+    /// look it up in RAM as usual, as `cold_presence`.
+    pub(crate) fn cold_kind(
+        &self,
+        g: &mut ShardData,
+        h: u64,
+        key: &[u8],
+        now: u64,
+    ) -> Option<Option<Kind>> {
+        self.cold_lookup(g, h, key, now, |store, _| {
+            store.kind(self.index(), self.shard_index(h), key)
+        })
+    }
+
+    /// `ask` the store about `key`, given its live expiry, when it may be cold (its
+    /// shard's filter may hold it and it is not in RAM) and has not expired at `now`.
+    fn cold_lookup<T>(
+        &self,
+        g: &ShardData,
+        h: u64,
+        key: &[u8],
+        now: u64,
+        ask: impl FnOnce(&dyn ColdStore, Option<u64>) -> T,
+    ) -> Option<T> {
         if g.cold == 0 || !g.cold_filter.may_contain(h) {
             return None;
         }
@@ -283,11 +340,7 @@ impl Db {
             return None;
         }
         let expiry = self.live_expiry(store, g, h, key, now)?;
-        Some(
-            store
-                .contains(self.index(), self.shard_index(h), key)
-                .then_some(expiry),
-        )
+        Some(ask(store, expiry))
     }
 
     /// `key` (in RAM, or just removed from it) no longer owns a copy in the store: the
@@ -535,6 +588,21 @@ impl Db {
             store.each(self.index(), idx, &mut |key, o| {
                 is_clean(g, key) || f(key, o)
             });
+        }
+    }
+
+    /// `each_cold` for the type and expiry of the keys `wanted` accepts: the store reads
+    /// only their values, and builds none (SCAN TYPE).
+    pub(crate) fn each_cold_kind(
+        &self,
+        g: &ShardData,
+        idx: usize,
+        wanted: &dyn Fn(&[u8]) -> bool,
+        f: &mut KindVisitor<'_>,
+    ) {
+        if let (Some(store), true) = (self.cold_store(), g.cold != 0) {
+            let wanted = |key: &[u8]| !is_clean(g, key) && wanted(key);
+            store.each_kind(self.index(), idx, &wanted, f);
         }
     }
 

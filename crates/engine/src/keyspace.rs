@@ -75,13 +75,6 @@ impl ScanFilter<'_> {
             .is_none_or(|p| glob::matches(p, e.key(), false))
             && self.kind.is_none_or(|k| e.kind() == k)
     }
-
-    fn accepts_owned(&self, key: &[u8], o: &crate::value::Owned) -> bool {
-        self.pattern.is_none_or(|p| glob::matches(p, key, false))
-            && self
-                .kind
-                .is_none_or(|k| crate::entry::kind_of(&o.value) == k)
-    }
 }
 
 /// One entry of a shard being captured: live, or as it was before a write saved it. With
@@ -506,10 +499,13 @@ impl Db {
                     .filter(|e| !e.is_expired(now) && filter.accepts(e))
                     .map(|e| e.key().to_vec()),
             );
-            if filter.kind.is_some() {
-                // The type is in the value.
-                self.each_cold(&g, idx, &mut |key, o| {
-                    if o.expire_at.is_none_or(|at| at > now) && filter.accepts_owned(key, &o) {
+            if let Some(wanted) = filter.kind {
+                // The type is at the head of the record: only the records whose keys
+                // match are read.
+                let matches =
+                    |key: &[u8]| filter.pattern.is_none_or(|p| glob::matches(p, key, false));
+                self.each_cold_kind(&g, idx, &matches, &mut |key, kind, expire_at| {
+                    if kind == wanted && expire_at.is_none_or(|at| at > now) {
                         out.push(key.to_vec());
                     }
                     true

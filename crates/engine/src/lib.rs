@@ -29,7 +29,7 @@ mod types;
 mod value;
 mod walk;
 
-pub use cold::{ColdStore, HotBytes, ToCold};
+pub use cold::{ColdStore, HotBytes, KindVisitor, ToCold};
 pub use embedded::Table;
 pub use embedded_budget::Budget;
 pub use entry::{prefetch as prefetch_line, EntryRef, Kind};

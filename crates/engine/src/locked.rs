@@ -3,7 +3,7 @@
 
 use crate::access::Stamp;
 use crate::clock;
-use crate::entry::EntryRef;
+use crate::entry::{EntryRef, Kind};
 use crate::keyspace::Db;
 use crate::session::ShardGuard;
 use crate::shard::{hash, FoundMut, Removed, ShardData};
@@ -217,15 +217,33 @@ impl<'a> Locked<'a> {
     pub fn presence(&mut self, key: &[u8]) -> Option<Option<u64>> {
         let h = hash(key);
         if let Some(found) = self.cold_presence(h, key) {
-            let g = self.shard(h);
-            if found.is_some() {
-                g.hits += 1;
-            } else {
-                g.misses += 1;
-            }
-            return found;
+            return self.counted(h, found);
         }
         self.get_hashed(h, key).map(|e| e.expire_at())
+    }
+
+    /// TYPE's lookup: the type of `key` (None: it does not exist), counted and touched as
+    /// `get` does; a cold key's value is neither built nor brought back.
+    pub fn kind(&mut self, key: &[u8]) -> Option<Kind> {
+        let h = hash(key);
+        if crate::cold::has_store_entries(self.shard(h)) {
+            let (db, now) = (self.db, self.now());
+            if let Some(found) = db.cold_kind(self.shard(h), h, key, now) {
+                return self.counted(h, found);
+            }
+        }
+        self.get_hashed(h, key).map(|e| e.kind())
+    }
+
+    /// A lookup answered without `get`: counted as a keyspace hit or miss as `get` counts.
+    fn counted<T>(&mut self, h: u64, found: Option<T>) -> Option<T> {
+        let g = self.shard(h);
+        if found.is_some() {
+            g.hits += 1;
+        } else {
+            g.misses += 1;
+        }
+        found
     }
 
     /// `Db::cold_presence` for `key`, if its shard has entries in the store.

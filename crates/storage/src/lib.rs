@@ -22,7 +22,7 @@ pub use recovery::{
     ReadSummary, RecoveryError, SegScan, TornTail,
 };
 pub use snapshot::{
-    decode_entries, encode_entry, encode_value, latest_snapshot, load_snapshot,
+    decode_entries, encode_entry, encode_value, entry_kind, latest_snapshot, load_snapshot,
     load_snapshot_bytes, load_snapshot_placed, mark_place, remove_older_snapshots,
     remove_unfinished_snapshots, snapshot_meta, snapshot_path, Place, SnapshotInfo, SnapshotMeta,
     SnapshotWriter,

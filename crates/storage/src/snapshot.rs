@@ -10,7 +10,7 @@ use strata_engine::{Encodings, EntryRef, Value};
 
 use crate::format::{fsync_dir, u32_at, u64_at};
 use crate::recovery::{journal_end, Position, RecoveryError};
-pub use crate::snapshot_decode::decode_entries;
+pub use crate::snapshot_decode::{decode_entries, entry_kind};
 use crate::snapshot_decode::{decode_head, decode_value, skip_value, Cur};
 
 const MAGIC: &[u8; 4] = b"STRS";

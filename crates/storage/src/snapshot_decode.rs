@@ -5,7 +5,7 @@ use crate::format::u64_at;
 use crate::snapshot::{
     Place, F_CLEAN, F_COLD, F_EXPIRE, T_HASH, T_LIST, T_SET, T_STR, T_STREAM, T_ZSET,
 };
-use strata_engine::{Encodings, HashValue, ListValue, SetValue, Value, ZSetValue};
+use strata_engine::{Encodings, HashValue, Kind, ListValue, SetValue, Value, ZSetValue};
 
 pub(crate) struct Cur<'a> {
     pub(crate) b: &'a [u8],
@@ -117,6 +117,22 @@ pub(crate) fn decode_head(c: &mut Cur<'_>) -> DecodeResult<Head> {
         expire_at,
         key,
     })
+}
+
+/// The type and expiry of the entry at the start of `bytes`, its value left undecoded (a
+/// cold entry's TYPE, SCAN TYPE): a tier record holds one entry.
+pub fn entry_kind(bytes: &[u8]) -> Result<(Kind, Option<u64>), String> {
+    let h = decode_head(&mut Cur { b: bytes, p: 0 }).map_err(String::from)?;
+    let kind = match h.kind {
+        T_STR => Kind::String,
+        T_HASH => Kind::Hash,
+        T_LIST => Kind::List,
+        T_SET => Kind::Set,
+        T_ZSET => Kind::ZSet,
+        T_STREAM => Kind::Stream,
+        _ => return Err("unknown value type".into()),
+    };
+    Ok((kind, h.expire_at))
 }
 
 fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {

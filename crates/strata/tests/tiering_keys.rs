@@ -258,3 +258,104 @@ fn maxmemory_warnings_of_a_tiered_server_speak_of_the_tier() {
     }
     assert!(!logged(&s, below), "{:?}", s.log.lock().unwrap());
 }
+
+/// TYPE and SCAN TYPE of cold keys, reads of the tier in place.
+#[test]
+fn type_and_scan_type_of_cold_keys_bring_nothing_back() {
+    type_and_scan_type_bring_nothing_back("100000000");
+}
+
+/// The same with reads deferred to the blocking pool (the read ahead warms the record).
+#[test]
+fn type_and_scan_type_of_cold_keys_bring_nothing_back_ahead() {
+    type_and_scan_type_bring_nothing_back("0");
+}
+
+/// One cold key of each type: TYPE names it and SCAN TYPE finds it from the head of its
+/// record, without bringing it back to RAM; SCAN TYPE with MATCH reads only the records
+/// whose keys match.
+fn type_and_scan_type_bring_nothing_back(inline_read_us: &str) {
+    let (_s, mut c) = without_active_expiry(&["--tiering-inline-read-us", inline_read_us]);
+    let big = vec![b'x'; 8000];
+    let run = |c: &mut redis::Connection, args: &[&[u8]]| {
+        let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let _: redis::Value = cmd.query(c).unwrap();
+    };
+    let keys: [(&str, &[&[u8]]); 6] = [
+        ("string", &[b"SET", b"s", &big]),
+        ("list", &[b"RPUSH", b"l", &big, b"b"]),
+        ("hash", &[b"HSET", b"h", b"f", &big]),
+        ("set", &[b"SADD", b"t", &big, b"b"]),
+        ("zset", &[b"ZADD", b"z", b"1", &big]),
+        ("stream", &[b"XADD", b"x", b"*", b"f", &big]),
+    ];
+    for (_, args) in &keys {
+        run(&mut c, args);
+    }
+    run(&mut c, &[b"HSET", b"gone", b"f", &big]);
+    run(&mut c, &[b"PEXPIRE", b"gone", b"100"]);
+    // Older by a tick of the LRU clock than every key of the fill, so eviction surely
+    // picks them (of keys equally idle it may leave any in RAM).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    set_many(&mut c, "fill", 600, &big);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+
+    let kind = |c: &mut redis::Connection, key: &[u8]| -> String {
+        redis::cmd("TYPE").arg(key).query(c).unwrap()
+    };
+    let (moved, hits) = (
+        moved_to_ram(&mut c),
+        info_u64(&mut c, "stats", "keyspace_hits"),
+    );
+    for (name, args) in &keys {
+        assert_eq!(kind(&mut c, args[1]), *name);
+    }
+    assert_eq!(moved_to_ram(&mut c), moved, "TYPE brought a key back");
+    assert_eq!(info_u64(&mut c, "stats", "keyspace_hits"), hits + 6);
+
+    let scan = |c: &mut redis::Connection, pattern: &str, kind: &str| -> Vec<String> {
+        let (mut cursor, mut found) = (0u64, Vec::new());
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("TYPE")
+                .arg(kind)
+                .query(c)
+                .unwrap();
+            found.extend(keys);
+            cursor = next;
+            if cursor == 0 {
+                found.sort();
+                return found;
+            }
+        }
+    };
+    for (name, args) in &keys[1..] {
+        let key = std::str::from_utf8(args[1]).unwrap();
+        assert_eq!(scan(&mut c, "*", name), [key], "SCAN TYPE {name}");
+    }
+    assert_eq!(scan(&mut c, "*", "string").len(), 601);
+    let read = tier_bytes_read(&mut c);
+    assert_eq!(scan(&mut c, "s", "string"), ["s"]);
+    let read = tier_bytes_read(&mut c) - read;
+    assert!(
+        read < 2 * big.len() as u64,
+        "SCAN MATCH s TYPE string read {read} bytes"
+    );
+    assert_eq!(moved_to_ram(&mut c), moved, "SCAN TYPE brought a key back");
+
+    // Each was cold: a read brings it back.
+    for (i, (_, args)) in keys.iter().enumerate() {
+        let _: redis::Value = redis::cmd("DUMP").arg(args[1]).query(&mut c).unwrap();
+        assert_eq!(moved_to_ram(&mut c), moved + i as u64 + 1);
+    }
+    // An expired cold key is none, and goes.
+    let expired = info_u64(&mut c, "stats", "expired_keys");
+    assert_eq!(kind(&mut c, b"gone"), "none");
+    assert_eq!(info_u64(&mut c, "stats", "expired_keys"), expired + 1);
+}

@@ -14,7 +14,7 @@
 //! shard's entries sort before every expiry record.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use strata_engine::{Encodings, Owned};
+use strata_engine::{Encodings, Kind, Owned};
 
 /// A record's flags byte: the value keeps the `raw` string encoding.
 const RAW: u8 = 1;
@@ -127,13 +127,24 @@ pub(crate) fn encode_record(entry: &Owned, access: u32) -> Vec<u8> {
     buf
 }
 
-/// An entry record's entry, built under `enc`, and its access bits.
-pub(crate) fn decode_record(bytes: &[u8], enc: &Encodings) -> Result<(Owned, u32), String> {
+/// An entry record's flags, its access bits, and the encoded entry after them.
+fn split_record(bytes: &[u8]) -> Result<(u8, u32, &[u8]), String> {
     let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
     let (access, rest) = rest
         .split_first_chunk::<ACCESS_BYTES>()
         .ok_or("a record cut short")?;
     let access = access.iter().fold(0, |a, &b| a << 8 | u32::from(b));
+    Ok((flags, access, rest))
+}
+
+/// An entry record's type and expiry, its value left undecoded.
+pub(crate) fn record_kind(bytes: &[u8]) -> Result<(Kind, Option<u64>), String> {
+    strata_storage::entry_kind(split_record(bytes)?.2)
+}
+
+/// An entry record's entry, built under `enc`, and its access bits.
+pub(crate) fn decode_record(bytes: &[u8], enc: &Encodings) -> Result<(Owned, u32), String> {
+    let (flags, access, rest) = split_record(bytes)?;
     let mut out = None;
     strata_storage::decode_entries(rest, enc, |_, _, expire_at, value| {
         out = Some(Owned {

@@ -9,7 +9,7 @@
 
 use crate::records::{
     decode_record, encode_record, expiry_of, order_key, order_range, ordered, record_key,
-    record_prefix, ttl_key, NextDue, MAX_KEY_LEN,
+    record_kind, record_prefix, ttl_key, NextDue, MAX_KEY_LEN,
 };
 use fjall::config::PinningPolicy;
 use fjall::AbstractTree;
@@ -17,7 +17,7 @@ use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use strata_engine::{ColdStore, Owned};
+use strata_engine::{ColdStore, Kind, KindVisitor, Owned};
 
 /// The tier's memory besides its cache (`tiering-cache-size`): each database's write
 /// buffer (only those of databases with cold keys fill), all of them bounded together.
@@ -308,6 +308,12 @@ impl Tier {
             .is_some_and(|(tree, rk)| self.indexed(&tree, &rk))
     }
 
+    /// Reads `key`'s record into the store's cache and the page cache without decoding
+    /// it: a command's read ahead, whose command then reads and decodes it in place.
+    pub fn warm(&self, db: usize, shard: usize, key: &[u8]) {
+        self.read_record(db, shard, key);
+    }
+
     fn indexed(&self, tree: &fjall::Keyspace, rk: &[u8]) -> bool {
         tree.contains_key(rk)
             .unwrap_or_else(|e| self.fatal("read", e))
@@ -341,7 +347,14 @@ impl Tier {
         }
     }
 
-    fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<(Owned, u32)> {
+    /// The bytes of `key`'s record, timed into the reads' average, with its tree and
+    /// record key.
+    fn read_record(
+        &self,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+    ) -> Option<(fjall::Keyspace, Vec<u8>, fjall::Slice)> {
         self.watch.touched();
         let (tree, rk) = self.live(db, shard, key)?;
         let started = std::time::Instant::now();
@@ -354,6 +367,11 @@ impl Tier {
             Err(e) => self.fatal("read", e),
         };
         self.read_bytes.fetch_add(bytes.len() as u64, Relaxed);
+        Some((tree, rk, bytes))
+    }
+
+    fn read(&self, db: usize, shard: usize, key: &[u8], remove: bool) -> Option<(Owned, u32)> {
+        let (tree, rk, bytes) = self.read_record(db, shard, key)?;
         let read = self
             .decode(&bytes)
             .unwrap_or_else(|e| self.fatal("decode", e));
@@ -426,6 +444,13 @@ impl ColdStore for Tier {
 
     fn contains(&self, db: usize, shard: usize, key: &[u8]) -> bool {
         self.has_record(db, shard, key)
+    }
+
+    /// From the head of the record: the value is read but not decoded.
+    fn kind(&self, db: usize, shard: usize, key: &[u8]) -> Option<Kind> {
+        let (_, _, bytes) = self.read_record(db, shard, key)?;
+        let (kind, _) = record_kind(&bytes).unwrap_or_else(|e| self.fatal("decode", e));
+        Some(kind)
     }
 
     fn discard(&self, db: usize, shard: usize, key: &[u8], volatile: bool) -> bool {
@@ -516,6 +541,32 @@ impl ColdStore for Tier {
             let (owned, _) = self.decode(&v).unwrap_or_else(|e| self.fatal("decode", e));
             self.read_bytes.fetch_add(v.len() as u64, Relaxed);
             if !f(&k[4..], owned) {
+                return;
+            }
+        }
+    }
+
+    fn each_kind(
+        &self,
+        db: usize,
+        shard: usize,
+        wanted: &dyn Fn(&[u8]) -> bool,
+        f: &mut KindVisitor<'_>,
+    ) {
+        let Some(tree) = self.tree(db) else {
+            return;
+        };
+        for kv in tree.prefix(record_prefix(shard)) {
+            // A value in a blob file is read only for a key the caller wants.
+            let (k, v) = kv
+                .into_inner_if(|k| !self.dead.is_dead(db, k) && wanted(&k[4..]))
+                .unwrap_or_else(|e| self.fatal("scan", e));
+            let Some(v) = v else {
+                continue;
+            };
+            self.read_bytes.fetch_add(v.len() as u64, Relaxed);
+            let (kind, expire_at) = record_kind(&v).unwrap_or_else(|e| self.fatal("decode", e));
+            if !f(&k[4..], kind, expire_at) {
                 return;
             }
         }

@@ -9,7 +9,6 @@ use crate::server::Server;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use strata_engine::ColdStore;
 pub use strata_tier::Tier;
 
 /// Opens the tier when `tiering yes`, before anything is loaded.
@@ -134,7 +133,7 @@ pub fn prefetch(
                 tier.has_record(db, shard, &key);
                 continue;
             }
-            let read = || drop(tier.get(db, shard, &key));
+            let read = || tier.warm(db, shard, &key);
             tier.reads.read((db, shard, key.clone()), read);
         }
         Box::new(())

@@ -85,7 +85,7 @@ pub(super) fn exists(ctx: &mut Ctx<'_>) -> CmdResult {
 pub(super) fn type_(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let mut l = lock_notouch(ctx, &[key]);
-    let name = l.get(key).map_or("none", |e| e.kind().name());
+    let name = l.kind(key).map_or("none", |k| k.name());
     drop(l);
     ctx.out.simple(name);
     Ok(())
