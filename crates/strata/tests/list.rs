@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{encode_command, Proc, RawReply, RespConn};
+use common::{bulk, cmd, encode_command, err, int, raw, Proc, RawReply, RespConn};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 use redis::{Connection, Value};
@@ -18,46 +18,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-fn cmd<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> Value {
-    let mut r = redis::Cmd::new();
-    for a in args {
-        r.arg(a);
-    }
-    r.query(c).unwrap_or_else(|e| {
-        panic!(
-            "{:?}: {e}",
-            args.iter().map(|a| a.to_redis_args()).collect::<Vec<_>>()
-        )
-    })
-}
-
-fn int<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> i64 {
-    match cmd(c, args) {
-        Value::Int(n) => n,
-        other => panic!("expected an integer, got {other:?}"),
-    }
-}
-
-fn bulk<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> Option<Vec<u8>> {
-    match cmd(c, args) {
-        Value::Nil => None,
-        Value::BulkString(b) => Some(b),
-        other => panic!("expected a bulk string, got {other:?}"),
-    }
-}
-
 fn strings<A: redis::ToRedisArgs>(c: &mut Connection, args: &[A]) -> Vec<Vec<u8>> {
     common::bulk_strings(cmd(c, args))
-}
-
-fn err<A: AsRef<[u8]>>(r: &mut RespConn, args: &[A]) -> String {
-    let rep = r.call(args).expect("call");
-    assert_eq!(rep.kind, b'-', "should fail, got {}", rep.shown());
-    String::from_utf8_lossy(&rep.raw[1..rep.raw.len() - 2]).into_owned()
-}
-
-fn raw<A: AsRef<[u8]>>(r: &mut RespConn, args: &[A]) -> Vec<u8> {
-    r.call(args).expect("call").raw
 }
 
 struct Rng(u64);

@@ -575,17 +575,107 @@ pub fn query<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str])
     r.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
-/// A command's raw `redis::Value`.
-pub fn cmd(c: &mut redis::Connection, args: &[&str]) -> redis::Value {
-    query(c, args)
+/// A command's arguments as text, for a failure's message.
+fn shown_args<A: redis::ToRedisArgs>(args: &[A]) -> Vec<String> {
+    args.iter()
+        .flat_map(|a| a.to_redis_args())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect()
+}
+
+/// A command's raw `redis::Value`; an error reply panics, naming the command.
+pub fn cmd<A: redis::ToRedisArgs>(c: &mut redis::Connection, args: &[A]) -> redis::Value {
+    let mut r = redis::Cmd::new();
+    for a in args {
+        r.arg(a);
+    }
+    r.query(c)
+        .unwrap_or_else(|e| panic!("{:?}: {e}", shown_args(args)))
 }
 
 /// A command whose reply must be an integer.
-pub fn int(c: &mut redis::Connection, args: &[&str]) -> i64 {
+pub fn int<A: redis::ToRedisArgs>(c: &mut redis::Connection, args: &[A]) -> i64 {
     match cmd(c, args) {
         redis::Value::Int(n) => n,
-        other => panic!("{args:?}: expected an integer, got {other:?}"),
+        other => panic!("{:?}: expected an integer, got {other:?}", shown_args(args)),
     }
+}
+
+/// A command whose reply must be OK.
+pub fn ok<A: redis::ToRedisArgs>(c: &mut redis::Connection, args: &[A]) {
+    match cmd(c, args) {
+        redis::Value::Okay => {}
+        redis::Value::SimpleString(s) if s == "OK" => {}
+        other => panic!("{:?}: expected OK, got {other:?}", shown_args(args)),
+    }
+}
+
+/// GET's reply.
+pub fn get(c: &mut redis::Connection, key: &str) -> Option<Vec<u8>> {
+    bulk(c, &["GET", key])
+}
+
+/// The elements of an array reply of integers (panics on any other reply).
+pub fn ints(v: &redis::Value) -> Vec<i64> {
+    match v {
+        redis::Value::Array(a) => a
+            .iter()
+            .map(|x| match x {
+                redis::Value::Int(n) => *n,
+                other => panic!("expected integers, got {other:?}"),
+            })
+            .collect(),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+/// KEYS `pattern`'s reply as a set; a key listed twice fails the test.
+pub fn keys_of(c: &mut redis::Connection, pattern: &str) -> std::collections::BTreeSet<String> {
+    let v: Vec<String> = redis::cmd("KEYS").arg(pattern).query(c).expect("KEYS");
+    let set: std::collections::BTreeSet<String> = v.iter().cloned().collect();
+    assert_eq!(set.len(), v.len(), "KEYS returned a key twice: {v:?}");
+    set
+}
+
+/// The clock, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .expect("clock")
+}
+
+/// Redis's error for a command given the wrong number of arguments.
+pub fn arity(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// Redis's error for an argument that must be an integer.
+pub const NOT_INT: &str = "ERR value is not an integer or out of range";
+pub const SYNTAX: &str = "ERR syntax error";
+
+/// A bulk reply's bytes, or None for nil.
+pub fn bulk<A: redis::ToRedisArgs>(c: &mut redis::Connection, args: &[A]) -> Option<Vec<u8>> {
+    match cmd(c, args) {
+        redis::Value::Nil => None,
+        redis::Value::BulkString(b) => Some(b),
+        other => panic!(
+            "{:?}: expected a bulk string, got {other:?}",
+            shown_args(args)
+        ),
+    }
+}
+
+/// The exact error line (without '-' and CRLF) a command gets, over a raw connection.
+pub fn err<A: AsRef<[u8]>>(r: &mut RespConn, args: &[A]) -> String {
+    let rep = r.call(args).expect("call");
+    assert_eq!(rep.kind, b'-', "should fail, got {}", rep.shown());
+    String::from_utf8_lossy(&rep.raw[1..rep.raw.len() - 2]).into_owned()
+}
+
+/// A command's reply as the bytes the server sent.
+pub fn raw<A: AsRef<[u8]>>(r: &mut RespConn, args: &[A]) -> Vec<u8> {
+    r.call(args).expect("call").raw
 }
 
 /// Cases for a property test: `PROPTEST_CASES` from the environment, else `default`.
