@@ -5,8 +5,10 @@
 //! compared (sorted only where Redis's order is unspecified).
 
 mod common;
+mod diff_common;
 
 use common::{encode_command, int, query, setup, RawReply, RespConn};
+use diff_common::sorted_elems;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 use redis::Connection;
@@ -277,27 +279,14 @@ enum Cmp {
     Shape,
 }
 
-fn sorted(r: &RawReply, pairs: bool) -> Vec<Vec<u8>> {
-    let mut v: Vec<Vec<u8>> = if pairs {
-        r.elems
-            .chunks(2)
-            .map(|p| p.iter().flat_map(|e| e.raw.clone()).collect())
-            .collect()
-    } else {
-        r.elems.iter().map(|e| e.raw.clone()).collect()
-    };
-    v.sort();
-    v
-}
-
 fn same(cmp: Cmp, a: &RawReply, b: &RawReply) -> bool {
     if a.kind != b.kind || !a.is_aggregate() {
         return a.raw == b.raw;
     }
     match cmp {
         Cmp::Exact => a.raw == b.raw,
-        Cmp::Sorted => sorted(a, false) == sorted(b, false),
-        Cmp::SortedPairs => sorted(a, true) == sorted(b, true),
+        Cmp::Sorted => sorted_elems(a, false) == sorted_elems(b, false),
+        Cmp::SortedPairs => sorted_elems(a, true) == sorted_elems(b, true),
         Cmp::Shape => a.elems.len() == b.elems.len(),
     }
 }

@@ -37,7 +37,12 @@ pub fn same(mode: Mode, a: &RawReply, b: &RawReply) -> bool {
 
 /// The elements' raw bytes in sorted order (a map's key-value pairs as units).
 pub fn sorted(r: &RawReply) -> Vec<Vec<u8>> {
-    let mut v: Vec<Vec<u8>> = if r.kind == b'%' {
+    sorted_elems(r, r.kind == b'%')
+}
+
+/// The elements' raw bytes in sorted order; `pairs`: each two elements as one unit.
+pub fn sorted_elems(r: &RawReply, pairs: bool) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = if pairs {
         r.elems
             .chunks(2)
             .map(|p| p.iter().flat_map(|e| e.raw.clone()).collect())
