@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Restarting a tiered server: the time from start to the first PONG, and until the tier
 # stops taking entries (its cold keys unchanged for a second: a rebuild goes on spilling
-# after the first PONG), when a clean exit kept the tier and when the start must rebuild
-# it (no marker: as after a crash); and redis-server loading the same data set from an
-# RDB file (`strata export` of the same directory), on this machine in the same run.
+# after the first PONG), when a clean exit kept the tier, when a SIGKILL left it (after
+# SETs of a tenth of the keys with other values, which the store holds and the snapshot
+# does not: the start checks the store against the snapshot), and when the start must
+# rebuild it (no marker and no ORIGIN file); and redis-server loading the same data set
+# from an RDB file (`strata export` of the same directory), on this machine in the same
+# run.
 #
 # usage: scripts/bench-tier-restart.sh
 #
@@ -81,9 +84,20 @@ for round in $(seq "$ROUNDS"); do
     settle
     echo "kept $MS $SETTLED $(field tier_bytes_written) $(field cold_keys)" >>"$RESULTS"
     log "round $round: kept tier, up in $MS ms, settled in $SETTLED ms"
+    # Checked: a tenth of the keys written again (other values, which eviction moves to
+    # the store), then a SIGKILL. Without a journal the writes are lost: the snapshot is
+    # the truth the check restores.
+    "$STRATA" bench kv -q -c 50 --threads 1 --rounds 1 -P 16 --ops set \
+        --target "s=127.0.0.1:$PORT" --keys "seq:0..$((KEYS / 10))" -d "$((VALUE + 8))" >/dev/null
+    kill -9 "$SERVER"
+    wait "$SERVER" 2>/dev/null || true
+    start
+    settle
+    echo "checked $MS $SETTLED $(field tier_bytes_written) $(field cold_keys) $(field tier_start_matched) $(field tier_start_rewritten) $(field tier_start_dropped)" >>"$RESULTS"
+    log "round $round: checked tier ($(field tier_start)), up in $MS ms, settled in $SETTLED ms"
     stop
-    # Rebuilt: the same snapshot without the marker, as after a crash.
-    rm -f "$DIR/tier/KEPT"
+    # Rebuilt: the same snapshot without the marker or ORIGIN.
+    rm -f "$DIR/tier/KEPT" "$DIR/tier/ORIGIN"
     start
     settle
     echo "rebuilt $MS $SETTLED $(field tier_bytes_written) $(field cold_keys)" >>"$RESULTS"
@@ -107,9 +121,9 @@ echo "Restart of $KEYS keys of $VALUE B, tiered with maxmemory $MAXMEM; best of 
 echo
 echo "| start | ms to the first PONG | ms until the tier settled | bytes written to the tier | cold keys |"
 echo "| --- | ---: | ---: | ---: | ---: |"
-for kind in kept rebuilt redis; do
+for kind in kept checked rebuilt redis; do
     sort -k3,3n "$RESULTS" | awk -v k="$kind" '$1 == k { print "| " $1 " | " $2 " | " $3 " | " $4 " | " $5 " |"; exit }'
 done
 echo
-echo "Every round:"
+echo "Every round (checked rounds add the records the check found as they were, wrote anew, and dropped):"
 sed 's/^/    /' "$RESULTS"

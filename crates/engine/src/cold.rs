@@ -151,7 +151,7 @@ fn forget_ttl(g: &mut ShardData, h: u64) {
 }
 
 /// A cold entry of the key of hash `h` goes to the store; `volatile`: it has a TTL.
-fn count_cold(g: &mut ShardData, h: u64, volatile: bool) {
+pub(crate) fn count_cold(g: &mut ShardData, h: u64, volatile: bool) {
     g.cold += 1;
     if volatile {
         g.cold_ttl.insert(h);
@@ -159,7 +159,13 @@ fn count_cold(g: &mut ShardData, h: u64, volatile: bool) {
 }
 
 /// Puts an entry read from the store into RAM, in the form it was stored from.
-fn put_back(g: &mut ShardData, h: u64, key: &[u8], owned: Owned, stamp: crate::access::Stamp) {
+pub(crate) fn put_back(
+    g: &mut ShardData,
+    h: u64,
+    key: &[u8],
+    owned: Owned,
+    stamp: crate::access::Stamp,
+) {
     if owned.raw {
         g.put_general(h, key, owned.value, owned.expire_at, stamp);
     } else {
@@ -168,7 +174,7 @@ fn put_back(g: &mut ShardData, h: u64, key: &[u8], owned: Owned, stamp: crate::a
 }
 
 impl Db {
-    fn cold_store(&self) -> Option<&dyn ColdStore> {
+    pub(crate) fn cold_store(&self) -> Option<&dyn ColdStore> {
         self.hooks.cold.get().map(|c| &**c)
     }
 
@@ -392,36 +398,6 @@ impl Db {
         let g = self.shard_ref(idx).acquire();
         (g.cold != 0 && g.position(h, key).is_none() && g.cold_filter.may_contain(h))
             .then_some((idx, unread_ok(&g, h)))
-    }
-
-    /// A restart that keeps the store (`strata_tier::kept`): `key`'s entry is in
-    /// the store already, not in RAM; its shard counts it as cold. `volatile`: it has a
-    /// TTL.
-    pub fn adopt_cold(&self, key: &[u8], volatile: bool) {
-        let h = hash(key);
-        let mut g = self.shard_ref(self.shard_index(h)).acquire();
-        if g.position(h, key).is_some() {
-            // Given clean first: a clean key evicted while its shard was captured moves
-            // to the store without a write (its copy is its value), and is given again
-            // with the store's entries. It is clean.
-            return;
-        }
-        count_cold(&mut g, h, volatile);
-        g.cold_filter.insert(h);
-    }
-
-    /// A restart that keeps the store: `key`'s entry goes into RAM, clean (its copy in
-    /// the store is the same value, as after a read brought it back). Not through a
-    /// write, which would take the copy out of the store first.
-    pub fn adopt_clean(&self, key: &[u8], owned: Owned) {
-        let h = hash(key);
-        let mut g = self.shard_ref(self.shard_index(h)).acquire();
-        if g.position(h, key).is_some() {
-            return;
-        }
-        g.clean.insert(key.into());
-        g.cold_filter.insert(h);
-        put_back(&mut g, h, key, owned, self.stamp_now());
     }
 
     /// Moves `key`'s entry to the cold store (eviction with tiering on), if it is still in

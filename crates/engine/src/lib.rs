@@ -10,6 +10,7 @@ pub mod access;
 pub mod clock;
 mod cold;
 mod cold_filter;
+mod cold_recover;
 pub mod embedded;
 mod embedded_budget;
 mod entry;

@@ -24,8 +24,8 @@ pub use recovery::{
 pub use snapshot::{
     decode_entries, encode_entry, encode_value, entry_kind, latest_snapshot, load_snapshot,
     load_snapshot_bytes, load_snapshot_placed, mark_place, remove_older_snapshots,
-    remove_unfinished_snapshots, snapshot_meta, snapshot_path, Place, SnapshotInfo, SnapshotMeta,
-    SnapshotWriter,
+    remove_unfinished_snapshots, same_entry, snapshot_meta, snapshot_path, Loaded, Place,
+    SnapshotInfo, SnapshotMeta, SnapshotWriter, Want,
 };
 
 use std::fs::{File, OpenOptions};

@@ -10,7 +10,7 @@ use strata_engine::{Encodings, EntryRef, Value};
 
 use crate::format::{fsync_dir, u32_at, u64_at};
 use crate::recovery::{journal_end, Position, RecoveryError};
-pub use crate::snapshot_decode::{decode_entries, entry_kind};
+pub use crate::snapshot_decode::{decode_entries, entry_kind, same_entry};
 use crate::snapshot_decode::{decode_head, decode_value, skip_value, Cur};
 
 const MAGIC: &[u8; 4] = b"STRS";
@@ -539,23 +539,42 @@ pub fn load_snapshot(
     load_snapshot_placed(
         path,
         enc,
-        |_| true,
+        |_| Want::Value,
         |_, db, key, exp, value| {
-            if let Some(v) = value {
+            if let Loaded::Value(v) = value {
                 f(db, key, exp, v)
             }
         },
     )
 }
 
-/// `load_snapshot`, telling `f` where each entry was when it was captured. The values of
-/// entries whose place `wanted` refuses are checked and skipped, not built (`f` gets
-/// None): a start that keeps the tier needs only the cold entries' keys.
+/// What `load_snapshot_placed` gives of an entry's value, by where the entry was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The value, built.
+    Value,
+    /// Nothing: the value is checked and skipped.
+    Skip,
+    /// The entry's bytes as the file holds them (checked, not built), for comparing with
+    /// another copy of the entry (`same_entry`).
+    Raw,
+}
+
+/// An entry's value as `load_snapshot_placed` gives it.
+pub enum Loaded<'a> {
+    Value(Value),
+    Skipped,
+    Raw(&'a [u8]),
+}
+
+/// `load_snapshot`, telling `f` where each entry was when it was captured, and giving of
+/// each value what `wanted` asks for its place: a start that keeps the tier needs only the
+/// cold entries' keys, one that checks the tier after a crash their bytes.
 pub fn load_snapshot_placed(
     path: &Path,
     enc: &Encodings,
-    wanted: impl Fn(Place) -> bool,
-    f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Option<Value>),
+    wanted: impl Fn(Place) -> Want,
+    f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Loaded<'_>),
 ) -> Result<SnapshotMeta, RecoveryError> {
     let io_err = |err| RecoveryError::Io {
         path: path.to_path_buf(),
@@ -584,9 +603,9 @@ pub fn load_snapshot_bytes(
         bytes.len() as u64,
         Path::new("<memory>.snap"),
         enc,
-        |_| true,
+        |_| Want::Value,
         |_, db, key, exp, value| {
-            if let Some(v) = value {
+            if let Loaded::Value(v) = value {
                 f(db, key, exp, v)
             }
         },
@@ -598,8 +617,8 @@ fn load_from(
     len: u64,
     path: &Path,
     enc: &Encodings,
-    wanted: impl Fn(Place) -> bool,
-    mut f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Option<Value>),
+    wanted: impl Fn(Place) -> Want,
+    mut f: impl FnMut(Place, u32, Vec<u8>, Option<u64>, Loaded<'_>),
 ) -> Result<SnapshotMeta, RecoveryError> {
     let mut off: u64 = 0;
     let read = |r: &mut dyn Read, buf: &mut [u8], off: &mut u64, what: &str| {
@@ -669,13 +688,20 @@ fn load_from(
         }
         let mut c = Cur { b: &body, p: 0 };
         while c.p < body.len() {
-            let eat = body_at + c.p as u64;
+            let start = c.p;
+            let eat = body_at + start as u64;
             let head = decode_head(&mut c).map_err(|r| corrupt(path, eat, r))?;
-            let value = if wanted(head.place) {
-                Some(decode_value(&mut c, head.kind, enc).map_err(|r| corrupt(path, eat, r))?)
+            let want = wanted(head.place);
+            let value = if want == Want::Value {
+                Loaded::Value(
+                    decode_value(&mut c, head.kind, enc).map_err(|r| corrupt(path, eat, r))?,
+                )
             } else {
                 skip_value(&mut c, head.kind).map_err(|r| corrupt(path, eat, r))?;
-                None
+                match want {
+                    Want::Raw => Loaded::Raw(&body[start..c.p]),
+                    _ => Loaded::Skipped,
+                }
             };
             entries += 1;
             f(head.place, head.db, head.key, head.expire_at, value);

@@ -135,6 +135,18 @@ pub fn entry_kind(bytes: &[u8]) -> Result<(Kind, Option<u64>), String> {
     Ok((kind, h.expire_at))
 }
 
+/// Whether two encoded entries hold the same value with the same expiry, whatever their
+/// databases, keys and places: a snapshot's copy of a cold entry against the tier's record
+/// of it. Damage in either is a difference.
+pub fn same_entry(a: &[u8], b: &[u8]) -> bool {
+    let value = |bytes| {
+        let mut c = Cur { b: bytes, p: 0 };
+        let h = decode_head(&mut c).ok()?;
+        Some((h.kind, h.expire_at, &bytes[c.p..]))
+    };
+    value(a).is_some_and(|a| value(b) == Some(a))
+}
+
 fn decode_entry(c: &mut Cur<'_>, enc: &Encodings) -> DecodeResult<Decoded> {
     let h = decode_head(c)?;
     let value = decode_value(c, h.kind, enc)?;

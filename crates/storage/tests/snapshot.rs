@@ -558,9 +558,15 @@ fn entries_keep_the_place_they_were_captured_in() {
     let info = w.finish().unwrap();
     // Cold entries' values skipped, the others built.
     let mut got = Vec::new();
-    let wanted = |p| p != Place::Cold;
+    let wanted = |p| {
+        if p == Place::Cold {
+            Want::Skip
+        } else {
+            Want::Value
+        }
+    };
     load_snapshot_placed(&info.path, &enc, wanted, |p, _, k, e, v| {
-        got.push((p, k, e, v.is_some()))
+        got.push((p, k, e, matches!(v, Loaded::Value(_))))
     })
     .unwrap();
     let want: Vec<_> = (0..3u8)
@@ -580,6 +586,55 @@ fn entries_keep_the_place_they_were_captured_in() {
     let mut plain = 0;
     load_snapshot(&info.path, &enc, |_, _, _, _| plain += 1).unwrap();
     assert_eq!(plain, 3);
+    // Raw: each entry's bytes, which compare equal to another copy of the same value and
+    // expiry whatever its database, key and place, and unequal to any other.
+    let mut raw = Vec::new();
+    load_snapshot_placed(
+        &info.path,
+        &enc,
+        |_| Want::Raw,
+        |_, _, _, _, v| {
+            if let Loaded::Raw(b) = v {
+                raw.push(b.to_vec());
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(raw.len(), 3);
+    for (i, bytes) in raw.iter().enumerate() {
+        let expire = (i == 1).then_some(1 << 50);
+        let mut copy = Vec::new();
+        encode_value(&mut copy, 7, b"other", expire, &Value::Str(vec![b'v'; i]));
+        assert!(same_entry(bytes, &copy), "entry {i}");
+        let mut longer = Vec::new();
+        encode_value(
+            &mut longer,
+            0,
+            &[b'k', i as u8],
+            expire,
+            &Value::Str(vec![b'v'; i + 1]),
+        );
+        assert!(
+            !same_entry(bytes, &longer),
+            "entry {i} against a longer value"
+        );
+        let mut later = Vec::new();
+        encode_value(
+            &mut later,
+            0,
+            &[b'k', i as u8],
+            Some(1 << 51),
+            &Value::Str(vec![b'v'; i]),
+        );
+        assert!(
+            !same_entry(bytes, &later),
+            "entry {i} against another expiry"
+        );
+        assert!(
+            !same_entry(bytes, &bytes[..bytes.len() - 1]),
+            "entry {i} cut short"
+        );
+    }
     // Both flags at once is damage.
     let mut bad = Vec::new();
     encode_value(&mut bad, 0, b"x", None, &Value::Str(vec![]));

@@ -517,7 +517,7 @@ fn kept_the_tier(c: &mut redis::Connection, cold: u64) {
 }
 
 #[test]
-fn a_clean_shutdown_keeps_the_tier_and_a_kill_does_not() {
+fn a_clean_shutdown_keeps_the_tier_and_a_kill_has_it_checked() {
     let dir = temp_dir("tiering-kept");
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
@@ -548,15 +548,13 @@ fn a_clean_shutdown_keeps_the_tier_and_a_kill_does_not() {
     assert!(tiering_field(&mut c, "moved_to_disk") > 0);
     let after = dataset(&mut c);
     drop(c);
-    // A SIGKILL: no exit kept the tier, so the next start rebuilds it from the snapshot
-    // and the journal.
+    // A SIGKILL: no exit kept the tier, so the next start checks it against the
+    // snapshot (tests/tiering_crash.rs), then replays the journal.
     drop(s);
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
-    assert!(
-        tiering_field(&mut c, "moved_to_disk") > 0,
-        "the tier is rebuilt"
-    );
+    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), "checked");
+    assert!(tiering_field(&mut c, "tier_start_matched") > 0);
     assert_eq!(dataset(&mut c), after);
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
@@ -575,11 +573,14 @@ fn a_rebuilt_tier_takes_what_does_not_fit_before_the_first_reply() {
     let _: () = pipe.query(&mut c).unwrap();
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     drop(c);
-    // A SIGKILL: the start rebuilds the tier, and has spilled what does not fit by the
-    // time it answers (a load is not bounded by one eviction call's time).
+    // A SIGKILL, and no ORIGIN file to say how the store was filed (as from a version
+    // that wrote none): the start rebuilds the tier, and has spilled what does not fit by
+    // the time it answers (a load is not bounded by one eviction call's time).
     drop(s);
+    std::fs::remove_file(dir.join("tier").join("ORIGIN")).unwrap();
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
+    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), "rebuilt");
     let hot = tiering_field(&mut c, "hot_bytes");
     assert!(
         hot <= 1024 * 1024 + 64 * 1024,
@@ -632,7 +633,7 @@ fn check(dir: &std::path::Path) -> (bool, String) {
 }
 
 #[test]
-fn strata_check_reads_a_kept_tier_and_not_one_the_start_rebuilds() {
+fn strata_check_reads_a_kept_tier_and_leaves_a_crashed_one_to_the_start() {
     let dir = temp_dir("tiering-check");
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
@@ -675,7 +676,8 @@ fn strata_check_reads_a_kept_tier_and_not_one_the_start_rebuilds() {
     assert!(check(&dir).0);
 
     // The checks left the store as the exit kept it: the start keeps it. Then a SIGKILL
-    // leaves no marker: the next start rebuilds the tier, which the check does not read.
+    // leaves no marker: the next start checks the store itself, and `strata check` does
+    // not read it.
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
     kept_the_tier(&mut c, cold);

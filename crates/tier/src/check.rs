@@ -10,7 +10,7 @@ use crate::store::open_store;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use strata_engine::Encodings;
-use strata_storage::Place;
+use strata_storage::{Loaded, Place, Want};
 
 /// What checking a tier found.
 #[derive(Debug)]
@@ -60,7 +60,11 @@ impl fmt::Display for TierReport {
         match &self.check {
             TierCheck::None => write!(f, "tier {p}: none"),
             TierCheck::Rebuilt(why) => {
-                write!(f, "tier {p}: not kept ({why}): the next start rebuilds it from the snapshot and the journal; not read")
+                write!(
+                    f,
+                    "tier {p}: not kept ({why}): the next start checks it against the snapshot, \
+                     record by record, or rebuilds it from the snapshot and the journal; not read"
+                )
             }
             TierCheck::Kept {
                 expected,
@@ -133,12 +137,22 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
     strata_storage::load_snapshot_placed(
         &snap.path,
         &enc,
-        |p| p != Place::Ram,
+        |p| {
+            if p == Place::Ram {
+                Want::Skip
+            } else {
+                Want::Value
+            }
+        },
         |place, db, key, expire_at, value| {
             if place == Place::Ram {
                 return;
             }
             expected += 1;
+            let value = match value {
+                Loaded::Value(v) => Some(v),
+                _ => None,
+            };
             let shard = (strata_engine::shard_pick(&key) as usize) & (marker.shards - 1);
             // Err((missing rather than differing, why)).
             let found = match trees.get(db as usize) {

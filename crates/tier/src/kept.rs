@@ -9,7 +9,8 @@
 //! candidate, and at exit, if the count has not moved since either, the store is synced
 //! and the marker file [`KEPT`] names the snapshot. A start that finds the marker naming
 //! the snapshot it is about to load keeps the store, and removes the marker before loading
-//! anything: a crash from then on finds no marker, and the next start rebuilds the tier.
+//! anything: a crash from then on finds no marker, and the next start checks the store
+//! against its snapshot instead (`recover.rs`).
 
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
@@ -166,11 +167,26 @@ pub fn at_exit(origin: &Origin, tier: &crate::Tier) {
     }
 }
 
-/// At start, before the store opens: the epoch of the snapshot this start loads, if the
-/// marker in `dir` names it (and the same numbers of databases and shards). The marker
-/// goes either way.
-pub fn at_start(origin: &Origin, dir: &Path) -> Result<Option<u64>, String> {
-    let path = dir.join(KEPT);
+/// How a start takes the store it finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// As the last exit kept it for the snapshot of this epoch (the marker names it).
+    Kept(u64),
+    /// Kept, and checked against the snapshot while it loads (`recover.rs`): a crash, or
+    /// an exit that could not keep it, left it as it was.
+    Check,
+    /// Emptied: the snapshot and the journal refill it.
+    Empty,
+}
+
+/// The file that says how the store's records are filed ("<databases> <shards> <hash
+/// seed> <layout>"), written once the store is known to be whole (`note_origin`): what a
+/// start needs to check a store no exit kept.
+const ORIGIN: &str = "ORIGIN";
+
+/// Reads a file of the tier directory and removes it (a crash from then on finds none).
+fn take_file(dir: &Path, name: &str) -> Result<Option<String>, String> {
+    let path = dir.join(name);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -179,14 +195,43 @@ pub fn at_start(origin: &Origin, dir: &Path) -> Result<Option<u64>, String> {
     std::fs::remove_file(&path)
         .and_then(|()| strata_storage::fsync_dir(dir))
         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-    let seed = text
-        .split_whitespace()
-        .nth(5)
-        .and_then(|s| s.parse::<u64>().ok());
-    let (Some(snap), Some(seed)) = (newest(origin)?, seed) else {
-        return Ok(None);
+    Ok(Some(text))
+}
+
+fn origin_text(origin: &Origin, seed: u64) -> String {
+    format!("{} {} {seed} {FORMAT}\n", origin.databases, origin.shards)
+}
+
+/// At start, before the store opens: how to take it. The marker and `ORIGIN` go either
+/// way (`note_origin` writes the latter again once the store is whole).
+pub fn at_start(origin: &Origin, dir: &Path) -> Result<Found, String> {
+    let marker = take_file(dir, KEPT)?;
+    let filed = take_file(dir, ORIGIN)?;
+    let seed_at = |text: &str, i| text.split_whitespace().nth(i)?.parse::<u64>().ok();
+    let Some(snap) = newest(origin)? else {
+        // Nothing to check a store against: the journal alone refills it.
+        return Ok(Found::Empty);
     };
-    // The seed last: nothing else may take it from a marker that does not match.
-    let keep = text == marker_text(&snap, origin, seed) && strata_engine::use_hash_seed(seed);
-    Ok(keep.then_some(snap.epoch))
+    if let Some((text, seed)) = marker.as_deref().and_then(|t| Some((t, seed_at(t, 5)?))) {
+        // The seed last: nothing else may take it from a marker that does not match.
+        if text == marker_text(&snap, origin, seed) && strata_engine::use_hash_seed(seed) {
+            return Ok(Found::Kept(snap.epoch));
+        }
+    }
+    match filed.as_deref().and_then(|t| Some((t, seed_at(t, 2)?))) {
+        Some((text, seed))
+            if text == origin_text(origin, seed) && strata_engine::use_hash_seed(seed) =>
+        {
+            Ok(Found::Check)
+        }
+        _ => Ok(Found::Empty),
+    }
+}
+
+/// Writes `ORIGIN`: the store in `dir` is whole (emptied, kept, or checked), filed under
+/// this process's hash seed; a later start may check it instead of emptying it.
+pub fn note_origin(origin: &Origin, dir: &Path) -> Result<(), String> {
+    let text = origin_text(origin, strata_engine::hash_seed());
+    strata_storage::replace_file(&dir.join(ORIGIN), text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", dir.join(ORIGIN).display()))
 }

@@ -39,6 +39,16 @@ pub(crate) fn record_prefix(shard: usize) -> [u8; 4] {
     (shard as u32).to_be_bytes()
 }
 
+/// The prefix of every expiry record of shard `shard`.
+pub(crate) fn ttl_prefix(shard: usize) -> [u8; 4] {
+    (shard as u32 | TTL_BIT).to_be_bytes()
+}
+
+/// The prefix of every place in shard `shard`'s expiry order.
+pub(crate) fn order_prefix(shard: usize) -> [u8; 4] {
+    (shard as u32 | TTL_BIT | ORDER_BIT).to_be_bytes()
+}
+
 /// The store's key of `key`'s expiry record.
 pub(crate) fn ttl_key(shard: usize, key: &[u8]) -> Vec<u8> {
     prefixed(shard as u32 | TTL_BIT, &[], key)
@@ -128,7 +138,7 @@ pub(crate) fn encode_record(entry: &Owned, access: u32) -> Vec<u8> {
 }
 
 /// An entry record's flags, its access bits, and the encoded entry after them.
-fn split_record(bytes: &[u8]) -> Result<(u8, u32, &[u8]), String> {
+pub(crate) fn split_record(bytes: &[u8]) -> Result<(u8, u32, &[u8]), String> {
     let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
     let (access, rest) = rest
         .split_first_chunk::<ACCESS_BYTES>()

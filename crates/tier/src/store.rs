@@ -77,6 +77,8 @@ pub struct Tier {
     room: AtomicBool,
     /// What `maxmemory` bounds under tiering: the hot entries' bytes.
     pub hot: std::sync::OnceLock<strata_engine::HotBytes>,
+    /// What this start did with the store it found (`recover.rs`).
+    pub start: crate::recover::StartReport,
     /// Whether the store still matches a snapshot, for the next start (`kept.rs`).
     pub watch: crate::kept::Watch,
     /// When each shard next has a cold entry due (`each_due`).
@@ -116,6 +118,7 @@ impl Tier {
             read_ns: AtomicU64::new(0),
             hot: Default::default(),
             watch: Default::default(),
+            start: Default::default(),
             next_due: NextDue::new(databases, shards),
         })
     }
@@ -248,7 +251,7 @@ impl Tier {
         trees.iter().map(pinned).sum::<usize>() as u64
     }
 
-    fn tree(&self, db: usize) -> Option<fjall::Keyspace> {
+    pub(crate) fn tree(&self, db: usize) -> Option<fjall::Keyspace> {
         self.trees.read().get(db).cloned()
     }
 
@@ -259,7 +262,7 @@ impl Tier {
     /// A store that cannot be read holds acknowledged data this process can no longer
     /// serve or snapshot: stop, and let the restart rebuild the tier from the snapshot and
     /// the journal (which lose nothing).
-    fn fatal(&self, what: &str, e: impl std::fmt::Display) -> ! {
+    pub(crate) fn fatal(&self, what: &str, e: impl std::fmt::Display) -> ! {
         tracing::error!("tier at {}: {what}: {e}; stopping", self.path.display());
         std::process::abort()
     }
@@ -292,7 +295,12 @@ impl Tier {
 
     /// The store of `db` and `key`'s record key in it, unless that record reads as gone
     /// (`dead.rs`) or cannot exist: where every lookup starts.
-    fn live(&self, db: usize, shard: usize, key: &[u8]) -> Option<(fjall::Keyspace, Vec<u8>)> {
+    pub(crate) fn live(
+        &self,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+    ) -> Option<(fjall::Keyspace, Vec<u8>)> {
         if !Self::takes_key(key) {
             return None;
         }
@@ -314,13 +322,13 @@ impl Tier {
         self.read_record(db, shard, key);
     }
 
-    fn indexed(&self, tree: &fjall::Keyspace, rk: &[u8]) -> bool {
+    pub(crate) fn indexed(&self, tree: &fjall::Keyspace, rk: &[u8]) -> bool {
         tree.contains_key(rk)
             .unwrap_or_else(|e| self.fatal("read", e))
     }
 
     /// Deletes record `rk` of `db`'s store; a failure is the store's (`write_failed`).
-    fn delete(&self, tree: &fjall::Keyspace, db: usize, rk: &[u8]) {
+    pub(crate) fn delete(&self, tree: &fjall::Keyspace, db: usize, rk: &[u8]) {
         if let Err(e) = tree.remove(rk) {
             self.write_failed("remove", e, db, Some(rk));
         }
@@ -349,7 +357,7 @@ impl Tier {
 
     /// The bytes of `key`'s record, timed into the reads' average, with its tree and
     /// record key.
-    fn read_record(
+    pub(crate) fn read_record(
         &self,
         db: usize,
         shard: usize,

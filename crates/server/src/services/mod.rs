@@ -20,6 +20,7 @@ pub mod slowlog;
 pub mod snapshot;
 mod snapshot_load;
 pub mod stats;
+mod tier_recovery;
 pub mod tiering;
 pub mod tracking;
 pub mod watch;

@@ -212,6 +212,7 @@ pub fn reload_all(server: &Arc<Server>) -> Result<(), String> {
     let how = crate::services::snapshot::Load {
         skip_expired: false,
         replace: true,
+        skip_cold: false,
     };
     let (min_epoch, from) = match crate::services::snapshot::load_newest(server, how)? {
         Some((meta, _)) => (meta.epoch, Some(meta.replay_from)),

@@ -6,15 +6,25 @@
 use crate::server::Server;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use strata_engine::{Keyspace, Owned, Ttl, Value};
-use strata_storage::{Place, Position};
+use strata_engine::{Keyspace, Locked, Owned, Ttl, Value};
+use strata_storage::{Loaded, Place, Position, Want};
 
 /// Loads the newest snapshot in the data directory into the keyspace. Returns its epoch
 /// and the journal position to replay from.
 pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
+    // A store a crash left is checked against the snapshot's cold entries first; the rest
+    // of the snapshot then loads as ever (`tier_recovery.rs`).
+    let checked = server
+        .tier
+        .get()
+        .is_some_and(|t| t.start.how() == strata_tier::recover::How::Checked);
+    if checked {
+        crate::services::tier_recovery::check(server)?;
+    }
     let how = Load {
         skip_expired: false,
         replace: true,
+        skip_cold: checked,
     };
     let Some((loaded, _)) = load_newest(server, how)? else {
         return Ok(None);
@@ -38,6 +48,7 @@ pub fn reload(server: &Server, flush: bool, merge: bool) -> Result<(), String> {
     let load = Load {
         skip_expired: true,
         replace: merge,
+        skip_cold: false,
     };
     match load_newest(server, load)? {
         Some((_, 0)) | None => Ok(()),
@@ -52,6 +63,9 @@ pub(crate) struct Load {
     pub skip_expired: bool,
     /// A key of the snapshot replaces one of its name (else the one there stays).
     pub replace: bool,
+    /// Leave out the entries that were in the tier's store: a check of the store after a
+    /// crash has counted them (`tier_recovery.rs`).
+    pub skip_cold: bool,
 }
 
 /// Loads the newest snapshot's entries. Returns its description and how many of its keys
@@ -78,15 +92,20 @@ pub(crate) fn load_newest(
         .get()
         .is_some_and(|t| t.watch.kept.load(Ordering::Relaxed));
     // Their values are skipped, not built.
-    let wanted = |place| !(kept && place == Place::Cold);
-    let on_load = |place, db: u32, key: Vec<u8>, exp: Option<u64>, value: Option<Value>| {
+    let wanted = |place| match place {
+        Place::Cold if kept || how.skip_cold => Want::Skip,
+        _ => Want::Value,
+    };
+    let on_load = |place, db: u32, key: Vec<u8>, exp: Option<u64>, value: Loaded<'_>| {
         if (db as usize) >= ks.db_count() {
             return;
         }
         let d = ks.db(db as usize);
-        let Some(value) = value else {
-            // An expired one goes as expired cold keys go.
-            d.adopt_cold(&key, exp.is_some());
+        let Loaded::Value(value) = value else {
+            if kept {
+                // An expired one goes as expired cold keys go.
+                d.adopt_cold(&key, exp.is_some());
+            }
             n += 1;
             return;
         };
@@ -114,17 +133,7 @@ pub(crate) fn load_newest(
             clashes += 1;
             return;
         }
-        match value {
-            Value::Str(s) => l.set_str(&key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
-            value => l.put_owned(
-                &key,
-                Owned {
-                    value,
-                    expire_at: exp,
-                    raw: false,
-                },
-            ),
-        }
+        insert(&mut l, &key, exp, value);
         n += 1;
         if n.is_multiple_of(65536) && last_log.elapsed().as_secs() >= 1 {
             last_log = Instant::now();
@@ -159,4 +168,19 @@ pub(crate) fn load_newest(
         started.elapsed().as_millis()
     );
     Ok(Some((loaded, clashes)))
+}
+
+/// Stores a loaded entry through `l` (its key's shard locked).
+pub(crate) fn insert(l: &mut Locked<'_>, key: &[u8], exp: Option<u64>, value: Value) {
+    match value {
+        Value::Str(s) => l.set_str(key, &s, exp.map_or(Ttl::Clear, Ttl::At)),
+        value => l.put_owned(
+            key,
+            Owned {
+                value,
+                expire_at: exp,
+                raw: false,
+            },
+        ),
+    }
 }

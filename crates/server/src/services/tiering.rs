@@ -9,6 +9,8 @@ use crate::server::Server;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use strata_tier::kept::Found;
+use strata_tier::recover::How;
 pub use strata_tier::Tier;
 
 /// Opens the tier when `tiering yes`, before anything is loaded.
@@ -26,18 +28,32 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
         server.keyspace.db_count(),
         server.keyspace.db(0).shard_count(),
     );
-    let kept = strata_tier::kept::at_start(&kept_origin(server), &path)?;
-    let keep = kept.is_some();
-    let tier = Arc::new(Tier::open(
-        &path,
-        dbs,
-        shards,
-        cfg.tiering_cache_size,
-        server.keyspace.encodings.clone(),
-        keep,
-    )?);
-    if let Some(epoch) = kept {
-        tier.watch.kept_for(epoch);
+    let origin = kept_origin(server);
+    let mut found = strata_tier::kept::at_start(&origin, &path)?;
+    let open = |keep| {
+        let enc = server.keyspace.encodings.clone();
+        Tier::open(&path, dbs, shards, cfg.tiering_cache_size, enc, keep)
+    };
+    let tier = match open(found != Found::Empty) {
+        Err(e) if found == Found::Check => {
+            tracing::warn!("tiering: {e}: the store a crash left is emptied and rebuilt");
+            found = Found::Empty;
+            open(false)?
+        }
+        opened => opened?,
+    };
+    let tier = Arc::new(tier);
+    match found {
+        Found::Kept(epoch) => {
+            tier.watch.kept_for(epoch);
+            tier.start.set(How::Kept);
+        }
+        Found::Check => tier.start.set(How::Checked),
+        Found::Empty => {}
+    }
+    if found != Found::Check {
+        // A checked store is noted once the check is done (`tier_recovery.rs`).
+        strata_tier::kept::note_origin(&origin, &path)?;
     }
     server.keyspace.set_cold_store(tier.clone());
     // Shards fold their counts in every `fold` bytes: the total is within a sixteenth of
@@ -45,13 +61,15 @@ pub fn open_at_start(server: &Server) -> Result<Option<Arc<Tier>>, String> {
     let shards = server.keyspace.db_count() * server.keyspace.db(0).shard_count();
     let fold = (cfg.maxmemory as usize / (16 * shards)).clamp(64, 4096);
     let _ = tier.hot.set(server.keyspace.count_hot_bytes(fold));
-    if keep {
-        tracing::info!(
-            "tiering: cold entries go to {}, which the last exit kept: the snapshot's cold entries stay there",
-            path.display()
-        );
-    } else {
-        tracing::info!("tiering: cold entries go to {}", path.display());
+    let shown = path.display();
+    match found {
+        Found::Kept(_) => tracing::info!(
+            "tiering: cold entries go to {shown}, which the last exit kept: the snapshot's cold entries stay there"
+        ),
+        Found::Check => tracing::info!(
+            "tiering: cold entries go to {shown}, which no exit kept: it is checked against the snapshot"
+        ),
+        Found::Empty => tracing::info!("tiering: cold entries go to {shown}"),
     }
     Ok(Some(tier))
 }
@@ -186,7 +204,8 @@ pub fn info(server: &Server, out: &mut String) {
          tier_bytes_read:{}\r\ntier_errors:{}\r\ntier_write_failed:{}\r\n\
          tier_cache_used:{}\r\ntier_write_buffers_used:{}\r\ncold_reads_waited:{}\r\ncold_reads_merged:{}\r\ntier_read_avg_us:{:.1}\r\n\
          cold_replaced_unread:{}\r\n\
-         tier_compactions:{}\r\ntier_compacting_ms:{}\r\n",
+         tier_compactions:{}\r\ntier_compacting_ms:{}\r\n\
+         tier_start:{}\r\ntier_start_matched:{}\r\ntier_start_rewritten:{}\r\ntier_start_dropped:{}\r\n",
         tier.path().display(),
         keys - cold,
         tier.hot_bytes(),
@@ -204,5 +223,9 @@ pub fn info(server: &Server, out: &mut String) {
         tier.discards.load(Relaxed),
         compactions,
         compacting.as_millis(),
+        tier.start.name(),
+        tier.start.matched.load(Relaxed),
+        tier.start.rewritten.load(Relaxed),
+        tier.start.dropped.load(Relaxed),
     );
 }
