@@ -3,75 +3,10 @@
 //! holding everything in memory sees, and a SIGKILL must lose nothing acknowledged.
 
 mod common;
-use common::model::random_command;
+use common::model::{all_keys, contents, dataset, random_command, run};
 use common::{
     serve_in, set_many, strata, temp_dir, tiered, tiering_field, tiering_value, Proc, Rng, TIERED,
 };
-
-/// A reply as text, errors included (both servers must fail alike).
-fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
-    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(&a[..]);
-    }
-    match cmd.query::<redis::Value>(c) {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!("ERR {}", e.detail().unwrap_or_default()),
-    }
-}
-
-/// Everything a key holds, in an order that does not depend on its encoding.
-fn contents(c: &mut redis::Connection, key: &str) -> String {
-    let kind: String = redis::cmd("TYPE").arg(key).query(c).unwrap();
-    let sorted = |v: Vec<Vec<u8>>| {
-        let mut v = v;
-        v.sort();
-        format!("{v:?}")
-    };
-    let body = match kind.as_str() {
-        "string" => format!("{:?}", redis::cmd("GET").arg(key).query::<Vec<u8>>(c)),
-        "list" => format!(
-            "{:?}",
-            redis::cmd("LRANGE")
-                .arg(key)
-                .arg(0)
-                .arg(-1)
-                .query::<Vec<Vec<u8>>>(c)
-        ),
-        "hash" => sorted(redis::cmd("HGETALL").arg(key).query(c).unwrap()),
-        "set" => sorted(redis::cmd("SMEMBERS").arg(key).query(c).unwrap()),
-        "zset" => format!(
-            "{:?}",
-            redis::cmd("ZRANGE")
-                .arg(key)
-                .arg(0)
-                .arg(-1)
-                .arg("WITHSCORES")
-                .query::<Vec<Vec<u8>>>(c)
-        ),
-        "stream" => format!(
-            "{:?} {:?}",
-            redis::cmd("XRANGE")
-                .arg(key)
-                .arg("-")
-                .arg("+")
-                .query::<redis::Value>(c),
-            redis::cmd("XPENDING")
-                .arg(key)
-                .arg("g")
-                .query::<redis::Value>(c)
-        ),
-        other => other.to_string(),
-    };
-    let ttl: i64 = redis::cmd("TTL").arg(key).query(c).unwrap();
-    format!("{kind} ttl>0:{} {body}", ttl > 0)
-}
-
-fn all_keys(c: &mut redis::Connection) -> Vec<String> {
-    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
-    keys.sort();
-    keys
-}
 
 /// Cold reads deferred to the blocking pool first (`tiering-inline-read-us 0`): the
 /// commands waited for them.
@@ -475,17 +410,6 @@ fn an_rdb_import_larger_than_maxmemory_spills_to_the_tier() {
     for key in &keys {
         assert_eq!(contents(&mut c, key), contents(&mut rc, key), "{key}");
     }
-}
-
-/// Every key's contents, key by key.
-fn dataset(c: &mut redis::Connection) -> Vec<(String, String)> {
-    all_keys(c)
-        .into_iter()
-        .map(|k| {
-            let v = contents(c, &k);
-            (k, v)
-        })
-        .collect()
 }
 
 /// SHUTDOWN (which saves a snapshot: save rules are set) or SHUTDOWN NOSAVE.

@@ -70,16 +70,35 @@ impl StartReport {
     }
 }
 
+/// Reads records in key order for lookups that mostly come in that order: a snapshot's
+/// cold entries come shard by shard, each shard's in the store's order (its capture read
+/// them so). One iterator over a shard's records reads each in turn, where a lookup per
+/// key searches the store's tables for it.
+#[derive(Default)]
+pub struct Walk {
+    /// The database and shard walked, and the last key looked up.
+    at: Option<(usize, usize, Vec<u8>)>,
+    iter: Option<fjall::Iter>,
+    /// A record read past the last key looked up, with its value: the next key's, most
+    /// likely.
+    ahead: Option<(fjall::UserKey, fjall::UserValue)>,
+}
+
 impl Tier {
     /// Whether `key`'s record holds `entry` (an entry in the snapshot file's encoding):
     /// the same value with the same expiry. A record that does not decode differs.
-    pub fn holds(&self, db: usize, shard: usize, key: &[u8], entry: &[u8]) -> bool {
-        let same = self
-            .read_record(db, shard, key)
-            .is_some_and(|(_, _, bytes)| {
-                split_record(&bytes)
-                    .is_ok_and(|(_, _, rest)| strata_storage::same_entry(rest, entry))
-            });
+    /// Lookups in key order within a shard read on from the last through `walk`.
+    pub fn holds(
+        &self,
+        walk: &mut Walk,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+        entry: &[u8],
+    ) -> bool {
+        let same = self.walk_to(walk, db, shard, key).is_some_and(|bytes| {
+            split_record(&bytes).is_ok_and(|(_, _, rest)| strata_storage::same_entry(rest, entry))
+        });
         let counter = if same {
             &self.start.matched
         } else {
@@ -87,6 +106,48 @@ impl Tier {
         };
         counter.fetch_add(1, Relaxed);
         same
+    }
+
+    /// `key`'s record, read through `walk` (see [`Walk`]).
+    fn walk_to(
+        &self,
+        walk: &mut Walk,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+    ) -> Option<fjall::UserValue> {
+        let tree = self.tree(db)?;
+        let rk = crate::records::record_key(shard, key);
+        let in_order = matches!(&walk.at, Some((d, s, last)) if (*d, *s) == (db, shard) && last.as_slice() < key);
+        if !in_order {
+            let end = crate::records::record_prefix(shard + 1).to_vec();
+            walk.iter = Some(tree.range(rk.clone()..end));
+            walk.ahead = None;
+        }
+        walk.at = Some((db, shard, key.to_vec()));
+        loop {
+            if let Some((k, v)) = walk.ahead.take() {
+                match k[..].cmp(&rk[..]) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Equal => {
+                        self.read_bytes.fetch_add(v.len() as u64, Relaxed);
+                        return Some(v);
+                    }
+                    std::cmp::Ordering::Greater => {
+                        walk.ahead = Some((k, v));
+                        return None;
+                    }
+                }
+            }
+            let guard = walk.iter.as_mut()?.next()?;
+            // A record before the key is none of the snapshot's: its value is not read.
+            let (k, v) = guard
+                .into_inner_if(|k| k[..] >= rk[..])
+                .unwrap_or_else(|e| self.fatal("scan", e));
+            if let Some(v) = v {
+                walk.ahead = Some((k, v));
+            }
+        }
     }
 
     /// Drops the expiry records of shard `shard` of database `db` whose entry record is
@@ -160,16 +221,52 @@ mod tests {
         let (tier, dir) = open("holds");
         tier.put(0, 1, b"k", &owned(b"value", Some(9 << 40)), 7)
             .unwrap();
-        assert!(tier.holds(0, 1, b"k", &entry(b"value", Some(9 << 40))));
-        assert!(!tier.holds(0, 1, b"k", &entry(b"value", None)));
-        assert!(!tier.holds(0, 1, b"k", &entry(b"valuf", Some(9 << 40))));
-        assert!(
-            !tier.holds(0, 2, b"k", &entry(b"value", Some(9 << 40))),
-            "another shard"
-        );
-        assert!(!tier.holds(0, 1, b"k", b"\xff"), "damage");
+        let holds = |shard, entry: &[u8]| tier.holds(&mut Walk::default(), 0, shard, b"k", entry);
+        assert!(holds(1, &entry(b"value", Some(9 << 40))));
+        assert!(!holds(1, &entry(b"value", None)));
+        assert!(!holds(1, &entry(b"valuf", Some(9 << 40))));
+        assert!(!holds(2, &entry(b"value", Some(9 << 40))), "another shard");
+        assert!(!holds(1, b"\xff"), "damage");
         assert_eq!(tier.start.matched.load(Relaxed), 1);
         assert_eq!(tier.start.rewritten.load(Relaxed), 4);
+        drop(tier);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_walk_finds_what_lookups_find_in_order_or_not() {
+        let (tier, dir) = open("walk");
+        for k in [b"b", b"d", b"f", b"h"] {
+            tier.put(0, 1, k, &owned(k, None), 0).unwrap();
+        }
+        tier.put(0, 2, b"a", &owned(b"a", None), 0).unwrap();
+        // In order with keys missing before, between and after records, a value that
+        // differs, then back to an earlier key, to another shard, and back again.
+        let asks: [(usize, &[u8], &[u8], bool); 11] = [
+            (1, b"a", b"a", false),
+            (1, b"b", b"b", true),
+            (1, b"c", b"c", false),
+            (1, b"d", b"x", false),
+            (1, b"f", b"f", true),
+            (1, b"g", b"g", false),
+            (1, b"h", b"h", true),
+            (1, b"i", b"i", false),
+            (1, b"d", b"d", true),
+            (2, b"a", b"a", true),
+            (1, b"b", b"b", true),
+        ];
+        let mut walk = Walk::default();
+        for (shard, key, v, found) in asks {
+            let e = entry(v, None);
+            let shown = String::from_utf8_lossy(key);
+            assert_eq!(
+                tier.holds(&mut walk, 0, shard, key, &e),
+                found,
+                "{shard} {shown}"
+            );
+            let alone = tier.holds(&mut Walk::default(), 0, shard, key, &e);
+            assert_eq!(alone, found, "{shard} {shown} alone");
+        }
         drop(tier);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,7 +1,7 @@
 //! A model of client traffic for tests that compare two servers, or one server before and
 //! after a restart: random commands of every type over a few hundred keys, deterministic
 //! (the same arguments give the same result on any server), so that replies and whole
-//! keyspaces can be compared.
+//! keyspaces can be compared; and how to read a whole keyspace back (`dataset`).
 
 use super::Rng;
 
@@ -132,4 +132,80 @@ pub fn random_command(r: &mut Rng) -> Vec<Vec<u8>> {
         (7, _) => vec![s("PFCOUNT"), key],
         (_, _) => vec![s("GET"), key],
     }
+}
+
+/// A reply as text, errors included (both servers must fail alike).
+pub fn run(c: &mut redis::Connection, args: &[Vec<u8>]) -> String {
+    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(&a[..]);
+    }
+    match cmd.query::<redis::Value>(c) {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("ERR {}", e.detail().unwrap_or_default()),
+    }
+}
+
+/// Everything a key holds, in an order that does not depend on its encoding.
+pub fn contents(c: &mut redis::Connection, key: &str) -> String {
+    let kind: String = redis::cmd("TYPE").arg(key).query(c).unwrap();
+    let sorted = |v: Vec<Vec<u8>>| {
+        let mut v = v;
+        v.sort();
+        format!("{v:?}")
+    };
+    let body = match kind.as_str() {
+        "string" => format!("{:?}", redis::cmd("GET").arg(key).query::<Vec<u8>>(c)),
+        "list" => format!(
+            "{:?}",
+            redis::cmd("LRANGE")
+                .arg(key)
+                .arg(0)
+                .arg(-1)
+                .query::<Vec<Vec<u8>>>(c)
+        ),
+        "hash" => sorted(redis::cmd("HGETALL").arg(key).query(c).unwrap()),
+        "set" => sorted(redis::cmd("SMEMBERS").arg(key).query(c).unwrap()),
+        "zset" => format!(
+            "{:?}",
+            redis::cmd("ZRANGE")
+                .arg(key)
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query::<Vec<Vec<u8>>>(c)
+        ),
+        "stream" => format!(
+            "{:?} {:?}",
+            redis::cmd("XRANGE")
+                .arg(key)
+                .arg("-")
+                .arg("+")
+                .query::<redis::Value>(c),
+            redis::cmd("XPENDING")
+                .arg(key)
+                .arg("g")
+                .query::<redis::Value>(c)
+        ),
+        other => other.to_string(),
+    };
+    let ttl: i64 = redis::cmd("TTL").arg(key).query(c).unwrap();
+    format!("{kind} ttl>0:{} {body}", ttl > 0)
+}
+
+pub fn all_keys(c: &mut redis::Connection) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    keys.sort();
+    keys
+}
+
+/// Every key's contents, key by key.
+pub fn dataset(c: &mut redis::Connection) -> Vec<(String, String)> {
+    all_keys(c)
+        .into_iter()
+        .map(|k| {
+            let v = contents(c, &k);
+            (k, v)
+        })
+        .collect()
 }
