@@ -6,8 +6,9 @@
 
 mod common;
 use common::model::{dataset, random_command, run};
-use common::{serve_in, strata, temp_dir, tiering_field, tiering_value, Rng, TIERED};
+use common::{serve_in, strata, temp_dir, tiering_field, tiering_value, Proc, Rng, TIERED};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// What a key should hold: its value and whether it has a TTL.
 type Model = BTreeMap<String, (Vec<u8>, bool)>;
@@ -80,6 +81,38 @@ fn check(c: &mut redis::Connection, m: &Model) {
     assert_eq!(keys, m.keys().cloned().collect::<Vec<_>>());
 }
 
+/// Sets `k0` to `k{n-1}` (every `ttl_every`th with a TTL) and saves a snapshot of them.
+fn filled(c: &mut redis::Connection, n: usize, ttl_every: usize) -> Model {
+    let mut m = Model::new();
+    for i in 0..n {
+        set(
+            c,
+            &mut m,
+            format!("k{i}"),
+            value("old", i),
+            i % ttl_every == 0,
+        );
+    }
+    let _: () = redis::cmd("SAVE").query(c).unwrap();
+    m
+}
+
+/// SIGKILLs `s` and starts it again on `dir`, which must take its tier as `how` says.
+fn crash(
+    s: Proc,
+    c: redis::Connection,
+    dir: &Path,
+    args: &[&str],
+    how: &str,
+) -> (Proc, redis::Connection) {
+    drop(c);
+    drop(s);
+    let s = serve_in(dir, args);
+    let mut c = s.client();
+    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), how);
+    (s, c)
+}
+
 #[test]
 fn a_crash_keeps_the_tier_and_checks_it_against_the_snapshot() {
     let dir = temp_dir("tiering-crash");
@@ -88,21 +121,12 @@ fn a_crash_keeps_the_tier_and_checks_it_against_the_snapshot() {
     args.extend_from_slice(&["--save", ""]);
     let s = serve_in(&dir, &args);
     let mut c = s.client();
-    let mut m = Model::new();
-    for i in 0..600 {
-        set(&mut c, &mut m, format!("k{i}"), value("old", i), i % 4 == 0);
-    }
-    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let mut m = filled(&mut c, 600, 4);
     let cold = tiering_field(&mut c, "cold_keys");
     assert!(cold > 300, "{cold} cold keys");
     change(&mut c, &mut m, 0);
     // SIGKILL: the store holds what eviction last wrote, newer than the snapshot.
-    drop(c);
-    drop(s);
-
-    let s = serve_in(&dir, &args);
-    let mut c = s.client();
-    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), "checked");
+    let (s, mut c) = crash(s, c, &dir, &args, "checked");
     let matched = tiering_field(&mut c, "tier_start_matched");
     let rewritten = tiering_field(&mut c, "tier_start_rewritten");
     let dropped = tiering_field(&mut c, "tier_start_dropped");
@@ -117,11 +141,7 @@ fn a_crash_keeps_the_tier_and_checks_it_against_the_snapshot() {
     change(&mut c, &mut m, 1);
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     change(&mut c, &mut m, 2);
-    drop(c);
-    drop(s);
-    let s = serve_in(&dir, &args);
-    let mut c = s.client();
-    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), "checked");
+    let (s, mut c) = crash(s, c, &dir, &args, "checked");
     assert!(tiering_field(&mut c, "tier_start_matched") > 0);
     check(&mut c, &m);
     drop(c);
@@ -173,11 +193,7 @@ fn without_a_journal_a_crash_restores_the_snapshots_cold_entries() {
     args.extend_from_slice(&["--save", "", "--appendonly", "no"]);
     let s = serve_in(&dir, &args);
     let mut c = s.client();
-    let mut m = Model::new();
-    for i in 0..600 {
-        set(&mut c, &mut m, format!("k{i}"), value("old", i), i % 2 == 0);
-    }
-    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let mut m = filled(&mut c, 600, 2);
     let snapshot = m.clone();
     for (n, key) in snapshot.keys().enumerate() {
         // TTLs taken away and given, values changed, keys deleted: each goes cold again.
@@ -199,11 +215,7 @@ fn without_a_journal_a_crash_restores_the_snapshots_cold_entries() {
     for i in 0..300 {
         set(&mut c, &mut m, format!("fresh{i}"), value("fresh", i), true);
     }
-    drop(c);
-    drop(s);
-    let s = serve_in(&dir, &args);
-    let mut c = s.client();
-    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), "checked");
+    let (s, mut c) = crash(s, c, &dir, &args, "checked");
     assert!(tiering_field(&mut c, "tier_start_rewritten") > 100);
     check(&mut c, &snapshot);
     drop(c);
@@ -217,11 +229,7 @@ fn a_damaged_store_after_a_crash_is_rebuilt() {
     let dir = temp_dir("tiering-crash-damaged");
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
-    let mut m = Model::new();
-    for i in 0..400 {
-        set(&mut c, &mut m, format!("k{i}"), value("old", i), false);
-    }
-    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let m = filled(&mut c, 400, 5);
     drop(c);
     drop(s);
     // Every file of the store cut to nothing: the store's own recovery refuses it.

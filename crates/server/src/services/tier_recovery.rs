@@ -29,7 +29,29 @@ pub fn check(server: &Server) -> Result<(), String> {
     let compared = started.elapsed();
     let matched = tier.start.matched.load(Relaxed);
     let rewritten = tier.start.rewritten.load(Relaxed);
-    // Every record that is no cold entry of the snapshot goes.
+    let dropped = drop_stray_records(server, &meta.path)?;
+    tier.start.dropped.fetch_add(dropped, Relaxed);
+    for db in 0..ks.db_count() {
+        for idx in 0..ks.db(db).shard_count() {
+            tier.drop_stray_expiries(db, idx);
+        }
+    }
+    // The store is whole again: a crash from here on may check it in turn.
+    strata_tier::kept::note_origin(&crate::services::tiering::kept_origin(server), tier.path())?;
+    tracing::info!(
+        "tiering: the store checked against snapshot {} in {} ms ({} ms comparing): {matched} records as they were, {rewritten} written anew, {} dropped",
+        meta.epoch,
+        started.elapsed().as_millis(),
+        compared.as_millis(),
+        tier.start.dropped.load(Relaxed),
+    );
+    Ok(())
+}
+
+/// Removes every record that is no cold entry of the snapshot at `path` (once those are
+/// counted), and returns how many went.
+fn drop_stray_records(server: &Server, path: &Path) -> Result<u64, String> {
+    let ks = &server.keyspace;
     let mut unsure = HashMap::new();
     let mut dropped = 0;
     for db in 0..ks.db_count() {
@@ -45,7 +67,7 @@ pub fn check(server: &Server) -> Result<(), String> {
         // The filter of cold keys let a stray record through: those shards' cold keys, from
         // the snapshot, tell which.
         strata_storage::load_snapshot_placed(
-            &meta.path,
+            path,
             &ks.encodings,
             |_| Want::Skip,
             |place, db, key, _, _| {
@@ -69,22 +91,7 @@ pub fn check(server: &Server) -> Result<(), String> {
             }
         }
     }
-    tier.start.dropped.fetch_add(dropped, Relaxed);
-    for db in 0..ks.db_count() {
-        for idx in 0..ks.db(db).shard_count() {
-            tier.drop_stray_expiries(db, idx);
-        }
-    }
-    // The store is whole again: a crash from here on may check it in turn.
-    strata_tier::kept::note_origin(&crate::services::tiering::kept_origin(server), tier.path())?;
-    tracing::info!(
-        "tiering: the store checked against snapshot {} in {} ms ({} ms comparing): {matched} records as they were, {rewritten} written anew, {} dropped",
-        meta.epoch,
-        started.elapsed().as_millis(),
-        compared.as_millis(),
-        tier.start.dropped.load(Relaxed),
-    );
-    Ok(())
+    Ok(dropped)
 }
 
 /// A cold entry of the snapshot: its database, key, whether it has a TTL, and its bytes.
