@@ -3,15 +3,7 @@
 
 mod common;
 
-use strata_engine::{ColdStore, Owned, Ttl, Value};
-
-fn string(v: &[u8]) -> Owned {
-    Owned {
-        value: Value::Str(v.to_vec()),
-        expire_at: None,
-        raw: false,
-    }
-}
+use strata_engine::{ColdStore, Ttl};
 
 #[test]
 fn a_key_given_clean_then_cold_is_one_clean_key() {
@@ -31,7 +23,7 @@ fn a_key_given_clean_then_cold_is_one_clean_key() {
     // the store's entries (evicted while its shard was captured); "cold" only there.
     let ks = common::keyspace_over(&store);
     let db = ks.db(0);
-    db.adopt_clean(b"k", string(b"v"));
+    db.adopt_clean(b"k", common::string(b"v"));
     db.adopt_cold(b"k", false);
     db.adopt_cold(b"cold", false);
     assert_eq!(ks.db(0).len(), 2);

@@ -6,15 +6,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use strata_engine::{ColdStore, Owned, Ttl, Value};
-
-fn owned(v: &[u8]) -> Owned {
-    Owned {
-        value: Value::Str(v.to_vec()),
-        expire_at: None,
-        raw: false,
-    }
-}
+use strata_engine::{ColdStore, Ttl};
 
 #[test]
 fn records_that_are_no_cold_entry_of_the_snapshot_go() {
@@ -24,13 +16,15 @@ fn records_that_are_no_cold_entry_of_the_snapshot_go() {
     let ks = common::keyspace_over(&store);
     let shard = |k: &[u8]| ks.shard_of(0, k).1;
     for k in [b"a".as_slice(), b"b", b"hot", b"stray"] {
-        store.put(0, shard(k), k, &owned(b"old"), 0).unwrap();
+        store
+            .put(0, shard(k), k, &common::string(b"old"), 0)
+            .unwrap();
     }
     let db = ks.db(0);
     db.adopt_cold(b"a", false);
     db.adopt_cold(b"b", false);
     // One the snapshot has cold and the store had not.
-    db.restore_cold(b"c", &owned(b"new")).unwrap();
+    db.restore_cold(b"c", &common::string(b"new")).unwrap();
     db.lock1(b"hot").set_str(b"hot", b"v", Ttl::Clear);
 
     let (mut dropped, mut complete) = (0, true);
@@ -48,7 +42,9 @@ fn records_that_are_no_cold_entry_of_the_snapshot_go() {
     assert_eq!(db.len(), 4);
 
     // With the shard's cold keys listed, a stray record beside them goes too.
-    store.put(0, shard(b"a"), b"x", &owned(b"old"), 0).unwrap();
+    store
+        .put(0, shard(b"a"), b"x", &common::string(b"old"), 0)
+        .unwrap();
     let listed: HashSet<Vec<u8>> = [b"a", b"b", b"c"]
         .iter()
         .filter(|k| shard(k.as_slice()) == shard(b"a"))

@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use strata_engine::{ColdStore, Keyspace, Owned};
+use strata_engine::{ColdStore, Keyspace, Owned, Value};
 
 /// Where a cold store files an entry: (db, shard, key).
 type Place = (usize, usize, Vec<u8>);
@@ -65,4 +65,13 @@ pub fn keyspace_over(store: &Arc<Store>) -> Keyspace {
 pub fn tiered() -> (Keyspace, Arc<Store>) {
     let store = Arc::new(Store::default());
     (keyspace_over(&store), store)
+}
+
+/// A string entry without a TTL, as a cold store holds it.
+pub fn string(v: &[u8]) -> Owned {
+    Owned {
+        value: Value::Str(v.to_vec()),
+        expire_at: None,
+        raw: false,
+    }
 }
