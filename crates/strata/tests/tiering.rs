@@ -599,19 +599,47 @@ fn strata_check_reads_a_kept_tier_and_leaves_a_crashed_one_to_the_start() {
     std::fs::rename(&away, &store).unwrap();
     assert!(check(&dir).0);
 
-    // The checks left the store as the exit kept it: the start keeps it. Then a SIGKILL
-    // leaves no marker: the next start checks the store itself, and `strata check` does
-    // not read it.
+    // The checks left the store as the exit kept it: the start keeps it. Then writes and
+    // a SIGKILL leave no marker: `strata check` reads the store as the next start's check
+    // will, and says what it will find.
     let s = serve_in(&dir, &TIERED);
     let mut c = s.client();
     kept_the_tier(&mut c, cold);
-    run(&mut c, &random_command(&mut r));
+    for _ in 0..500 {
+        run(&mut c, &random_command(&mut r));
+    }
     drop(c);
     drop(s);
     let (ok, text) = check(&dir);
     assert!(ok, "{text}");
+    let line = text.lines().find(|l| l.starts_with("tier ")).unwrap_or("");
     assert!(
-        text.contains("not kept") && text.contains("not read"),
+        line.contains("not kept") && line.contains("will find"),
+        "{text}"
+    );
+    let said: Vec<u64> = line
+        .split("will find ")
+        .nth(1)
+        .unwrap_or("")
+        .split(|ch: char| !ch.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let s = serve_in(&dir, &TIERED);
+    let mut c = s.client();
+    assert_eq!(tiering_value::<String>(&mut c, "tier_start"), "checked");
+    let found: Vec<u64> = ["matched", "rewritten", "dropped"]
+        .iter()
+        .map(|f| tiering_field(&mut c, &format!("tier_start_{f}")))
+        .collect();
+    assert_eq!(said, found, "{text}");
+    assert!(found[0] > 0, "{text}");
+    drop(c);
+    drop(s);
+    // Without ORIGIN the next start cannot check the store: it rebuilds it, unread here.
+    std::fs::remove_file(dir.join("tier").join("ORIGIN")).unwrap();
+    let (ok, text) = check(&dir);
+    assert!(
+        ok && text.contains("rebuilds it") && text.contains("not read"),
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);

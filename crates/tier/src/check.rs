@@ -6,6 +6,7 @@
 
 use crate::kept::Marker;
 use crate::records::{decode_record, expiry_of, order_key, record_key, ttl_key};
+use crate::recover::{record_holds, Walk};
 use crate::store::open_store;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,17 @@ pub enum TierCheck {
     None,
     /// The next start rebuilds it (why): not read.
     Rebuilt(String),
+    /// No exit kept it (why): the next start checks it against the newest snapshot
+    /// (`recover.rs`), and this is what that check will find, read the same way.
+    Crashed {
+        why: String,
+        /// Records that hold the snapshot's cold entries: they stay.
+        matched: u64,
+        /// The snapshot's cold entries whose records differ or are missing: written anew.
+        rewrite: u64,
+        /// Records that are no cold entry of the snapshot: dropped.
+        stray: u64,
+    },
     /// A kept tier, read record by record.
     Kept {
         /// The snapshot's cold entries and clean copies the store should hold.
@@ -59,11 +71,22 @@ impl fmt::Display for TierReport {
         let p = self.path.display();
         match &self.check {
             TierCheck::None => write!(f, "tier {p}: none"),
+            TierCheck::Crashed {
+                why,
+                matched,
+                rewrite,
+                stray,
+            } => write!(
+                f,
+                "tier {p}: not kept ({why}): the next start checks it against the newest \
+                 snapshot and will find {matched} records as they are, {rewrite} to write \
+                 anew, {stray} to drop"
+            ),
             TierCheck::Rebuilt(why) => {
                 write!(
                     f,
-                    "tier {p}: not kept ({why}): the next start checks it against the snapshot, \
-                     record by record, or rebuilds it from the snapshot and the journal; not read"
+                    "tier {p}: not kept ({why}): the next start rebuilds it from the snapshot \
+                     and the journal; not read"
                 )
             }
             TierCheck::Kept {
@@ -109,11 +132,9 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
         return Ok(report(TierCheck::None));
     }
     let Some(marker) = marker else {
-        return Ok(report(TierCheck::Rebuilt(
-            "no KEPT marker: the last exit was not a clean one, or the store changed after \
-             its last snapshot"
-                .into(),
-        )));
+        let why = "no KEPT marker: the last exit was not a clean one, or the store changed \
+                   after its last snapshot";
+        return crashed(data_dir, tier_dir, why).map(report);
     };
     let snap = strata_storage::latest_snapshot(data_dir).map_err(|e| e.to_string())?;
     let Some(snap) = snap.filter(|s| marker.names(s)) else {
@@ -214,4 +235,63 @@ fn expiry_records(
         Some(Ok(t)) if t == at && ordered => Ok(()),
         _ => Err((false, "its expiry records do not match its expiry".into())),
     }
+}
+
+/// A tier no exit kept: what the next start's check will find (`recover.rs`), when it can
+/// check it (the tier's `ORIGIN` says how records are filed, and there is a snapshot).
+fn crashed(data_dir: &Path, tier_dir: &Path, why: &str) -> Result<TierCheck, String> {
+    let snap = strata_storage::latest_snapshot(data_dir).map_err(|e| e.to_string())?;
+    let (Some((databases, shards, seed)), Some(snap)) = (crate::kept::filed(tier_dir)?, snap)
+    else {
+        return Ok(TierCheck::Rebuilt(format!(
+            "{why}; no ORIGIN file or no snapshot to check it against"
+        )));
+    };
+    if !strata_engine::use_hash_seed(seed) || !shards.is_power_of_two() {
+        return Err("cannot file keys by shard as the tier did".into());
+    }
+    let (_db, trees) = open_store(&tier_dir.join("store"), databases, 64 << 20)?;
+    let (mut matched, mut rewrite, mut differing) = (0u64, 0u64, 0u64);
+    let mut walk = Walk::default();
+    let mut failed = None;
+    strata_storage::load_snapshot_placed(
+        &snap.path,
+        &Encodings::default(),
+        |p| {
+            if p == Place::Cold {
+                Want::Raw
+            } else {
+                Want::Skip
+            }
+        },
+        |_, db, key, _, value| {
+            let (Loaded::Raw(entry), Some(tree)) = (value, trees.get(db as usize)) else {
+                return;
+            };
+            let shard = (strata_engine::shard_pick(&key) as usize) & (shards - 1);
+            match walk.record(tree, db as usize, shard, &key) {
+                Ok(Some(r)) if record_holds(&r, entry) => matched += 1,
+                Ok(Some(_)) => {
+                    differing += 1;
+                    rewrite += 1;
+                }
+                Ok(None) => rewrite += 1,
+                Err(e) => failed = failed.take().or(Some(e.to_string())),
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = failed {
+        return Err(format!("cannot read the tier's store: {e}"));
+    }
+    let mut records = 0u64;
+    for tree in &trees {
+        records += crate::records::records(tree).map_err(|e| e.to_string())?;
+    }
+    Ok(TierCheck::Crashed {
+        why: why.to_string(),
+        matched,
+        rewrite,
+        stray: records.saturating_sub(matched + differing),
+    })
 }

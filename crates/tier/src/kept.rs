@@ -228,6 +228,28 @@ pub fn at_start(origin: &Origin, dir: &Path) -> Result<Found, String> {
     }
 }
 
+/// What `ORIGIN` in `dir` says, if it is there and this version wrote it (`strata check`):
+/// the numbers of databases and shards, and the hash seed.
+pub fn filed(dir: &Path) -> Result<Option<(usize, usize, u64)>, String> {
+    let path = dir.join(ORIGIN);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let f: Vec<u64> = text
+        .split_whitespace()
+        .map_while(|s| s.parse().ok())
+        .collect();
+    Ok(match f[..] {
+        [dbs, shards, seed, FORMAT] => usize::try_from(dbs)
+            .ok()
+            .zip(usize::try_from(shards).ok())
+            .map(|(d, s)| (d, s, seed)),
+        _ => None,
+    })
+}
+
 /// Writes `ORIGIN`: the store in `dir` is whole (emptied, kept, or checked), filed under
 /// this process's hash seed; a later start may check it instead of emptying it.
 pub fn note_origin(origin: &Origin, dir: &Path) -> Result<(), String> {

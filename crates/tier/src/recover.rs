@@ -44,7 +44,7 @@ pub struct StartReport {
     pub matched: AtomicU64,
     /// Cold entries of the snapshot written anew (their records differed or were missing).
     pub rewritten: AtomicU64,
-    /// Records that were no cold entry of the snapshot, and stray expiry records, dropped.
+    /// Records that were no cold entry of the snapshot, dropped.
     pub dropped: AtomicU64,
 }
 
@@ -84,9 +84,55 @@ pub struct Walk {
     ahead: Option<(fjall::UserKey, fjall::UserValue)>,
 }
 
+impl Walk {
+    /// `key`'s record in shard `shard` of `tree` (database `db`'s), read on from the last
+    /// key looked up when it comes after it in the same shard, else from a new iterator.
+    pub(crate) fn record(
+        &mut self,
+        tree: &fjall::Keyspace,
+        db: usize,
+        shard: usize,
+        key: &[u8],
+    ) -> Result<Option<fjall::UserValue>, fjall::Error> {
+        let rk = crate::records::record_key(shard, key);
+        let in_order = matches!(&self.at, Some((d, s, last)) if (*d, *s) == (db, shard) && last.as_slice() < key);
+        if !in_order {
+            let end = crate::records::record_prefix(shard + 1).to_vec();
+            self.iter = Some(tree.range(rk.clone()..end));
+            self.ahead = None;
+        }
+        self.at = Some((db, shard, key.to_vec()));
+        loop {
+            if let Some((k, v)) = self.ahead.take() {
+                match k[..].cmp(&rk[..]) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Equal => return Ok(Some(v)),
+                    std::cmp::Ordering::Greater => {
+                        self.ahead = Some((k, v));
+                        return Ok(None);
+                    }
+                }
+            }
+            let Some(guard) = self.iter.as_mut().and_then(Iterator::next) else {
+                return Ok(None);
+            };
+            // A record before the key is none of the snapshot's: its value is not read.
+            let (k, v) = guard.into_inner_if(|k| k[..] >= rk[..])?;
+            if let Some(v) = v {
+                self.ahead = Some((k, v));
+            }
+        }
+    }
+}
+
+/// Whether `record` (a record's bytes) holds `entry` (an entry in the snapshot file's
+/// encoding): the same value with the same expiry. A record that does not decode differs.
+pub(crate) fn record_holds(record: &[u8], entry: &[u8]) -> bool {
+    split_record(record).is_ok_and(|(_, _, rest)| strata_storage::same_entry(rest, entry))
+}
+
 impl Tier {
-    /// Whether `key`'s record holds `entry` (an entry in the snapshot file's encoding):
-    /// the same value with the same expiry. A record that does not decode differs.
+    /// Whether `key`'s record holds `entry` (an entry in the snapshot file's encoding).
     /// Lookups in key order within a shard read on from the last through `walk`.
     pub fn holds(
         &self,
@@ -96,9 +142,14 @@ impl Tier {
         key: &[u8],
         entry: &[u8],
     ) -> bool {
-        let same = self.walk_to(walk, db, shard, key).is_some_and(|bytes| {
-            split_record(&bytes).is_ok_and(|(_, _, rest)| strata_storage::same_entry(rest, entry))
+        let record = self.tree(db).and_then(|tree| {
+            walk.record(&tree, db, shard, key)
+                .unwrap_or_else(|e| self.fatal("scan", e))
         });
+        if let Some(r) = &record {
+            self.read_bytes.fetch_add(r.len() as u64, Relaxed);
+        }
+        let same = record.is_some_and(|r| record_holds(&r, entry));
         let counter = if same {
             &self.start.matched
         } else {
@@ -108,55 +159,14 @@ impl Tier {
         same
     }
 
-    /// `key`'s record, read through `walk` (see [`Walk`]).
-    fn walk_to(
-        &self,
-        walk: &mut Walk,
-        db: usize,
-        shard: usize,
-        key: &[u8],
-    ) -> Option<fjall::UserValue> {
-        let tree = self.tree(db)?;
-        let rk = crate::records::record_key(shard, key);
-        let in_order = matches!(&walk.at, Some((d, s, last)) if (*d, *s) == (db, shard) && last.as_slice() < key);
-        if !in_order {
-            let end = crate::records::record_prefix(shard + 1).to_vec();
-            walk.iter = Some(tree.range(rk.clone()..end));
-            walk.ahead = None;
-        }
-        walk.at = Some((db, shard, key.to_vec()));
-        loop {
-            if let Some((k, v)) = walk.ahead.take() {
-                match k[..].cmp(&rk[..]) {
-                    std::cmp::Ordering::Less => {}
-                    std::cmp::Ordering::Equal => {
-                        self.read_bytes.fetch_add(v.len() as u64, Relaxed);
-                        return Some(v);
-                    }
-                    std::cmp::Ordering::Greater => {
-                        walk.ahead = Some((k, v));
-                        return None;
-                    }
-                }
-            }
-            let guard = walk.iter.as_mut()?.next()?;
-            // A record before the key is none of the snapshot's: its value is not read.
-            let (k, v) = guard
-                .into_inner_if(|k| k[..] >= rk[..])
-                .unwrap_or_else(|e| self.fatal("scan", e));
-            if let Some(v) = v {
-                walk.ahead = Some((k, v));
-            }
-        }
-    }
-
     /// Drops the expiry records of shard `shard` of database `db` whose entry record is
     /// gone, and the places in its expiry order that no expiry record names. A crash can
     /// leave them: a record's expiry records are written before it and deleted after it.
     /// Left, a stray expiry record would give its expiry to the next record of its key.
-    pub fn drop_stray_expiries(&self, db: usize, shard: usize) {
+    /// Returns how many records went.
+    pub fn drop_stray_expiries(&self, db: usize, shard: usize) -> u64 {
         let Some(tree) = self.tree(db) else {
-            return;
+            return 0;
         };
         let mut stray = Vec::new();
         for kv in tree.prefix(ttl_prefix(shard)) {
@@ -181,10 +191,10 @@ impl Tier {
                 stray.push(k.to_vec());
             }
         }
-        self.start.dropped.fetch_add(stray.len() as u64, Relaxed);
-        for k in stray {
-            self.delete(&tree, db, &k);
+        for k in &stray {
+            self.delete(&tree, db, k);
         }
+        stray.len() as u64
     }
 }
 
@@ -284,8 +294,7 @@ mod tests {
         // place in the expiry order that no expiry record names.
         tree.remove(record_key(1, b"gone")).unwrap();
         tree.insert(order_key(1, at - 1, b"plain"), []).unwrap();
-        tier.drop_stray_expiries(0, 1);
-        assert_eq!(tier.start.dropped.load(Relaxed), 3);
+        assert_eq!(tier.drop_stray_expiries(0, 1), 3);
         assert_eq!(tier.expiry(0, 1, b"gone"), None);
         assert_eq!(tier.expiry(0, 1, b"kept"), Some(at + 1));
         let mut due = Vec::new();

@@ -31,19 +31,19 @@ pub fn check(server: &Server) -> Result<(), String> {
     let rewritten = tier.start.rewritten.load(Relaxed);
     let dropped = drop_stray_records(server, &meta.path)?;
     tier.start.dropped.fetch_add(dropped, Relaxed);
+    let mut expiries = 0;
     for db in 0..ks.db_count() {
         for idx in 0..ks.db(db).shard_count() {
-            tier.drop_stray_expiries(db, idx);
+            expiries += tier.drop_stray_expiries(db, idx);
         }
     }
     // The store is whole again: a crash from here on may check it in turn.
     strata_tier::kept::note_origin(&crate::services::tiering::kept_origin(server), tier.path())?;
     tracing::info!(
-        "tiering: the store checked against snapshot {} in {} ms ({} ms comparing): {matched} records as they were, {rewritten} written anew, {} dropped",
+        "tiering: the store checked against snapshot {} in {} ms ({} ms comparing): {matched} records as they were, {rewritten} written anew, {dropped} dropped, and {expiries} stray expiry records",
         meta.epoch,
         started.elapsed().as_millis(),
         compared.as_millis(),
-        tier.start.dropped.load(Relaxed),
     );
     Ok(())
 }
