@@ -99,15 +99,9 @@ pub struct Marker {
 impl Marker {
     pub fn read(dir: &Path) -> Result<Option<Marker>, String> {
         let path = dir.join(KEPT);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        let Some(f) = read_file(&path)?.map(|t| numbers(&t)) else {
+            return Ok(None);
         };
-        let f: Vec<u64> = text
-            .split_whitespace()
-            .map_while(|s| s.parse().ok())
-            .collect();
         let &[epoch, created_ms, bytes, databases, shards, seed, FORMAT] = &f[..] else {
             return Err(format!(
                 "{} is not a marker this version wrote",
@@ -184,13 +178,27 @@ pub enum Found {
 /// start needs to check a store no exit kept.
 const ORIGIN: &str = "ORIGIN";
 
+/// A file's text, None if there is no such file.
+fn read_file(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The numbers a marker or `ORIGIN` holds, up to the first that is not one.
+fn numbers(text: &str) -> Vec<u64> {
+    text.split_whitespace()
+        .map_while(|s| s.parse().ok())
+        .collect()
+}
+
 /// Reads a file of the tier directory and removes it (a crash from then on finds none).
 fn take_file(dir: &Path, name: &str) -> Result<Option<String>, String> {
     let path = dir.join(name);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let Some(text) = read_file(&path)? else {
+        return Ok(None);
     };
     std::fs::remove_file(&path)
         .and_then(|()| strata_storage::fsync_dir(dir))
@@ -207,7 +215,7 @@ fn origin_text(origin: &Origin, seed: u64) -> String {
 pub fn at_start(origin: &Origin, dir: &Path) -> Result<Found, String> {
     let marker = take_file(dir, KEPT)?;
     let filed = take_file(dir, ORIGIN)?;
-    let seed_at = |text: &str, i| text.split_whitespace().nth(i)?.parse::<u64>().ok();
+    let seed_at = |text: &str, i: usize| numbers(text).get(i).copied();
     let Some(snap) = newest(origin)? else {
         // Nothing to check a store against: the journal alone refills it.
         return Ok(Found::Empty);
@@ -231,16 +239,9 @@ pub fn at_start(origin: &Origin, dir: &Path) -> Result<Found, String> {
 /// What `ORIGIN` in `dir` says, if it is there and this version wrote it (`strata check`):
 /// the numbers of databases and shards, and the hash seed.
 pub fn filed(dir: &Path) -> Result<Option<(usize, usize, u64)>, String> {
-    let path = dir.join(ORIGIN);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let Some(f) = read_file(&dir.join(ORIGIN))?.map(|t| numbers(&t)) else {
+        return Ok(None);
     };
-    let f: Vec<u64> = text
-        .split_whitespace()
-        .map_while(|s| s.parse().ok())
-        .collect();
     Ok(match f[..] {
         [dbs, shards, seed, FORMAT] => usize::try_from(dbs)
             .ok()
