@@ -142,9 +142,7 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
             "its KEPT marker names another snapshot than the newest".into(),
         )));
     };
-    if !strata_engine::use_hash_seed(marker.seed) || !marker.shards.is_power_of_two() {
-        return Err("cannot file keys by shard as the tier did".into());
-    }
+    let shard_of = filer(marker.seed, marker.shards)?;
     // A kept tier without its store: the next start would serve the cold entries from an
     // empty one. Every one of them is missing (the store is not created to find out).
     let (_db, trees) = if store.exists() {
@@ -174,7 +172,7 @@ pub fn check(data_dir: &Path, tier_dir: &Path) -> Result<TierReport, String> {
                 Loaded::Value(v) => Some(v),
                 _ => None,
             };
-            let shard = (strata_engine::shard_pick(&key) as usize) & (marker.shards - 1);
+            let shard = shard_of(&key);
             // Err((missing rather than differing, why)).
             let found = match trees.get(db as usize) {
                 None => Err((true, "no such tree".to_string())),
@@ -247,9 +245,7 @@ fn crashed(data_dir: &Path, tier_dir: &Path, why: &str) -> Result<TierCheck, Str
             "{why}; no ORIGIN file or no snapshot to check it against"
         )));
     };
-    if !strata_engine::use_hash_seed(seed) || !shards.is_power_of_two() {
-        return Err("cannot file keys by shard as the tier did".into());
-    }
+    let shard_of = filer(seed, shards)?;
     let (_db, trees) = open_store(&tier_dir.join("store"), databases, 64 << 20)?;
     let (mut matched, mut rewrite, mut differing) = (0u64, 0u64, 0u64);
     let mut walk = Walk::default();
@@ -268,7 +264,7 @@ fn crashed(data_dir: &Path, tier_dir: &Path, why: &str) -> Result<TierCheck, Str
             let (Loaded::Raw(entry), Some(tree)) = (value, trees.get(db as usize)) else {
                 return;
             };
-            let shard = (strata_engine::shard_pick(&key) as usize) & (shards - 1);
+            let shard = shard_of(&key);
             match walk.record(tree, db as usize, shard, &key) {
                 Ok(Some(r)) if record_holds(&r, entry) => matched += 1,
                 Ok(Some(_)) => {
@@ -294,4 +290,12 @@ fn crashed(data_dir: &Path, tier_dir: &Path, why: &str) -> Result<TierCheck, Str
         rewrite,
         stray: records.saturating_sub(matched + differing),
     })
+}
+
+/// Which shard of `shards` the tier filed a key in, under the hash seed it wrote with.
+fn filer(seed: u64, shards: usize) -> Result<impl Fn(&[u8]) -> usize, String> {
+    if !strata_engine::use_hash_seed(seed) || !shards.is_power_of_two() {
+        return Err("cannot file keys by shard as the tier did".into());
+    }
+    Ok(move |key: &[u8]| (strata_engine::shard_pick(key) as usize) & (shards - 1))
 }
