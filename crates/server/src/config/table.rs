@@ -344,7 +344,7 @@ directives! {
 
     // --- Test hooks Redis keeps out of CONFIG GET *
     rdb_key_save_delay: i32 [int(INT_MIN, INT_MAX)] = "0", "rdb-key-save-delay",
-        LIVE | HIDDEN | INERT;
+        LIVE | HIDDEN;
     key_load_delay: i32 [int(INT_MIN, INT_MAX)] = "0", "key-load-delay",
         LIVE | HIDDEN | INERT;
     loading_process_events_interval_bytes: i64 [int(1024, INT_MAX)] = "2097152",

@@ -567,7 +567,9 @@ fn walk(
     while walk_step(server, epoch) {
         snap.progress_ms
             .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
-        entries += flush_early(consume)?;
+        let n = flush_early(consume)?;
+        entries += n;
+        key_save_delay(server, n);
         #[cfg(target_os = "linux")]
         if let Some(s) = stranded.as_mut() {
             s.take_over();
@@ -585,6 +587,29 @@ fn walk(
     }
     entries += flush_early(consume)?;
     Ok(entries)
+}
+
+/// `rdb-key-save-delay` (a test hook, as in Redis, where tests use it to keep a save or a
+/// full sync running): microseconds per entry written, or for -n one microsecond every n
+/// entries. Slept by the walk between chunks, outside every lock, keeping its progress
+/// fresh so that workers do not take the walk over (`help`).
+fn key_save_delay(server: &Server, entries: u64) {
+    let us = match server.config.get().rdb_key_save_delay {
+        0 => return,
+        d if d > 0 => entries.saturating_mul(d as u64),
+        d => entries / u64::from(d.unsigned_abs()),
+    };
+    let mut left = std::time::Duration::from_micros(us);
+    while !left.is_zero() {
+        let nap = left.min(std::time::Duration::from_millis(10));
+        std::thread::sleep(nap);
+        left -= nap;
+        server
+            .persist
+            .snapshots
+            .progress_ms
+            .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
+    }
 }
 
 /// After a walk, complete or abandoned: writers stop capturing, and once no helper holds
