@@ -9,6 +9,7 @@
 pub mod access;
 pub mod clock;
 mod cold;
+mod cold_capture;
 mod cold_filter;
 mod cold_recover;
 pub mod embedded;

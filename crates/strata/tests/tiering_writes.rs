@@ -206,3 +206,65 @@ fn whole_writes_read_back_only_cold_keys_that_expired() {
     );
     assert_eq!(dbsize(&mut c), 400);
 }
+
+/// While a snapshot captures the keyspace, those writes still leave cold keys unread: the
+/// tier's view keeps their old values for the capture. The snapshot (all a restart without
+/// a journal loads) holds every key as it was when it began.
+#[test]
+fn whole_writes_during_a_snapshot_leave_cold_keys_unread() {
+    let dir = common::temp_dir("tier-capture-unread");
+    let mut args = common::TIERED.to_vec();
+    args.extend_from_slice(&["--appendonly", "no", "--save", ""]);
+    let s = common::serve_in(&dir, &args);
+    let mut c = s.client();
+    let big = vec![b'z'; 8000];
+    set_many(&mut c, "a", 400, &big);
+    assert!(tiering_field(&mut c, "cold_keys") > 200);
+    // 20 ms for each entry written keeps the capture of these 400 going for seconds.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg(20_000)
+        .query(&mut c)
+        .unwrap();
+    let faults = tiering_field(&mut c, "moved_to_ram");
+    let replaced = tiering_field(&mut c, "cold_replaced_unread");
+    let _: () = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    for i in 0..400 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("a{i}"))
+            .arg(format!("new{i}"))
+            .query(&mut c)
+            .unwrap();
+    }
+    assert_eq!(
+        common::info_field(&mut c, "rdb_bgsave_in_progress"),
+        "1",
+        "the writes ran while the snapshot captured"
+    );
+    assert_eq!(tiering_field(&mut c, "moved_to_ram"), faults);
+    assert!(tiering_field(&mut c, "cold_replaced_unread") - replaced > 200);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    common::wait_snapshot_done(&mut c);
+    assert_eq!(common::get(&mut c, "a7"), Some(b"new7".to_vec()));
+    // Dropping the Proc is a SIGKILL.
+    drop(c);
+    drop(s);
+    let s = common::serve_in(&dir, &args);
+    let mut c = s.client();
+    assert_eq!(dbsize(&mut c), 400);
+    for i in 0..400 {
+        assert_eq!(
+            common::get(&mut c, &format!("a{i}")).as_deref(),
+            Some(&big[..]),
+            "a{i}"
+        );
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
