@@ -12,8 +12,8 @@
 //!   shard's stored entries are given with its last chunk, except keys saved aside.
 
 use crate::entry::Kind;
-use crate::keyspace::Db;
-use crate::shard::{hash, Saved, ShardData};
+use crate::keyspace::{Captured, Db};
+use crate::shard::{hash, ShardData};
 use crate::value::Owned;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -102,24 +102,6 @@ pub trait ColdStore: Send + Sync {
     /// that can reads its index only, not the values (SCAN, KEYS, RANDOMKEY).
     fn each_key(&self, db: usize, shard: usize, f: &mut dyn FnMut(&[u8]) -> bool) {
         self.each(db, shard, &mut |key, _| f(key));
-    }
-    /// Opens a read view of every database's entries as they are now, which later writes
-    /// and deletions leave as it is, for a snapshot's capture (`crate::cold_capture`):
-    /// false when the store has none (a write that replaces a cold key during the capture
-    /// then reads it first).
-    fn open_view(&self) -> bool {
-        false
-    }
-    /// Closes the view `open_view` opened.
-    fn close_view(&self) {}
-    /// `key`'s entry in the open view, if it had one.
-    fn view_get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
-        let _ = (db, shard, key);
-        None
-    }
-    /// Whether the open view holds an entry for `key`, without reading it.
-    fn view_contains(&self, db: usize, shard: usize, key: &[u8]) -> bool {
-        self.view_get(db, shard, key).is_some()
     }
     /// Drops every entry of database `db` (FLUSHDB, FLUSHALL).
     fn clear(&self, db: usize);
@@ -243,14 +225,8 @@ impl Db {
         }
         if let Some(pre) = g.pre.as_mut() {
             if g.captured < pre.epoch && !pre.map.contains_key(key) {
-                // The key's value at the snapshot's start is the one it brings back, which
-                // the store's view holds too, if it has one.
-                let saved = if self.in_view(store, pre.epoch, self.shard_index(h), key) {
-                    Saved::InView
-                } else {
-                    Saved::Value(owned.clone())
-                };
-                pre.map.insert(key.into(), saved);
+                // The key's value at the snapshot's start is the one it brings back.
+                pre.map.insert(key.into(), Some(owned.clone()));
             }
         }
         put_back(g, h, key, owned, self.stamp_now());
@@ -264,16 +240,13 @@ impl Db {
     /// is gone). Otherwise the entry comes back as for any write (`fault`), and this
     /// returns false. Unread only while it cannot matter what the entry was: it has not
     /// expired (which a write must see; for a key with an expiry the store says when,
-    /// without reading the value), and a snapshot capturing the shard has its value
-    /// (saved aside, or in the store's view: `crate::cold_capture`).
+    /// without reading the value), and no snapshot is capturing the shard (it would need
+    /// the entry's value).
     /// The caller checks `has_store_entries` first, and reads its clock only then.
     #[cold]
     #[inline(never)]
     pub(crate) fn fault_replace(&self, g: &mut ShardData, h: u64, key: &[u8], now: u64) -> bool {
-        let capturing = g
-            .pre
-            .as_ref()
-            .is_some_and(|p| g.captured < p.epoch && !p.map.contains_key(key));
+        let capturing = g.pre.as_ref().is_some_and(|p| g.captured < p.epoch);
         let Some(store) = self.cold_store().filter(|_| !capturing) else {
             self.fault_slow(g, h, key, true);
             return false;
@@ -560,6 +533,22 @@ impl Db {
         count_cold(g, h, expires);
         g.spills += 1;
         Ok(removed.map(crate::Unlinked))
+    }
+
+    /// The shard's cold entries for its capture's last chunk, except keys saved aside.
+    pub(crate) fn capture_cold(&self, g: &ShardData, idx: usize, f: &mut impl FnMut(Captured<'_>)) {
+        let (Some(store), true) = (self.cold_store(), g.cold != 0) else {
+            return;
+        };
+        let saved = g.pre.as_ref().map(|p| &p.map);
+        store.each(self.index(), idx, &mut |key, owned| {
+            // Clean keys are in RAM: the walk gave them.
+            let in_ram = is_clean(g, key);
+            if !in_ram && !saved.is_some_and(|m| m.contains_key(key)) {
+                f(Captured::Cold(key, &owned));
+            }
+            true
+        });
     }
 
     /// Calls `f` with each cold entry of shard `idx` (its lock held by the caller) until

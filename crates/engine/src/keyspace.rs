@@ -46,9 +46,6 @@ pub(crate) struct Hooks {
     /// The cold tier, when tiering is on (`crate::cold`), and where its expiry pass is.
     pub(crate) cold: std::sync::OnceLock<std::sync::Arc<dyn crate::cold::ColdStore>>,
     pub(crate) cold_cursor: AtomicUsize,
-    /// The snapshot whose capture has the cold store's view open (`crate::cold_capture`);
-    /// 0 when none has.
-    pub(crate) capture: AtomicU64,
 }
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
@@ -386,7 +383,11 @@ impl Db {
             g.pre = pre;
             return Capture::More;
         }
-        self.give_saved(idx, &p.map, &mut f);
+        for (key, old) in p.map.iter() {
+            if let Some(o) = old {
+                f(Captured::Value(key, o));
+            }
+        }
         g.pre = pre;
         self.capture_cold(&g, idx, &mut f);
         g.pre = None;
@@ -405,12 +406,9 @@ impl Db {
             return;
         }
         crate::shard::PreImages::for_epoch(&mut g.pre, epoch);
-        // A cold key is saved as the store's view holds it, unread; without a view it
-        // comes back first: its value is the one to keep (`crate::cold_capture`).
-        if !self.save_cold_unread(&mut g, h, key, epoch) {
-            self.fault(&mut g, h, key, true);
-            g.preserve(h, key);
-        }
+        // A cold key comes back first: its value is the one to keep (`crate::cold`).
+        self.fault(&mut g, h, key, true);
+        g.preserve(h, key);
     }
 
     /// Calls `f` with every entry, expired ones not yet collected and cold ones (tiering)

@@ -9,7 +9,6 @@
 pub mod access;
 pub mod clock;
 mod cold;
-mod cold_capture;
 mod cold_filter;
 mod cold_recover;
 pub mod embedded;

@@ -161,22 +161,12 @@ impl Removed {
 }
 
 /// A shard's capture in progress for the snapshot of `epoch`: the walk positions below
-/// `cursor` (`ShardData::entry_at`) have been given to the snapshot, and `map` holds what
-/// writes saved aside: key -> its entry at the snapshot's start.
+/// `cursor` (`ShardData::entry_at`) have been given to the snapshot, and `map` holds what writes saved aside:
+/// key -> its entry at the snapshot's start (None: it did not exist).
 pub struct PreImages {
     pub epoch: u64,
     pub cursor: usize,
-    pub map: hashbrown::HashMap<Box<[u8]>, Saved>,
-}
-
-/// A key's entry at the snapshot's start, as a write saved it aside.
-pub enum Saved {
-    /// It did not exist, or a chunk gave it already: nothing to add at the end.
-    Gone,
-    Value(crate::value::Owned),
-    /// It was cold: the cold store's view of the snapshot's start holds it
-    /// (`crate::cold_capture`), so it was not read.
-    InView,
+    pub map: hashbrown::HashMap<Box<[u8]>, Option<crate::value::Owned>>,
 }
 
 impl PreImages {
@@ -468,15 +458,14 @@ impl ShardData {
             return;
         };
         if !pre.map.contains_key(key) {
-            // A key a chunk gave already is marked like a new key (`Gone`: nothing to add at
+            // A key a chunk gave already is marked like a new key (None: nothing to add at
             // the end, skip it in the walk): deleted and re-inserted, it may land in a
             // bucket the walk has yet to reach. (After a rehash ended the walk, every key
             // not in `map` was given by a chunk.)
-            let old = match self.position(h, key).filter(|b| *b >= pre.cursor) {
-                Some(b) => self
-                    .entry_at(b)
-                    .map_or(Saved::Gone, |e| Saved::Value(e.to_owned_value())),
-                None => Saved::Gone,
+            let old = match self.position(h, key) {
+                Some(b) if b < pre.cursor => None,
+                Some(b) => self.entry_at(b).map(|e| e.to_owned_value()),
+                None => None,
             };
             pre.map.insert(key.into(), old);
         }
@@ -547,7 +536,7 @@ impl ShardData {
                 if let Some(e) = self.entry_at(p) {
                     pre.map
                         .entry(e.key().into())
-                        .or_insert_with(|| Saved::Value(e.to_owned_value()));
+                        .or_insert_with(|| Some(e.to_owned_value()));
                 }
             }
             pre.cursor = usize::MAX;

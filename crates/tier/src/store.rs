@@ -12,7 +12,7 @@ use crate::records::{
     record_kind, record_prefix, ttl_key, NextDue, MAX_KEY_LEN,
 };
 use fjall::config::PinningPolicy;
-use fjall::{AbstractTree, Readable};
+use fjall::AbstractTree;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -83,8 +83,6 @@ pub struct Tier {
     pub watch: crate::kept::Watch,
     /// When each shard next has a cold entry due (`each_due`).
     next_due: NextDue,
-    /// The store as a running snapshot's capture began (`ColdStore::open_view`).
-    view: RwLock<Option<fjall::Snapshot>>,
 }
 
 impl Tier {
@@ -122,7 +120,6 @@ impl Tier {
             watch: Default::default(),
             start: Default::default(),
             next_due: NextDue::new(databases, shards),
-            view: RwLock::new(None),
         })
     }
 }
@@ -260,21 +257,6 @@ impl Tier {
 
     fn decode(&self, bytes: &[u8]) -> Result<(Owned, u32), String> {
         decode_record(bytes, &self.encodings)
-    }
-
-    /// `ask` the open view (`ColdStore::open_view`) about `key`'s record; None when no
-    /// view is open or the key cannot have a record.
-    fn in_view<T>(
-        &self,
-        db: usize,
-        shard: usize,
-        key: &[u8],
-        ask: impl FnOnce(&fjall::Snapshot, &fjall::Keyspace, Vec<u8>) -> fjall::Result<T>,
-    ) -> Option<T> {
-        let tree = self.tree(db).filter(|_| Self::takes_key(key))?;
-        let view = self.view.read();
-        let found = ask(view.as_ref()?, &tree, record_key(shard, key));
-        Some(found.unwrap_or_else(|e| self.fatal("read", e)))
     }
 
     /// A store that cannot be read holds acknowledged data this process can no longer
@@ -609,31 +591,6 @@ impl ColdStore for Tier {
                 return;
             }
         }
-    }
-
-    /// An MVCC snapshot of the store: it keeps the versions it sees from compaction
-    /// until it closes, for the length of one capture.
-    fn open_view(&self) -> bool {
-        *self.view.write() = Some(self.db.snapshot());
-        true
-    }
-
-    fn close_view(&self) {
-        self.view.write().take();
-    }
-
-    fn view_get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
-        let bytes = self.in_view(db, shard, key, |view, tree, rk| view.get(tree, rk))??;
-        self.read_bytes.fetch_add(bytes.len() as u64, Relaxed);
-        let (owned, _) = self
-            .decode(&bytes)
-            .unwrap_or_else(|e| self.fatal("decode", e));
-        Some(owned)
-    }
-
-    fn view_contains(&self, db: usize, shard: usize, key: &[u8]) -> bool {
-        self.in_view(db, shard, key, |view, tree, rk| view.contains_key(tree, rk))
-            .is_some_and(|found| found)
     }
 
     fn clear(&self, db: usize) {

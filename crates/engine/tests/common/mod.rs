@@ -12,17 +12,13 @@ use strata_engine::{ColdStore, Keyspace, Owned, Value};
 type Place = (usize, usize, Vec<u8>);
 
 /// A cold store in memory; `walks` counts the shard walks (`each`) it served, `puts` the
-/// entries written to it, `reads` the entries it read (`take`, `get`; a `discard` reads
-/// none). It opens views (a copy of its entries) unless `no_views` is set.
+/// entries written to it.
 #[derive(Default)]
 pub struct Store {
     /// Each entry with its access bits.
     pub map: Mutex<BTreeMap<Place, (Owned, u32)>>,
     pub walks: AtomicUsize,
     pub puts: AtomicUsize,
-    pub reads: AtomicUsize,
-    pub view: Mutex<Option<BTreeMap<Place, (Owned, u32)>>>,
-    pub no_views: std::sync::atomic::AtomicBool,
 }
 
 impl ColdStore for Store {
@@ -34,32 +30,10 @@ impl ColdStore for Store {
         Ok(())
     }
     fn take(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
         self.map.lock().remove(&(db, shard, key.to_vec()))
     }
     fn get(&self, db: usize, shard: usize, key: &[u8]) -> Option<(Owned, u32)> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
         self.map.lock().get(&(db, shard, key.to_vec())).cloned()
-    }
-    fn contains(&self, db: usize, shard: usize, key: &[u8]) -> bool {
-        self.map.lock().contains_key(&(db, shard, key.to_vec()))
-    }
-    fn discard(&self, db: usize, shard: usize, key: &[u8], _: bool) -> bool {
-        self.map.lock().remove(&(db, shard, key.to_vec())).is_some()
-    }
-    fn open_view(&self) -> bool {
-        if self.no_views.load(Ordering::Relaxed) {
-            return false;
-        }
-        *self.view.lock() = Some(self.map.lock().clone());
-        true
-    }
-    fn close_view(&self) {
-        self.view.lock().take();
-    }
-    fn view_get(&self, db: usize, shard: usize, key: &[u8]) -> Option<Owned> {
-        let view = self.view.lock();
-        Some(view.as_ref()?.get(&(db, shard, key.to_vec()))?.0.clone())
     }
     fn remove(&self, db: usize, shard: usize, key: &[u8]) {
         self.take(db, shard, key);

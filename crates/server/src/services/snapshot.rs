@@ -353,11 +353,9 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
             if older & 1 != epoch & 1 {
                 wait_for_older_writes(&server, older);
             }
-            // Cold keys that writes reach from now on are kept as the tier's view has them.
-            server.keyspace.open_cold_view(epoch);
             let result = write(&server, epoch, from, rewrite, background);
             let snap = &server.persist.snapshots;
-            end_walk(&server);
+            end_walk(snap);
             snap.last_secs
                 .store(started.elapsed().as_secs(), Ordering::Relaxed);
             snap.last_failed.store(result.is_err(), Ordering::Relaxed);
@@ -616,14 +614,12 @@ fn key_save_delay(server: &Server, entries: u64) {
 
 /// After a walk, complete or abandoned: writers stop capturing, and once no helper holds
 /// a chunk any more, what is left queued is dropped (so it never reaches the next one).
-fn end_walk(server: &Server) {
-    let snap = &server.persist.snapshots;
+fn end_walk(snap: &Snapshots) {
     snap.active.store(0, Ordering::SeqCst);
     while snap.helpers.load(Ordering::SeqCst) != 0 {
         std::thread::yield_now();
     }
     snap.early.lock().clear();
-    server.keyspace.close_cold_view();
 }
 
 /// A point-in-time capture of the keyspace for another consumer than a snapshot file (a
@@ -674,19 +670,15 @@ impl<'s> PointInTime<'s> {
         if older & 1 != self.epoch & 1 {
             wait_for_older_writes(self.server, older);
         }
-        self.server.keyspace.open_cold_view(self.epoch);
         walk(self.server, self.epoch, true, consume)
     }
 }
 
 impl Drop for PointInTime<'_> {
     fn drop(&mut self) {
-        end_walk(self.server);
-        self.server
-            .persist
-            .snapshots
-            .running
-            .store(false, Ordering::SeqCst);
+        let snap = &self.server.persist.snapshots;
+        end_walk(snap);
+        snap.running.store(false, Ordering::SeqCst);
     }
 }
 
