@@ -14,6 +14,8 @@
 #                                         cold keys with and without one share the shards
 #   IDLE=10                               seconds, after the fill, over which each idle
 #                                         server's CPU and tier reads are measured
+#   SNAPSHOTS=0                           if 1, each server takes snapshots back to back
+#                                         (a BGSAVE whenever none runs) during the SETs
 # Prints strata bench's table (B against A), then each server's INFO tiering counters of
 # what came back to RAM and what was replaced unread.
 set -euo pipefail
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 
 [ $# -eq 2 ] || {
-    sed -n '2,18p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
 }
 A=$1
@@ -34,6 +36,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-15s}
 TTL_EVERY=${TTL_EVERY:-0}
 IDLE=${IDLE:-10}
+SNAPSHOTS=${SNAPSHOTS:-0}
 require_redis_tools redis-server
 
 bench_workdir bench-tier-overwrite
@@ -76,10 +79,23 @@ for side in a b; do
     echo "$side idle for $IDLE s: $(awk -v t=$(( $(cpu_ticks "$pid") - CPU0[$side] )) -v hz="$(getconf CLK_TCK)" -v s="$IDLE" \
         'BEGIN { printf "%.1f%% of a core", 100 * t / hz / s }'), tier reads $(( ($(tier_read "$port") - READ0[$side]) >> 20 )) MiB"
 done
+if [ "$SNAPSHOTS" = 1 ]; then
+    # A refused BGSAVE (one is running) is the loop waiting for the next turn.
+    (while :; do
+        for port in "$PORT_A" "$PORT_B"; do redis-cli -p "$port" bgsave >/dev/null 2>&1 || true; done
+        sleep 0.1
+    done) &
+    PIDS+=($!)
+fi
 kv --rounds "$ROUNDS" -P 1 --ops set --keys "random:$KEYS" -d "$VALUE" --duration "$DURATION"
 for side in a b; do
-    port=$PORT_A
-    [ $side = b ] && port=$PORT_B
+    port=$PORT_A pid=${PIDS[0]}
+    [ $side = b ] && port=$PORT_B pid=${PIDS[1]}
+    echo "$side: largest RSS $(awk '/VmHWM/ { print int($2 / 1024) " MiB" }' "/proc/$pid/status")"
     echo "$side: $(redis-cli -p "$port" info tiering | tr -d '\r' \
         | grep -E '^(cold_keys|moved_to_ram|tier_bytes_read|cold_replaced_unread):' | tr '\n' ' ')"
+    if [ "$SNAPSHOTS" = 1 ]; then
+        echo "$side snapshots, ms each: $(grep -o 'saved: [0-9]* keys in [0-9]* ms' "$WORK/$side.log" \
+            | awk '{ printf "%s ", $5 }')"
+    fi
 done

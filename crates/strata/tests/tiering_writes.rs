@@ -206,3 +206,50 @@ fn whole_writes_read_back_only_cold_keys_that_expired() {
     );
     assert_eq!(dbsize(&mut c), 400);
 }
+
+/// A snapshot holds cold keys as they were when it began, however writes replace them
+/// while it captures: a BGSAVE held open by `rdb-key-save-delay` while every key is set
+/// anew, then a restart without a journal (the snapshot alone) finds the old values.
+#[test]
+fn a_snapshot_keeps_cold_keys_replaced_while_it_captures() {
+    let dir = common::temp_dir("tier-capture-replaced");
+    let mut args = common::TIERED.to_vec();
+    args.extend_from_slice(&["--appendonly", "no", "--save", ""]);
+    let s = common::serve_in(&dir, &args);
+    let mut c = s.client();
+    let big = vec![b'z'; 8000];
+    set_many(&mut c, "a", 400, &big);
+    assert!(tiering_field(&mut c, "cold_keys") > 200);
+    let save_delay = |c: &mut redis::Connection, us: u32| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdb-key-save-delay")
+            .arg(us)
+            .query(c)
+            .unwrap();
+    };
+    // 20 ms for each entry written keeps the capture of these 400 going for seconds.
+    save_delay(&mut c, 20_000);
+    let _: () = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    set_many(&mut c, "a", 400, b"new");
+    assert_eq!(
+        common::info_field(&mut c, "rdb_bgsave_in_progress"),
+        "1",
+        "the writes ran while the snapshot captured"
+    );
+    save_delay(&mut c, 0);
+    common::wait_snapshot_done(&mut c);
+    assert_eq!(common::get(&mut c, "a7"), Some(b"new".to_vec()));
+    // Dropping the Proc is a SIGKILL.
+    drop(c);
+    drop(s);
+    let s = common::serve_in(&dir, &args);
+    let mut c = s.client();
+    assert_eq!(dbsize(&mut c), 400);
+    for i in 0..400 {
+        let v = common::get(&mut c, &format!("a{i}"));
+        assert_eq!(v.as_deref(), Some(&big[..]), "a{i}");
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
