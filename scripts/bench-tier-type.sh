@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# TYPE and SCAN TYPE over cold keys: KEYS keys of 1 KiB in a tiered Strata whose
+# TYPE and SCAN TYPE over cold keys: KEYS keys of VALUE bytes in a tiered Strata whose
 # `maxmemory` holds about a tenth of them, against an in-memory Strata with the same keys,
 # in the same run. Per server: redis-benchmark's TYPE of random keys (rate, server CPU),
 # then a whole SCAN TYPE string, without a pattern and with one that matches 10,000
 # keys (wall time); for the tiered server, what INFO tiering counted over each.
 #
 # usage: scripts/bench-tier-type.sh   (STRATA=path/to/strata, default the release build;
-#        KEYS=327680, MAXMEMORY=32mb, N=200000 TYPEs)
+#        KEYS=327680, VALUE=1024, MAXMEMORY=32mb, N=200000 TYPEs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bench-lib.sh
@@ -76,7 +76,7 @@ for mode in tiered memory; do
     pid=$!
     PIDS+=("$pid")
     wait_ping "$port"
-    gen_keys "$KEYS" 1024 | redis-cli -p "$port" --pipe > /dev/null
+    gen_keys "$KEYS" "${VALUE:-1024}" | redis-cli -p "$port" --pipe > /dev/null
     [ "$mode" = tiered ] && echo "tiered: $(tiering "$port" cold_keys) cold keys of $KEYS"
     measure "$mode" "$port" "$pid"
     stop_pid "$pid"

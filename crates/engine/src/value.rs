@@ -27,3 +27,10 @@ pub struct Owned {
     /// value's encoding across RENAME, MOVE and COPY.
     pub raw: bool,
 }
+
+impl Value {
+    /// Its type, as TYPE names it.
+    pub fn kind(&self) -> crate::Kind {
+        crate::entry::kind_of(self)
+    }
+}

@@ -68,8 +68,9 @@ impl Watch {
 
 /// The store's layout, last in the marker: a store another layout wrote is rebuilt.
 /// 2: records with an expiry have an expiry record beside them. 3: and a place in their
-/// shard's expiry order (`records.rs`). 4: records hold their entry's access bits.
-const FORMAT: u64 = 4;
+/// shard's expiry order (`records.rs`). 4: records hold their entry's access bits. 5: long
+/// records are padded to say their type in their length.
+const FORMAT: u64 = 5;
 
 /// Where a store's records come from: the data directory whose snapshots it follows, and
 /// the keyspace's numbers of databases and shards a database.

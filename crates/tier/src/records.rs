@@ -12,12 +12,21 @@
 //!
 //! Shard numbers stay below 2^20, so the three prefixes of every shard are distinct and a
 //! shard's entries sort before every expiry record.
+//!
+//! An entry record ends in up to 7 bytes of padding (their count in the flags byte) that
+//! make its length, modulo 8, its value's type (`kind_of_len`): the store's index knows a
+//! record's length without reading a value kept in a blob file, so TYPE and SCAN TYPE of a
+//! large cold key read no value.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use strata_engine::{Encodings, Kind, Owned};
 
-/// A record's flags byte: the value keeps the `raw` string encoding.
+/// A record's flags byte: the value keeps the `raw` string encoding; bits 1-3: the bytes of
+/// padding at its end.
 const RAW: u8 = 1;
+const PAD_SHIFT: u8 = 1;
+const PAD_MASK: u8 = 7;
+
 /// Bytes of the access bits (an LRU clock or an LFU pair: 24 bits) after the flags.
 const ACCESS_BYTES: usize = 3;
 
@@ -129,22 +138,58 @@ fn prefixed(prefix: u32, middle: &[u8], key: &[u8]) -> Vec<u8> {
     k
 }
 
-/// An entry record's bytes: the entry and its access bits.
+/// An entry record's bytes: the entry and its access bits, padded to say its type.
 pub(crate) fn encode_record(entry: &Owned, access: u32) -> Vec<u8> {
     let mut buf = vec![if entry.raw { RAW } else { 0 }];
     buf.extend_from_slice(&access.to_be_bytes()[4 - ACCESS_BYTES..]);
     strata_storage::encode_value(&mut buf, 0, b"", entry.expire_at, &entry.value);
+    let code = kind_code(entry.value.kind());
+    let pad = (code + 8 - buf.len() % 8) % 8;
+    buf.resize(buf.len() + pad, 0);
+    buf[0] |= (pad as u8) << PAD_SHIFT;
     buf
 }
 
-/// An entry record's flags, its access bits, and the encoded entry after them.
+/// The code a record's length gives its type (modulo 8; 0 and 7 are none).
+fn kind_code(kind: Kind) -> usize {
+    match kind {
+        Kind::String => 1,
+        Kind::List => 2,
+        Kind::Set => 3,
+        Kind::ZSet => 4,
+        Kind::Hash => 5,
+        Kind::Stream => 6,
+    }
+}
+
+/// The type of the entry whose record is `len` bytes long (None: a length no record has).
+pub(crate) fn kind_of_len(len: usize) -> Option<Kind> {
+    [
+        Kind::String,
+        Kind::List,
+        Kind::Set,
+        Kind::ZSet,
+        Kind::Hash,
+        Kind::Stream,
+    ]
+    .into_iter()
+    .find(|k| kind_code(*k) == len % 8)
+}
+
+/// An entry record's flags, its access bits, and the encoded entry after them (without
+/// its padding).
 pub(crate) fn split_record(bytes: &[u8]) -> Result<(u8, u32, &[u8]), String> {
     let (&flags, rest) = bytes.split_first().ok_or("empty record")?;
     let (access, rest) = rest
         .split_first_chunk::<ACCESS_BYTES>()
         .ok_or("a record cut short")?;
     let access = access.iter().fold(0, |a, &b| a << 8 | u32::from(b));
-    Ok((flags, access, rest))
+    let pad = usize::from(flags >> PAD_SHIFT & PAD_MASK);
+    let body = rest
+        .len()
+        .checked_sub(pad)
+        .ok_or("a record shorter than its padding")?;
+    Ok((flags, access, &rest[..body]))
 }
 
 /// An entry record's type and expiry, its value left undecoded.
@@ -188,6 +233,129 @@ pub(crate) fn records(tree: &fjall::Keyspace) -> Result<u64, fjall::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_engine::stream::AddId;
+    use strata_engine::{HashValue, ListValue, SetValue, StreamValue, Value, ZSetValue};
+
+    /// A value of every type with `n` elements (a string of `n` bytes).
+    fn values(n: usize, enc: &Encodings) -> Vec<Value> {
+        let items: Vec<Vec<u8>> = (0..n).map(|i| format!("item{i}").into_bytes()).collect();
+        let slices = || items.iter().map(Vec::as_slice);
+        let mut stream = StreamValue::new();
+        for i in 0..n as u64 {
+            stream
+                .add(AddId::Auto, &[b"f", &items[i as usize][..]], i + 1, enc)
+                .unwrap();
+        }
+        vec![
+            Value::Str(vec![b'x'; n]),
+            Value::List(Box::new(ListValue::from_elems(-2, slices()))),
+            Value::Set(SetValue::from_distinct(slices(), enc)),
+            Value::ZSet(Box::new(ZSetValue::from_members(
+                slices()
+                    .map(|m| (m.to_vec().into_boxed_slice(), 1.5))
+                    .collect(),
+                enc,
+            ))),
+            Value::Hash(HashValue::from_distinct(slices().map(|m| (m, m)), enc)),
+            Value::Stream(Box::new(stream)),
+        ]
+    }
+
+    /// Records of every type, short and long, with and without an expiry, decode to what
+    /// was stored, and their lengths say their types.
+    #[test]
+    fn records_say_their_type_in_their_length() {
+        let enc = Encodings::default();
+        for n in [0, 1, 10, 40, 70, 100, 200, 600] {
+            for value in values(n, &enc) {
+                for expire_at in [None, Some(1 << 41)] {
+                    let o = Owned {
+                        value: value.clone(),
+                        expire_at,
+                        raw: n % 2 == 1,
+                    };
+                    let rec = encode_record(&o, 0xab_cdef);
+                    let kind = value.kind();
+                    assert_eq!(kind_of_len(rec.len()), Some(kind), "{n} {kind:?}");
+                    assert_eq!(decode_record(&rec, &enc).unwrap(), (o, 0xab_cdef));
+                    assert_eq!(record_kind(&rec).unwrap(), (kind, expire_at));
+                }
+            }
+        }
+    }
+
+    /// TYPE of a tier's records reads no value, nor does SCAN TYPE of its long ones (it
+    /// reads the short ones, which the index holds, for their expiry).
+    #[test]
+    fn a_tier_gives_types_unread() {
+        use crate::Tier;
+        use std::sync::atomic::Ordering::Relaxed;
+        use strata_engine::ColdStore;
+        let dir = std::env::temp_dir().join(format!("strata-kinds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tier = Tier::open(&dir, 1, 8, 1 << 20, Default::default(), false).unwrap();
+        let enc = Encodings::default();
+        let mut expect = Vec::new();
+        for (n, tag) in [(3, "short"), (600, "long")] {
+            for (i, value) in values(n, &enc).into_iter().enumerate() {
+                let key = format!("{tag}{i}");
+                let expire_at = (i % 2 == 0).then_some(1 << 41);
+                let kind = value.kind();
+                let o = Owned {
+                    value,
+                    expire_at,
+                    raw: false,
+                };
+                tier.put(0, 2, key.as_bytes(), &o, 0).unwrap();
+                expect.push((key, kind, expire_at));
+            }
+        }
+        expect.sort_by(|a, b| a.0.cmp(&b.0));
+        let read = || tier.read_bytes.load(Relaxed);
+        let check = || {
+            let before = read();
+            for (key, kind, _) in &expect {
+                assert_eq!(tier.kind(0, 2, key.as_bytes()), Some(*kind));
+            }
+            assert_eq!(tier.kind(0, 2, b"missing"), None);
+            assert_eq!(read(), before, "TYPE read nothing");
+            let mut seen = Vec::new();
+            tier.each_kind(0, 2, &|k| k.starts_with(b"long"), &mut |k, kind, at| {
+                seen.push((String::from_utf8_lossy(k).into_owned(), kind, at));
+                true
+            });
+            assert_eq!(read(), before, "SCAN TYPE of long records read nothing");
+            tier.each_kind(0, 2, &|_| true, &mut |k, kind, at| {
+                if k.starts_with(b"short") {
+                    seen.push((String::from_utf8_lossy(k).into_owned(), kind, at));
+                }
+                true
+            });
+            assert!(read() > before, "short records are read");
+            seen.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(seen, expect);
+        };
+        // In the write buffer, then flushed (the long values then in a blob file).
+        check();
+        tier.tree(0).unwrap().rotate_memtable_and_wait().unwrap();
+        check();
+        drop(tier);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_record_shorter_than_its_padding_is_refused() {
+        let o = Owned {
+            value: Value::Str(b"v".to_vec()),
+            expire_at: None,
+            raw: false,
+        };
+        let mut rec = encode_record(&o, 0);
+        rec.truncate(6);
+        rec[0] |= PAD_MASK << PAD_SHIFT;
+        assert!(split_record(&rec).is_err());
+        assert!(decode_record(&rec, &Encodings::default()).is_err());
+    }
 
     #[test]
     fn due_order_keys_sort_by_expiry_inside_their_shard() {

@@ -8,8 +8,8 @@
 //! is never fsynced but then.
 
 use crate::records::{
-    decode_record, encode_record, expiry_of, order_key, order_range, ordered, record_key,
-    record_kind, record_prefix, ttl_key, NextDue, MAX_KEY_LEN,
+    decode_record, encode_record, expiry_of, kind_of_len, order_key, order_range, ordered,
+    record_key, record_kind, record_prefix, ttl_key, NextDue, MAX_KEY_LEN,
 };
 use fjall::config::PinningPolicy;
 use fjall::AbstractTree;
@@ -454,8 +454,16 @@ impl ColdStore for Tier {
         self.has_record(db, shard, key)
     }
 
-    /// From the head of the record: the value is read but not decoded.
+    /// From the record's length, which the index knows (`records::kind_of_len`): no value
+    /// is read. (A length no record has falls back on the head of the record.)
     fn kind(&self, db: usize, shard: usize, key: &[u8]) -> Option<Kind> {
+        let (tree, rk) = self.live(db, shard, key)?;
+        let len = tree
+            .size_of(&rk)
+            .unwrap_or_else(|e| self.fatal("read", e))?;
+        if let Some(kind) = kind_of_len(len as usize) {
+            return Some(kind);
+        }
         let (_, _, bytes) = self.read_record(db, shard, key)?;
         let (kind, _) = record_kind(&bytes).unwrap_or_else(|e| self.fatal("decode", e));
         Some(kind)
@@ -564,16 +572,28 @@ impl ColdStore for Tier {
         let Some(tree) = self.tree(db) else {
             return;
         };
-        for kv in tree.prefix(record_prefix(shard)) {
-            // A value in a blob file is read only for a key the caller wants.
+        // A second walk of the same records in step gives each one's length from the index:
+        // the shard's lock keeps its records as they are meanwhile. A short record, which
+        // the index holds, is read for its type and expiry; a long one (its value in a blob
+        // file) is not: its length says its type, its expiry record its expiry.
+        let lengths = tree.prefix(record_prefix(shard)).map(|kv| kv.size());
+        for (kv, len) in tree.prefix(record_prefix(shard)).zip(lengths) {
+            let len = len.unwrap_or_else(|e| self.fatal("scan", e));
+            let long = (len >= SEPARATE_ABOVE)
+                .then(|| kind_of_len(len as usize))
+                .flatten();
+            let want = |k: &[u8]| !self.dead.is_dead(db, k) && wanted(&k[4..]);
             let (k, v) = kv
-                .into_inner_if(|k| !self.dead.is_dead(db, k) && wanted(&k[4..]))
+                .into_inner_if(|k| long.is_none() && want(k))
                 .unwrap_or_else(|e| self.fatal("scan", e));
-            let Some(v) = v else {
-                continue;
+            let (kind, expire_at) = match (long, v) {
+                (_, Some(v)) => {
+                    self.read_bytes.fetch_add(v.len() as u64, Relaxed);
+                    record_kind(&v).unwrap_or_else(|e| self.fatal("decode", e))
+                }
+                (Some(kind), None) if want(&k) => (kind, self.expiry(db, shard, &k[4..])),
+                _ => continue,
             };
-            self.read_bytes.fetch_add(v.len() as u64, Relaxed);
-            let (kind, expire_at) = record_kind(&v).unwrap_or_else(|e| self.fatal("decode", e));
             if !f(&k[4..], kind, expire_at) {
                 return;
             }

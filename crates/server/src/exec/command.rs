@@ -52,8 +52,9 @@ pub mod flags {
     /// subcommand given a wrong number of arguments gets Redis's "unknown subcommand or
     /// wrong number of arguments" error.
     pub const OPAQUE: u32 = 1 << 28;
-    /// Reads only whether its keys exist and when they expire (EXISTS, TTL): a cold key
-    /// is answered from the tier's index, so reading ahead of it reads no value.
+    /// Reads only whether its keys exist, when they expire, and their types (EXISTS, TTL,
+    /// TYPE): a cold key is answered from the tier's index, so reading ahead of it reads
+    /// no value.
     pub const PRESENCE: u32 = 1 << 29;
 
     pub const NAMES: &[(u32, &str)] = &[

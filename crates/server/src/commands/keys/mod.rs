@@ -82,7 +82,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "type",
     arity: 2,
-    flags: flags::READONLY | flags::FAST,
+    flags: flags::READONLY | flags::FAST | flags::PRESENCE,
     keys: Keys::Specs(&[
         KeySpec::range(ks::RO, 1, 0, 1),
     ]),
