@@ -6,7 +6,7 @@ mod common;
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use strata_engine::{Capture, Captured, Db, Keyspace, Ttl, Value};
+use strata_engine::{Capture, Db, Keyspace, Ttl};
 
 const EPOCH: u64 = 1;
 
@@ -73,25 +73,9 @@ fn apply(db: &Db, s: &Step) {
     }
 }
 
-/// One capture call; every entry it gives goes into `got` (a key given twice fails).
+/// One capture call (`common::capture_into`).
 fn chunk(db: &Db, buckets: usize, got: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> Capture {
-    let mut dup = None;
-    let state = db.capture_chunk(0, EPOCH, buckets, |c| {
-        let (k, v) = match c {
-            Captured::Entry(e) | Captured::Clean(e) => {
-                (e.key().to_vec(), e.as_str().map(<[u8]>::to_vec))
-            }
-            Captured::Value(k, o) | Captured::Cold(k, o) => match &o.value {
-                Value::Str(s) => (k.to_vec(), Some(s.clone())),
-                _ => (k.to_vec(), None),
-            },
-        };
-        if got.insert(k.clone(), v.unwrap_or_default()).is_some() {
-            dup = Some(k);
-        }
-    });
-    assert_eq!(dup, None, "a key was given twice");
-    state
+    common::capture_into(db, EPOCH, buckets, got)
 }
 
 /// Fills one shard with `initial`, moves the keys `cold` picks to the store, then runs

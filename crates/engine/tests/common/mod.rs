@@ -1,4 +1,5 @@
-//! What the engine's tests of the cold tier share: a cold store in memory.
+//! What the engine's tests share: a cold store in memory, and a capture call that collects
+//! what it gives.
 // Each test crate uses a part of it.
 #![allow(dead_code)]
 
@@ -74,4 +75,32 @@ pub fn string(v: &[u8]) -> Owned {
         expire_at: None,
         raw: false,
     }
+}
+
+/// One capture call of shard 0 for snapshot `epoch`; every entry it gives goes into `got`,
+/// as key -> string value (empty for other types). A key given twice fails.
+pub fn capture_into(
+    db: &strata_engine::Db,
+    epoch: u64,
+    buckets: usize,
+    got: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+) -> strata_engine::Capture {
+    use strata_engine::Captured;
+    let mut dup = None;
+    let state = db.capture_chunk(0, epoch, buckets, |c| {
+        let (k, v) = match c {
+            Captured::Entry(e) | Captured::Clean(e) => {
+                (e.key().to_vec(), e.as_str().map(<[u8]>::to_vec))
+            }
+            Captured::Value(k, o) | Captured::Cold(k, o) => match &o.value {
+                Value::Str(s) => (k.to_vec(), Some(s.clone())),
+                _ => (k.to_vec(), None),
+            },
+        };
+        if got.insert(k.clone(), v.unwrap_or_default()).is_some() {
+            dup = Some(k);
+        }
+    });
+    assert_eq!(dup, None, "a key was given twice");
+    state
 }
