@@ -79,18 +79,11 @@ fn run(initial: &[(u16, u8)], steps: &[Step]) {
         db.lock1(&key(k)).set_str(&key(k), &value(v), Ttl::Clear);
         at_start.insert(key(k), value(v));
     }
-    let mut got = BTreeMap::new();
-    let mut done = false;
-    for s in steps {
-        match s {
-            Step::Chunk(n) if !done => done = chunk(db, *n, &mut got) == Capture::Done,
-            Step::Chunk(_) => {}
-            w => write(db, w),
-        }
-    }
-    while !done {
-        done = chunk(db, 16, &mut got) == Capture::Done;
-    }
+    let chunk_of = |s: &Step| match s {
+        Step::Chunk(n) => Some(*n),
+        _ => None,
+    };
+    let got = common::capture_during(db, EPOCH, steps, chunk_of, |s| write(db, s));
     assert_eq!(got, at_start);
     assert_eq!(chunk(db, 16, &mut BTreeMap::new()), Capture::Already);
 }

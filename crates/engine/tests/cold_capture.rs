@@ -6,7 +6,7 @@ mod common;
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use strata_engine::{Capture, Db, Keyspace, Ttl};
+use strata_engine::{Db, Keyspace, Ttl};
 
 const EPOCH: u64 = 1;
 
@@ -73,11 +73,6 @@ fn apply(db: &Db, s: &Step) {
     }
 }
 
-/// One capture call (`common::capture_into`).
-fn chunk(db: &Db, buckets: usize, got: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> Capture {
-    common::capture_into(db, EPOCH, buckets, got)
-}
-
 /// Fills one shard with `initial`, moves the keys `cold` picks to the store, then runs
 /// `steps` and the capture to its end.
 fn run(initial: &[(u16, u8)], cold: impl Fn(u16) -> bool, steps: &[Step]) {
@@ -94,18 +89,11 @@ fn run(initial: &[(u16, u8)], cold: impl Fn(u16) -> bool, steps: &[Step]) {
             db.evict_to_cold(&key(k), false).unwrap();
         }
     }
-    let mut got = BTreeMap::new();
-    let mut done = false;
-    for s in steps {
-        match s {
-            Step::Chunk(n) if !done => done = chunk(db, *n, &mut got) == Capture::Done,
-            Step::Chunk(_) => {}
-            w => apply(db, w),
-        }
-    }
-    while !done {
-        done = chunk(db, 16, &mut got) == Capture::Done;
-    }
+    let chunk_of = |s: &Step| match s {
+        Step::Chunk(n) => Some(*n),
+        _ => None,
+    };
+    let got = common::capture_during(db, EPOCH, steps, chunk_of, |s| apply(db, s));
     assert_eq!(got, at_start);
 }
 

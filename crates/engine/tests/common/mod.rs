@@ -104,3 +104,28 @@ pub fn capture_into(
     assert_eq!(dup, None, "a key was given twice");
     state
 }
+
+/// Runs `steps` against shard 0 while snapshot `epoch` captures it: a step that
+/// `chunk_of` names a chunk of buckets captures that many more (until the capture is
+/// done), any other is `apply`'d; then the capture runs to its end. Returns what it gave.
+pub fn capture_during<S>(
+    db: &strata_engine::Db,
+    epoch: u64,
+    steps: &[S],
+    chunk_of: impl Fn(&S) -> Option<usize>,
+    mut apply: impl FnMut(&S),
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    use strata_engine::Capture;
+    let mut got = BTreeMap::new();
+    let mut done = false;
+    for s in steps {
+        match chunk_of(s) {
+            Some(n) => done = done || capture_into(db, epoch, n, &mut got) == Capture::Done,
+            None => apply(s),
+        }
+    }
+    while !done {
+        done = capture_into(db, epoch, 16, &mut got) == Capture::Done;
+    }
+    got
+}
