@@ -259,6 +259,12 @@ impl Tier {
         decode_record(bytes, &self.encodings)
     }
 
+    /// The type a record's length says; a length no record has is a damaged store.
+    fn kind_of_len(&self, len: u32) -> Kind {
+        kind_of_len(len as usize)
+            .unwrap_or_else(|| self.fatal("decode", format!("a record of {len} bytes")))
+    }
+
     /// A store that cannot be read holds acknowledged data this process can no longer
     /// serve or snapshot: stop, and let the restart rebuild the tier from the snapshot and
     /// the journal (which lose nothing).
@@ -455,18 +461,13 @@ impl ColdStore for Tier {
     }
 
     /// From the record's length, which the index knows (`records::kind_of_len`): no value
-    /// is read. (A length no record has falls back on the head of the record.)
+    /// is read.
     fn kind(&self, db: usize, shard: usize, key: &[u8]) -> Option<Kind> {
         let (tree, rk) = self.live(db, shard, key)?;
         let len = tree
             .size_of(&rk)
             .unwrap_or_else(|e| self.fatal("read", e))?;
-        if let Some(kind) = kind_of_len(len as usize) {
-            return Some(kind);
-        }
-        let (_, _, bytes) = self.read_record(db, shard, key)?;
-        let (kind, _) = record_kind(&bytes).unwrap_or_else(|e| self.fatal("decode", e));
-        Some(kind)
+        Some(self.kind_of_len(len))
     }
 
     fn discard(&self, db: usize, shard: usize, key: &[u8], volatile: bool) -> bool {
@@ -579,9 +580,7 @@ impl ColdStore for Tier {
         let lengths = tree.prefix(record_prefix(shard)).map(|kv| kv.size());
         for (kv, len) in tree.prefix(record_prefix(shard)).zip(lengths) {
             let len = len.unwrap_or_else(|e| self.fatal("scan", e));
-            let long = (len >= SEPARATE_ABOVE)
-                .then(|| kind_of_len(len as usize))
-                .flatten();
+            let long = (len >= SEPARATE_ABOVE).then(|| self.kind_of_len(len));
             let want = |k: &[u8]| !self.dead.is_dead(db, k) && wanted(&k[4..]);
             let (k, v) = kv
                 .into_inner_if(|k| long.is_none() && want(k))
