@@ -9,6 +9,6 @@ pub mod parser;
 mod peek;
 pub mod reply;
 
-pub use parser::{Limits, Parser, ProtocolError};
+pub use parser::{split_args, Limits, Parser, ProtocolError};
 pub use peek::peek_first_arg;
 pub use reply::{format_g17, Protocol, Reply};

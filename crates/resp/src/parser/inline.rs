@@ -127,3 +127,18 @@ pub(super) fn split_args(line: &[u8]) -> Option<Vec<Token>> {
         }
     }
 }
+
+/// `split_args` with every argument copied out: for splitting a command line outside the
+/// protocol (tools, tests).
+pub fn split_owned(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let tokens = split_args(line)?;
+    Some(
+        tokens
+            .into_iter()
+            .map(|t| match t {
+                Token::Slice(s, e) => line[s..e].to_vec(),
+                Token::Owned(v) => v,
+            })
+            .collect(),
+    )
+}

@@ -9,6 +9,8 @@
 
 mod inline;
 
+pub use inline::split_owned as split_args;
+
 use bytes::{Buf, Bytes, BytesMut};
 use std::fmt;
 

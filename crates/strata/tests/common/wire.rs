@@ -81,81 +81,9 @@ pub fn quote_arg(a: &[u8]) -> String {
 /// Splits a line into arguments with redis-cli's rules (`sdssplitargs`): whitespace
 /// separates; "double quotes" take `\n \r \t \b \a \\ \" \xHH` escapes; 'single quotes'
 /// take only `\'`; a closing quote must be followed by whitespace or the end. `None` on
-/// unbalanced quotes.
+/// unbalanced quotes. (The server's inline-request splitter, `strata_resp::split_args`.)
 pub fn split_args(line: &str) -> Option<Vec<Vec<u8>>> {
-    let line = line.as_bytes();
-    let at = |i: usize| line.get(i).copied().unwrap_or(0);
-    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < line.len() && is_space(line[i]) {
-            i += 1;
-        }
-        if i >= line.len() {
-            return Some(out);
-        }
-        let (mut inq, mut insq, mut done) = (false, false, false);
-        let mut cur = Vec::new();
-        while !done {
-            let c = at(i);
-            if inq {
-                if c == b'\\'
-                    && at(i + 1) == b'x'
-                    && hex(at(i + 2)).is_some()
-                    && hex(at(i + 3)).is_some()
-                {
-                    cur.push(hex(at(i + 2)).unwrap() * 16 + hex(at(i + 3)).unwrap());
-                    i += 3;
-                } else if c == b'\\' && at(i + 1) != 0 {
-                    i += 1;
-                    cur.push(match at(i) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'a' => 7,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if at(i + 1) != 0 && !is_space(at(i + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    cur.push(c);
-                }
-            } else if insq {
-                if c == b'\\' && at(i + 1) == b'\'' {
-                    i += 1;
-                    cur.push(b'\'');
-                } else if c == b'\'' {
-                    if at(i + 1) != 0 && !is_space(at(i + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    cur.push(c);
-                }
-            } else {
-                match c {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
-                    b'"' => inq = true,
-                    b'\'' => insq = true,
-                    other => cur.push(other),
-                }
-            }
-            if i < line.len() {
-                i += 1;
-            }
-        }
-        out.push(cur);
-    }
+    strata_resp::split_args(line.as_bytes())
 }
 
 /// Reads exactly one complete RESP2/RESP3 reply. Errors on EOF, timeout or malformed input.
