@@ -24,6 +24,8 @@ pub struct Server {
     pub started: Instant,
     pub run_id: String,
     pub threads: usize,
+    /// The workers' loads: where connections run (`net::balance`).
+    pub balance: crate::net::balance::Balance,
     /// The listening sockets (CONFIG SET bind/port/tls-port changes them).
     pub listeners: crate::net::listeners::Listeners,
     /// Unix seconds of the last successful save (the start time until persistence lands).
@@ -191,6 +193,7 @@ impl Server {
         }
         let shards = (values.shards as usize).next_power_of_two();
         let databases = values.databases as usize;
+        let balanced = values.worker_placement == crate::config::WorkerPlacement::Balanced;
         let pubsub_all = values.acl_pubsub_default == crate::config::AclPubsubDefault::Allchannels;
         drop(values);
         let table = Table::new(commands::FAMILIES);
@@ -205,6 +208,7 @@ impl Server {
             started: Instant::now(),
             run_id: run_id(),
             threads,
+            balance: crate::net::balance::Balance::new(threads, balanced),
             listeners: Default::default(),
             last_save: AtomicU64::new(Server::now_unix()),
             shutting_down: AtomicBool::new(false),

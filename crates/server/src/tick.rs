@@ -24,6 +24,11 @@ impl Tick {
         self.0.saturating_sub(earlier.0) / 1000
     }
 
+    /// Nanoseconds since the clock's (arbitrary) origin.
+    pub fn nanos(self) -> u64 {
+        self.0
+    }
+
     /// Milliseconds since the clock's (arbitrary) origin.
     pub fn millis(self) -> u64 {
         self.0 / 1_000_000

@@ -646,3 +646,85 @@ fn connections_on_one_hot_key_move_to_one_worker_with_their_state() {
     let len: usize = admin.llen("hot").unwrap();
     assert_eq!(len, total, "pushes acknowledged against the list's length");
 }
+
+/// With `worker-placement balanced` (the default), clients opened one at a time at low load
+/// share the first worker; under load from several of them at once some move to the idle
+/// worker, and once the load has passed, those that go on sending move back, a few at a
+/// time (`net::balance`). Nothing sent meanwhile is lost.
+#[test]
+fn connections_spread_under_load_and_gather_again_after_it() {
+    let p = common::strata(&[
+        "--threads",
+        "2",
+        "--worker-placement",
+        "balanced",
+        "--appendonly",
+        "no",
+        "--save",
+        "",
+    ]);
+    let mut admin = p.client();
+    const CONNS: usize = 6;
+    let mut conns: Vec<common::RespConn> = (0..CONNS)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            common::RespConn::new(&p)
+        })
+        .collect();
+    for c in conns.iter_mut() {
+        assert_eq!(c.call(&["PING"]).unwrap().raw, b"+PONG\r\n");
+    }
+    assert_eq!(connections_moved(&mut admin), 0, "at low load, none moves");
+    // Load: every connection pipelines INCRs over keys spread across shards.
+    const BATCH: usize = 64;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let sent: usize = std::thread::scope(|s| {
+        let stop = &stop;
+        let workers: Vec<_> = conns
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| {
+                s.spawn(move || {
+                    let batch: Vec<u8> = (0..BATCH)
+                        .flat_map(|j| common::encode_command(&["INCR", &format!("k{i}:{j}")]))
+                        .collect();
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        c.send(&batch).unwrap();
+                        for _ in 0..BATCH {
+                            assert_eq!(c.read().unwrap().kind, b':');
+                        }
+                        n += BATCH;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while connections_moved(&mut admin) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    let spread = connections_moved(&mut admin);
+    assert!(spread > 0, "no connection moved under load in 20 s");
+    // Light load: a PING from each connection every 10 ms.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while connections_moved(&mut admin) == spread && Instant::now() < deadline {
+        for c in conns.iter_mut() {
+            assert_eq!(c.call(&["PING"]).unwrap().raw, b"+PONG\r\n");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        connections_moved(&mut admin) > spread,
+        "no connection moved back in 20 s after the load"
+    );
+    let total: usize = (0..CONNS)
+        .flat_map(|i| (0..BATCH).map(move |j| format!("k{i}:{j}")))
+        .map(|k| admin.get::<_, usize>(k).unwrap())
+        .sum();
+    assert_eq!(total, sent, "every INCR acknowledged is counted");
+}

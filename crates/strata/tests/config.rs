@@ -152,6 +152,7 @@ fn every_directive_sets_as_in_redis() {
     let others = [
         ("threads", "3"),
         ("worker-sched", "normal"),
+        ("worker-placement", "round-robin"),
         ("shards", "64"),
         ("tiering", "yes"),
         ("tiering-dir", "elsewhere"),

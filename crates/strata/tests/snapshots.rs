@@ -196,8 +196,8 @@ fn snapshot_taken_during_writes_is_one_point_in_time() {
 #[test]
 fn snapshot_holds_a_script_that_began_before_it() {
     let dir = temp_dir("pit-script");
-    let p = serve_in(&dir, &["--save", ""]);
-    // Two connections in a row land on different worker threads (round robin).
+    let p = serve_in(&dir, &["--save", "", "--threads", "2"]);
+    // Two connections in a row land on different worker threads (dealt in turn).
     let (mut a, mut b) = (p.client(), p.client());
     // Spins 400 ms, then writes 32 keys it did not declare, spread over many shards.
     const SLOW: &str = "local s = redis.call('TIME') \

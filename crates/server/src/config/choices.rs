@@ -109,6 +109,12 @@ choices! {
         Normal = "normal",
     }
 
+    /// Where new plain connections go among the worker threads (`net::balance`).
+    pub enum WorkerPlacement {
+        Balanced = "balanced",
+        RoundRobin = "round-robin",
+    }
+
     /// Always `no`: Strata runs under a supervisor, it does not fork itself away.
     pub enum Daemonize {
         No = "no",

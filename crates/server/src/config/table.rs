@@ -26,6 +26,10 @@ directives! {
     /// Scheduling policy of the worker threads: batch (SCHED_BATCH, a waking worker does
     /// not preempt the running thread) or normal (SCHED_OTHER).
     worker_sched: WorkerSched = "batch", "worker-sched", START | OWN;
+    /// Where new connections go: balanced (on the first worker while it is not busy, so
+    /// clients' commands run in the order they arrive as on Redis's one thread; spread as
+    /// load grows) or round-robin (dealt to each worker in turn, never moved for load).
+    worker_placement: WorkerPlacement = "balanced", "worker-placement", START | OWN;
     /// Refuse clients from beyond loopback while no password is set.
     protected_mode: bool = "yes", "protected-mode", LIVE;
     /// The password clients must AUTH with (empty: none).

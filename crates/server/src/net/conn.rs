@@ -3,6 +3,7 @@
 
 use crate::exec::client::{Client, ClientInfo};
 use crate::exec::{self, blocked, After, Call, Origin, Worker};
+use crate::net::balance;
 use crate::net::clients::{self, MemTracker};
 use crate::net::output::{self, flush_all, Output, MAX_RESERVE};
 use crate::net::waits::{run_deferred, wait_blocked, wait_later, wait_unpaused};
@@ -173,6 +174,8 @@ async fn serve_conn<W: Wire>(
     // reading more.
     let mut more = false;
     let mut streak = Streak::default();
+    // This connection's mark as active in its worker's window (`net::balance`).
+    let mut stamp = 0;
     let mut after = After::default();
     let mut mem = MemTracker::default();
     loop {
@@ -260,6 +263,7 @@ async fn serve_conn<W: Wire>(
         let sticky = server.keyspace.sticky();
         // What of the next request's first argument was prefetched.
         let mut ahead = exec::Ahead::Nothing;
+        let mut commands = 0;
         loop {
             if limits.stale(server, client) {
                 *limits = ConnLimits::load(server, parser, client.authenticated);
@@ -273,6 +277,7 @@ async fn serve_conn<W: Wire>(
             };
             match next {
                 Ok(Some((argv, frame))) => {
+                    commands += 1;
                     let prefetched = std::mem::take(&mut ahead);
                     if let Some(key) = strata_resp::peek_first_arg(inbuf) {
                         ahead = exec::tracking::prefetch_next(server, client, key);
@@ -363,6 +368,7 @@ async fn serve_conn<W: Wire>(
             server.clients.remove(info.id);
         }
         let hot = streak.hot(sticky.one_shard());
+        let clock = wk.clock;
         drop(sticky);
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
@@ -482,17 +488,23 @@ async fn serve_conn<W: Wire>(
         // A hot shard's connection moves to the worker that serves that shard's hot
         // connections (shard number modulo the workers): a hot key's connections then run on
         // one worker instead of handing its lock and its data back and forth (see `Streak`).
+        let can_move = W::MOVABLE && inbuf.is_empty() && !more && !out.stalled() && movable(client);
         if let Some(shard) = hot {
             let to = shard % server.threads.max(1);
-            if W::MOVABLE
-                && to != me
-                && inbuf.is_empty()
-                && !more
-                && !out.stalled()
-                && movable(client)
-            {
+            if can_move && to != me {
                 return Some(Exit::Move(to));
             }
+        }
+        // The workers' balance (`net::balance`): a connection whose batches keep to one
+        // shard is the hot-shard rule's.
+        let can_move = can_move && hot.is_none() && streak.batches < 2;
+        let batch = balance::Batch {
+            now: clock,
+            commands,
+            can_move,
+        };
+        if let Some(to) = balance::after_batch(&server.balance, &mut stamp, batch) {
+            return Some(Exit::Move(to));
         }
     }
 }

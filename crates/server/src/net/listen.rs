@@ -159,13 +159,15 @@ fn effective_backlog(wanted: u32) -> u32 {
     wanted
 }
 
-/// Accepts connections on `socket` and deals them to the workers in turn, until
-/// shutdown or until `stop` is set (the listener was closed: `net::listeners`).
+/// Accepts connections on `socket` and deals them to the workers, until shutdown or until
+/// `stop` is set (the listener was closed: `net::listeners`): a plain one where the
+/// workers' balance says (`net::balance`), a TLS one, which never moves, to each worker in
+/// turn (a TLS client at low load would otherwise stay on the first worker for good).
 pub(crate) fn accept_loop(server: &Server, socket: &TcpListener, tls: bool, stop: &AtomicBool) {
     let Some(workers) = server.workers.get() else {
         return;
     };
-    let mut next = 0usize;
+    let mut dealer = crate::net::balance::Dealer::new(&server.balance);
     loop {
         let stream = match socket.accept() {
             Ok((s, _)) => s,
@@ -190,10 +192,10 @@ pub(crate) fn accept_loop(server: &Server, socket: &TcpListener, tls: bool, stop
             false => Incoming::New(stream),
             true => Incoming::NewTls(stream),
         };
-        if workers[next % workers.len()].send(incoming).is_err() {
+        let to = dealer.deal(&server.balance, tls);
+        if workers[to % workers.len()].send(incoming).is_err() {
             return;
         }
-        next = next.wrapping_add(1);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Listeners, connections and worker threads.
 
 pub(crate) mod accept;
+pub mod balance;
 pub(crate) mod busy;
 pub mod clients;
 pub(crate) mod conn;

@@ -26,6 +26,7 @@ pub fn worker(
     // A busy script's hook serves this thread's connections and takes from its queue.
     crate::exec::script::set_while_busy(crate::net::busy::serve_idle);
     crate::net::busy::install(server.clone(), stats.clone(), rx, me);
+    crate::net::balance::start_worker(me);
     let leader = server.clone();
     #[cfg(target_os = "linux")]
     let workers = server.threads;
@@ -36,7 +37,9 @@ pub fn worker(
         // journal thread and back for each batch.
         // Then, if a running snapshot's own thread is starved, it captures a chunk of it;
         // and another worker waiting for this CPU gets it (`stranded::end_of_turn`).
+        .on_thread_unpark(crate::net::balance::unparked)
         .on_thread_park(move || {
+            crate::net::balance::parked(&leader.balance);
             leader.persist.with_journal(|j| j.flush_pending());
             crate::services::snapshot::help(&leader);
             crate::net::turn::ended();
@@ -67,6 +70,7 @@ pub fn worker(
                 _ = cron.tick() => {
                     if server.shutting_down.load(Ordering::SeqCst) { break; }
                     crate::net::replybuf::resize_idle(&server);
+                    crate::net::balance::tick(&server.balance);
                 }
             }
         }

@@ -134,11 +134,17 @@ pub fn temp_dir(tag: &str) -> std::path::PathBuf {
 
 /// Starts the real server on a free port (unless `args` names a `--port`). Unless `args`
 /// names a `--dir`, it gets a fresh data directory of its own (removed when the Proc
-/// drops).
+/// drops). A test that asks for several `--threads` gets its connections dealt to them in
+/// turn (`--worker-placement round-robin`): the default placement keeps a test's few
+/// connections on the first worker, and such a test means to exercise several.
 pub fn strata(args: &[&str]) -> Proc {
     let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("data"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
     cmd.arg("serve");
+    let several = args.windows(2).any(|a| a[0] == "--threads" && a[1] != "1");
+    if several && !args.contains(&"--worker-placement") {
+        cmd.args(["--worker-placement", "round-robin"]);
+    }
     if !args.contains(&"--port") {
         cmd.args(["--port", "0"]);
     }
