@@ -520,6 +520,21 @@ fn connections_moved(c: &mut redis::Connection) -> u64 {
         .expect("strata_connections_moved")
 }
 
+/// Waits up to 20 s for a connection to move, lets the load run `after` longer, then tells
+/// its threads to `stop`.
+fn until_a_move(
+    admin: &mut redis::Connection,
+    stop: &std::sync::atomic::AtomicBool,
+    after: Duration,
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while connections_moved(admin) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(after);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Pipelines over keys spread across shards keep their connections where they are, however
 /// often their batches wait for a shard: only a batch that locked one shard alone moves.
 #[test]
@@ -631,13 +646,8 @@ fn connections_on_one_hot_key_move_to_one_worker_with_their_state() {
                 })
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while moved(&mut admin) == 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
         // Keep going a little after the first move, so moved connections run on.
-        std::thread::sleep(Duration::from_millis(300));
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        until_a_move(&mut admin, &stop, Duration::from_millis(300));
         workers.into_iter().map(|w| w.join().unwrap()).collect()
     });
     assert!(moved(&mut admin) > 0, "no connection moved in 20 s");
@@ -700,12 +710,7 @@ fn connections_spread_under_load_and_gather_again_after_it() {
                 })
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while connections_moved(&mut admin) == 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        until_a_move(&mut admin, stop, Duration::from_millis(200));
         workers.into_iter().map(|w| w.join().unwrap()).sum()
     });
     let spread = connections_moved(&mut admin);
