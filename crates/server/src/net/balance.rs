@@ -18,7 +18,7 @@
 //! keep to one shard is left to the hot-shard rule (`conn.rs`, `Streak`).
 
 use crate::tick::Tick;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// The measuring window, in nanoseconds: a connection moves at most every other window.
@@ -143,7 +143,6 @@ impl Dealer {
 }
 
 /// A worker's window as it runs (thread-local: only its worker reads and writes it).
-#[derive(Clone, Copy)]
 struct Window {
     me: usize,
     /// Nanoseconds (`Tick`) when the window began.
@@ -172,13 +171,13 @@ struct Window {
 }
 
 thread_local! {
-    static WINDOW_NOW: Cell<Option<Window>> = const { Cell::new(None) };
+    static WINDOW_NOW: RefCell<Option<Window>> = const { RefCell::new(None) };
 }
 
 /// Starts the measuring on worker thread `me`.
 pub fn start_worker(me: usize) {
     let now = Tick::now().nanos();
-    WINDOW_NOW.set(Some(Window {
+    WINDOW_NOW.replace(Some(Window {
         me,
         start: now,
         running_since: now,
@@ -196,13 +195,9 @@ pub fn start_worker(me: usize) {
     }));
 }
 
+/// Runs `f` on this thread's window, if it is a worker's (none of the callers nest).
 fn with_window<R>(f: impl FnOnce(&mut Window) -> R) -> Option<R> {
-    WINDOW_NOW.with(|c| {
-        let mut w = c.get()?;
-        let r = f(&mut w);
-        c.set(Some(w));
-        Some(r)
-    })
+    WINDOW_NOW.with_borrow_mut(|w| w.as_mut().map(f))
 }
 
 /// The event loop woke.
