@@ -12,10 +12,12 @@
 //! A new connection goes to the first worker (`Dealer`), unless that one is heavy beside
 //! one `GAP` lighter, or has taken `BURST` new connections in this window. At the end of a
 //! batch a connection may be told to move (`after_batch`): off a heavy worker to the one
-//! with the fewest active connections, if no busier (half the difference at a time), or back to the
-//! first worker, a few at a time, once both are under `PACK` together; only when two
-//! windows in a row say so, and not in the window after a move. A connection whose batches
-//! keep to one shard is left to the hot-shard rule (`conn.rs`, `Streak`).
+//! with the fewest active connections, if no busier (half the difference at a time), or
+//! back to the first worker, a few at a time, once both are under `PACK` together; only
+//! when two windows in a row say so, and not in the window after a move. A connection
+//! whose batches keep to one shard is left to the hot-shard rule (`conn.rs`, `Streak`).
+//! Under `worker-placement round-robin` nothing is measured (`start_worker` is not called,
+//! so every hook below finds no window).
 
 use crate::tick::Tick;
 use std::cell::RefCell;
@@ -49,7 +51,7 @@ struct Load {
 pub struct Balance {
     loads: Box<[Load]>,
     /// `worker-placement balanced`; else connections are dealt in turn and never moved.
-    on: bool,
+    pub on: bool,
 }
 
 impl Balance {
@@ -207,8 +209,8 @@ pub fn unparked() {
 
 /// The event loop is about to sleep.
 pub fn parked(balance: &Balance) {
-    let now = Tick::now().nanos();
     with_window(|w| {
+        let now = Tick::now().nanos();
         if w.running_since != 0 {
             w.busy += now.saturating_sub(w.running_since.max(w.start));
             w.running_since = 0;
@@ -223,8 +225,7 @@ pub fn parked(balance: &Balance) {
 
 /// The worker's periodic tick: a worker that sleeps for long still ends its windows.
 pub fn tick(balance: &Balance) {
-    let now = Tick::now().nanos();
-    with_window(|w| roll(balance, w, now));
+    with_window(|w| roll(balance, w, Tick::now().nanos()));
 }
 
 /// Ends the window if it is over: publishes its figures and plans the next.

@@ -26,7 +26,9 @@ pub fn worker(
     // A busy script's hook serves this thread's connections and takes from its queue.
     crate::exec::script::set_while_busy(crate::net::busy::serve_idle);
     crate::net::busy::install(server.clone(), stats.clone(), rx, me);
-    crate::net::balance::start_worker(me);
+    if server.balance.on {
+        crate::net::balance::start_worker(me);
+    }
     let leader = server.clone();
     #[cfg(target_os = "linux")]
     let workers = server.threads;
