@@ -9,11 +9,7 @@
 //! snapshot is one point in time, and its extra memory is bounded by the keys written
 //! meanwhile, not by the data set.
 //!
-//! A background snapshot's thread runs under SCHED_IDLE: it uses the CPU the workers leave,
-//! and a worker that wakes takes its core at once (docs/benchmarks.md, "Snapshot p99").
-//! On a machine whose cores are all busy it would get almost none, so once it has captured
-//! nothing for `snapshot-help-after-ms`, workers capture a chunk each before their event
-//! loop sleeps (`help`) until it moves again.
+//! Who captures and who writes the chunks of the walk: `walk.rs`.
 //!
 //! Each journal block carries the epoch its writer saw when it locked its shards. A block
 //! with an epoch below E was applied before its shards were captured, so the snapshot holds
@@ -27,8 +23,12 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use strata_engine::{Capture, Captured, Keyspace, Session, ShardId};
-use strata_storage::{Place, Position, SnapshotWriter};
+use strata_engine::{Keyspace, Session};
+use strata_storage::{Position, SnapshotWriter};
+use walk::{capture, end_walk, walk, walk_beside, Consume};
+
+mod walk;
+pub use walk::help;
 
 pub use super::snapshot_load::{load, reload};
 pub(crate) use super::snapshot_load::{load_newest, Load};
@@ -188,117 +188,6 @@ pub fn before_write(server: &Server, write_epoch: u64, db: usize, world: bool, k
     }
 }
 
-/// Table buckets the snapshot thread captures per hold of a shard's lock: about 150
-/// entries, so a client waits microseconds for a capture, not a whole shard's. Shorter
-/// holds than 1024 buckets' halved SET's median p99 during snapshots (1.9 to 1.0 ms in 9
-/// interleaved runs, docs/benchmarks.md "Snapshot chunks of 256 buckets") at no cost in
-/// snapshot time.
-const CHUNK_BUCKETS: usize = 256;
-
-/// A worker helps at most once per HELP_EVERY: a chunk takes tens of microseconds, so
-/// helping takes about a tenth of a worker's time.
-const HELP_EVERY: std::time::Duration = std::time::Duration::from_micros(500);
-
-thread_local! {
-    /// When this worker last helped the snapshot.
-    static LAST_HELP: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-/// Called by a worker before its event loop sleeps: if a snapshot runs and its thread has
-/// captured nothing for `snapshot-help-after-ms`, captures the next chunk of its walk. One
-/// chunk (tens of microseconds) per call, so a request arriving meanwhile waits no longer.
-pub fn help(server: &Server) {
-    let snap = &server.persist.snapshots;
-    if !snap.active() {
-        return;
-    }
-    let since =
-        strata_engine::clock::now_ms().saturating_sub(snap.progress_ms.load(Ordering::Relaxed));
-    if since < snap.help_after_ms.load(Ordering::Relaxed) {
-        return;
-    }
-    let now = Instant::now();
-    if LAST_HELP
-        .get()
-        .is_some_and(|t| now.duration_since(t) < HELP_EVERY)
-    {
-        return;
-    }
-    LAST_HELP.set(Some(now));
-    // Counted before `active` is read again (both SeqCst): the snapshot thread, which
-    // clears `active` and then waits for `helpers` to reach 0, cannot write its last
-    // chunks while a helper still holds one.
-    snap.helpers.fetch_add(1, Ordering::SeqCst);
-    let epoch = snap.active.load(Ordering::SeqCst);
-    if epoch != 0 && walk_step(server, epoch) {
-        snap.helped.fetch_add(1, Ordering::Relaxed);
-    }
-    snap.helpers.fetch_sub(1, Ordering::SeqCst);
-}
-
-/// Captures one chunk of the walk for snapshot `epoch` and queues it for the file. False
-/// when the walk is over (every shard captured).
-fn walk_step(server: &Server, epoch: u64) -> bool {
-    let snap = &server.persist.snapshots;
-    let ks = &server.keyspace;
-    let per_db = ks.db(0).shard_count();
-    let total = ks.db_count() * per_db;
-    loop {
-        let i = snap.next_shard.load(Ordering::SeqCst);
-        if i >= total {
-            return false;
-        }
-        let (state, chunk) = capture(server, (i / per_db, i % per_db), epoch, CHUNK_BUCKETS);
-        if let Some(chunk) = chunk {
-            snap.early.lock().push(chunk);
-        }
-        if state != Capture::More {
-            // Only the first to see the shard finished moves the walk on.
-            let _ = snap
-                .next_shard
-                .compare_exchange(i, i + 1, Ordering::SeqCst, Ordering::SeqCst);
-        }
-        // A shard captured already (by a writer, or by another helper's last chunk) cost
-        // nothing: go on to the next.
-        if state != Capture::Already {
-            return true;
-        }
-    }
-}
-
-/// Encodes up to `buckets` more table buckets of shard `id` for the snapshot of `epoch`
-/// (none if it was captured already): whether the shard is done, and the entries, if any.
-fn capture(
-    server: &Server,
-    (db, idx): ShardId,
-    epoch: u64,
-    buckets: usize,
-) -> (Capture, Option<(Vec<u8>, u64)>) {
-    let mut buf = Vec::new();
-    let mut n = 0u64;
-    let state = server
-        .keyspace
-        .db(db)
-        .capture_chunk(idx, epoch, buckets, |c| {
-            // Where the entry is, for a restart that keeps the tier (`strata_tier::kept`).
-            let (place, live, saved) = match c {
-                Captured::Entry(e) => (Place::Ram, Some(e), None),
-                Captured::Clean(e) => (Place::Clean, Some(e), None),
-                Captured::Value(key, o) => (Place::Ram, None, Some((key, o))),
-                Captured::Cold(key, o) => (Place::Cold, None, Some((key, o))),
-            };
-            let (start, db) = (buf.len(), db as u32);
-            if let Some(e) = live {
-                strata_storage::encode_entry(&mut buf, db, e.key(), e.expire_at(), e);
-            } else if let Some((key, o)) = saved {
-                strata_storage::encode_value(&mut buf, db, key, o.expire_at, &o.value);
-            }
-            strata_storage::mark_place(&mut buf, start, place);
-            n += 1;
-        });
-    (state, (n > 0).then_some((buf, n)))
-}
-
 /// Why a snapshot could not start.
 pub const ALREADY: &str = "ERR Background save already in progress";
 
@@ -387,12 +276,13 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
         std::thread::Builder::new()
             .name("strata-snapshot".into())
             .spawn(move || {
-                // SCHED_IDLE (niced where refused): a worker that wakes takes its core at
-                // once, where a niced thread, once picked, keeps it for a time slice
-                // (milliseconds at every client's p99; GET -P 1 under back-to-back
-                // snapshots of 10M keys: p99 0.8–1.3 ms, niced 3.5–3.8 ms). Starved, it
-                // is helped by the workers (`help`).
-                let _ = crate::net::sched::set_current(crate::net::sched::Policy::Idle);
+                // The capture runs under SCHED_IDLE on a thread of its own (`walk_beside`:
+                // niced, a thread once picked keeps its core for a time slice, which cost
+                // GET -P 1 under back-to-back snapshots of 10M keys a p99 of 3.5–3.8 ms
+                // against 0.8–1.3). This thread writes the file and must end even on a
+                // machine whose every core is busy: it runs as the workers do, and a
+                // worker woken onto its core does not wait for its time slice to end.
+                let _ = crate::net::sched::set_current(crate::net::sched::Policy::Batch);
                 let _ = run();
             })
             .map_err(|e| e.to_string())?;
@@ -505,9 +395,9 @@ fn finish_streamed(
 }
 
 /// Captures every shard and writes the file. Returns the number of keys. A `background`
-/// snapshot hands its CPU to workers waiting for one (`stranded`).
+/// snapshot captures on a thread of its own (`walk_beside`).
 fn write(
-    server: &Server,
+    server: &Arc<Server>,
     epoch: u64,
     from: Position,
     rewrite: bool,
@@ -515,9 +405,15 @@ fn write(
 ) -> Result<u64, String> {
     let dir = server.data_dir();
     let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
-    let entries = walk(server, epoch, background, &mut |bytes, count| {
-        w.raw_chunk(bytes, count).map_err(|e| e.to_string())
-    })?;
+    let entries = if background {
+        let (entries, back) = walk_beside(server, epoch, w)?;
+        w = back;
+        entries
+    } else {
+        walk(server, epoch, false, &mut |bytes, count| {
+            w.raw_chunk(bytes, count).map_err(|e| e.to_string())
+        })?
+    };
     if let Some(j) = server.persist.journal() {
         // The snapshot names a journal position: it must be on disk before the snapshot.
         j.sync().map_err(|e| e.to_string())?;
@@ -530,96 +426,6 @@ fn write(
         }
     }
     Ok(entries)
-}
-
-/// Takes each chunk of encoded entries of a walk, and their count.
-type Consume<'a> = dyn FnMut(&[u8], u64) -> Result<(), String> + 'a;
-
-/// The walk of snapshot `epoch` over every shard, on this thread (workers join in while it
-/// is starved, `help`): each chunk of encoded entries (`strata_storage::encode_entry`'s
-/// form) goes to `consume` as it is captured. Returns the number of entries.
-fn walk(
-    server: &Server,
-    epoch: u64,
-    background: bool,
-    consume: &mut Consume<'_>,
-) -> Result<u64, String> {
-    let snap = &server.persist.snapshots;
-    let mut entries = 0u64;
-    let flush_early = |consume: &mut Consume<'_>| {
-        let early = std::mem::take(&mut *snap.early.lock());
-        let mut n = 0;
-        for (bytes, count) in early {
-            consume(&bytes, count)?;
-            n += count;
-        }
-        Ok::<u64, String>(n)
-    };
-    snap.progress_ms
-        .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
-    snap.next_shard.store(0, Ordering::SeqCst);
-    #[cfg(target_os = "linux")]
-    let mut stranded = background
-        .then(crate::net::stranded::Stranded::find)
-        .flatten();
-    #[cfg(not(target_os = "linux"))]
-    let _ = background;
-    while walk_step(server, epoch) {
-        snap.progress_ms
-            .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
-        let n = flush_early(consume)?;
-        entries += n;
-        key_save_delay(server, n);
-        #[cfg(target_os = "linux")]
-        if let Some(s) = stranded.as_mut() {
-            s.take_over();
-        }
-    }
-    #[cfg(target_os = "linux")]
-    if let Some(s) = &stranded {
-        tracing::debug!("snapshot {epoch}: {} workers moved onto its CPU", s.moved);
-    }
-    // Every shard is captured now, so no writer adds to `early` any more; a helper that
-    // saw the snapshot active may still be queueing its last chunk.
-    snap.active.store(0, Ordering::SeqCst);
-    while snap.helpers.load(Ordering::SeqCst) != 0 {
-        std::thread::yield_now();
-    }
-    entries += flush_early(consume)?;
-    Ok(entries)
-}
-
-/// `rdb-key-save-delay` (a test hook, as in Redis, where tests use it to keep a save or a
-/// full sync running): microseconds per entry written, or for -n one microsecond every n
-/// entries. Slept by the walk between chunks, outside every lock, keeping its progress
-/// fresh so that workers do not take the walk over (`help`).
-fn key_save_delay(server: &Server, entries: u64) {
-    let us = match server.config.get().rdb_key_save_delay {
-        0 => return,
-        d if d > 0 => entries.saturating_mul(d as u64),
-        d => entries / u64::from(d.unsigned_abs()),
-    };
-    let mut left = std::time::Duration::from_micros(us);
-    while !left.is_zero() {
-        let nap = left.min(std::time::Duration::from_millis(10));
-        std::thread::sleep(nap);
-        left -= nap;
-        server
-            .persist
-            .snapshots
-            .progress_ms
-            .store(strata_engine::clock::now_ms(), Ordering::Relaxed);
-    }
-}
-
-/// After a walk, complete or abandoned: writers stop capturing, and once no helper holds
-/// a chunk any more, what is left queued is dropped (so it never reaches the next one).
-fn end_walk(snap: &Snapshots) {
-    snap.active.store(0, Ordering::SeqCst);
-    while snap.helpers.load(Ordering::SeqCst) != 0 {
-        std::thread::yield_now();
-    }
-    snap.early.lock().clear();
 }
 
 /// A point-in-time capture of the keyspace for another consumer than a snapshot file (a
