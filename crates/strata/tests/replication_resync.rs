@@ -84,7 +84,8 @@ fn restart_and_resume(backlog: &str, writes: usize, expect_partial: bool) {
     r.terminate();
     assert!(
         r.wait_exit(std::time::Duration::from_secs(20)),
-        "replica never stopped"
+        "replica never stopped; its log:\n{}",
+        r.log.lock().unwrap().join("\n")
     );
     drop(r);
     let ok = number(&mut pc, "stats", "sync_partial_ok");
