@@ -21,6 +21,38 @@ pub enum Policy {
 /// Sets the calling thread's policy. Where SCHED_IDLE is refused the thread is niced
 /// instead; any other failure leaves the thread as it was and is reported.
 pub fn set_current(policy: Policy) -> Result<(), std::io::Error> {
+    let r = set(0, policy);
+    #[cfg(target_os = "linux")]
+    if r.is_err() && policy == Policy::Idle {
+        // SAFETY: a plain syscall; only this thread's nice value changes.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
+    }
+    r
+}
+
+/// The calling thread's id, for [`set_thread`] (0 where there is none).
+pub fn current_tid() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no arguments and cannot fail.
+        unsafe { libc::gettid() }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0
+    }
+}
+
+/// Sets the policy of thread `tid` of this process. Taking a thread out of SCHED_IDLE
+/// needs CAP_SYS_NICE (or an RLIMIT_NICE that allows it): refused otherwise.
+pub fn set_thread(tid: i32, policy: Policy) -> Result<(), std::io::Error> {
+    if tid == 0 {
+        return Ok(());
+    }
+    set(tid, policy)
+}
+
+fn set(tid: i32, policy: Policy) -> Result<(), std::io::Error> {
     #[cfg(target_os = "linux")]
     {
         let raw = match policy {
@@ -29,20 +61,16 @@ pub fn set_current(policy: Policy) -> Result<(), std::io::Error> {
             Policy::Idle => libc::SCHED_IDLE,
         };
         let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: a plain syscall on this thread (pid 0) with a valid parameter block.
-        if unsafe { libc::sched_setscheduler(0, raw, &param) } == 0 {
+        // SAFETY: a plain syscall on a thread of this process (0: the calling one) with a
+        // valid parameter block.
+        if unsafe { libc::sched_setscheduler(tid, raw, &param) } == 0 {
             return Ok(());
         }
-        let err = std::io::Error::last_os_error();
-        if policy == Policy::Idle {
-            // SAFETY: as above; only this thread's nice value changes.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
-        }
-        Err(err)
+        Err(std::io::Error::last_os_error())
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = policy;
+        let _ = (tid, policy);
         Ok(())
     }
 }
@@ -60,6 +88,25 @@ mod tests {
             libc::SCHED_IDLE => Some(Policy::Idle),
             _ => None,
         }
+    }
+
+    /// Another thread's policy is set by its id (to SCHED_BATCH, which needs no privilege).
+    #[test]
+    fn a_thread_sets_another_by_its_id() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            set_current(Policy::Normal).expect("SCHED_OTHER");
+            tx.send(current_tid()).expect("send tid");
+            done_rx.recv().ok();
+        });
+        let tid = rx.recv().expect("tid");
+        assert_ne!(tid, 0);
+        set_thread(tid, Policy::Batch).expect("SCHED_BATCH for another thread");
+        // SAFETY: a plain syscall on a live thread of this process.
+        assert_eq!(unsafe { libc::sched_getscheduler(tid) }, libc::SCHED_BATCH);
+        done_tx.send(()).ok();
+        other.join().expect("other thread");
     }
 
     #[test]
