@@ -187,17 +187,34 @@ struct Shared {
 }
 
 impl Shared {
-    /// Writes the chunks queued so far, unless the file is closed already.
+    /// Writes the chunks queued so far, unless the file is closed already. A failure is
+    /// kept before the file is let go, so that whoever takes it next knows.
     fn flush(&self, snap: &Snapshots) -> Result<(), String> {
-        let mut w = self.writer.lock();
-        let Some(w) = w.as_mut() else {
+        let mut guard = self.writer.lock();
+        let Some(w) = guard.as_mut() else {
             return Ok(());
         };
-        let n = flush_early(snap, &mut |bytes, count| {
+        let written = flush_early(snap, &mut |bytes, count| {
             w.raw_chunk(bytes, count).map_err(|e| e.to_string())
-        })?;
-        self.entries.fetch_add(n, Ordering::Relaxed);
-        Ok(())
+        });
+        match written {
+            Ok(n) => {
+                self.entries.fetch_add(n, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                *self.failed.lock() = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// The first write that failed, if one did.
+    fn failure(&self) -> Result<(), String> {
+        match self.failed.lock().clone() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -234,8 +251,7 @@ pub(super) fn walk_beside(
             let mut handing = Handing::new(true);
             while let Some(n) = step_beside(&walker, Some(epoch)) {
                 moved(snap);
-                if let Err(e) = theirs.flush(snap) {
-                    *theirs.failed.lock() = Some(e);
+                if theirs.flush(snap).is_err() {
                     break;
                 }
                 key_save_delay(&walker, n);
@@ -246,6 +262,8 @@ pub(super) fn walk_beside(
             me.unpark();
         })
         .map_err(|e| e.to_string())?;
+    let shared = LetWalkerGo(shared);
+    let shared = &shared.0;
     let (per_db, dbs) = (
         server.keyspace.db(0).shard_count(),
         server.keyspace.db_count(),
@@ -253,9 +271,7 @@ pub(super) fn walk_beside(
     let mut helped = snap.helped.load(Ordering::Relaxed);
     loop {
         std::thread::park_timeout(CHECK_EVERY);
-        if let Some(e) = shared.failed.lock().take() {
-            return Err(e);
-        }
+        shared.failure()?;
         if snap.next_shard.load(Ordering::SeqCst) >= per_db * dbs {
             break;
         }
@@ -274,15 +290,24 @@ pub(super) fn walk_beside(
         .lock()
         .take()
         .ok_or("the snapshot's file was closed twice")?;
+    shared.failure()?;
     let last = close(snap, &mut |bytes, count| {
         w.raw_chunk(bytes, count).map_err(|e| e.to_string())
     })?;
-    // A walker starved mid-walk is still waiting to run its last lines, and until it has,
-    // the process cannot end: a SIGKILL, or the exit after a SIGTERM, waits for it (beside
-    // two busy processes per core, measured 1.8-3.4 s, and once minutes). Where the
-    // process may (CAP_SYS_NICE), it leaves SCHED_IDLE to leave at once.
-    let _ = sched::set_thread(shared.walker.load(Ordering::SeqCst), Policy::Batch);
     Ok((shared.entries.load(Ordering::Relaxed) + last, w))
+}
+
+/// On the way out of `walk_beside`, however it ends: a walker starved mid-walk is still
+/// waiting to run its last lines, and until it has, the process cannot end: a SIGKILL, or
+/// the exit after a SIGTERM, waits for it (beside two busy processes per core, measured
+/// 1.8-3.4 s, and once minutes). Where the process may (CAP_SYS_NICE), it leaves
+/// SCHED_IDLE to leave at once.
+struct LetWalkerGo(Arc<Shared>);
+
+impl Drop for LetWalkerGo {
+    fn drop(&mut self) {
+        let _ = sched::set_thread(self.0.walker.load(Ordering::SeqCst), Policy::Batch);
+    }
 }
 
 /// Opens the walk at its first shard.
