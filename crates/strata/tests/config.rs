@@ -157,6 +157,7 @@ fn every_directive_sets_as_in_redis() {
         ("tiering", "yes"),
         ("tiering-dir", "elsewhere"),
         ("tiering-cache-size", "2mb"),
+        ("journal-segment-size", "1mb"),
     ];
     assert_eq!(own_start, others.map(|(n, _)| n), "a value for each");
     for (name, other) in others {

@@ -124,7 +124,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 ),
                 (
                     "aof_last_bgrewrite_status",
-                    status(!snap.last_failed.load(Ordering::Relaxed)),
+                    status(snap.rewrite_failures.load(Ordering::Relaxed) == 0),
                 ),
             ];
             fields.extend(p.aof_fields());

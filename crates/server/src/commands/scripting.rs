@@ -329,8 +329,8 @@ fn check_flags(ctx: &Ctx<'_>, flags: &ScriptFlags, ro: bool) -> CmdResult {
     if flags.eval_compat_mode || flags.no_writes {
         return Ok(());
     }
-    if ctx.server().sinks.write_error().is_some() {
-        return Err(CmdError::Static("MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts."));
+    if let Some(r) = crate::services::disk_refusal::DiskRefusal::now(ctx.server()) {
+        return Err(r.script_error());
     }
     if ro {
         return Err(CmdError::err(

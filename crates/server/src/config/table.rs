@@ -158,7 +158,9 @@ directives! {
     rdbchecksum: bool = "yes", "rdbchecksum", START;
     rdb_del_sync_files: bool = "no", "rdb-del-sync-files", LIVE | INERT;
     rdb_save_incremental_fsync: bool = "yes", "rdb-save-incremental-fsync", LIVE | INERT;
-    stop_writes_on_bgsave_error: bool = "yes", "stop-writes-on-bgsave-error", LIVE | INERT;
+    /// Refuse writes (and PING) with MISCONF while the last snapshot failed and save
+    /// rules are set.
+    stop_writes_on_bgsave_error: bool = "yes", "stop-writes-on-bgsave-error", LIVE;
     sanitize_dump_payload: SanitizeDumpPayload = "no", "sanitize-dump-payload", LIVE | INERT;
     aof_rewrite_incremental_fsync: bool = "yes", "aof-rewrite-incremental-fsync",
         LIVE | INERT;
@@ -167,10 +169,16 @@ directives! {
     aof_use_rdb_preamble: bool = "yes", "aof-use-rdb-preamble", LIVE | INERT;
     aof_timestamp_enabled: bool = "no", "aof-timestamp-enabled", LIVE | INERT;
     aof_disable_auto_gc: bool = "no", "aof-disable-auto-gc", LIVE | INERT;
+    /// A rewrite (a snapshot, then the journal before it deleted) starts by itself once
+    /// the journal has grown this much in percent since the last one (0: never) ...
     auto_aof_rewrite_percentage: u32 [int(0, INT_MAX)] = "100",
-        "auto-aof-rewrite-percentage", LIVE | INERT;
+        "auto-aof-rewrite-percentage", LIVE;
+    /// ... and is larger than this.
     auto_aof_rewrite_min_size: i64 [memory(0, LONG_MAX)] = "67108864",
-        "auto-aof-rewrite-min-size", LIVE | INERT;
+        "auto-aof-rewrite-min-size", LIVE;
+    /// Size of a journal segment file (a rewrite deletes whole segments).
+    journal_segment_size: u64 [memory(1 << 16, 1 << 40)] = "64mb", "journal-segment-size",
+        START | OWN;
 
     // --- Logging, slow log, latency
     /// Log verbosity (read at start).

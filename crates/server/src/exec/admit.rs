@@ -2,8 +2,9 @@
 //! Redis's order: authentication, the ACL hook, memory (eviction, and the refusal of
 //! commands that need memory when none can be freed), the subscribed context, a busy
 //! script (before replication's rules, unlike Redis: see there), CLIENT PAUSE, MULTI
-//! queueing, the cluster-slot hook, a journal that cannot be written; and for a script's
-//! `redis.call`, the rules scripts run under.
+//! queueing, the cluster-slot hook; and for a script's `redis.call`, the rules scripts run
+//! under. A disk that refuses writes (a failed snapshot, a journal that cannot be written)
+//! is checked after memory, as Redis does.
 
 use crate::commands::transactions;
 use crate::exec::client::Client;
@@ -11,6 +12,7 @@ use crate::exec::command::{flags, CmdError};
 use crate::exec::{Nest, Origin};
 use crate::server::Server;
 use crate::services::acl::{self, Context, Reason, Refusal};
+use crate::services::disk_refusal::DiskRefusal;
 use crate::services::evict::{State, OOM};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -57,6 +59,12 @@ pub fn admit(
             if rules.deny_oom && cmd.has(flags::DENYOOM) && server.evict.maxmemory() != 0 {
                 return refuse(OOM);
             }
+            // Until the script has written: once it has, it must be let finish.
+            if !rules.wrote && cmd.has(flags::WRITE) {
+                if let Some(r) = DiskRefusal::now(server) {
+                    return Admit::Refuse(r.command_error());
+                }
+            }
         }
         Origin::Master => return admit_master(client, cmd),
         Origin::Nested(_) | Origin::Client => {
@@ -76,8 +84,13 @@ pub fn admit(
             }
         }
     }
-    if matches!(origin, Origin::Client) && memory_check(server, client, id).is_err() {
-        return refuse(OOM);
+    if matches!(origin, Origin::Client) {
+        if memory_check(server, client, id).is_err() {
+            return refuse(OOM);
+        }
+        if let Err(e) = disk_check(server, client, id, argv) {
+            return Admit::Refuse(e);
+        }
     }
     if client.pubsub_mode && !cmd.has(flags::SUBSCRIBED) {
         return Admit::Refuse(CmdError::Custom(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", server.table.fullnames[id])));
@@ -120,12 +133,22 @@ pub fn admit(
     if let Err(e) = cluster_check(server, client, id, argv) {
         return Admit::Refuse(e);
     }
-    if cmd.has(flags::WRITE) {
-        if let Some(e) = server.sinks.write_error() {
-            return Admit::Refuse(CmdError::Custom(e));
-        }
-    }
     Admit::Run
+}
+
+/// A client's write (an EXEC with one queued included, and a write to be queued in MULTI,
+/// which dooms the transaction) or PING, while the disk refuses writes (Redis checks
+/// PING too, so that a health check sees the problem).
+#[inline]
+fn disk_check(server: &Server, client: &Client, id: usize, argv: &[Bytes]) -> Result<(), CmdError> {
+    let writes = call_flags(server, client, id, argv) & flags::WRITE != 0;
+    if !writes && server.table.commands[id].name != "ping" {
+        return Ok(());
+    }
+    match DiskRefusal::now(server) {
+        Some(r) => Err(r.command_error()),
+        None => Ok(()),
+    }
 }
 
 /// The primary's stream: only MULTI queueing applies.

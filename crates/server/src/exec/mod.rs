@@ -82,6 +82,9 @@ pub struct ScriptRules {
     /// commands flagged DENYOOM are refused until its first write (Redis's
     /// scriptVerifyOOM; a script flagged `allow-oom` is never refused).
     pub deny_oom: bool,
+    /// The script has written: from then on no refusal for the server's state (memory,
+    /// the disk) may stop it halfway (Redis's SCRIPT_WRITE_DIRTY).
+    pub wrote: bool,
     /// When the script started (Unix ms): its commands all run at that time, so no key
     /// expires while it runs (as Redis blocks the time for a script).
     pub started_ms: u64,

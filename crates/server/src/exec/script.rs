@@ -71,6 +71,7 @@ pub fn run(ctx: &mut Ctx<'_>, script: Script<'_>) -> Vec<u8> {
         script: Some(ScriptRules {
             read_only: script.read_only,
             deny_oom: script.deny_oom,
+            wrote: false,
             started_ms: server.clock.unix_ms(now),
         }),
     };
@@ -229,6 +230,7 @@ impl Host for ScriptHost<'_> {
                     // Written once, it must be let finish whatever memory says.
                     if let Some(rules) = &mut self.nest.script {
                         rules.deny_oom = false;
+                        rules.wrote = true;
                     }
                     if let Some(r) = &self.running {
                         r.wrote.store(true, Ordering::Relaxed);

@@ -30,7 +30,8 @@ pub trait EffectSink: Send + Sync {
     /// Which records this sink takes (the journal, or the replication stream).
     fn audience(&self) -> Audience;
 
-    /// Why writes must be refused now (a journal that cannot be written), if they must.
+    /// The error that keeps it from taking writes now (a journal that cannot be written):
+    /// writes are refused while there is one (`services::disk_refusal`).
     fn write_error(&self) -> Option<String>;
 }
 

@@ -3,6 +3,7 @@
 pub mod acl;
 pub mod blocking;
 pub mod debug;
+pub mod disk_refusal;
 pub mod evict;
 pub mod latency;
 pub mod lazyfree;

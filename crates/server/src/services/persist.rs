@@ -126,6 +126,13 @@ impl Persist {
             ("aof_enabled", "1".into()),
             ("aof_last_write_status", status.into()),
             ("aof_current_size", st.size_bytes.to_string()),
+            (
+                "aof_base_size",
+                self.snapshots
+                    .rewrite_base
+                    .load(Ordering::Relaxed)
+                    .to_string(),
+            ),
             ("aof_buffer_length", st.pending_bytes.to_string()),
             ("aof_segments", st.segments.to_string()),
             ("aof_fsyncs", st.fsyncs.to_string()),
@@ -227,8 +234,16 @@ fn attach_journal(server: &Arc<Server>) -> Result<(), String> {
     let dir = server.data_dir();
     let mut opts = JournalOptions::new(&dir);
     opts.fsync = fsync_policy(server.config.get().appendfsync);
+    opts.segment_bytes = server.config.get().journal_segment_size;
     let j = Journal::open(opts)
         .map_err(|e| format!("opening the journal in {}: {e}", dir.display()))?;
+    // Automatic rewrites count the journal's growth from here (Redis: the AOF's size at
+    // load).
+    server
+        .persist
+        .snapshots
+        .rewrite_base
+        .store(j.stats().size_bytes, Ordering::Relaxed);
     let notify = server.persist.durable.clone();
     j.on_durable(Box::new(move |_| notify.notify_waiters()));
     // Worker threads flush their own batches before they idle (net::workers).
@@ -330,9 +345,7 @@ impl EffectSink for JournalSink {
     }
 
     fn write_error(&self) -> Option<String> {
-        self.0
-            .last_error()
-            .map(|e| format!("MISCONF Errors writing to the AOF file: {e}"))
+        self.0.last_error()
     }
 }
 

@@ -27,7 +27,9 @@ use strata_engine::{Keyspace, Session};
 use strata_storage::{Position, SnapshotWriter};
 use walk::{capture, end_walk, walk, walk_beside, Consume};
 
+mod schedule;
 mod walk;
+pub use schedule::cron;
 pub use walk::help;
 
 pub use super::snapshot_load::{load, reload};
@@ -59,8 +61,15 @@ pub struct Snapshots {
     running: AtomicBool,
     /// A BGREWRITEAOF is running (the snapshot drops the journal before it when done).
     pub rewriting: AtomicBool,
-    /// Status of the last snapshot (INFO rdb_last_bgsave_status).
+    /// Status of the last snapshot other than a rewrite (INFO rdb_last_bgsave_status;
+    /// with `stop-writes-on-bgsave-error`, writes are refused while it failed).
     pub last_failed: AtomicBool,
+    /// Rewrites (BGREWRITEAOF, automatic ones) that failed in a row; 0 after a success
+    /// (INFO aof_last_bgrewrite_status).
+    pub rewrite_failures: AtomicU64,
+    /// The journal's size when its last rewrite ended, or when it was opened (Redis's
+    /// aof_rewrite_base_size): `auto-aof-rewrite-percentage` counts growth from it.
+    pub rewrite_base: AtomicU64,
     pub last_secs: AtomicU64,
     /// When the running snapshot started (Unix seconds).
     pub started_unix: AtomicU64,
@@ -247,7 +256,13 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
             end_walk(snap);
             snap.last_secs
                 .store(started.elapsed().as_secs(), Ordering::Relaxed);
-            snap.last_failed.store(result.is_err(), Ordering::Relaxed);
+            if !rewrite {
+                snap.last_failed.store(result.is_err(), Ordering::Relaxed);
+            } else if result.is_ok() {
+                snap.rewrite_failures.store(0, Ordering::Relaxed);
+            } else {
+                snap.rewrite_failures.fetch_add(1, Ordering::Relaxed);
+            }
             match &result {
                 Ok(entries) => {
                     if let (Some(t), Some(count)) = (server.tier.get(), tier_count) {
@@ -423,6 +438,11 @@ fn write(
     if rewrite {
         if let Some(j) = server.persist.journal() {
             j.drop_before(from).map_err(|e| e.to_string())?;
+            server
+                .persist
+                .snapshots
+                .rewrite_base
+                .store(j.stats().size_bytes, Ordering::Relaxed);
         }
     }
     Ok(entries)
@@ -505,31 +525,5 @@ pub fn on_shutdown(server: &Arc<Server>, save: bool) -> Result<(), String> {
             }
             r => return r,
         }
-    }
-}
-
-/// The `save <seconds> <changes>` rules: a BGSAVE once any rule is met.
-pub fn cron(server: &Arc<Server>) {
-    let snap = &server.persist.snapshots;
-    if snap.in_progress() {
-        return;
-    }
-    let rewrite = snap.scheduled_rewrite.swap(false, Ordering::Relaxed);
-    if snap.scheduled.swap(false, Ordering::Relaxed) || rewrite {
-        let _ = start(server, true, rewrite);
-        return;
-    }
-    let dirty = server.persist.dirty(&server.stats);
-    let since = Server::now_unix().saturating_sub(server.last_save.load(Ordering::Relaxed));
-    let due = server
-        .config
-        .get()
-        .save
-        .0
-        .iter()
-        .any(|&(secs, changes)| dirty >= changes && since >= secs && dirty > 0);
-    if due {
-        tracing::info!("{dirty} changes in {since} seconds. Saving...");
-        let _ = start(server, true, false);
     }
 }
