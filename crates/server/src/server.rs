@@ -264,8 +264,9 @@ impl Server {
     }
 }
 
-/// The background cycle, `hz` times a second: active expiry, the tracking table's limit,
-/// idle-client timeouts, the ops/sec sample, and the shutdown check.
+/// The background cycle, `hz` times a second: active expiry, snapshots that start by
+/// themselves, the tracking table's limit, idle-client timeouts, the ops/sec sample, and
+/// the shutdown check.
 pub(crate) fn cron(server: &Arc<Server>) {
     let mut last = (Instant::now(), 0u64);
     while !server.shutting_down.load(Ordering::SeqCst) {
@@ -288,6 +289,9 @@ pub(crate) fn cron(server: &Arc<Server>) {
             server.latency.observe("expire-cycle", ms);
         }
         server.memory.sample();
+        // Save rules and automatic rewrites, each tick as Redis's serverCron checks them:
+        // a journal written at full speed grows by a hundred MB a second.
+        crate::services::snapshot::cron(server);
         if server.tracking.active() {
             // Keys the cycle expired under BCAST prefixes go out now.
             server.tracking.broadcast(None);
@@ -306,7 +310,6 @@ pub(crate) fn cron(server: &Arc<Server>) {
             last = (Instant::now(), total);
             crate::net::clients::cron(server);
             server.migrations.close_idle();
-            crate::services::snapshot::cron(server);
             crate::services::replication::cron(server);
         }
         std::thread::sleep(period);

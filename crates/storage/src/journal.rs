@@ -413,6 +413,30 @@ impl Journal {
         payload: &[u8],
         f: impl FnOnce(u64, Position) -> R,
     ) -> (u64, R) {
+        self.append_placed(db, epoch, payload, false, f)
+    }
+
+    /// As [`Journal::append_with_pos`], and the block starts a new segment unless the
+    /// current one is still empty: `drop_before` its position then deletes every block
+    /// before it (a rewrite's marker, after which the journal before it is deleted).
+    pub fn append_opening_segment<R>(
+        &self,
+        db: u32,
+        epoch: u64,
+        payload: &[u8],
+        f: impl FnOnce(u64, Position) -> R,
+    ) -> (u64, R) {
+        self.append_placed(db, epoch, payload, true, f)
+    }
+
+    fn append_placed<R>(
+        &self,
+        db: u32,
+        epoch: u64,
+        payload: &[u8],
+        new_segment: bool,
+        f: impl FnOnce(u64, Position) -> R,
+    ) -> (u64, R) {
         let sh = &*self.sh;
         let mut block = Vec::with_capacity(BLOCK_HEADER_LEN + payload.len());
         encode_block(
@@ -426,7 +450,7 @@ impl Journal {
         let lsn = sh.next_lsn.fetch_add(1, SeqCst);
         // The earlier LSNs' threads are inside their lanes for a moment at most.
         a.gather_to(sh, lsn, usize::MAX);
-        let pos = a.place(sh, &block);
+        let pos = a.place(sh, &block, new_segment);
         // Blocks after this one are placed by a gather, which needs `app`: `f` runs first.
         let r = f(lsn, pos);
         if !self.leading() && sh.flusher_idle.swap(false, SeqCst) {

@@ -661,3 +661,33 @@ fn disk_full_on_tmpfs() {
     assert!(sum.torn.is_none());
     assert!(b.iter().all(|b| b.payload == big));
 }
+
+/// A block that opens a segment: `drop_before` its position keeps exactly the blocks from
+/// it on, under either fsync policy, and the journal reopens after them. On an empty
+/// segment it opens none.
+#[test]
+fn a_block_opening_a_segment_leaves_only_what_follows_after_drop_before() {
+    for fsync in [Fsync::Always, Fsync::EverySec] {
+        let d = TempDir::new("opening");
+        let j = Journal::open(opts(d.path(), fsync, 1 << 20)).unwrap();
+        let (lsn, first) = j.append_opening_segment(1, 7, &payload(1), |_, p| p);
+        assert_eq!((lsn, first.segment, first.offset), (1, 1, 28), "{fsync:?}");
+        append_n(&j, 2, 28);
+        let (lsn, pos) = j.append_opening_segment(30 % 16, 30 * 7, &payload(30), |_, p| p);
+        assert_eq!((lsn, pos.segment, pos.offset), (30, 2, 28), "{fsync:?}");
+        append_n(&j, 31, 20);
+        j.sync().unwrap();
+        j.drop_before(pos).unwrap();
+        let st = j.stats();
+        assert_eq!((st.segments, st.blocks), (1, 21), "{fsync:?} {st:?}");
+        j.close().unwrap();
+        drop(j);
+        let j = Journal::open(opts(d.path(), fsync, 1 << 20)).unwrap();
+        append_n(&j, 51, 5);
+        j.close().unwrap();
+        let (b, sum) = read_all(d.path(), None);
+        assert!(sum.torn.is_none(), "{fsync:?}");
+        assert_eq!(b.len(), 26, "{fsync:?}");
+        check_blocks(&b, 30);
+    }
+}

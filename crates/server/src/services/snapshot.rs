@@ -229,12 +229,19 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
             let libs = server.scripts.libraries.read();
             let mut marker = MARKER.to_vec();
             marker.extend(functions_block(libs.values().map(|l| &l.code[..])));
-            let (_, (pos, older)) = j.append_with_pos(0, epoch, &marker, |_, pos| {
+            let cut = |_, pos| {
                 // `active` first: a writer that sees the new epoch sees it active.
                 snap.active.store(epoch, Ordering::SeqCst);
                 let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
                 (pos, older)
-            });
+            };
+            // A rewrite's marker opens a segment, so that the rewrite deletes every
+            // segment before it: what stays is what was written since it began.
+            let (_, (pos, older)) = if rewrite {
+                j.append_opening_segment(0, epoch, &marker, cut)
+            } else {
+                j.append_with_pos(0, epoch, &marker, cut)
+            };
             drop(libs);
             (pos, older)
         }
@@ -363,7 +370,7 @@ fn write_streamed<T, E: From<String>>(
         .ok_or_else(|| "a streamed snapshot needs the journal (appendonly yes)".to_string())?;
     let epoch = snap.next.fetch_add(1, Ordering::SeqCst).max(1);
     snap.next.fetch_max(epoch + 1, Ordering::SeqCst);
-    let (_, from) = j.append_with_pos(0, epoch, MARKER, |_, pos| {
+    let (_, from) = j.append_opening_segment(0, epoch, MARKER, |_, pos| {
         server.persist.epoch.store(epoch, Ordering::SeqCst);
         pos
     });

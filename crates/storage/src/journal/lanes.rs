@@ -97,7 +97,7 @@ impl Appender {
                     }
                     r.blocks.pop_front();
                     let end = r.done + len as usize;
-                    self.place(sh, &r.bytes[r.done..end]);
+                    self.place(sh, &r.bytes[r.done..end], false);
                     r.done = end;
                 }
             }
@@ -128,11 +128,14 @@ impl Appender {
     }
 
     /// Puts one encoded block at the journal's end, with the next LSN, in a new segment
-    /// when it would take the current one past its size. Returns where it starts.
-    pub(super) fn place(&mut self, sh: &Shared, block: &[u8]) -> Position {
+    /// when it would take the current one past its size, or when `new_segment` asks for
+    /// one (an empty segment is never left behind). Returns where it starts.
+    pub(super) fn place(&mut self, sh: &Shared, block: &[u8], new_segment: bool) -> Position {
         let blen = block.len() as u64;
         let lsn = self.next_lsn;
-        if self.pos.offset > SEG_HEADER_LEN && self.pos.offset + blen > sh.segment_bytes {
+        if self.pos.offset > SEG_HEADER_LEN
+            && (new_segment || self.pos.offset + blen > sh.segment_bytes)
+        {
             self.pos = Position {
                 segment: self.pos.segment + 1,
                 offset: SEG_HEADER_LEN,

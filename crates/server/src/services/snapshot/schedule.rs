@@ -1,4 +1,4 @@
-//! When snapshots start by themselves, checked once a second: a BGSAVE or BGREWRITEAOF
+//! When snapshots start by themselves, checked `hz` times a second: a BGSAVE or BGREWRITEAOF
 //! asked for while another ran, the `save <seconds> <changes>` rules, and rewrites of a
 //! journal grown past `auto-aof-rewrite-percentage` (a rewrite is the snapshot after which
 //! the journal it covers is deleted: without one the journal only grows).
