@@ -313,12 +313,14 @@ pub(super) fn walk_beside(
 /// waiting to run its last lines, and until it has, the process cannot end: a SIGKILL, or
 /// the exit after a SIGTERM, waits for it (beside two busy processes per core, measured
 /// 1.8-3.4 s, and once minutes). Where the process may (CAP_SYS_NICE), it leaves
-/// SCHED_IDLE to leave at once.
+/// SCHED_IDLE to leave at once. A walk that failed drops the file here, which removes its
+/// partial file at once: left to the walker, a full disk stayed full until it ran.
 struct LetWalkerGo(Arc<Shared>);
 
 impl Drop for LetWalkerGo {
     fn drop(&mut self) {
         let _ = sched::set_thread(self.0.walker.load(Ordering::SeqCst), Policy::Batch);
+        drop(self.0.writer.lock().take());
     }
 }
 
