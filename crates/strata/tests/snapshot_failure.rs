@@ -6,7 +6,7 @@
 mod common;
 
 use common::hogs::Hogs;
-use common::{info_field, mount_tmpfs, serve_in, temp_dir, wait_snapshot_done, wait_snapshot_end};
+use common::{info_field, mount_tmpfs, serve_in, temp_dir, wait_snapshot_end};
 use redis::Connection;
 
 const VALUES: usize = 6;
@@ -119,6 +119,14 @@ fn a_snapshot_that_fills_the_disk_stops_writes_until_one_succeeds() {
         "the log names the cause"
     );
     writes_refused(&mut c);
+    // SAVE fails as an ERR that says why; SHUTDOWN, which must save, refuses to exit.
+    let save = redis::cmd("SAVE").query::<()>(&mut c).unwrap_err();
+    assert_eq!(save.kind(), redis::ErrorKind::ResponseError, "{save}");
+    assert!(save.to_string().contains("No space left"), "{save}");
+    let shutdown = error_of(&mut c, &redis::cmd("SHUTDOWN"));
+    assert!(shutdown.contains("Errors trying to SHUTDOWN"), "{shutdown}");
+    let n: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, VALUES);
 
     // Again on a machine whose cores are all busy: the snapshot's own thread then
     // captures and writes beside its starved walker, and a failure is the same.
@@ -151,7 +159,10 @@ fn a_snapshot_that_fills_the_disk_stops_writes_until_one_succeeds() {
     // Room again: a snapshot succeeds and writes resume.
     std::fs::remove_file(dir.join("filler")).unwrap();
     let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
-    wait_snapshot_done(&mut c);
+    wait_snapshot_end(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    // (The SHUTDOWN's snapshot, which would have ended the journal, failed as a rewrite.)
+    assert_eq!(info_field(&mut c, "aof_last_bgrewrite_status"), "err");
     let _: () = redis::cmd("SET")
         .arg("after")
         .arg("allowed")

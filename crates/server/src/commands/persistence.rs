@@ -53,13 +53,26 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-fn run(ctx: &Ctx<'_>, background: bool, rewrite: bool) -> Result<(), String> {
-    let server = ctx.server().arc().ok_or("ERR server is shutting down")?;
-    snapshot::start(&server, background, rewrite)
+fn run(ctx: &Ctx<'_>, background: bool, rewrite: bool) -> Result<(), CmdError> {
+    let server = ctx
+        .server()
+        .arc()
+        .ok_or(CmdError::Static("ERR server is shutting down"))?;
+    snapshot::start(&server, background, rewrite).map_err(start_error)
+}
+
+/// A snapshot's refusal to start, or a foreground one's failure (SAVE, DEBUG RELOAD), as
+/// an ERR: Redis answers a failed SAVE with a bare `-ERR`; the reason is more use.
+pub(crate) fn start_error(e: String) -> CmdError {
+    if e.starts_with("ERR ") {
+        CmdError::Custom(e)
+    } else {
+        CmdError::err(e)
+    }
 }
 
 fn save(ctx: &mut Ctx<'_>) -> CmdResult {
-    run(ctx, false, false).map_err(CmdError::Custom)?;
+    run(ctx, false, false)?;
     ctx.out.ok();
     Ok(())
 }
@@ -79,7 +92,7 @@ fn bgsave(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         return Err(CmdError::Static(snapshot::ALREADY));
     }
-    run(ctx, true, false).map_err(CmdError::Custom)?;
+    run(ctx, true, false)?;
     ctx.out.simple("Background saving started");
     Ok(())
 }
@@ -97,7 +110,7 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>) -> CmdResult {
             .simple("Background append only file rewriting scheduled");
         return Ok(());
     }
-    run(ctx, true, true).map_err(CmdError::Custom)?;
+    run(ctx, true, true)?;
     ctx.out
         .simple("Background append only file rewriting started");
     Ok(())

@@ -48,7 +48,8 @@ pub(super) fn reload(ctx: &mut Ctx<'_>) -> CmdResult {
         return Ok(());
     }
     if save {
-        crate::services::snapshot::start(&server, false, false).map_err(CmdError::Custom)?;
+        crate::services::snapshot::start(&server, false, false)
+            .map_err(crate::commands::persistence::start_error)?;
     }
     if !flush && !merge && !ctx.scripts().libraries.read().is_empty() {
         return Err(failed());
