@@ -243,7 +243,7 @@ fn attach_journal(server: &Arc<Server>) -> Result<(), String> {
         .persist
         .snapshots
         .rewrite_base
-        .store(j.stats().size_bytes, Ordering::Relaxed);
+        .store(j.size_bytes(), Ordering::Relaxed);
     let notify = server.persist.durable.clone();
     j.on_durable(Box::new(move |_| notify.notify_waiters()));
     // Worker threads flush their own batches before they idle (net::workers).

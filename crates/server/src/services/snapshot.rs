@@ -449,7 +449,7 @@ fn write(
                 .persist
                 .snapshots
                 .rewrite_base
-                .store(j.stats().size_bytes, Ordering::Relaxed);
+                .store(j.size_bytes(), Ordering::Relaxed);
         }
     }
     Ok(entries)

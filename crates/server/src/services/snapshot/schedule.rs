@@ -43,7 +43,7 @@ pub fn cron(server: &Arc<Server>) {
         let _ = start(server, true, false);
         return;
     }
-    let Some(size) = server.persist.with_journal(|j| j.stats().size_bytes) else {
+    let Some(size) = server.persist.with_journal(|j| j.size_bytes()) else {
         return;
     };
     let base = snap.rewrite_base.load(Ordering::Relaxed);
