@@ -1,6 +1,6 @@
 //! Client limits triggered for real over sockets, and seen where Redis shows them (CLIENT
 //! LIST, INFO, the log): output-buffer limits, the query-buffer limit and
-//! proto-max-bulk-len, timeout, maxmemory-clients, tcp-backlog.
+//! proto-max-bulk-len, timeout, maxmemory-clients, tcp-backlog, tcp-keepalive.
 
 mod common;
 
@@ -365,6 +365,49 @@ fn tcp_backlog_is_the_listen_queue_length() {
         .filter_map(|l| l.split_whitespace().nth(2))
         .collect();
     assert_eq!(send_q, ["37"], "{text}");
+}
+
+/// The server side of the connection from local port `client`: its timer field in
+/// /proc/net/tcp ("tr:when", tr 02 being the keepalive timer, `when` in clock ticks).
+fn server_side_timer(server: u16, client: u16) -> String {
+    let port = |addr: &str| u16::from_str_radix(addr.rsplit(':').next().unwrap_or(""), 16).ok();
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp (Linux)");
+    table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 5 && port(f[1]) == Some(server) && port(f[2]) == Some(client))
+        .map(|f| f[5].to_string())
+        .unwrap_or_else(|| panic!("no connection {server} <- {client} in {table}"))
+}
+
+#[test]
+fn tcp_keepalive_probes_idle_client_connections() {
+    let p = strata(&["--tcp-keepalive", "60"]);
+    let connect = || {
+        let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+        s.write_all(b"PING\r\n").unwrap();
+        let mut buf = [0u8; 7];
+        s.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"+PONG\r\n");
+        s
+    };
+    let s = connect();
+    let timer = server_side_timer(p.port, s.local_addr().unwrap().port());
+    let (kind, when) = timer.split_once(':').unwrap();
+    assert_eq!(kind, "02", "no keepalive timer: {timer}");
+    // The first probe is due about 60 s from now (in USER_HZ ticks, 100 a second).
+    let ticks = u64::from_str_radix(when, 16).unwrap();
+    assert!((50 * 100..=60 * 100).contains(&ticks), "{timer}");
+    // 0 turns it off for connections accepted after the change.
+    let mut admin = connect();
+    admin.write_all(b"CONFIG SET tcp-keepalive 0\r\n").unwrap();
+    let mut ok = [0u8; 5];
+    admin.read_exact(&mut ok).unwrap();
+    assert_eq!(&ok, b"+OK\r\n");
+    let later = connect();
+    let timer = server_side_timer(p.port, later.local_addr().unwrap().port());
+    assert!(timer.starts_with("00:"), "{timer}");
 }
 
 #[test]

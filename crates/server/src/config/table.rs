@@ -46,7 +46,9 @@ directives! {
     client_output_buffer_limit: OutputBufferLimits =
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
         "client-output-buffer-limit", LIVE => PubsubLimit;
-    tcp_keepalive: u32 [int(0, INT_MAX)] = "300", "tcp-keepalive", LIVE | INERT;
+    /// Seconds of idleness before a client's connection is probed (0: never); applies to
+    /// connections accepted after a change.
+    tcp_keepalive: u32 [int(0, INT_MAX)] = "300", "tcp-keepalive", LIVE;
     tcp_backlog: u32 [int(0, INT_MAX)] = "511", "tcp-backlog", START;
     unixsocket: String = "", "unixsocket", START | INERT;
     unixsocketperm: u32 [PERMISSIONS] = "0", "unixsocketperm", START | INERT;

@@ -115,6 +115,7 @@ pub(super) fn open(
         _ => return None,
     };
     let _ = stream.set_nodelay(true);
+    keepalive(&stream, server.config.get().tcp_keepalive);
     stream.set_nonblocking(true).ok()?;
     let stream = TcpStream::from_std(stream).ok()?;
     let nopass = server.acl.default_user().rules().nopass;
@@ -130,6 +131,24 @@ pub(super) fn open(
         server.clients.add(info.clone());
     }
     Some((stream, info, refusal))
+}
+
+/// `tcp-keepalive` (seconds; 0: off), as Redis's anetKeepAlive sets it: probes once the
+/// connection has been idle that long, then every third of it, and three unanswered close
+/// it, so a client whose host vanished (crashed, cut off) does not hold its connection
+/// and its memory forever.
+fn keepalive(stream: &std::net::TcpStream, secs: u32) {
+    if secs == 0 {
+        return;
+    }
+    let every = |s: u32| std::time::Duration::from_secs(u64::from(s.max(1)));
+    let probes = socket2::TcpKeepalive::new()
+        .with_time(every(secs))
+        .with_interval(every(secs / 3))
+        .with_retries(3);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&probes) {
+        tracing::debug!("tcp-keepalive on an accepted socket: {e}");
+    }
 }
 
 /// A new connection's client: authenticated at once when the default user is on and
