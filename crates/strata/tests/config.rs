@@ -631,3 +631,22 @@ fn active_expire_effort_takes_effect() {
         "at effort 10, due keys left after 8 s"
     );
 }
+
+/// `pidfile` holds the server's process id while it runs; a clean exit (SIGTERM, as a
+/// supervisor stops it) removes it.
+#[test]
+fn pidfile_holds_the_pid_until_a_clean_exit() {
+    let dir = common::temp_dir("pidfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("strata.pid");
+    let mut p = common::strata(&["--pidfile", path.to_str().unwrap()]);
+    let written = std::fs::read_to_string(&path).expect("the pid file");
+    assert_eq!(written, format!("{}\n", p.pid()));
+    p.terminate();
+    assert!(
+        p.wait_exit(Duration::from_secs(20)),
+        "SIGTERM did not stop it"
+    );
+    assert!(!path.exists(), "the pid file outlived a clean exit");
+    let _ = std::fs::remove_dir_all(&dir);
+}

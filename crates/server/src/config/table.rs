@@ -212,7 +212,8 @@ directives! {
     // --- Process
     /// Always no: Strata runs under a supervisor.
     daemonize: Daemonize = "no", "daemonize", START;
-    pidfile: String = "", "pidfile", START | INERT;
+    /// A file to hold the process id while it runs (empty: none).
+    pidfile: String = "", "pidfile", START;
     supervised: Supervised = "no", "supervised", START | INERT;
     set_proc_title: bool = "yes", "set-proc-title", START | INERT;
     proc_title_template: String = "{title} {listen-addr} {server-mode}",

@@ -38,6 +38,7 @@ pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
 pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server>, Vec<Listener>)> {
     let listeners = crate::net::listen::bind(&config)?;
     let server = Server::new(config);
+    pidfile(&server, true);
     crate::services::acl::file::load_at_start(&server).map_err(std::io::Error::other)?;
     // Certificates and keys are read now, so a bad one stops the start with its reason.
     crate::net::tls::reload(&server)
@@ -112,6 +113,23 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
     }
     // No command runs any more: the replication offset is exactly that of the data.
     crate::services::replication::save_at_shutdown(&server, journal);
+    pidfile(&server, false);
     tracing::info!("Strata is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// `pidfile`, as Redis keeps it: written with the process id before the data loads,
+/// removed on a clean exit. A file that cannot be written is logged, not fatal.
+fn pidfile(server: &Server, at_start: bool) {
+    let path = server.config.get().pidfile.clone();
+    if path.is_empty() {
+        return;
+    }
+    if at_start {
+        if let Err(e) = std::fs::write(&path, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file {path}: {e}");
+        }
+    } else if let Err(e) = std::fs::remove_file(&path) {
+        tracing::warn!("Failed to remove PID file {path}: {e}");
+    }
 }
