@@ -165,10 +165,6 @@ fn latency_histograms(p: &Proc, resp3: bool) -> Histograms {
     let mut h = histograms(&some);
     h.extend(all);
     for (name, calls, buckets) in &mut h {
-        // Strata declares DEBUG as a container, so its statistics name the subcommand.
-        if name == "debug|sleep" {
-            *name = "debug".into();
-        }
         // How long a fast command takes differs between servers: keep its count only.
         if name != "debug" {
             *buckets = vec![(0, *calls)];

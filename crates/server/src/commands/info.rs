@@ -36,6 +36,7 @@ pub fn render(server: &Server, requested: &[String]) -> String {
             "all" | "everything" => {
                 wanted.extend(DEFAULT);
                 wanted.push("commandstats");
+                wanted.push("latencystats");
                 wanted.push("tiering");
             }
             s => wanted.push(s),
@@ -203,9 +204,42 @@ fn section(server: &Server, name: &str) -> Option<String> {
                 );
             }
         }
+        "latencystats" => {
+            s.push_str("# Latencystats\r\n");
+            latencystats(server, &mut s);
+        }
         _ => return None,
     }
     Some(s)
+}
+
+/// `latency_percentiles_usec_<command>:p50=..,p99=..` for each command with runs in its
+/// histogram, at the percentiles `latency-tracking-info-percentiles` names; nothing while
+/// `latency-tracking` is off, as Redis.
+fn latencystats(server: &Server, s: &mut String) {
+    let config = server.config.get();
+    if !config.latency_tracking {
+        return;
+    }
+    let percentiles = &config.latency_tracking_info_percentiles.0;
+    for (id, name) in server.table.fullnames.iter().enumerate() {
+        let h = server.stats.latency_histogram(id);
+        if h.iter().all(|&n| n == 0) {
+            continue;
+        }
+        let values: Vec<String> = percentiles
+            .iter()
+            .map(|&p| {
+                let v = crate::services::stats::latency_percentile_usec(&h, p);
+                format!("p{p}={v:.3}")
+            })
+            .collect();
+        field(
+            s,
+            &format!("latency_percentiles_usec_{name}"),
+            values.join(","),
+        );
+    }
 }
 
 fn field(s: &mut String, k: &str, v: impl std::fmt::Display) {

@@ -31,7 +31,7 @@ pub enum Hook {
     Replication,
     /// The client-side caching table's key limit.
     Tracking,
-    /// The latency monitor's threshold.
+    /// The latency monitor's threshold, and whether commands' latency histograms are kept.
     Latency,
     /// maxmemory and its policy: the evictor's settings and what accesses stamp (LRU
     /// clocks or LFU counters).
@@ -104,9 +104,15 @@ impl Hook {
             }
             Hook::Replication => crate::services::replication::configure(server),
             Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
-            Hook::Latency => server
-                .latency
-                .set_threshold(c.latency_monitor_threshold.max(0) as u64),
+            Hook::Latency => {
+                server
+                    .latency
+                    .set_threshold(c.latency_monitor_threshold.max(0) as u64);
+                server
+                    .stats
+                    .latency_tracking
+                    .store(c.latency_tracking, Ordering::Relaxed);
+            }
             Hook::Tls => {
                 // Start-up builds it once everything is read (`net::start`), and fails there.
                 if !server.loading.load(Ordering::SeqCst) {

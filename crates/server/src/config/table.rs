@@ -193,9 +193,11 @@ directives! {
     slowlog_max_len: u64 [int(0, LONG_MAX)] = "128", "slowlog-max-len", LIVE => Slowlog;
     latency_monitor_threshold: i64 [int(0, LONG_MAX)] = "0",
         "latency-monitor-threshold", LIVE => Latency;
-    latency_tracking: bool = "yes", "latency-tracking", LIVE | INERT;
+    /// Keep each command's latency histogram (LATENCY HISTOGRAM, INFO latencystats).
+    latency_tracking: bool = "yes", "latency-tracking", LIVE => Latency;
+    /// The percentiles INFO latencystats shows.
     latency_tracking_info_percentiles: Percentiles = "50 99 99.9",
-        "latency-tracking-info-percentiles", LIVE | INERT;
+        "latency-tracking-info-percentiles", LIVE;
     syslog_enabled: bool = "no", "syslog-enabled", START | INERT;
     syslog_ident: String = "redis", "syslog-ident", START | INERT;
     syslog_facility: SyslogFacility = "local0", "syslog-facility", START | INERT;

@@ -254,10 +254,10 @@ fn acl_refusal(
     };
     let (reason, object) = acl::refusal_of(denied, &server.table, id, argv);
     // The entry's client info names the refused command, as Redis's does.
-    client
-        .info
-        .last_cmd
-        .store(id, std::sync::atomic::Ordering::Relaxed);
+    client.info.last_cmd.store(
+        server.table.stat_id(id),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     log_refusal(server, client, reason, context, object);
     Err(CmdError::Custom(acl::denial_text(
         denied,

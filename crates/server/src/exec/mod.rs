@@ -261,7 +261,7 @@ fn refuse_unresolved(
     let server = w.server;
     if admit::is_arity_error(&e) {
         if let Some(id) = server.table.lookup_call(argv) {
-            w.stats.rejected(id);
+            w.stats.rejected(server.table.stat_id(id));
         }
     }
     if let Origin::Nested(Nest {
@@ -292,10 +292,10 @@ fn run(
     // CLIENT LIST's cmd=: the client's own last command, queued or refused ones included
     // (not those EXEC or a script runs for it).
     if matches!(origin, Origin::Client) {
-        client
-            .info
-            .last_cmd
-            .store(id, std::sync::atomic::Ordering::Relaxed);
+        client.info.last_cmd.store(
+            server.table.stat_id(id),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
     let admitted = admit::admit(server, client, id, call.argv, origin);
     if matches!(origin, Origin::Client) {
@@ -372,9 +372,13 @@ fn run(
         .blocked
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        w.stats.ran_again(id, took);
+        w.stats.ran_again(server.table.stat_id(id), took);
     } else {
-        w.stats.called(id, took);
+        let histogram = server
+            .stats
+            .latency_tracking
+            .load(std::sync::atomic::Ordering::Relaxed);
+        w.stats.called(server.table.stat_id(id), took, histogram);
     }
     if !replaying {
         let who = (!by_script).then_some(&*client.info);
@@ -393,10 +397,10 @@ fn run(
         }
     }
     if failures > 0 {
-        w.stats.failed_by(id, failures);
+        w.stats.failed_by(server.table.stat_id(id), failures);
     }
     if let Err(e) = result {
-        w.stats.failed(id);
+        w.stats.failed(server.table.stat_id(id));
         write_error(server, client, out, &e);
     }
     Outcome::Ran(cmd)
@@ -414,7 +418,7 @@ fn refuse(
     out: &mut Vec<u8>,
     e: CmdError,
 ) -> Outcome {
-    w.stats.rejected(id);
+    w.stats.rejected(w.server.table.stat_id(id));
     if let Origin::Nested(Nest {
         script: Some(_), ..
     }) = origin

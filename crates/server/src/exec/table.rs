@@ -20,6 +20,8 @@ pub struct Table {
     /// Each command's `Command::key_shape`, by id (a restricted user's every command
     /// checks its keys).
     shapes: Vec<KeyShape>,
+    /// The id each command's statistics are kept under (`stat_id`).
+    stat_ids: Vec<usize>,
     /// Distinguishes tables in `find`'s per-thread cache (tests build several).
     serial: u64,
 }
@@ -33,6 +35,7 @@ impl Table {
             parent: Vec::new(),
             categories: Vec::new(),
             shapes: Vec::new(),
+            stat_ids: Vec::new(),
             serial: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -62,7 +65,20 @@ impl Table {
         self.parent.push(parent);
         self.categories.push(cmd.acl_category_bits());
         self.shapes.push(cmd.key_shape());
+        let opaque = parent.is_some_and(|p| self.commands[p].has(flags::OPAQUE));
+        self.stat_ids.push(match parent {
+            Some(p) if opaque => p,
+            _ => id,
+        });
         id
+    }
+
+    /// The id command `id`'s runs count under (INFO commandstats and latencystats,
+    /// LATENCY HISTOGRAM, CLIENT LIST's cmd=): its own, but for the subcommands of an
+    /// OPAQUE container, which are one command to Redis (DEBUG SLEEP counts as `debug`).
+    #[inline]
+    pub fn stat_id(&self, id: usize) -> usize {
+        self.stat_ids.get(id).copied().unwrap_or(id)
     }
 
     /// Where command `id`'s keys are (`Command::key_shape`).

@@ -85,6 +85,12 @@ pub(super) async fn wait_blocked<W: Wire>(
         if let Some(o) = w.outcome(&server.stats) {
             return match o {
                 blocking::Outcome::Reply(r) => Some(r),
+                blocking::Outcome::Failed(r) => {
+                    if let Some(id) = server.table.lookup_call(&w.argv) {
+                        stats.failed(server.table.stat_id(id));
+                    }
+                    Some(r)
+                }
                 blocking::Outcome::Closed => None,
             };
         }

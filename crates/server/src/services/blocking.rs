@@ -123,6 +123,8 @@ pub struct Waiter {
 /// How a wait ended, for the waiting connection.
 pub enum Outcome {
     Reply(Vec<u8>),
+    /// An error reply (CLIENT UNBLOCK ERROR): the command counts as failed.
+    Failed(Vec<u8>),
     Closed,
 }
 
@@ -302,7 +304,7 @@ impl Waiter {
                 const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
                 Reply::new(&mut out, self.proto).error(UNBLOCKED);
                 stats.count_error(UNBLOCKED);
-                Some(Outcome::Reply(out))
+                Some(Outcome::Failed(out))
             }
             State::Gone => Some(Outcome::Closed),
         }

@@ -10,6 +10,29 @@ use std::sync::Arc;
 /// under 1024·2^k ns, as Redis reports its histograms (up to 1 s, where it stops).
 pub const LATENCY_BUCKETS: usize = 21;
 
+/// What HdrHistogram's value_at_percentile answers for `percentile` of histogram `h`, in
+/// microseconds, as INFO latencystats prints it: the highest value of the bucket that
+/// holds the run at that rank (Redis's buckets have two significant digits, these are
+/// powers of two, so this is the bucket's top: 1.023, 2.047 ... µs).
+pub fn latency_percentile_usec(h: &[u64; LATENCY_BUCKETS], percentile: f64) -> f64 {
+    let total: u64 = h.iter().sum();
+    let rank = ((percentile.clamp(0.0, 100.0) / 100.0 * total as f64) + 0.5) as u64;
+    let mut seen = 0;
+    let k = h
+        .iter()
+        .position(|&n| {
+            seen += n;
+            seen >= rank.max(1)
+        })
+        .unwrap_or(LATENCY_BUCKETS - 1);
+    let top_ns = if k + 1 >= LATENCY_BUCKETS {
+        (1u64 << 30) - 1
+    } else {
+        (1024u64 << k) - 1
+    };
+    top_ns as f64 / 1000.0
+}
+
 /// The bucket of a run of `us` microseconds.
 #[inline]
 pub fn latency_bucket(us: u64) -> usize {
@@ -57,13 +80,17 @@ impl ThreadStats {
         c.store(c.load(Relaxed) + by, Relaxed);
     }
 
-    pub fn called(&self, id: usize, took_us: u64) {
+    /// A run of command `id`; in its latency histogram too with `histogram`
+    /// (`latency-tracking`).
+    pub fn called(&self, id: usize, took_us: u64, histogram: bool) {
         Self::bump(&self.calls[id], 1);
         Self::bump(&self.usec[id], took_us);
-        Self::bump(
-            &self.latency[id * LATENCY_BUCKETS + latency_bucket(took_us)],
-            1,
-        );
+        if histogram {
+            Self::bump(
+                &self.latency[id * LATENCY_BUCKETS + latency_bucket(took_us)],
+                1,
+            );
+        }
     }
 
     /// A blocked client's command ran again to serve it: its call was counted when it
@@ -121,6 +148,8 @@ pub struct CommandTotals {
 #[derive(Default)]
 pub struct Stats {
     threads: Mutex<Vec<Arc<ThreadStats>>>,
+    /// `latency-tracking`: commands' runs go into their latency histograms.
+    pub latency_tracking: std::sync::atomic::AtomicBool,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
     /// Clients closed by client eviction (`maxmemory-clients`).
@@ -242,8 +271,9 @@ mod tests {
         let s = Stats::default();
         let t = Arc::new(ThreadStats::new(2));
         s.register(t.clone());
-        t.called(1, 3);
-        t.called(1, 3);
+        t.called(1, 3, true);
+        t.called(1, 3, true);
+        t.called(1, 3, false);
         let h = s.latency_histogram(1);
         assert_eq!((h[2], h.iter().sum::<u64>()), (2, 2));
         s.reset();
