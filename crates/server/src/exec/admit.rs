@@ -8,7 +8,7 @@
 
 use crate::commands::transactions;
 use crate::exec::client::Client;
-use crate::exec::command::{flags, CmdError};
+use crate::exec::command::{flags, CmdError, Command};
 use crate::exec::{Nest, Origin};
 use crate::server::Server;
 use crate::services::acl::{self, Context, Reason, Refusal};
@@ -88,7 +88,7 @@ pub fn admit(
         if memory_check(server, client, id).is_err() {
             return refuse(OOM);
         }
-        if let Err(e) = disk_check(server, client, id, argv) {
+        if let Err(e) = disk_check(server, client, cmd, id, argv) {
             return Admit::Refuse(e);
         }
     }
@@ -140,9 +140,18 @@ pub fn admit(
 /// which dooms the transaction) or PING, while the disk refuses writes (Redis checks
 /// PING too, so that a health check sees the problem).
 #[inline]
-fn disk_check(server: &Server, client: &Client, id: usize, argv: &[Bytes]) -> Result<(), CmdError> {
-    let writes = call_flags(server, client, id, argv) & flags::WRITE != 0;
-    if !writes && server.table.commands[id].name != "ping" {
+fn disk_check(
+    server: &Server,
+    client: &Client,
+    cmd: &Command,
+    id: usize,
+    argv: &[Bytes],
+) -> Result<(), CmdError> {
+    let writes = match cmd.call_flags {
+        None => cmd.has(flags::WRITE),
+        Some(_) => call_flags(server, client, id, argv) & flags::WRITE != 0,
+    };
+    if !writes && cmd.name != "ping" {
         return Ok(());
     }
     match DiskRefusal::now(server) {

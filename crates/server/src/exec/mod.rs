@@ -289,13 +289,15 @@ fn run(
 ) -> Outcome {
     let server = w.server;
     let cmd = server.table.commands[id];
+    // What its statistics count it as (DEBUG's subcommands as DEBUG).
+    let sid = server.table.stat_id(id);
     // CLIENT LIST's cmd=: the client's own last command, queued or refused ones included
     // (not those EXEC or a script runs for it).
     if matches!(origin, Origin::Client) {
-        client.info.last_cmd.store(
-            server.table.stat_id(id),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        client
+            .info
+            .last_cmd
+            .store(sid, std::sync::atomic::Ordering::Relaxed);
     }
     let admitted = admit::admit(server, client, id, call.argv, origin);
     if matches!(origin, Origin::Client) {
@@ -372,13 +374,13 @@ fn run(
         .blocked
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        w.stats.ran_again(server.table.stat_id(id), took);
+        w.stats.ran_again(sid, took);
     } else {
         let histogram = server
             .stats
             .latency_tracking
             .load(std::sync::atomic::Ordering::Relaxed);
-        w.stats.called(server.table.stat_id(id), took, histogram);
+        w.stats.called(sid, took, histogram);
     }
     if !replaying {
         let who = (!by_script).then_some(&*client.info);
@@ -397,10 +399,10 @@ fn run(
         }
     }
     if failures > 0 {
-        w.stats.failed_by(server.table.stat_id(id), failures);
+        w.stats.failed_by(sid, failures);
     }
     if let Err(e) = result {
-        w.stats.failed(server.table.stat_id(id));
+        w.stats.failed(sid);
         write_error(server, client, out, &e);
     }
     Outcome::Ran(cmd)
