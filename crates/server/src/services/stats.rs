@@ -16,6 +16,9 @@ pub const LATENCY_BUCKETS: usize = 21;
 /// powers of two, so this is the bucket's top: 1.023, 2.047 ... µs).
 pub fn latency_percentile_usec(h: &[u64; LATENCY_BUCKETS], percentile: f64) -> f64 {
     let total: u64 = h.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
     let rank = ((percentile.clamp(0.0, 100.0) / 100.0 * total as f64) + 0.5) as u64;
     let mut seen = 0;
     let k = h
@@ -256,6 +259,21 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_percentile_is_the_top_of_the_bucket_holding_its_rank() {
+        let mut h = [0; LATENCY_BUCKETS];
+        h[0] = 1; // a run under 1,024 ns
+        h[5] = 1; // one under 32,768 ns
+        assert_eq!(latency_percentile_usec(&h, 0.0), 1.023);
+        assert_eq!(latency_percentile_usec(&h, 50.0), 1.023);
+        assert_eq!(latency_percentile_usec(&h, 99.0), 32.767);
+        assert_eq!(latency_percentile_usec(&h, 100.0), 32.767);
+        h[LATENCY_BUCKETS - 1] = 8; // runs of a second or more, where Redis stops
+        assert_eq!(latency_percentile_usec(&h, 99.9), 1_073_741.823);
+        // An empty histogram answers 0, as HdrHistogram's does.
+        assert_eq!(latency_percentile_usec(&[0; LATENCY_BUCKETS], 50.0), 0.0);
+    }
 
     #[test]
     fn latency_buckets_double_from_1024_ns() {
