@@ -61,6 +61,9 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     if c.watch_dirty.load(Ordering::Relaxed) {
         flags.push('d');
     }
+    if c.unix {
+        flags.push('U');
+    }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }

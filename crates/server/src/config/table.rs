@@ -50,8 +50,8 @@ directives! {
     /// connections accepted after a change.
     tcp_keepalive: u32 [int(0, INT_MAX)] = "300", "tcp-keepalive", LIVE;
     tcp_backlog: u32 [int(0, INT_MAX)] = "511", "tcp-backlog", START;
-    unixsocket: String = "", "unixsocket", START | INERT;
-    unixsocketperm: u32 [PERMISSIONS] = "0", "unixsocketperm", START | INERT;
+    unixsocket: String = "", "unixsocket", START;
+    unixsocketperm: u32 [PERMISSIONS] = "0", "unixsocketperm", START;
     socket_mark_id: u32 [int(0, UINT_MAX)] = "0", "socket-mark-id", START | INERT;
     bind_source_addr: String = "", "bind-source-addr", LIVE | INERT;
     io_threads: u32 [int(1, 128)] = "1", "io-threads", START | INERT;

@@ -165,6 +165,9 @@ pub struct ClientInfo {
     pub laddr: String,
     /// The socket's descriptor (-1 for the journal's replay client).
     pub fd: i32,
+    /// Connected through `unixsocket` (CLIENT LIST flags=U; local for protected mode and
+    /// the `enable-*` settings).
+    pub unix: bool,
     pub created: Instant,
     pub name: Mutex<Option<Bytes>>,
     pub db: AtomicUsize,
@@ -220,6 +223,7 @@ impl ClientInfo {
             addr,
             laddr,
             fd,
+            unix: false,
             created: Instant::now(),
             name: Mutex::new(None),
             db: AtomicUsize::new(0),
@@ -374,11 +378,13 @@ impl ClientInfo {
         })
     }
 
-    /// Connected over the loopback interface (`enable-*` settings of `local` admit it).
+    /// Connected over the loopback interface or the Unix socket (`enable-*` settings of `local` admit it).
     pub fn is_local(&self) -> bool {
-        self.addr
-            .parse::<std::net::SocketAddr>()
-            .is_ok_and(|a| a.ip().is_loopback())
+        self.unix
+            || self
+                .addr
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.ip().is_loopback())
     }
 
     pub fn touch(&self, now: Tick) {

@@ -46,6 +46,14 @@ pub(crate) fn start(server: &Arc<Server>, stats: &Arc<ThreadStats>, incoming: In
                 }
             }
         }
+        Incoming::NewUnix(stream) => {
+            let Some((stream, info, refusal)) = crate::net::unix::open(server, stream) else {
+                return;
+            };
+            let serving = serve_pinned(server.clone(), stats.clone(), stream, info, refusal, me);
+            tokio::task::spawn_local(serving);
+            return;
+        }
         other => {
             tokio::task::spawn_local(serve(server.clone(), stats.clone(), other, me));
             return;
@@ -74,21 +82,37 @@ async fn serve(server: Arc<Server>, stats: Arc<ThreadStats>, incoming: Incoming,
         }
         Incoming::Task(task) => return task(server, stats).await,
         // Set up by `start`.
-        Incoming::New(_) | Incoming::Moved(_) => return,
+        Incoming::New(_) | Incoming::NewUnix(_) | Incoming::Moved(_) => return,
     };
     let Some((stream, info, refusal)) = open(&server, stream) else {
         return;
     };
-    let Some(mut wire) = crate::net::tls::accept(&server, stream, &info).await else {
+    let Some(wire) = crate::net::tls::accept(&server, stream, &info).await else {
         server.clients.remove(info.id);
         return;
     };
+    serve_pinned(server, stats, wire, info, refusal, me).await
+}
+
+/// Serves a connection that stays on this worker (a TLS session, a Unix socket) until it
+/// closes, or turns it away. It may become a replica's. A Unix socket is read and written
+/// by its descriptor while a busy script serves the idle ones (`net::busy`); a TLS
+/// session's state is not reachable that way.
+async fn serve_pinned<W: Wire + tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    server: Arc<Server>,
+    stats: Arc<ThreadStats>,
+    mut wire: W,
+    info: Arc<ClientInfo>,
+    refusal: Option<&'static str>,
+    me: usize,
+) {
     if let Some(refusal) = refusal {
         return refuse(&server, &mut wire, &info, refusal).await;
     }
+    let busy_serves = info.unix;
     let conn = new_conn(&server, new_client(&server, info));
-    // A TLS session never moves to another worker; it may become a replica's.
-    let (mut client, exit) = serve_client(&server, &stats, &mut wire, conn, None, me).await;
+    let idle = busy_serves.then(|| Registration::new(&conn));
+    let (mut client, exit) = serve_client(&server, &stats, &mut wire, conn, idle, me).await;
     if let Some(Exit::Replica(h, inbuf)) = exit {
         crate::services::replication::primary::serve_replica(
             &server,
@@ -118,19 +142,33 @@ pub(super) fn open(
     keepalive(&stream, server.config.get().tcp_keepalive);
     stream.set_nonblocking(true).ok()?;
     let stream = TcpStream::from_std(stream).ok()?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let loopback = peer.ip().is_loopback();
+    let (info, refusal) = register(server, loopback, |id| {
+        ClientInfo::new(id, peer.to_string(), local.to_string(), fd)
+    });
+    Some((stream, info, refusal))
+}
+
+/// A new connection's client entry (`info` builds it from its id), listed in the registry
+/// unless the connection is turned away (maxclients, protected mode: then its id is 0).
+pub(crate) fn register(
+    server: &Server,
+    local: bool,
+    info: impl FnOnce(u64) -> ClientInfo,
+) -> (Arc<ClientInfo>, Option<&'static str>) {
     let nopass = server.acl.default_user().rules().nopass;
-    let refusal =
-        crate::net::listen::refuse(&server.config, nopass, server.clients.connected(), &peer);
+    let connected = server.clients.connected();
+    let refusal = crate::net::listen::refuse(&server.config, nopass, connected, local);
     let id = match refusal {
         None => server.clients.next_id(),
         Some(_) => 0,
     };
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
-    let info = Arc::new(ClientInfo::new(id, peer.to_string(), local.to_string(), fd));
+    let info = Arc::new(info(id));
     if refusal.is_none() {
         server.clients.add(info.clone());
     }
-    Some((stream, info, refusal))
+    (info, refusal)
 }
 
 /// `tcp-keepalive` (seconds; 0: off), as Redis's anetKeepAlive sets it: probes once the

@@ -66,6 +66,8 @@ pub enum Incoming {
     New(std::net::TcpStream),
     /// A connection just accepted on the TLS port: the worker runs the handshake.
     NewTls(std::net::TcpStream),
+    /// A connection just accepted on the Unix socket (`unixsocket`).
+    NewUnix(std::os::unix::net::UnixStream),
     /// A connection another worker handed over (a hot key's, see `serve_client`).
     Moved(Box<Moved>),
     /// Not a connection: the worker answers as it takes it (`workers::barrier`).

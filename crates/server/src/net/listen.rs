@@ -36,14 +36,14 @@ impl Want {
 }
 
 /// Every address of `bind` on `port` and on `tls-port`, plain ones first. Port 0 asks for
-/// the port `chosen` (the one the OS picked at start), if any; else, without a TLS port,
-/// for any free one (Strata's tests start that way); else for no plain listener, as in
-/// Redis. An empty `bind` is Redis's default, every address (`* -::*`).
+/// the port `chosen` (the one the OS picked at start), if any; else, without a TLS port
+/// or a Unix socket, for any free one (Strata's tests start that way); else for no plain
+/// listener, as in Redis. An empty `bind` is Redis's default, every address (`* -::*`).
 pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
     let mut ports = Vec::new();
     match (values.port, chosen) {
         (0, Some(chosen)) => ports.push((chosen, false)),
-        (0, None) if values.tls_port != 0 => {}
+        (0, None) if values.tls_port != 0 || !values.unixsocket.is_empty() => {}
         (port, _) => ports.push((port, false)),
     }
     if values.tls_port != 0 {
@@ -85,10 +85,12 @@ pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
 /// Binds every address `wanted` asks for at start, each with `tcp-backlog`.
 pub fn bind(config: &Config) -> std::io::Result<Vec<Listener>> {
     let values = config.get();
+    // The Unix socket, bound next, may be the only listener.
+    let unix = usize::from(!values.unixsocket.is_empty());
     bind_each(
         &wanted(&values, None),
         effective_backlog(values.tcp_backlog),
-        0,
+        unix,
     )
 }
 
@@ -159,18 +161,25 @@ fn effective_backlog(wanted: u32) -> u32 {
     wanted
 }
 
-/// Accepts connections on `socket` and deals them to the workers, until shutdown or until
-/// `stop` is set (the listener was closed: `net::listeners`): a plain one where the
-/// workers' balance says (`net::balance`), a TLS one, which never moves, to each worker in
-/// turn (a TLS client at low load would otherwise stay on the first worker for good).
-pub(crate) fn accept_loop(server: &Server, socket: &TcpListener, tls: bool, stop: &AtomicBool) {
+/// Accepts connections (`accept`: the listener's) and deals them to the workers as
+/// `incoming` wraps them, until shutdown or until `stop` is set (the listener was closed:
+/// `net::listeners`): one that may move where the workers' balance says
+/// (`net::balance`); one that never moves (TLS, the Unix socket) to each worker in turn (a
+/// client at low load would otherwise stay on the first worker for good).
+pub(crate) fn accept_loop<S>(
+    server: &Server,
+    mut accept: impl FnMut() -> std::io::Result<S>,
+    incoming: fn(S) -> Incoming,
+    movable: bool,
+    stop: &AtomicBool,
+) {
     let Some(workers) = server.workers.get() else {
         return;
     };
     let mut dealer = crate::net::balance::Dealer::new(&server.balance);
     loop {
-        let stream = match socket.accept() {
-            Ok((s, _)) => s,
+        let stream = match accept() {
+            Ok(s) => s,
             Err(e) => {
                 if server.shutting_down.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
                     return;
@@ -188,32 +197,28 @@ pub(crate) fn accept_loop(server: &Server, socket: &TcpListener, tls: bool, stop
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        let incoming = match tls {
-            false => Incoming::New(stream),
-            true => Incoming::NewTls(stream),
-        };
-        let to = dealer.deal(&server.balance, tls);
-        if workers[to % workers.len()].send(incoming).is_err() {
+        let to = dealer.deal(&server.balance, !movable);
+        if workers[to % workers.len()].send(incoming(stream)).is_err() {
             return;
         }
     }
 }
 
 /// Why a new connection is turned away, if it is: maxclients, or protected mode (the
-/// default user needs no password, `default_nopass`, and a client from beyond loopback),
-/// as Redis decides.
+/// default user needs no password, `default_nopass`, and a client neither on loopback nor
+/// on the Unix socket: `local`), as Redis decides.
 pub fn refuse(
     config: &Config,
     default_nopass: bool,
     connected: usize,
-    peer: &SocketAddr,
+    local: bool,
 ) -> Option<&'static str> {
     let config = config.get();
     if connected >= config.maxclients as usize {
         return Some("ERR max number of clients reached");
     }
     let protected = config.protected_mode && default_nopass;
-    if protected && !peer.ip().is_loopback() {
+    if protected && !local {
         return Some(DENIED);
     }
     None
@@ -265,24 +270,20 @@ mod tests {
 
     #[test]
     fn protected_mode_and_maxclients() {
-        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        let local6: SocketAddr = "[::1]:5000".parse().unwrap();
-        let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
         let c = Config::new(None);
-        assert_eq!(refuse(&c, true, 0, &local), None);
-        assert_eq!(refuse(&c, true, 0, &local6), None);
-        assert_eq!(refuse(&c, true, 0, &remote), Some(DENIED));
+        assert_eq!(refuse(&c, true, 0, true), None);
+        assert_eq!(refuse(&c, true, 0, false), Some(DENIED));
         assert_eq!(
-            refuse(&c, false, 0, &remote),
+            refuse(&c, false, 0, false),
             None,
             "a default user's password lifts protected mode"
         );
         c.set("protected-mode", "no", false).unwrap();
-        assert_eq!(refuse(&c, true, 0, &remote), None);
+        assert_eq!(refuse(&c, true, 0, false), None);
         c.set("maxclients", "2", false).unwrap();
-        assert_eq!(refuse(&c, true, 1, &local), None);
+        assert_eq!(refuse(&c, true, 1, true), None);
         assert_eq!(
-            refuse(&c, true, 2, &local),
+            refuse(&c, true, 2, true),
             Some("ERR max number of clients reached")
         );
     }

@@ -7,6 +7,7 @@
 //! while an old one is open (a wildcard overlapping a specific address on the same port),
 //! the old ones are closed first and, if the new ones still do not bind, opened again.
 
+use crate::net::conn::Incoming;
 use crate::net::listen::{accept_loop, bind_each, wanted, Listener};
 use crate::server::Server;
 use parking_lot::Mutex;
@@ -21,6 +22,8 @@ pub struct Listeners {
     open: Mutex<Vec<Open>>,
     /// The plain port the OS picked at start (`port 0`), which `port 0` keeps meaning.
     chosen: Mutex<Option<u16>>,
+    /// The Unix socket bound at start, until `serve` starts accepting on it.
+    unix: Mutex<Option<std::os::unix::net::UnixListener>>,
 }
 
 /// A listener with its accept thread.
@@ -43,7 +46,15 @@ impl Listeners {
         for l in listeners {
             open.push(spawn(server, l)?);
         }
+        if let Some(unix) = self.unix.lock().take() {
+            crate::net::unix::serve(server, unix)?;
+        }
         Ok(())
+    }
+
+    /// Keeps the Unix socket bound at start for `serve`.
+    pub fn set_unix(&self, socket: std::os::unix::net::UnixListener) {
+        *self.unix.lock() = Some(socket);
     }
 
     /// The addresses listened on, plain ones first.
@@ -159,7 +170,19 @@ fn spawn(server: &Arc<Server>, l: Listener) -> std::io::Result<Open> {
         let (server, socket, stop, tls) = (server.clone(), socket.clone(), stop.clone(), l.tls);
         std::thread::Builder::new()
             .name("strata-accept".into())
-            .spawn(move || accept_loop(&server, &socket, tls, &stop))?
+            .spawn(move || {
+                let incoming = match tls {
+                    false => Incoming::New,
+                    true => Incoming::NewTls,
+                };
+                accept_loop(
+                    &server,
+                    || socket.accept().map(|(s, _)| s),
+                    incoming,
+                    !tls,
+                    &stop,
+                )
+            })?
     };
     Ok(Open {
         addr: l.addr,

@@ -16,6 +16,7 @@ pub mod start;
 pub(crate) mod stranded;
 pub mod tls;
 pub(crate) mod turn;
+pub mod unix;
 mod waits;
 pub(crate) mod wire;
 pub mod workers;

@@ -38,6 +38,9 @@ pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
 pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server>, Vec<Listener>)> {
     let listeners = crate::net::listen::bind(&config)?;
     let server = Server::new(config);
+    if let Some(unix) = crate::net::unix::bind(&server)? {
+        server.listeners.set_unix(unix);
+    }
     pidfile(&server, true);
     crate::services::acl::file::load_at_start(&server).map_err(std::io::Error::other)?;
     // Certificates and keys are read now, so a bad one stops the start with its reason.
@@ -114,6 +117,7 @@ pub fn serve(server: Arc<Server>, listeners: Vec<Listener>) -> std::io::Result<(
     // No command runs any more: the replication offset is exactly that of the data.
     crate::services::replication::save_at_shutdown(&server, journal);
     pidfile(&server, false);
+    crate::net::unix::remove(&server);
     tracing::info!("Strata is now ready to exit, bye bye...");
     Ok(())
 }

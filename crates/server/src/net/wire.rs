@@ -1,5 +1,5 @@
-//! What a connection reads from and writes to: a plain TCP socket, or a TLS session over
-//! one (`net::tls`). The connection code is generic over it, so the plain path compiles to
+//! What a connection reads from and writes to: a plain TCP socket, a Unix socket, or a TLS
+//! session over TCP (`net::tls`). The connection code is generic over it, so the plain path compiles to
 //! the socket calls it always made and pays nothing for TLS.
 //!
 //! Every method takes the socket's readiness as tokio reports it: `readable`/`writable` wait
@@ -9,7 +9,7 @@
 use bytes::BytesMut;
 use std::future::Future;
 use std::io;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 pub(crate) trait Wire {
     /// The connection may move to another worker between two batches (a plain socket
@@ -32,31 +32,42 @@ pub(crate) trait Wire {
     fn held(&self) -> usize {
         0
     }
+    /// Ends the session before the socket closes (a TLS session's close_notify).
+    fn close(&mut self) {}
 }
 
-impl Wire for TcpStream {
-    const MOVABLE: bool = true;
+/// A socket read and written by tokio's own calls: TCP, which may move between workers
+/// (`conn::Moved` carries a TCP socket), and the Unix socket, which stays where it is.
+macro_rules! socket_wire {
+    ($socket:ty, $movable:expr) => {
+        impl Wire for $socket {
+            const MOVABLE: bool = $movable;
 
-    #[inline]
-    fn readable(&self) -> impl Future<Output = io::Result<()>> {
-        TcpStream::readable(self)
-    }
+            #[inline]
+            fn readable(&self) -> impl Future<Output = io::Result<()>> {
+                <$socket>::readable(self)
+            }
 
-    #[inline]
-    fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
-        TcpStream::try_read_buf(self, buf)
-    }
+            #[inline]
+            fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+                <$socket>::try_read_buf(self, buf)
+            }
 
-    #[inline]
-    fn writable(&self) -> impl Future<Output = io::Result<()>> {
-        TcpStream::writable(self)
-    }
+            #[inline]
+            fn writable(&self) -> impl Future<Output = io::Result<()>> {
+                <$socket>::writable(self)
+            }
 
-    #[inline]
-    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        TcpStream::try_write(self, buf)
-    }
+            #[inline]
+            fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                <$socket>::try_write(self, buf)
+            }
+        }
+    };
 }
+
+socket_wire!(TcpStream, true);
+socket_wire!(UnixStream, false);
 
 /// Reads once, waiting for readiness as often as needed: `Ok(0)` at the end of the stream.
 /// Cancel-safe (what was read is in `buf`; nothing is held in the future).

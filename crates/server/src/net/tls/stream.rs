@@ -175,16 +175,16 @@ impl TlsStream {
             }
         }
     }
-
-    /// Tells the peer the session ends (close_notify), if the socket takes it now.
-    pub fn close(&mut self) {
-        self.tls.send_close_notify();
-        let _ = self.flush_tls();
-    }
 }
 
 impl Wire for TlsStream {
     const MOVABLE: bool = false;
+
+    /// Tells the peer the session ends (close_notify), if the socket takes it now.
+    fn close(&mut self) {
+        self.tls.send_close_notify();
+        let _ = self.flush_tls();
+    }
 
     fn readable(&self) -> impl Future<Output = io::Result<()>> {
         let ready = self.plain > 0 || self.eof;
