@@ -63,6 +63,8 @@ pub struct Server {
     pub latency: crate::services::latency::Latency,
     /// CLIENT PAUSE.
     pub pause: crate::services::pause::Pause,
+    /// A shutdown under way (SHUTDOWN, SIGTERM, SIGINT).
+    pub shutdown: crate::services::shutdown::Shutdown,
     /// The journal and snapshots.
     pub persist: crate::services::persist::Persist,
     /// Where the effects of writes go (the journal; a replication backlog).
@@ -228,6 +230,7 @@ impl Server {
             monitors: Default::default(),
             latency: Default::default(),
             pause: Default::default(),
+            shutdown: Default::default(),
             persist: Default::default(),
             sinks: Default::default(),
             me: Default::default(),

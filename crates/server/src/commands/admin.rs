@@ -1,6 +1,7 @@
 //! Server administration: DBSIZE FLUSHDB FLUSHALL SWAPDB TIME SHUTDOWN INFO.
 
 use crate::commands::info;
+use crate::config::ShutdownFlags;
 use crate::exec::command::{flags::*, CmdError, CmdResult, Command};
 use crate::exec::ctx::Ctx;
 
@@ -212,40 +213,64 @@ fn time(ctx: &mut Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: the sequence is `services::shutdown`;
+/// the caller waits for it, and gets no reply unless it is cancelled.
 fn shutdown(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mut flags = 0;
+    let mut abort = false;
     for i in 1..ctx.argv.len() {
-        match ctx.lower(i).as_slice() {
-            b"nosave" | b"save" | b"now" | b"force" => {}
-            b"abort" => return Err(CmdError::err("No shutdown in progress.")),
+        flags |= match ctx.lower(i).as_slice() {
+            b"nosave" => ShutdownFlags::NOSAVE,
+            b"save" => ShutdownFlags::SAVE,
+            b"now" => ShutdownFlags::NOW,
+            b"force" => ShutdownFlags::FORCE,
+            b"abort" => {
+                abort = true;
+                0
+            }
             _ => return Err(CmdError::SYNTAX),
-        }
+        };
     }
-    let words: Vec<Vec<u8>> = (1..ctx.argv.len()).map(|i| ctx.lower(i)).collect();
-    let has = |w: &[u8]| words.iter().any(|x| x == w);
+    let both = ShutdownFlags::NOSAVE | ShutdownFlags::SAVE;
+    if (abort && flags != 0) || flags & both == both {
+        return Err(CmdError::SYNTAX);
+    }
+    let server = ctx
+        .server()
+        .arc()
+        .ok_or(CmdError::Static("ERR no server"))?;
+    if abort {
+        if !server.shutdown.abort() {
+            return Err(CmdError::err("No shutdown in progress."));
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    if flags & ShutdownFlags::NOW == 0 && !ctx.may_block() {
+        return Err(CmdError::err(
+            "SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client",
+        ));
+    }
     // Under a busy script only SHUTDOWN NOSAVE goes through, as in Redis: a save would wait
     // for the script's writes, which may never end.
-    if !has(b"nosave")
-        && ctx
-            .scripts()
-            .busy
-            .load(std::sync::atomic::Ordering::Relaxed)
-    {
+    let busy = ctx
+        .scripts()
+        .busy
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if flags & ShutdownFlags::NOSAVE == 0 && busy {
         return Err(ctx.scripts().busy_error());
     }
-    tracing::warn!("User requested shutdown...");
-    if !has(b"nosave") {
-        if let Some(server) = ctx.server().arc() {
-            if let Err(e) = crate::services::snapshot::on_shutdown(&server, has(b"save")) {
-                tracing::warn!("shutdown snapshot failed: {e}");
-                if !has(b"force") {
-                    return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
-                }
-            }
-        }
+    let ticket = crate::services::shutdown::begin(&server, flags)
+        .map_err(|e| CmdError::err(format!("Errors trying to SHUTDOWN: {e}")))?;
+    if !ctx.may_block() {
+        // SHUTDOWN NOW inside MULTI: like Redis, which exits before it replies.
+        ctx.client.close_after_reply = true;
+        return Ok(());
     }
-    // Like Redis, the caller gets no reply.
-    ctx.server().stop();
-    ctx.client.close_after_reply = true;
+    ctx.reply_later(Box::pin(async move {
+        server.shutdown.cancelled(ticket).await;
+        format!("-ERR {}\r\n", crate::services::shutdown::FAILED).into_bytes()
+    }));
     Ok(())
 }
 

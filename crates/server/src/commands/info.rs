@@ -76,7 +76,7 @@ fn section(server: &Server, name: &str) -> Option<String> {
             field(
                 &mut s,
                 "blocked_clients",
-                server.blocking.count() + server.pause.waiting(),
+                server.blocking.all() + server.pause.waiting(),
             );
             field(&mut s, "tracking_clients", server.tracking.counts().0);
             field(&mut s, "clients_in_timeout_table", 0);
@@ -291,6 +291,9 @@ fn server_section(server: &Server, s: &mut String) {
         server.config.file.as_deref().unwrap_or(""),
     );
     field(s, "io_threads_active", 0);
+    if let Some(ms) = server.shutdown.waiting_ms() {
+        field(s, "shutdown_in_milliseconds", ms);
+    }
     field(s, "worker_threads", server.threads);
 }
 

@@ -229,9 +229,9 @@ directives! {
     bio_cpulist: String = "", "bio_cpulist", START | INERT;
     aof_rewrite_cpulist: String = "", "aof_rewrite_cpulist", START | INERT;
     bgsave_cpulist: String = "", "bgsave_cpulist", START | INERT;
-    shutdown_on_sigint: ShutdownFlags = "default", "shutdown-on-sigint", LIVE | INERT;
-    shutdown_on_sigterm: ShutdownFlags = "default", "shutdown-on-sigterm", LIVE | INERT;
-    shutdown_timeout: u32 [int(0, INT_MAX)] = "10", "shutdown-timeout", LIVE | INERT;
+    shutdown_on_sigint: ShutdownFlags = "default", "shutdown-on-sigint", LIVE;
+    shutdown_on_sigterm: ShutdownFlags = "default", "shutdown-on-sigterm", LIVE;
+    shutdown_timeout: u32 [int(0, INT_MAX)] = "10", "shutdown-timeout", LIVE;
     /// Active defragmentation: Strata has none, so it stays off.
     activedefrag: bool = "no", "activedefrag", LIVE, check no_defrag;
     active_defrag_ignore_bytes: u64 [memory(1, LONG_MAX)] = "104857600",

@@ -449,7 +449,7 @@ async fn serve_conn<W: Wire>(
             more = true;
         }
         if let Some(reply) = later {
-            let r = wait_later(stats, stream, client, inbuf, limits, reply).await?;
+            let r = wait_later(server, stats, stream, client, inbuf, limits, reply).await?;
             out.buf.extend_from_slice(&r);
             more = true;
         }

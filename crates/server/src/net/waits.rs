@@ -118,9 +118,12 @@ pub(super) async fn wait_blocked<W: Wire>(
     }
 }
 
-/// Waits for a reply that comes later (WAIT), serving the client meanwhile as `idle`
-/// does: its mail goes out and a disconnect is noticed. None when the connection must close.
+/// Waits for a reply that comes later (WAIT, SHUTDOWN), serving the client meanwhile as
+/// `idle` does: its mail goes out and a disconnect is noticed. Counted in INFO
+/// blocked_clients and flagged `b` in CLIENT LIST meanwhile, as Redis blocks such a client.
+/// None when the connection must close.
 pub(super) async fn wait_later<W: Wire>(
+    server: &Server,
     stats: &ThreadStats,
     stream: &mut W,
     client: &Client,
@@ -128,7 +131,11 @@ pub(super) async fn wait_later<W: Wire>(
     limits: &ConnLimits,
     reply: exec::LaterReply,
 ) -> Option<Vec<u8>> {
-    idle(stats, stream, client, inbuf, limits, reply).await
+    let _counted = server.blocking.later();
+    client.info.blocked.store(true, Ordering::Relaxed);
+    let r = idle(stats, stream, client, inbuf, limits, reply).await;
+    client.info.blocked.store(false, Ordering::Relaxed);
+    r
 }
 
 /// Waits while CLIENT PAUSE holds the client's command `argv` back (counted in INFO
@@ -156,7 +163,8 @@ pub(super) async fn wait_unpaused<W: Wire>(
         if !server.pause.holds(now, writes) {
             break true;
         }
-        let left = server.pause.end_ms().saturating_sub(now) + 1;
+        // A shutdown's hold has no end (it wakes the waiters when it lets go).
+        let left = (server.pause.end_ms().saturating_sub(now).saturating_add(1)).min(3_600_000);
         let end = tokio::time::Instant::now() + std::time::Duration::from_millis(left);
         let woken = async {
             tokio::select! {

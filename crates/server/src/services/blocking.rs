@@ -140,13 +140,36 @@ pub struct Blocking {
     count: AtomicUsize,
     /// Blocked clients woken by any change of their keys (`BlockRequest::wake_on_change`).
     change_watchers: AtomicUsize,
+    /// Clients waiting for a reply that comes later (WAIT, SHUTDOWN): blocked for INFO
+    /// as in Redis, but woken by no key.
+    later: AtomicUsize,
     inner: Mutex<Inner>,
+}
+
+/// A client counted among those waiting for a later reply while it lives.
+pub struct Later<'a>(&'a Blocking);
+
+impl Drop for Later<'_> {
+    fn drop(&mut self) {
+        self.0.later.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Blocking {
     /// Blocked clients (INFO blocked_clients); zero makes `signal_key_ready` free.
     pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// Clients blocked on anything (INFO blocked_clients, with the paused ones).
+    pub fn all(&self) -> usize {
+        self.count() + self.later.load(Ordering::Relaxed)
+    }
+
+    /// Counts a client waiting for a later reply until the guard drops.
+    pub fn later(&self) -> Later<'_> {
+        self.later.fetch_add(1, Ordering::Relaxed);
+        Later(self)
     }
 
     /// Blocked clients that any change of a key they wait on must wake.

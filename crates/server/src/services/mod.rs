@@ -17,6 +17,7 @@ pub mod persist;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;
+pub mod shutdown;
 pub mod slowlog;
 pub mod snapshot;
 mod snapshot_load;

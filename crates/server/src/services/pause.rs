@@ -11,7 +11,7 @@
 //! their commands are not admitted one by one.
 
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use tokio::sync::Notify;
 
 /// What a pause holds back.
@@ -32,6 +32,10 @@ pub struct Pause {
     changed: Notify,
     /// Connections waiting for the pause to end.
     waiting: AtomicUsize,
+    /// Writes held while a shutdown waits for its replicas and saves (`services::shutdown`):
+    /// apart from CLIENT PAUSE, which neither lifts nor shortens it (Redis's
+    /// PAUSE_DURING_SHUTDOWN).
+    shutdown: AtomicBool,
 }
 
 /// A connection's registration as a paused client, for as long as it lives.
@@ -60,7 +64,7 @@ impl Pause {
             (0, 0)
         };
         *st = ((kind as u8).max(old_kind), end_ms.max(old_end));
-        self.kind.store(st.0, Ordering::Relaxed);
+        self.publish(st.0);
         let end = st.1;
         drop(st);
         self.changed.notify_waiters();
@@ -69,9 +73,27 @@ impl Pause {
 
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
-        *self.state.lock() = (0, 0);
-        self.kind.store(0, Ordering::Relaxed);
+        let mut st = self.state.lock();
+        *st = (0, 0);
+        self.publish(0);
+        drop(st);
         self.changed.notify_waiters();
+    }
+
+    /// Holds writes (`on`) for a shutdown, or lets them go.
+    pub fn hold_for_shutdown(&self, on: bool) {
+        let st = self.state.lock();
+        self.shutdown.store(on, Ordering::Relaxed);
+        self.publish(st.0);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+
+    /// Stores the kind in force for the fast check, from CLIENT PAUSE's `client` kind and
+    /// the shutdown's hold (under the state lock).
+    fn publish(&self, client: u8) {
+        let shutdown = u8::from(self.shutdown.load(Ordering::Relaxed)) * Kind::Write as u8;
+        self.kind.store(client.max(shutdown), Ordering::Relaxed);
     }
 
     /// The kind in force at `now_ms` (a pause past its end is over).
@@ -80,14 +102,14 @@ impl Pause {
             return Kind::Off;
         }
         let mut st = self.state.lock();
-        if st.1 < now_ms {
+        if st.0 != 0 && st.1 < now_ms {
             *st = (0, 0);
-            self.kind.store(0, Ordering::Relaxed);
+            self.publish(0);
             drop(st);
             self.changed.notify_waiters();
-            return Kind::Off;
+            return self.kind(now_ms);
         }
-        match st.0 {
+        match self.kind.load(Ordering::Relaxed) {
             2 => Kind::All,
             1 => Kind::Write,
             _ => Kind::Off,
@@ -103,9 +125,14 @@ impl Pause {
         }
     }
 
-    /// The end of the pause in force, Unix ms (0: none).
+    /// The end of the pause in force, Unix ms (0: none; `u64::MAX` while a shutdown holds
+    /// writes, which ends when the shutdown does or is cancelled).
     pub fn end_ms(&self) -> u64 {
-        self.state.lock().1
+        let st = self.state.lock();
+        match self.shutdown.load(Ordering::Relaxed) {
+            true => u64::MAX,
+            false => st.1,
+        }
     }
 
     /// Resolves when the pause may have changed. Create it before looking at the pause:
@@ -152,5 +179,26 @@ mod tests {
         assert_eq!(p.waiting(), 1);
         drop(w);
         assert_eq!(p.waiting(), 0);
+    }
+
+    #[test]
+    fn a_shutdowns_hold_outlasts_client_pauses() {
+        let p = Pause::default();
+        p.hold_for_shutdown(true);
+        assert!(p.holds(100, true) && !p.holds(100, false));
+        assert_eq!(p.end_ms(), u64::MAX);
+        // CLIENT PAUSE ALL is stricter while it lasts; after it, writes stay held.
+        p.pause(Kind::All, 200, 100);
+        assert!(p.holds(150, false));
+        assert!(!p.holds(300, false) && p.holds(300, true));
+        p.pause(Kind::All, 500, 300);
+        p.unpause();
+        assert!(
+            p.holds(300, true),
+            "CLIENT UNPAUSE does not lift a shutdown's hold"
+        );
+        p.hold_for_shutdown(false);
+        assert!(!p.holds(300, true));
+        assert!(!p.active());
     }
 }
