@@ -60,9 +60,40 @@ fn held_write(p: &Proc, ms: u64) -> RespConn {
     c
 }
 
+/// Writes 1 KiB values until the stream a stopped replica has not read passes 2 MiB in
+/// the primary's memory (the kernel's socket buffers take the first of it), then checks
+/// INFO memory splits it as Redis does.
+fn fill_the_replicas_buffer(pc: &mut redis::Connection) {
+    let value = "v".repeat(1024);
+    let mut written = 0usize;
+    while number(pc, "memory", "mem_total_replication_buffers") <= 2 << 20 {
+        assert!(
+            written < 256 << 20,
+            "the replica's unread stream never grew"
+        );
+        let mut pipe = redis::pipe();
+        for i in 0..1024 {
+            pipe.cmd("SET")
+                .arg(format!("fill:{written}:{i}"))
+                .arg(&value)
+                .ignore();
+        }
+        let _: () = pipe.query(pc).expect("fill");
+        written += 1 << 20;
+    }
+    let total = number(pc, "memory", "mem_total_replication_buffers");
+    let backlog = number(pc, "memory", "mem_replication_backlog");
+    assert_eq!(backlog, 1 << 20, "repl-backlog-size");
+    assert_eq!(number(pc, "memory", "mem_clients_slaves"), total - backlog);
+}
+
 fn shutdown_waits_for_the_replica(by_signal: bool) {
-    let (mut p, mut pc, r, mut rc) = primary_and_replica(&["--shutdown-timeout", "300"]);
+    let (mut p, mut pc, r, mut rc) =
+        primary_and_replica(&["--shutdown-timeout", "300", "--repl-backlog-size", "1mb"]);
+    // The replica's connection is not a client (INFO's count, as Redis's).
+    assert_eq!(number(&mut pc, "clients", "connected_clients"), 1);
     signal(&r, libc::SIGSTOP);
+    fill_the_replicas_buffer(&mut pc);
     let _: i64 = run(&mut pc, &["INCR", "k"]);
     let _caller = match by_signal {
         true => {
@@ -157,6 +188,33 @@ fn shutdown_abort_cancels_the_wait_and_every_shutdown_gets_an_error() {
     // A later SIGTERM starts a new shutdown, which now finds the replica in sync.
     p.terminate();
     assert!(p.wait_exit(Duration::from_secs(20)));
+}
+
+#[test]
+fn a_journal_switched_on_and_not_yet_written_refuses_a_shutdown_without_force() {
+    let mut p = common::strata(&["--appendonly", "no", "--save", ""]);
+    let mut c = p.client();
+    for i in 0..20 {
+        let _: () = run(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    // The snapshot that starts the journal takes 20 x 0.5 s.
+    let _: () = run(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "500000"]);
+    let _: () = run(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
+    wait_until("the journal's first rewrite to start", 10, || {
+        field(&mut c, "persistence", "aof_rewrite_in_progress") == "1"
+    });
+    assert_eq!(
+        error_text(&mut c, &["SHUTDOWN"]),
+        "ERR Errors trying to SHUTDOWN. Check logs."
+    );
+    assert!(logged(&p, "Writing initial AOF, can't exit."));
+    assert_eq!(run::<String>(&mut c, &["GET", "k3"]), "v");
+    let _ = redis::cmd("SHUTDOWN")
+        .arg("NOSAVE")
+        .arg("FORCE")
+        .query::<()>(&mut c);
+    assert!(p.wait_exit(Duration::from_secs(10)), "FORCE did not exit");
+    assert!(logged(&p, "Writing initial AOF. Exit anyway."));
 }
 
 #[test]

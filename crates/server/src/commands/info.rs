@@ -67,7 +67,10 @@ fn section(server: &Server, name: &str) -> Option<String> {
         "server" => server_section(server, &mut s),
         "clients" => {
             s.push_str("# Clients\r\n");
-            field(&mut s, "connected_clients", server.clients.connected());
+            // As Redis counts them: replicas' connections are not clients here.
+            let replicas = server.repl.peers().len();
+            let clients = server.clients.connected().saturating_sub(replicas);
+            field(&mut s, "connected_clients", clients);
             field(&mut s, "cluster_connections", 0);
             field(&mut s, "maxclients", server.config.get().maxclients);
             let (input, output) = server.clients.mem.recent_max();
@@ -401,13 +404,16 @@ fn memory_section(server: &Server, s: &mut String) {
     );
     field(s, "mem_fragmentation_bytes", r.rss.saturating_sub(r.used));
     field(s, "mem_not_counted_for_evict", r.journal);
-    for name in [
-        "mem_replication_backlog",
-        "mem_total_replication_buffers",
-        "mem_clients_slaves",
-    ] {
-        field(s, name, 0);
-    }
+    // As Redis 7 splits its shared replication buffer: beyond repl-backlog-size, what
+    // connected replicas have still to read counts as theirs.
+    let (held, size) = server.repl.backlog.memory();
+    let (backlog, replicas) = match server.repl.peers().is_empty() || held <= size {
+        true => (held, 0),
+        false => (size, held - size),
+    };
+    field(s, "mem_replication_backlog", backlog);
+    field(s, "mem_total_replication_buffers", held);
+    field(s, "mem_clients_slaves", replicas);
     field(s, "mem_clients_normal", r.clients);
     field(s, "mem_cluster_links", 0);
     field(s, "mem_aof_buffer", r.journal);

@@ -13,7 +13,7 @@ use crate::server::Server;
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strata_storage::{DirLock, Fsync, Journal, JournalOptions};
@@ -27,6 +27,10 @@ pub struct Persist {
     sink: Mutex<Option<Arc<dyn EffectSink>>>,
     /// Serialises attaching and detaching the journal.
     switching: Mutex<()>,
+    /// A journal switched on at run time has no snapshot under it yet (Redis's
+    /// AOF_WAIT_REWRITE): until a rewrite succeeds, exiting would lose what was written
+    /// before it was attached, so a shutdown without FORCE refuses.
+    unbased: AtomicBool,
     dir_lock: Mutex<Option<DirLock>>,
     /// Wakes connections waiting for an fsync (appendfsync always).
     durable: Arc<Notify>,
@@ -62,6 +66,16 @@ impl Persist {
     /// on as a rewrite in progress until its snapshot has started).
     pub fn switching(&self) -> bool {
         self.switching.is_locked()
+    }
+
+    /// The journal was switched on and no rewrite has given it a snapshot to start from.
+    pub fn journal_unbased(&self) -> bool {
+        self.unbased.load(Ordering::SeqCst)
+    }
+
+    /// A rewrite succeeded: the journal starts from its snapshot.
+    pub fn journal_based(&self) {
+        self.unbased.store(false, Ordering::SeqCst);
     }
 
     /// The journal, when `appendonly yes`.
@@ -292,7 +306,11 @@ fn turn_on(server: &Arc<Server>) -> Result<(), String> {
     if server.persist.journal().is_some() {
         return Ok(());
     }
-    attach_journal(server)?;
+    server.persist.unbased.store(true, Ordering::SeqCst);
+    if let Err(e) = attach_journal(server) {
+        server.persist.journal_based();
+        return Err(e);
+    }
     crate::net::workers::barrier(server);
     tracing::info!("appendonly yes: journal attached; taking a snapshot to start it from");
     loop {
@@ -317,6 +335,7 @@ fn turn_off(server: &Arc<Server>) -> Result<(), String> {
     while server.persist.snapshots.in_progress() {
         std::thread::sleep(Duration::from_millis(10));
     }
+    server.persist.journal_based();
     if let Some(j) = server.persist.journal.swap(None) {
         j.close().map_err(|e| e.to_string())?;
     }

@@ -5,8 +5,9 @@
 //! acknowledged its whole stream asks them for an ACK and waits, up to `shutdown-timeout`
 //! seconds (INFO `shutdown_in_milliseconds` counts down); SHUTDOWN ABORT cancels that
 //! wait. Then each lagging replica is logged, the final snapshot is taken (where save
-//! rules are set, or SAVE; never NOSAVE) and the server stops. A snapshot that fails
-//! cancels the shutdown unless FORCE: the SHUTDOWN callers get "Errors trying to SHUTDOWN.
+//! rules are set, or SAVE; never NOSAVE) and the server stops. A snapshot that fails, or a
+//! journal switched on whose first rewrite has not succeeded, cancels the shutdown unless
+//! FORCE: the SHUTDOWN callers get "Errors trying to SHUTDOWN.
 //! Check logs." and the server goes on serving.
 //!
 //! The sequence runs on a thread of its own: the wait must not hold a worker, whose
@@ -128,21 +129,30 @@ fn sequence(server: &Arc<Server>, flags: u8) -> Result<(), ()> {
         server.shutdown.abort.store(false, Ordering::SeqCst);
     }
     log_lagging(server);
+    if server.persist.journal_unbased() {
+        if flags & ShutdownFlags::FORCE == 0 {
+            tracing::warn!("Writing initial AOF, can't exit.");
+            return Err(refused());
+        }
+        tracing::warn!("Writing initial AOF. Exit anyway.");
+    }
     if flags & ShutdownFlags::NOSAVE == 0 {
         let save = flags & ShutdownFlags::SAVE != 0;
         if let Err(e) = crate::services::snapshot::on_shutdown(server, save) {
             tracing::warn!("shutdown snapshot failed: {e}");
             if flags & ShutdownFlags::FORCE == 0 {
                 tracing::warn!("Error trying to save the DB, can't exit.");
-                tracing::warn!(
-                    "Errors trying to shut down the server. Check the logs for more information."
-                );
-                return Err(());
+                return Err(refused());
             }
             tracing::warn!("Error trying to save the DB. Exit anyway.");
         }
     }
     Ok(())
+}
+
+/// Logs that the shutdown gives up (its reason is logged before).
+fn refused() {
+    tracing::warn!("Errors trying to shut down the server. Check the logs for more information.");
 }
 
 /// Every replica has acknowledged the whole stream (true with none), as Redis's

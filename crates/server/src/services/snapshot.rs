@@ -267,6 +267,7 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
                 snap.last_failed.store(result.is_err(), Ordering::Relaxed);
             } else if result.is_ok() {
                 snap.rewrite_failures.store(0, Ordering::Relaxed);
+                server.persist.journal_based();
             } else {
                 snap.rewrite_failures.fetch_add(1, Ordering::Relaxed);
             }

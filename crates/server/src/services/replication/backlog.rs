@@ -126,6 +126,14 @@ impl Backlog {
         }
     }
 
+    /// Memory the stream's blocks take (Redis's `repl_buffer_mem`: the backlog's history
+    /// and what replicas have still to read share them) and `repl-backlog-size`.
+    pub fn memory(&self) -> (u64, u64) {
+        let b = self.buf.lock();
+        let held: usize = b.blocks.iter().map(Vec::capacity).sum();
+        (held as u64, b.size)
+    }
+
     /// `repl-backlog-size`.
     pub fn set_size(&self, size: u64) {
         let mut b = self.buf.lock();
