@@ -100,6 +100,11 @@ pub struct JournalStats {
     pub last_fsync_micros: u64,
     /// Bytes appended but not yet written to the OS.
     pub pending_bytes: u64,
+    /// Memory the journal holds besides: written blocks kept until their fsync (to be
+    /// rewritten should it fail; up to a second of writes under everysec) and spare
+    /// buffers. With `pending_bytes`, what maxmemory leaves out as Redis leaves out its AOF
+    /// buffer.
+    pub held_bytes: u64,
     pub written_lsn: u64,
     pub durable_lsn: u64,
 }
@@ -154,6 +159,8 @@ struct Shared {
     fsyncs: AtomicU64,
     last_fsync_us: AtomicU64,
     pending: AtomicU64,
+    /// Capacity of the written chunks kept until their fsync (`JournalStats::held_bytes`).
+    unsynced: AtomicU64,
     disk_bytes: AtomicU64,
     segments: AtomicU64,
     inject_errors: AtomicU32,
@@ -329,6 +336,7 @@ impl Journal {
             fsyncs: AtomicU64::new(0),
             last_fsync_us: AtomicU64::new(0),
             pending: AtomicU64::new(0),
+            unsynced: AtomicU64::new(0),
             disk_bytes: AtomicU64::new(disk),
             segments: AtomicU64::new(segs.len() as u64),
             inject_errors: AtomicU32::new(0),
@@ -550,6 +558,7 @@ impl Journal {
             a.gather(&self.sh); // so that pending_bytes counts the lanes' blocks
             self.sh.next_lsn.load(SeqCst)
         };
+        let spare: usize = self.sh.spare.lock().iter().map(Vec::capacity).sum();
         JournalStats {
             size_bytes: self.sh.disk_bytes.load(Relaxed),
             segments: self.sh.segments.load(Relaxed),
@@ -557,6 +566,7 @@ impl Journal {
             fsyncs: self.sh.fsyncs.load(Relaxed),
             last_fsync_micros: self.sh.last_fsync_us.load(Relaxed),
             pending_bytes: self.sh.pending.load(Relaxed),
+            held_bytes: self.sh.unsynced.load(Relaxed) + spare as u64,
             written_lsn: self.written_lsn(),
             durable_lsn: self.durable_lsn(),
         }

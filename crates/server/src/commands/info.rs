@@ -403,14 +403,12 @@ fn memory_section(server: &Server, s: &mut String) {
         ratio(Report::ratio(r.rss, r.used)),
     );
     field(s, "mem_fragmentation_bytes", r.rss.saturating_sub(r.used));
-    field(s, "mem_not_counted_for_evict", r.journal);
-    // As Redis 7 splits its shared replication buffer: beyond repl-backlog-size, what
-    // connected replicas have still to read counts as theirs.
-    let (held, size) = server.repl.backlog.memory();
-    let (backlog, replicas) = match server.repl.peers().is_empty() || held <= size {
-        true => (held, 0),
-        false => (size, held - size),
-    };
+    field(
+        s,
+        "mem_not_counted_for_evict",
+        crate::services::evict::Evictor::not_counted(server),
+    );
+    let (held, backlog, replicas) = server.repl.buffers();
     field(s, "mem_replication_backlog", backlog);
     field(s, "mem_total_replication_buffers", held);
     field(s, "mem_clients_slaves", replicas);
@@ -518,6 +516,14 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "tracking_total_prefixes", prefixes);
     field(s, "migrate_cached_sockets", server.migrations.cached());
     field(s, "slave_expires_tracked_keys", 0);
+    field(
+        s,
+        "unexpected_error_replies",
+        server
+            .stats
+            .unexpected_error_replies
+            .load(Ordering::Relaxed),
+    );
     field(s, "total_error_replies", errors);
     let resized = &st.reply_buffer;
     for (name, count) in [

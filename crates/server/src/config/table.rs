@@ -267,7 +267,7 @@ directives! {
         | "slave-serve-stale-data", LIVE;
     replica_read_only: bool = "yes", "replica-read-only" | "slave-read-only", LIVE;
     replica_ignore_maxmemory: bool = "yes", "replica-ignore-maxmemory"
-        | "slave-ignore-maxmemory", LIVE | INERT;
+        | "slave-ignore-maxmemory", LIVE;
     replica_lazy_flush: bool = "no", "replica-lazy-flush" | "slave-lazy-flush", LIVE | INERT;
     replica_priority: u32 [int(0, INT_MAX)] = "100", "replica-priority" | "slave-priority",
         LIVE;
@@ -299,7 +299,7 @@ directives! {
     min_replicas_max_lag: u32 [int(0, INT_MAX)] = "10", "min-replicas-max-lag"
         | "min-slaves-max-lag", LIVE => Replication;
     propagation_error_behavior: PropagationErrorBehavior = "ignore",
-        "propagation-error-behavior", LIVE | INERT;
+        "propagation-error-behavior", LIVE;
 
     // --- Cluster
     cluster_enabled: bool = "no", "cluster-enabled", START | INERT;

@@ -138,13 +138,17 @@ impl Evictor {
         Policy::from_code(self.policy.load(Relaxed))
     }
 
-    /// Memory the limit does not count: the journal's buffered records (Redis leaves out
-    /// its AOF buffer, so that the DELs of evictions cannot feed more evictions).
+    /// Memory the limit does not count, as Redis leaves it out: the journal's buffered
+    /// records (those not yet written, and those written and kept until their fsync) and
+    /// the replication stream replicas have still to read beyond the backlog,
+    /// so that the DELs of evictions cannot feed more evictions, nor a slow replica
+    /// empty its primary.
     pub fn not_counted(server: &Server) -> u64 {
-        server
-            .persist
-            .journal()
-            .map_or(0, |j| j.stats().pending_bytes)
+        let journal = server.persist.journal().map_or(0, |j| {
+            let stats = j.stats();
+            stats.pending_bytes + stats.held_bytes
+        });
+        journal + server.repl.buffers().2
     }
 
     /// What `maxmemory` bounds: used memory, or with tiering the hot entries' bytes
@@ -177,6 +181,13 @@ impl Evictor {
     pub fn perform(&self, server: &Server) -> State {
         let max = self.maxmemory();
         if max == 0 || Self::counted(server) <= max || self.still_spared(server, max) {
+            return State::Ok;
+        }
+        // A replica under `replica-ignore-maxmemory` (the default) deletes nothing itself:
+        // its primary's evictions reach it as DELs, as in Redis. Moving entries to its own
+        // tier deletes nothing, so that goes on.
+        let keeps_keys = server.repl.is_replica() && server.config.get().replica_ignore_maxmemory;
+        if keeps_keys && server.tier.get().is_none() {
             return State::Ok;
         }
         // Eviction locks shards while holding the pool: a shard this thread kept locked
@@ -287,6 +298,10 @@ impl Evictor {
                 // The tier is full and the policy keeps keys: nothing more can go.
                 drop(pool);
                 return State::Fail;
+            }
+            if keeps_keys {
+                pool.recycle(key);
+                return State::Ok;
             }
             let mut recording = 0;
             let gone = server

@@ -132,7 +132,7 @@ fn sequence(server: &Arc<Server>, flags: u8) -> Result<(), ()> {
     if server.persist.journal_unbased() {
         if flags & ShutdownFlags::FORCE == 0 {
             tracing::warn!("Writing initial AOF, can't exit.");
-            return Err(refused());
+            return refused();
         }
         tracing::warn!("Writing initial AOF. Exit anyway.");
     }
@@ -142,7 +142,7 @@ fn sequence(server: &Arc<Server>, flags: u8) -> Result<(), ()> {
             tracing::warn!("shutdown snapshot failed: {e}");
             if flags & ShutdownFlags::FORCE == 0 {
                 tracing::warn!("Error trying to save the DB, can't exit.");
-                return Err(refused());
+                return refused();
             }
             tracing::warn!("Error trying to save the DB. Exit anyway.");
         }
@@ -150,9 +150,10 @@ fn sequence(server: &Arc<Server>, flags: u8) -> Result<(), ()> {
     Ok(())
 }
 
-/// Logs that the shutdown gives up (its reason is logged before).
-fn refused() {
+/// The shutdown gives up (its reason is logged before): logged as Redis does.
+fn refused() -> Result<(), ()> {
     tracing::warn!("Errors trying to shut down the server. Check the logs for more information.");
+    Err(())
 }
 
 /// Every replica has acknowledged the whole stream (true with none), as Redis's

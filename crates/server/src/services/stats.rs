@@ -155,6 +155,8 @@ pub struct Stats {
     pub latency_tracking: std::sync::atomic::AtomicBool,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// Error replies a replica gave to its primary's stream (INFO, each logged).
+    pub unexpected_error_replies: AtomicU64,
     /// Clients closed by client eviction (`maxmemory-clients`).
     pub evicted_clients: AtomicU64,
     /// Connections handed to another worker (a hot key's, see conn::serve_client).

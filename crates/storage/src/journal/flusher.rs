@@ -262,6 +262,7 @@ impl Flusher {
             for c in self.unsynced.drain(..).rev() {
                 self.retained.push_front(c);
             }
+            sh.unsynced.store(0, Relaxed);
             return Err(e);
         }
         sh.fsyncs.fetch_add(1, Relaxed);
@@ -271,6 +272,7 @@ impl Flusher {
         for c in self.unsynced.drain(..) {
             recycle(sh, c.bytes);
         }
+        sh.unsynced.store(0, Relaxed);
         self.synced_lsn = self.written_lsn;
         sh.synced.store(self.synced_lsn, Release);
         Ok(())
@@ -338,6 +340,8 @@ impl Flusher {
         if want_sync && self.synced_lsn < self.written_lsn {
             self.sync_file(sh)?;
         }
+        let held: usize = self.unsynced.iter().map(|c| c.bytes.capacity()).sum();
+        sh.unsynced.store(held as u64, Relaxed);
         Ok(())
     }
 

@@ -75,6 +75,13 @@ const SUBCOMMANDS: &[Command] = &[
         ..FAMILY
     },
     Command {
+        name: "replicate",
+        arity: -3,
+        summary: "Sends a command to the replicas only, without running it here.",
+        handler: replicate,
+        ..FAMILY
+    },
+    Command {
         name: "log",
         arity: 3,
         summary: "Writes the message given to the server log.",
@@ -299,6 +306,15 @@ fn log(ctx: &mut Ctx<'_>) -> CmdResult {
 fn error(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = String::from_utf8_lossy(ctx.arg(2)).into_owned();
     ctx.out.error(&text);
+    Ok(())
+}
+
+/// DEBUG REPLICATE command [arg ...]: the replicas get a command this server never ran
+/// (Redis's test of what a replica does with one that fails: `propagation-error-behavior`).
+fn replicate(ctx: &mut Ctx<'_>) -> CmdResult {
+    let argv: Vec<&[u8]> = ctx.argv[2..].iter().map(|a| &a[..]).collect();
+    ctx.server().repl.backlog.feed_command(&argv);
+    ctx.out.ok();
     Ok(())
 }
 

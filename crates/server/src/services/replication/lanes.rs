@@ -298,9 +298,44 @@ pub(super) fn apply_one(
         out,
         &mut after,
     );
+    if out.first() == Some(&b'-') {
+        diverged(w.server, argv, out);
+    }
     out.clear();
     if !after.ready_keys.is_empty() {
         crate::exec::blocked::serve_ready(w, after.ready_keys);
+    }
+}
+
+/// A command of the primary's stream failed here: the data sets may have diverged. Logged
+/// and counted as Redis does; with `propagation-error-behavior panic` or
+/// `panic-on-replicas`, a read-only replica stops rather than serve diverged data.
+fn diverged(server: &Server, argv: &[Bytes], reply: &[u8]) {
+    let text = String::from_utf8_lossy(&reply[1..reply.len().min(4096)]);
+    let name = server
+        .table
+        .resolve(argv)
+        .ok()
+        .and_then(|id| server.table.fullnames.get(id))
+        .map_or("<unknown>", String::as_str);
+    tracing::warn!(
+        "== CRITICAL == This replica is sending an error to its master: '{}' after processing the command '{name}'",
+        text.trim_end()
+    );
+    server
+        .stats
+        .unexpected_error_replies
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let config = server.config.get();
+    let panics = !matches!(
+        config.propagation_error_behavior,
+        crate::config::PropagationErrorBehavior::Ignore
+    );
+    if panics && config.replica_read_only {
+        tracing::error!(
+            "This replica panicked sending an error to its master after processing the command '{name}'"
+        );
+        std::process::exit(1);
     }
 }
 

@@ -284,6 +284,17 @@ impl Replication {
         self.link.state.load(Ordering::Relaxed) == link::CONNECTED
     }
 
+    /// The replication buffer's memory as Redis 7 splits it: (all of it, the backlog's
+    /// part, the replicas' part). Beyond `repl-backlog-size`, what connected replicas have
+    /// still to read is theirs (INFO mem_clients_slaves), and maxmemory does not count it.
+    pub fn buffers(&self) -> (u64, u64, u64) {
+        let (held, size) = self.backlog.memory();
+        match self.peers.lock().is_empty() || held <= size {
+            true => (held, held, 0),
+            false => (held, size, held - size),
+        }
+    }
+
     pub fn peers(&self) -> Vec<Arc<Peer>> {
         self.peers.lock().clone()
     }
