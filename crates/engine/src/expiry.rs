@@ -86,6 +86,21 @@ impl Keyspace {
 }
 
 impl Db {
+    /// Removes `key` if its TTL has passed, even while the keyspace keeps expired keys
+    /// (`Keyspace::set_keep_expired`): on a writable replica, the keys its own clients
+    /// wrote expire there, as Redis's expireSlaveKeys does. Some(true): removed (reported
+    /// to the expired hook); Some(false): not due yet; None: not in RAM, or no TTL.
+    pub fn expire_if_due(&self, key: &[u8]) -> Option<bool> {
+        let h = hash(key);
+        let mut g = self.shards[self.shard_index(h)].acquire();
+        let at = g.find(h, key)?.expire_at()?;
+        if at > clock::now_ms() {
+            return Some(false);
+        }
+        self.remove_expired(&mut g, h, key);
+        Some(true)
+    }
+
     /// This database's rounds of a cycle: (keys removed, whether it ended for want of
     /// expired keys rather than of time).
     fn expire_rounds(

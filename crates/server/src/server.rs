@@ -279,7 +279,11 @@ pub(crate) fn cron(server: &Arc<Server>) {
             std::thread::sleep(period);
             continue;
         }
-        // A replica's keys expire when its primary's DELs arrive.
+        // A replica's keys expire when its primary's DELs arrive; those its own clients
+        // wrote, here (both only while active expiry is on, as in Redis).
+        if server.active_expire.load(Ordering::Relaxed) {
+            crate::services::replication::own_keys::expire(server);
+        }
         if server.active_expire.load(Ordering::Relaxed) && !server.repl.is_replica() {
             // Redis lets its slow expire cycle use up to 25% of each period (more at a
             // higher active-expire-effort).

@@ -515,7 +515,7 @@ fn stats_section(server: &Server, s: &mut String) {
     field(s, "tracking_total_items", items);
     field(s, "tracking_total_prefixes", prefixes);
     field(s, "migrate_cached_sockets", server.migrations.cached());
-    field(s, "slave_expires_tracked_keys", 0);
+    field(s, "slave_expires_tracked_keys", server.repl.own_keys.len());
     field(
         s,
         "unexpected_error_replies",

@@ -445,6 +445,9 @@ fn record(
     origin: &mut Origin<'_>,
     hold: &plan::Hold<'_>,
 ) {
+    if server.repl.is_replica() && !client.is_master() && !matches!(origin, Origin::Replay) {
+        crate::services::replication::own_keys::note(server, db, call.argv);
+    }
     match origin {
         // With no sink (fixed at start) a group's records would go nowhere.
         Origin::Nested(n) if server.sinks.any() => n.group.add(db, call.argv, effect),

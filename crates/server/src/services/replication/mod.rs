@@ -18,6 +18,7 @@ mod failover;
 mod fullsync;
 mod lanes;
 mod load;
+pub mod own_keys;
 mod persisted;
 pub mod primary;
 pub mod replica;
@@ -206,6 +207,8 @@ pub struct Replication {
     /// Unix seconds since when no replica is connected (`repl-backlog-ttl`).
     no_peers_since: AtomicU64,
     cron_loops: AtomicU64,
+    /// Keys a writable replica's own clients wrote (`own_keys`).
+    pub own_keys: own_keys::OwnKeys,
 }
 
 impl Default for Replication {
@@ -237,6 +240,7 @@ impl Default for Replication {
             counters: Counters::default(),
             no_peers_since: AtomicU64::new(Server::now_unix()),
             cron_loops: AtomicU64::new(0),
+            own_keys: Default::default(),
         }
     }
 }
