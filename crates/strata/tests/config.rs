@@ -650,3 +650,38 @@ fn pidfile_holds_the_pid_until_a_clean_exit() {
     assert!(!path.exists(), "the pid file outlived a clean exit");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `oom-score-adj`: the process's /proc/PID/oom_score_adj follows the role (primary,
+/// replica) as Redis sets it, relative to the score it started with or absolute, and goes
+/// back to that score with `no`.
+#[test]
+fn oom_score_adj_follows_the_role() {
+    let p = common::strata(&[]);
+    let mut c = p.client();
+    let path = format!("/proc/{}/oom_score_adj", p.pid());
+    let score = || -> i32 {
+        std::fs::read_to_string(&path)
+            .expect("oom_score_adj")
+            .trim()
+            .parse()
+            .expect("a number")
+    };
+    let base = score();
+    let relative = |v: i32| (base + v).clamp(-1000, 1000);
+    let set = |c: &mut redis::Connection, name: &str, value: &str| {
+        let _: () = common::query(c, &["CONFIG", "SET", name, value]);
+    };
+    set(&mut c, "oom-score-adj-values", "10 200 800");
+    assert_eq!(score(), base, "`no` leaves the score alone");
+    set(&mut c, "oom-score-adj", "yes");
+    assert_eq!(score(), relative(10));
+    let nowhere = common::free_port().to_string();
+    let _: () = common::query(&mut c, &["REPLICAOF", "127.0.0.1", &nowhere]);
+    assert_eq!(score(), relative(200), "a replica's score");
+    let _: () = common::query(&mut c, &["REPLICAOF", "NO", "ONE"]);
+    assert_eq!(score(), relative(10));
+    set(&mut c, "oom-score-adj", "absolute");
+    assert_eq!(score(), 10);
+    set(&mut c, "oom-score-adj", "no");
+    assert_eq!(score(), base, "`no` puts the starting score back");
+}

@@ -43,11 +43,13 @@ pub enum Hook {
     Bind,
     /// Listening on `port` and `tls-port` (TLS configured first if it was off, as Redis).
     Port,
+    /// The process's OOM score (`services::oom`).
+    OomScoreAdj,
 }
 
 impl Hook {
-    /// Runs the hook; Err (with the text CONFIG SET answers) only from `Tls`, `Bind` and
-    /// `Port`.
+    /// Runs the hook; Err (with the text CONFIG SET answers) only from `Tls`, `Bind`,
+    /// `Port` and `OomScoreAdj`.
     pub fn run(self, server: &Server) -> Result<(), String> {
         let c = server.config.get();
         match self {
@@ -103,6 +105,7 @@ impl Hook {
                     .set_default_password(&env, c.requirepass.as_bytes());
             }
             Hook::Replication => crate::services::replication::configure(server),
+            Hook::OomScoreAdj => crate::services::oom::apply(server)?,
             Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
             Hook::Latency => {
                 server

@@ -220,9 +220,9 @@ directives! {
     set_proc_title: bool = "yes", "set-proc-title", START | INERT;
     proc_title_template: String = "{title} {listen-addr} {server-mode}",
         "proc-title-template", LIVE | INERT, check proc_title;
-    oom_score_adj: OomScoreAdj = "no", "oom-score-adj", LIVE | INERT;
+    oom_score_adj: OomScoreAdj = "no", "oom-score-adj", LIVE => OomScoreAdj;
     oom_score_adj_values: OomScoreAdjValues = "0 200 800", "oom-score-adj-values",
-        LIVE | INERT;
+        LIVE => OomScoreAdj;
     disable_thp: bool = "yes", "disable-thp", START | INERT;
     jemalloc_bg_thread: bool = "yes", "jemalloc-bg-thread", LIVE | INERT;
     server_cpulist: String = "", "server_cpulist", START | INERT;

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod migrate;
 pub mod monitor;
 pub mod notify;
+pub mod oom;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;

@@ -53,6 +53,7 @@ pub fn become_replica(server: &Arc<Server>, host: &str, port: u16) -> Switched {
     repl.link.state.store(link::CONNECT, Ordering::SeqCst);
     repl.link.down_since.store(0, Ordering::SeqCst);
     repl.refresh_restrict(server);
+    let _ = crate::services::oom::apply(server);
     tracing::info!("Connecting to MASTER {host}:{port}");
     super::replica::spawn(server, repl.generation());
     Switched::Now
@@ -70,6 +71,7 @@ pub fn become_master(server: &Arc<Server>) {
     repl.generation.fetch_add(1, Ordering::SeqCst);
     repl.stop_link();
     remember_target(server, None);
+    let _ = crate::services::oom::apply(server);
     repl.set_cached(None);
     repl.cache_from_self.store(false, Ordering::SeqCst);
     let end = repl.backlog.end();
