@@ -216,7 +216,7 @@ directives! {
     daemonize: Daemonize = "no", "daemonize", START;
     /// A file to hold the process id while it runs (empty: none).
     pidfile: String = "", "pidfile", START;
-    supervised: Supervised = "no", "supervised", START | INERT;
+    supervised: Supervised = "no", "supervised", START;
     set_proc_title: bool = "yes", "set-proc-title", START | INERT;
     proc_title_template: String = "{title} {listen-addr} {server-mode}",
         "proc-title-template", LIVE | INERT, check proc_title;

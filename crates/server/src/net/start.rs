@@ -23,6 +23,7 @@ pub struct StartOptions {
 /// Returns once the server has stopped.
 pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
     let (server, listeners) = start(config, &opts)?;
+    crate::services::supervise::ready(server.repl.is_replica());
     for l in &listeners {
         tracing::info!(
             "Ready to accept connections on {}{} with {} worker threads",
@@ -38,6 +39,7 @@ pub fn run(config: Config, opts: StartOptions) -> std::io::Result<()> {
 pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server>, Vec<Listener>)> {
     let listeners = crate::net::listen::bind(&config)?;
     let server = Server::new(config);
+    crate::services::supervise::begin(&server.config);
     if let Some(unix) = crate::net::unix::bind(&server)? {
         server.listeners.set_unix(unix);
     }

@@ -23,6 +23,7 @@ pub mod slowlog;
 pub mod snapshot;
 mod snapshot_load;
 pub mod stats;
+pub mod supervise;
 mod tier_recovery;
 pub mod tiering;
 pub mod tracking;

@@ -91,6 +91,7 @@ pub fn begin(server: &Arc<Server>, flags: u8) -> std::io::Result<Ticket> {
         return Ok(ticket);
     }
     tracing::warn!("User requested shutdown...");
+    crate::services::supervise::notify("STOPPING=1\n");
     server.pause.hold_for_shutdown(true);
     let run = server.clone();
     let spawned = std::thread::Builder::new()
@@ -138,10 +139,16 @@ fn sequence(server: &Arc<Server>, flags: u8) -> Result<(), ()> {
     }
     if flags & ShutdownFlags::NOSAVE == 0 {
         let save = flags & ShutdownFlags::SAVE != 0;
+        if save || !server.config.get().save.0.is_empty() {
+            crate::services::supervise::notify("STATUS=Saving the final RDB snapshot\n");
+        }
         if let Err(e) = crate::services::snapshot::on_shutdown(server, save) {
             tracing::warn!("shutdown snapshot failed: {e}");
             if flags & ShutdownFlags::FORCE == 0 {
                 tracing::warn!("Error trying to save the DB, can't exit.");
+                crate::services::supervise::notify(
+                    "STATUS=Error trying to save the DB, can't exit.\n",
+                );
                 return refused();
             }
             tracing::warn!("Error trying to save the DB. Exit anyway.");
