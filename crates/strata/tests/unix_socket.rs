@@ -56,21 +56,23 @@ fn socket_in(dir: &Path) -> PathBuf {
     dir.join("strata.sock")
 }
 
+/// Strata on a TCP port of its own (`--port 0` beside a Unix socket means no TCP
+/// listener) and on a socket in a fresh directory `tag`, with `extra` options.
+fn strata_with_socket(tag: &str, extra: &[&str]) -> (common::Proc, PathBuf, PathBuf) {
+    let dir = temp_dir(tag);
+    let path = socket_in(&dir);
+    let port = free_port().to_string();
+    let socket = path.to_str().expect("utf-8 path");
+    let mut args = vec!["--port", &port, "--unixsocket", socket];
+    args.extend_from_slice(extra);
+    let p = strata(&args);
+    (p, dir, path)
+}
+
 #[test]
 fn the_socket_serves_the_same_keyspace_and_shows_its_clients_as_redis_does() {
-    let dir = temp_dir("unix");
-    let path = socket_in(&dir);
+    let (p, dir, path) = strata_with_socket("unix", &["--unixsocketperm", "700"]);
     let path_s = path.to_str().expect("utf-8 path");
-    // A port of its own: `--port 0` beside a Unix socket means no TCP listener.
-    let port = free_port().to_string();
-    let p = strata(&[
-        "--port",
-        &port,
-        "--unixsocket",
-        path_s,
-        "--unixsocketperm",
-        "700",
-    ]);
     let meta = std::fs::metadata(&path).expect("the socket file");
     assert!(meta.file_type().is_socket());
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
@@ -195,20 +197,8 @@ fn port_0_with_a_socket_listens_on_the_socket_alone_and_shutdown_removes_it() {
 
 #[test]
 fn a_busy_script_answers_the_sockets_other_clients() {
-    let dir = temp_dir("unix-busy");
-    let path = socket_in(&dir);
-    let path_s = path.to_str().expect("utf-8 path");
-    let port = free_port().to_string();
-    let p = strata(&[
-        "--port",
-        &port,
-        "--threads",
-        "1",
-        "--busy-reply-threshold",
-        "100",
-        "--unixsocket",
-        path_s,
-    ]);
+    let extra = ["--threads", "1", "--busy-reply-threshold", "100"];
+    let (p, dir, path) = strata_with_socket("unix-busy", &extra);
     let mut watcher = unix_client(&path);
     let mut script = std::os::unix::net::UnixStream::connect(&path).expect("connect");
     script
