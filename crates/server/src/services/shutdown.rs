@@ -4,11 +4,11 @@
 //! shutdown says NOW or `shutdown-timeout` is 0, a primary whose replicas have not all
 //! acknowledged its whole stream asks them for an ACK and waits, up to `shutdown-timeout`
 //! seconds (INFO `shutdown_in_milliseconds` counts down); SHUTDOWN ABORT cancels that
-//! wait. Then each lagging replica is logged, the final snapshot is taken (where save
-//! rules are set, or SAVE; never NOSAVE) and the server stops. A snapshot that fails, or a
-//! journal switched on whose first rewrite has not succeeded, cancels the shutdown unless
-//! FORCE: the SHUTDOWN callers get "Errors trying to SHUTDOWN.
-//! Check logs." and the server goes on serving.
+//! wait (only while it waits: a shutdown saving its snapshot is past that). Then each
+//! lagging replica is logged, the final snapshot is taken (where save rules are set, or
+//! SAVE; never NOSAVE) and the server stops. A snapshot that fails, or a journal switched
+//! on whose first rewrite has not succeeded, cancels the shutdown unless FORCE: the
+//! SHUTDOWN callers get [`FAILED`] and the server goes on serving.
 //!
 //! The sequence runs on a thread of its own: the wait must not hold a worker, whose
 //! replicas' streams it is waiting for.
