@@ -481,7 +481,9 @@ fn queued_lacks(server: &Server, client: &Client, flag: u32) -> bool {
 /// Once a second, from the server's background cycle.
 pub fn cron(server: &Arc<Server>) {
     let repl = &server.repl;
-    let loops = repl.cron_loops.fetch_add(1, Ordering::Relaxed);
+    // Redis's count of its replication cron's runs: its first runs as the server starts,
+    // this one's a second later, so this is that count's value for the same moment.
+    let loops = repl.cron_loops.fetch_add(1, Ordering::Relaxed) + 1;
     let config = server.config.get();
     failover::cron(server);
     if !repl.is_replica() {
