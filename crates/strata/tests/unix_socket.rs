@@ -10,7 +10,7 @@ use common::{encode_command, free_port, strata, temp_dir};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn unix_client(path: &Path) -> redis::Connection {
@@ -142,17 +142,12 @@ impl Drop for Server {
 
 /// Starts Strata on `path` alone (`--port 0`) and waits for its log to say it listens.
 fn strata_on_socket_only(path: &Path, data: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["serve", "--port", "0", "--unixsocket"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["serve", "--port", "0", "--unixsocket"])
         .arg(path)
         .arg("--dir")
-        .arg(data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn strata");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
+        .arg(data);
+    let (child, mut lines) = common::spawn_logged(&mut cmd);
     loop {
         match lines.next() {
             Some(Ok(l)) if l.contains("ready to accept connections at") => break,

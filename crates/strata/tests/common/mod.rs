@@ -152,14 +152,8 @@ pub fn strata(args: &[&str]) -> Proc {
     if let Some(d) = &own_dir {
         cmd.arg("--dir").arg(d);
     }
-    let mut child = cmd
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn strata");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
+    cmd.args(args);
+    let (child, mut lines) = spawn_logged(&mut cmd);
     let mut start = Vec::new();
     let port = loop {
         let line = match lines.next() {
@@ -191,6 +185,21 @@ pub fn strata(args: &[&str]) -> Proc {
         own_dir,
         log,
     }
+}
+
+/// The log a spawned server writes to its standard output, line by line.
+pub type LogLines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// Spawns `cmd` (a server) with its standard output read here, line by line, and its
+/// standard error passed through.
+pub fn spawn_logged(cmd: &mut Command) -> (Child, LogLines) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn strata");
+    let stdout = child.stdout.take().expect("stdout");
+    (child, BufReader::new(stdout).lines())
 }
 
 pub fn free_port() -> u16 {
