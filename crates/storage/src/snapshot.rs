@@ -14,8 +14,9 @@ pub use crate::snapshot_decode::{decode_entries, entry_kind, same_entry};
 use crate::snapshot_decode::{decode_head, decode_value, skip_value, Cur};
 
 const MAGIC: &[u8; 4] = b"STRS";
-/// Version 2 added the place flags (F_COLD, F_CLEAN); version 1 files load as ever.
-const VERSION: u32 = 2;
+/// Version 2 added the place flags (F_COLD, F_CLEAN), version 3 the function libraries'
+/// record (T_FUNCTIONS); older files load as ever.
+const VERSION: u32 = 3;
 /// magic 4, version 4, epoch 8, replay segment 8, replay offset 8, created ms 8, crc 4.
 const HEADER_LEN: usize = 44;
 /// marker (0) 4, entries 8, file length 8, crc 4.
@@ -29,6 +30,9 @@ pub(crate) const T_LIST: u8 = 2;
 pub(crate) const T_SET: u8 = 3;
 pub(crate) const T_ZSET: u8 = 4;
 pub(crate) const T_STREAM: u8 = 5;
+/// Not an entry: the function libraries' code, in one record (database 0, empty key), not
+/// counted among the entries.
+pub(crate) const T_FUNCTIONS: u8 = 6;
 pub(crate) const F_EXPIRE: u8 = 0x80;
 pub(crate) const F_COLD: u8 = 0x40;
 pub(crate) const F_CLEAN: u8 = 0x20;
@@ -68,6 +72,9 @@ pub struct SnapshotMeta {
     pub created_ms: u64,
     pub entries: u64,
     pub bytes: u64,
+    /// The function libraries' code, when the file holds them (written from version 3
+    /// on; known after a full load only, not from [`snapshot_meta`]).
+    pub functions: Option<Vec<Vec<u8>>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -288,6 +295,20 @@ impl SnapshotWriter {
         self.maybe_flush()
     }
 
+    /// Records the function libraries' code (once, before the entries): a load gives it
+    /// back in [`SnapshotMeta::functions`].
+    pub fn functions<'a>(
+        &mut self,
+        codes: impl ExactSizeIterator<Item = &'a [u8]>,
+    ) -> io::Result<()> {
+        put_head(&mut self.chunk, T_FUNCTIONS, 0, b"", None);
+        put_varint(&mut self.chunk, codes.len() as u64);
+        for code in codes {
+            put_bytes(&mut self.chunk, code);
+        }
+        self.maybe_flush()
+    }
+
     /// Like `entry` for a value already out of the table.
     pub fn value(
         &mut self,
@@ -453,6 +474,7 @@ pub fn snapshot_meta(path: &Path) -> Result<SnapshotMeta, RecoveryError> {
         created_ms: hd.created_ms,
         entries,
         bytes: len,
+        functions: None,
     })
 }
 
@@ -639,6 +661,7 @@ fn load_from(
     read(&mut r, &mut h, &mut off, "header")?;
     let hd = decode_header(&h).map_err(|e| corrupt(path, 0, e))?;
     let mut entries: u64 = 0;
+    let mut functions = None;
     let mut body = Vec::new();
     loop {
         let at = off;
@@ -667,6 +690,7 @@ fn load_from(
                 created_ms: hd.created_ms,
                 entries,
                 bytes: len,
+                functions,
             });
         }
         let mut cr = [0u8; 4];
@@ -691,6 +715,10 @@ fn load_from(
             let start = c.p;
             let eat = body_at + start as u64;
             let head = decode_head(&mut c).map_err(|r| corrupt(path, eat, r))?;
+            if head.kind == T_FUNCTIONS {
+                functions = Some(decode_functions(&mut c).map_err(|r| corrupt(path, eat, r))?);
+                continue;
+            }
             let want = wanted(head.place);
             let value = if want == Want::Value {
                 Loaded::Value(
@@ -707,4 +735,14 @@ fn load_from(
             f(head.place, head.db, head.key, head.expire_at, value);
         }
     }
+}
+
+/// The code of each library in a T_FUNCTIONS record.
+fn decode_functions(c: &mut Cur<'_>) -> Result<Vec<Vec<u8>>, &'static str> {
+    let n = c.count()?;
+    let mut codes = Vec::with_capacity(n);
+    for _ in 0..n {
+        codes.push(c.bytes()?.to_vec());
+    }
+    Ok(codes)
 }

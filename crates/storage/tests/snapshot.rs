@@ -719,3 +719,23 @@ fn collections_load_whole_and_repeats_load_as_writes_would() {
         assert!(err.contains("duplicate sorted set member"), "{err}");
     }
 }
+
+#[test]
+fn function_libraries_come_back_beside_the_entries() {
+    let d = TempDir::new("snap-functions");
+    let codes: [&[u8]; 2] = [b"#!lua name=a\n-- one", b"#!lua name=b\n-- two"];
+    let mut w = SnapshotWriter::create(d.path(), 1, Position::default()).unwrap();
+    w.functions(codes.iter().copied()).unwrap();
+    w.value(0, b"k", None, &Value::Str(b"v".to_vec())).unwrap();
+    let info = w.finish().unwrap();
+    assert_eq!(info.entries, 1, "the libraries' record is not an entry");
+    let (meta, entries) = load(&info.path).unwrap();
+    assert_eq!(entries.len(), 1);
+    let want: Vec<Vec<u8>> = codes.iter().map(|c| c.to_vec()).collect();
+    assert_eq!(meta.functions, Some(want));
+    // A file written without the record (older files, streamed imports) says so.
+    let mut w = SnapshotWriter::create(d.path(), 2, Position::default()).unwrap();
+    w.value(0, b"k", None, &Value::Str(b"v".to_vec())).unwrap();
+    let (meta, _) = load(&w.finish().unwrap().path).unwrap();
+    assert_eq!(meta.functions, None);
+}

@@ -297,6 +297,36 @@ fn functions_survive_restart_and_rewrite() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Without the journal, the function libraries live in the snapshot: a clean stop that
+/// saves one keeps them (they were lost before: only the journal held them).
+#[test]
+fn functions_survive_a_restart_without_the_journal() {
+    let dir = temp_dir("functions-nojournal");
+    let d = dir.to_str().unwrap().to_string();
+    let lib = "#!lua name=counter\nredis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)";
+    let args = ["--dir", &d, "--appendonly", "no", "--save", "3600 1"];
+    let mut p = strata(&args);
+    let mut c = p.client();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(bump(&mut c, 5), 5);
+    p.terminate();
+    assert!(p.wait_exit(Duration::from_secs(20)), "no clean stop");
+    drop(p);
+    let p = strata(&args);
+    let mut c = p.client();
+    assert_eq!(
+        bump(&mut c, 1),
+        6,
+        "function or data lost across the restart"
+    );
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A script in an endless loop keeps SIGTERM's shutdown waiting (its snapshot waits for the
 /// script's writes, as Redis's shutdown waits for the script), and a second SIGINT then
 /// exits at once, as Redis's "You insist... exiting now." does.

@@ -129,6 +129,7 @@ fn config_set(ctx: &mut Ctx<'_>) -> CmdResult {
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> CmdResult {
     ctx.server().stats.reset();
+    ctx.server().repl.counters.reset();
     ctx.server()
         .evict
         .evicted

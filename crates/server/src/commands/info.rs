@@ -123,6 +123,14 @@ fn section(server: &Server, name: &str) -> Option<String> {
                     },
                 ),
                 (
+                    "rdb_last_load_keys_expired",
+                    p.load_keys_expired.load(Ordering::Relaxed).to_string(),
+                ),
+                (
+                    "rdb_last_load_keys_loaded",
+                    p.load_keys_loaded.load(Ordering::Relaxed).to_string(),
+                ),
+                (
                     "aof_rewrite_in_progress",
                     flag(snap.rewriting.load(Ordering::Relaxed) || p.switching()),
                 ),

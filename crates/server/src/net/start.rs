@@ -70,6 +70,7 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
         crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
     }
     crate::services::replication::load_at_start(&server);
+    crate::services::snapshot::expire_at_start(&server);
     // Loading spills every so many keys: what the last ones brought over goes now, before
     // any client is served.
     crate::services::tiering::spill_while_loading(&server);

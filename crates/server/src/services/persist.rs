@@ -42,6 +42,10 @@ pub struct Persist {
     pub epoch: AtomicU64,
     /// What recovery did at start (INFO, logs).
     pub loaded: Mutex<LoadReport>,
+    /// Keys the last load of a snapshot stored, and those it found expired (INFO's
+    /// rdb_last_load_keys_loaded and rdb_last_load_keys_expired).
+    pub load_keys_loaded: AtomicU64,
+    pub load_keys_expired: AtomicU64,
     pub snapshots: crate::services::snapshot::Snapshots,
 }
 

@@ -36,6 +36,8 @@ pub struct Shutdown {
     cancelled: AtomicU64,
     /// Woken when a shutdown is cancelled.
     ended: Notify,
+    /// The replication offset of the data the final snapshot holds, if one was taken.
+    saved_at: Mutex<Option<i64>>,
 }
 
 /// What a SHUTDOWN caller waits for.
@@ -47,6 +49,11 @@ impl Shutdown {
     /// A shutdown is under way.
     pub fn active(&self) -> bool {
         self.active.load(Ordering::SeqCst)
+    }
+
+    /// The replication offset of the data the final snapshot holds, if one was taken.
+    pub fn snapshot_offset(&self) -> Option<i64> {
+        *self.saved_at.lock()
     }
 
     /// Milliseconds left of the wait for replicas (INFO `shutdown_in_milliseconds`), if a
@@ -142,7 +149,12 @@ fn sequence(server: &Arc<Server>, flags: u8) -> Result<(), ()> {
         if save || !server.config.get().save.0.is_empty() {
             crate::services::supervise::notify("STATUS=Saving the final RDB snapshot\n");
         }
-        if let Err(e) = crate::services::snapshot::on_shutdown(server, save) {
+        let offset = crate::services::replication::offset_now(server);
+        let saved = crate::services::snapshot::on_shutdown(server, save);
+        if matches!(saved, Ok(true)) && offset == crate::services::replication::offset_now(server) {
+            *server.shutdown.saved_at.lock() = Some(offset);
+        }
+        if let Err(e) = saved {
             tracing::warn!("shutdown snapshot failed: {e}");
             if flags & ShutdownFlags::FORCE == 0 {
                 tracing::warn!("Error trying to save the DB, can't exit.");

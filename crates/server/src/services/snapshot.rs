@@ -18,6 +18,7 @@
 use crate::exec::plan::LockPlan;
 use crate::server::Server;
 use crate::services::stats::ThreadStats;
+use bytes::Bytes;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -32,7 +33,7 @@ mod walk;
 pub use schedule::cron;
 pub use walk::help;
 
-pub use super::snapshot_load::{load, reload};
+pub use super::snapshot_load::{expire_at_start, load, reload};
 pub(crate) use super::snapshot_load::{load_newest, Load};
 
 /// The journal record a snapshot starts with: a no-op when replayed.
@@ -222,13 +223,15 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
     // Closed until the snapshot thread opens the walk (after older writes end).
     snap.next_shard.store(usize::MAX, Ordering::SeqCst);
     // The cut: writers that lock after this see `epoch` and capture before writing.
-    let (from, older) = match server.persist.journal() {
+    // The function libraries as of the cut go into the file. With a journal, its marker
+    // re-creates them too (replay runs it after the load); the registry stays locked until
+    // the marker is in the journal.
+    let (from, older, libraries) = match server.persist.journal() {
         Some(j) => {
-            // The marker re-creates the function libraries, which the snapshot file does
-            // not hold; the registry stays locked until the marker is in the journal.
             let libs = server.scripts.libraries.read();
+            let codes: Vec<Bytes> = libs.values().map(|l| l.code.clone()).collect();
             let mut marker = MARKER.to_vec();
-            marker.extend(functions_block(libs.values().map(|l| &l.code[..])));
+            marker.extend(functions_block(codes.iter().map(|c| &c[..])));
             let cut = |_, pos| {
                 // `active` first: a writer that sees the new epoch sees it active.
                 snap.active.store(epoch, Ordering::SeqCst);
@@ -243,12 +246,14 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
                 j.append_with_pos(0, epoch, &marker, cut)
             };
             drop(libs);
-            (pos, older)
+            (pos, older, codes)
         }
         None => {
+            let libs = server.scripts.libraries.read();
+            let codes = libs.values().map(|l| l.code.clone()).collect();
             snap.active.store(epoch, Ordering::SeqCst);
             let older = server.persist.epoch.swap(epoch, Ordering::SeqCst);
-            (Position::default(), older)
+            (Position::default(), older, codes)
         }
     };
     let run = {
@@ -258,7 +263,7 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
             if older & 1 != epoch & 1 {
                 wait_for_older_writes(&server, older);
             }
-            let result = write(&server, epoch, from, rewrite, background);
+            let result = write(&server, epoch, from, &libraries, rewrite, background);
             let snap = &server.persist.snapshots;
             end_walk(snap);
             snap.last_secs
@@ -316,7 +321,7 @@ fn begin(server: &Arc<Server>, background: bool, rewrite: bool) -> Result<(), St
 }
 
 /// FUNCTION FLUSH then a FUNCTION LOAD of each library's code: what re-creates the
-/// registry at replay, after a snapshot (which does not hold it).
+/// registry at replay, after the snapshot's own copy.
 fn functions_block<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
     crate::exec::effects::encode(&mut out, &[b"FUNCTION".as_slice(), b"FLUSH"]);
@@ -423,11 +428,14 @@ fn write(
     server: &Arc<Server>,
     epoch: u64,
     from: Position,
+    libraries: &[Bytes],
     rewrite: bool,
     background: bool,
 ) -> Result<u64, String> {
     let dir = server.data_dir();
     let mut w = SnapshotWriter::create(&dir, epoch, from).map_err(|e| e.to_string())?;
+    w.functions(libraries.iter().map(|c| &c[..]))
+        .map_err(|e| e.to_string())?;
     let entries = if background {
         let (entries, back) = walk_beside(server, epoch, w)?;
         w = back;
@@ -519,9 +527,10 @@ impl Drop for PointInTime<'_> {
 /// On the way out (SHUTDOWN, SIGTERM): as Redis, a snapshot when save rules are set or
 /// SAVE was asked for, so the next start loads it instead of replaying the journal. The
 /// journal before it is dropped. (The journal itself is flushed and fsynced either way.)
-pub fn on_shutdown(server: &Arc<Server>, save: bool) -> Result<(), String> {
+/// Ok(true): a snapshot was taken.
+pub fn on_shutdown(server: &Arc<Server>, save: bool) -> Result<bool, String> {
     if !save && server.config.get().save.0.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     // A replica's full sync may be capturing: its connection closes on the way out, which
     // ends it soon.
@@ -531,7 +540,7 @@ pub fn on_shutdown(server: &Arc<Server>, save: bool) -> Result<(), String> {
             Err(e) if e == ALREADY && Instant::now() < until => {
                 std::thread::sleep(std::time::Duration::from_millis(10))
             }
-            r => return r,
+            r => return r.map(|()| true),
         }
     }
 }

@@ -34,6 +34,24 @@ pub fn load(server: &Server) -> Result<Option<(u64, Position)>, String> {
     Ok(Some((loaded.epoch, loaded.replay_from)))
 }
 
+/// At start, once the data is loaded and the replication history restored: on a primary,
+/// the keys whose time passed while the server was down go now, as Redis drops them when
+/// it loads its RDB. Their DELs go to the journal and to the history the replicas resume
+/// from, whose offset counts them. A replica keeps them: its primary's DELs remove them.
+pub fn expire_at_start(server: &Server) {
+    if server.config.get().replicaof.0.is_some() {
+        return;
+    }
+    let gone = server.keyspace.purge_all_expired() as u64;
+    if gone > 0 {
+        tracing::info!("{gone} keys had expired while the server was down: removed");
+    }
+    server
+        .persist
+        .load_keys_expired
+        .fetch_add(gone, Ordering::Relaxed);
+}
+
 /// DEBUG RELOAD: empties the keyspace (when `flush`) and loads the newest snapshot into
 /// it, holding every shard meanwhile so that no command sees it half loaded. Keys whose
 /// time has passed are not loaded (Redis drops them on load too). With `merge` a key of
@@ -85,6 +103,7 @@ pub(crate) fn load_newest(
     let mut last_log = Instant::now();
     let total = meta.entries.max(1);
     let mut clashes = 0u64;
+    let mut expired = 0u64;
     // A start that kept the tier's store (`strata_tier::kept`): the entries the snapshot found
     // there are there still; the shards count them, and clean ones keep their copies.
     let kept = server
@@ -124,6 +143,7 @@ pub(crate) fn load_newest(
             return;
         }
         if how.skip_expired && exp.is_some_and(|at| at <= now) {
+            expired += 1;
             return;
         }
         // Stores take the load's time as the keys' access time; nothing expires meanwhile
@@ -162,6 +182,19 @@ pub(crate) fn load_newest(
         ks.db(0).expect(0);
     }
     let loaded = loaded?;
+    if let Some(codes) = &loaded.functions {
+        let codes = codes
+            .iter()
+            .map(|c| bytes::Bytes::copy_from_slice(c))
+            .collect();
+        server
+            .scripts
+            .restore_libraries(codes, crate::services::scripting::RestorePolicy::Flush)
+            .map_err(|e| format!("the function libraries of {}: {e}", meta.path.display()))?;
+    }
+    let p = &server.persist;
+    p.load_keys_loaded.store(n, Ordering::Relaxed);
+    p.load_keys_expired.store(expired, Ordering::Relaxed);
     tracing::info!(
         "snapshot {} loaded: {n} keys in {} ms",
         loaded.epoch,

@@ -255,6 +255,7 @@ impl Stats {
         self.connections_moved.store(0, Relaxed);
         self.reply_buffer.shrinks.store(0, Relaxed);
         self.reply_buffer.expands.store(0, Relaxed);
+        self.unexpected_error_replies.store(0, Relaxed);
     }
 }
 

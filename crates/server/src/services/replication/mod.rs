@@ -27,7 +27,7 @@ mod role;
 mod upstream;
 
 pub use failover::{failover_command, FailoverArgs};
-pub use persisted::{load_at_start, save_at_shutdown};
+pub use persisted::{load_at_start, offset_now, save_at_shutdown};
 pub use report::{info_section, role_reply, RoleReply};
 pub use role::{become_master, become_replica, start, Switched};
 
@@ -166,6 +166,21 @@ pub struct Counters {
     /// (`lanes`; INFO replication, Strata's own fields).
     pub split_runs: AtomicU64,
     pub split_writes: AtomicU64,
+}
+
+impl Counters {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [
+            &self.sync_full,
+            &self.sync_partial_ok,
+            &self.sync_partial_err,
+            &self.split_runs,
+            &self.split_writes,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Replication's state, a field of `Server`.

@@ -18,17 +18,25 @@ fn path(server: &Server) -> PathBuf {
     server.data_dir().join(FILE)
 }
 
-/// On a clean shutdown, once no command runs any more. `durable`: the data directory
-/// holds every write (the journal is on, or a snapshot was just taken).
-pub fn save_at_shutdown(server: &Server, durable: bool) {
+/// The offset the saved state names: a replica's in its primary's stream (-1 when its link
+/// never synced), a primary's in its own.
+pub fn offset_now(server: &Server) -> i64 {
     let repl = &server.repl;
-    let p = path(server);
-    // A replica whose link never synced has no offset worth keeping.
-    let offset = if repl.is_replica() {
+    if repl.is_replica() {
         repl.link.reploff.load(Ordering::SeqCst)
     } else {
         repl.backlog.end() as i64
-    };
+    }
+}
+
+/// On a clean shutdown, once no command runs any more. `journal`: the journal was on, so
+/// the data directory holds every write; else only a final snapshot of the data at this
+/// very offset makes the state worth saving.
+pub fn save_at_shutdown(server: &Server, journal: bool) {
+    let repl = &server.repl;
+    let p = path(server);
+    let offset = offset_now(server);
+    let durable = journal || server.shutdown.snapshot_offset() == Some(offset);
     if !durable || !repl.backlog.is_active() || offset < 0 {
         let _ = std::fs::remove_file(&p);
         return;
