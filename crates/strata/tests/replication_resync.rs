@@ -103,6 +103,39 @@ fn restart_and_resume(backlog: &str, writes: usize, expect_partial: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A replica asleep in DEBUG SLEEP resumes its link only when it wakes, as a Redis replica
+/// (whose whole server sleeps) does: the primary's writes meanwhile overran its backlog,
+/// so the resync is a full one.
+#[test]
+fn a_debug_sleep_holds_the_replicas_link() {
+    let p = strata(&["--repl-backlog-size", "16kb"]);
+    let r = strata(&["--enable-debug-command", "yes"]);
+    let (mut pc, mut rc) = (p.client(), r.client());
+    populate(&mut pc, true);
+    replicaof(&mut rc, &p);
+    wait_synced(&mut pc, &mut rc);
+    let port = p.port;
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .expect("connect to the primary");
+        let value = "x".repeat(1024);
+        for i in 0..64 {
+            let _: () = run(&mut c, &["SET", &format!("during-sleep:{i}"), &value]);
+        }
+    });
+    let _: () = run(&mut rc, &["MULTI"]);
+    let _: String = run(&mut rc, &["CLIENT", "KILL", "TYPE", "master"]);
+    let _: String = run(&mut rc, &["DEBUG", "SLEEP", "1"]);
+    let _: redis::Value = run(&mut rc, &["EXEC"]);
+    writer.join().expect("the writer");
+    wait_synced(&mut pc, &mut rc);
+    assert_eq!(number(&mut pc, "stats", "sync_partial_err"), 1);
+    assert_eq!(number(&mut pc, "stats", "sync_partial_ok"), 0);
+    assert_same_values(&mut pc, &mut rc, true);
+}
+
 #[test]
 fn restarted_replica_resumes_partially() {
     restart_and_resume("1mb", 5, true);

@@ -23,6 +23,9 @@ pub struct DebugSwitches {
     pub reply_resizing: AtomicBool,
     /// AOF-FLUSH-SLEEP, in microseconds: kept; the journal flushes on its own thread.
     pub aof_flush_sleep_us: AtomicU64,
+    /// DEBUG SLEEPs under way. Redis's sleeps its whole server, its replication link
+    /// included; a Strata one holds its worker, and the link does not reconnect meanwhile.
+    pub sleeping: AtomicU64,
 }
 
 impl Default for DebugSwitches {
@@ -35,6 +38,7 @@ impl Default for DebugSwitches {
             reply_peak_reset_ms: AtomicI64::new(PEAK_RESET_DEFAULT_MS),
             reply_resizing: AtomicBool::new(true),
             aof_flush_sleep_us: AtomicU64::new(0),
+            sleeping: AtomicU64::new(0),
         }
     }
 }

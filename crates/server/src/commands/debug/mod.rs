@@ -158,7 +158,7 @@ const SUBCOMMANDS: &[Command] = &[
     Command {
         name: "sleep",
         arity: 3,
-        summary: "Blocks the worker thread for <seconds> (decimals allowed).",
+        summary: "Blocks the worker thread for <seconds> (decimals allowed); the replication link waits too.",
         handler: sleep,
         ..FAMILY
     },
@@ -290,7 +290,10 @@ fn sleep(ctx: &mut Ctx<'_>) -> CmdResult {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0.0);
     if secs.is_finite() && secs > 0.0 {
+        let sleeping = &ctx.server().debug.sleeping;
+        sleeping.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
+        sleeping.fetch_sub(1, Ordering::SeqCst);
     }
     ctx.out.ok();
     Ok(())

@@ -115,6 +115,12 @@ async fn connect(
     tracing::info!("MASTER <-> REPLICA sync started");
     st.state.store(link::HANDSHAKE, Ordering::SeqCst);
     handshake(server, &mut conn).await?;
+    // A DEBUG SLEEP stands for a server asleep, whose link would not resume meanwhile
+    // (checked after the handshake: a MULTI that kills the link then sleeps is asleep by
+    // then).
+    while server.debug.sleeping.load(Ordering::SeqCst) > 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     if !current(server, generation) {
         return Ok(false);
     }
