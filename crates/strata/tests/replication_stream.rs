@@ -2,7 +2,8 @@
 //! against a Strata primary and a redis-server primary, each watched by `redis-cli
 //! --replica` (a real replica's handshake, then every command it is sent, one per line).
 //! Commands that pick their key or block go down as the plain pops they amounted to
-//! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), GETDEL as DEL; one that changed nothing (a
+//! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), BLMOVE and BRPOPLPUSH as the moves they
+//! amounted to, GETDEL as DEL, GETSET as SET; one that changed nothing (a
 //! pop of nothing, a DEL of missing keys) not at all. PUBLISH reaches the replicas, inside
 //! MULTI too; a transaction's consumer-group reads go down as their XCLAIMs; keys SCAN
 //! expires go down as DELs of their own.
@@ -138,6 +139,13 @@ fn pops_and_getdel_go_down_the_stream_as_redis_sends_them() {
         &["SPOP", "noset", "3"],
         &["EVAL", "return redis.call('spop', KEYS[1])", "1", "noset"],
         &["INCRBYFLOAT", "f", "1.5"],
+        &["SET", "g", "1"],
+        &["GETSET", "g", "2"],
+        &["SET", "g", "3", "GET"],
+        &["RPUSH", "l4", "a", "b", "c"],
+        &["BRPOPLPUSH", "l4", "l5", "0"],
+        &["BLMOVE", "l4", "l5", "LEFT", "RIGHT", "0"],
+        &["BLMOVE", "l5", "l4", "RIGHT", "LEFT", "0"],
         &[
             "EVAL",
             "return redis.call('incrbyfloat', KEYS[1], '2.25')",

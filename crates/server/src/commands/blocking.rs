@@ -254,6 +254,7 @@ fn blmove_generic(ctx: &mut Ctx<'_>, from: Where, to: Where, deadline: u64) -> C
         drop(l);
         match moved {
             Some((v, deleted)) => {
+                propagate_move(ctx, from, to);
                 list::notify_moved(ctx, src, dst, from.head(), to.head(), deleted);
                 ctx.out.bulk(&v);
             }
@@ -269,6 +270,27 @@ fn blmove_generic(ctx: &mut Ctx<'_>, from: Where, to: Where, deadline: u64) -> C
     }
     ctx.block_on(vec![ctx.argv[1].clone()], deadline, timed_out);
     Ok(())
+}
+
+/// A served BLMOVE goes to the journal and replicas as LMOVE, BRPOPLPUSH as RPOPLPUSH, as
+/// Redis propagates them: replayed, the blocking form could block.
+fn propagate_move(ctx: &mut Ctx<'_>, from: Where, to: Where) {
+    if !ctx.effects_wanted() {
+        return;
+    }
+    let argv = ctx.argv;
+    let end = |w: Where| Bytes::from_static(if w.head() { b"left" } else { b"right" });
+    let cmd = if argv.len() == 4 {
+        vec![
+            Bytes::from_static(b"RPOPLPUSH"),
+            argv[1].clone(),
+            argv[2].clone(),
+        ]
+    } else {
+        let name = Bytes::from_static(b"LMOVE");
+        vec![name, argv[1].clone(), argv[2].clone(), end(from), end(to)]
+    };
+    ctx.rewrite1(cmd);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -161,6 +161,14 @@ pub(super) fn set(ctx: &mut Ctx<'_>) -> CmdResult {
     if let Ttl::At(at) = ttl {
         // The journal gets the absolute time, not "EX 10" counted from the replay.
         ctx.rewrite1(set_pxat(key, val, at));
+    } else if f & GET != 0 && ctx.effects_wanted() {
+        // Propagated without its GETs, as Redis does.
+        let argv = ctx.argv;
+        let kept = argv
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"));
+        ctx.rewrite1(kept.map(|(_, a)| a.clone()).collect());
     }
     ctx.notify(notify::STRING, "set", key);
     if opts.expire.is_some() {
@@ -292,6 +300,15 @@ pub(super) fn getset(ctx: &mut Ctx<'_>) -> CmdResult {
     reply_value(&mut l, key, ctx)?;
     l.set_str(key, ctx.arg(2), Ttl::Clear);
     drop(l);
+    // Journaled and replicated as a SET, as Redis propagates it.
+    if ctx.effects_wanted() {
+        let argv = ctx.argv;
+        ctx.rewrite1(vec![
+            Bytes::from_static(b"SET"),
+            argv[1].clone(),
+            argv[2].clone(),
+        ]);
+    }
     ctx.notify(notify::STRING, "set", key);
     Ok(())
 }
