@@ -4,9 +4,11 @@
 //! Commands that pick their key or block go down as the plain pops they amounted to
 //! (LMPOP, BLMPOP, ZMPOP, BZMPOP, BZPOPMIN), BLMOVE and BRPOPLPUSH as the moves they
 //! amounted to, GETDEL as DEL, GETSET as SET; one that changed nothing (a
-//! pop of nothing, a DEL of missing keys) not at all. PUBLISH reaches the replicas, inside
-//! MULTI too; a transaction's consumer-group reads go down as their XCLAIMs; keys SCAN
-//! expires go down as DELs of their own.
+//! pop of nothing, a DEL of missing keys, a trim of nothing, an LREM, SREM or ZADD that
+//! found nothing to do, an empty *STORE) not at all, as Redis sends only what moved its
+//! dirty counter. PUBLISH reaches the replicas, inside MULTI too; a transaction's
+//! consumer-group reads go down as their XCLAIMs; keys SCAN expires go down as DELs of
+//! their own.
 
 mod common;
 mod repl_common;
@@ -158,6 +160,65 @@ fn pops_and_getdel_go_down_the_stream_as_redis_sends_them() {
     assert!(
         want.iter().any(|c| c.starts_with("\"lpop\"")),
         "the reference stream has the rewritten pops: {want:?}"
+    );
+    assert_eq!(got, want);
+}
+
+/// Writes that change nothing are not sent, and HINCRBYFLOAT goes down as the HSET of its
+/// result.
+#[test]
+fn writes_that_change_nothing_go_down_as_redis_sends_them() {
+    let before: &[&[&str]] = &[
+        &["RPUSH", "l", "a", "b", "c"],
+        &["SADD", "s", "a"],
+        &["ZADD", "z", "1", "a"],
+        &["HSET", "h", "a", "1"],
+        &["SET", "k", "v"],
+        &["PFADD", "hll", "a"],
+    ];
+    let writes: &[&[&str]] = &[
+        &["LTRIM", "l", "0", "-1"],
+        &["LREM", "l", "0", "zz"],
+        &["LINSERT", "l", "BEFORE", "zz", "q"],
+        &["LINSERT", "nol", "BEFORE", "zz", "q"],
+        &["LPUSHX", "nol", "a"],
+        &["RPUSHX", "nol", "a"],
+        &["LPOP", "l", "0"],
+        &["RPOP", "nol"],
+        &["SADD", "s", "a"],
+        &["SREM", "s", "zz"],
+        &["SREM", "nos", "a"],
+        &["SMOVE", "s", "s", "a"],
+        &["SMOVE", "nos", "s2", "a"],
+        &["SINTERSTORE", "sd", "nos1", "nos2"],
+        &["ZADD", "z", "1", "a"],
+        &["ZADD", "z", "NX", "5", "a"],
+        &["ZADD", "noz", "XX", "5", "a"],
+        &["ZREM", "z", "zz"],
+        &["ZREMRANGEBYSCORE", "z", "10", "20"],
+        &["ZREMRANGEBYRANK", "z", "5", "10"],
+        &["ZPOPMIN", "noz"],
+        &["ZUNIONSTORE", "zd", "1", "noz"],
+        &["ZRANGESTORE", "zd", "noz", "0", "-1"],
+        &["SORT", "nol", "STORE", "sd"],
+        &["HDEL", "h", "zz"],
+        &["HSETNX", "h", "a", "2"],
+        &["HINCRBYFLOAT", "h", "f", "1.5"],
+        &["SETNX", "k", "v"],
+        &["MSETNX", "k", "v", "k2", "v"],
+        &["PERSIST", "k"],
+        &["SETRANGE", "k", "0", ""],
+        &["PFADD", "hll", "a"],
+        &["BITOP", "AND", "dk", "nok1", "nok2"],
+        &["COPY", "nok", "dst"],
+        &["RENAME", "k", "k"],
+        &["RENAMENX", "k", "l"],
+    ];
+    let want = stream_of(&redis(&[]), before, writes);
+    let got = stream_of(&strata(&[]), before, writes);
+    assert!(
+        want.iter().any(|c| c.starts_with("\"hset\",\"h\",\"f\"")),
+        "the reference stream has HINCRBYFLOAT's HSET: {want:?}"
     );
     assert_eq!(got, want);
 }

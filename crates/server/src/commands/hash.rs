@@ -305,6 +305,8 @@ fn hsetnx(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     if added {
         ctx.notify(notify::HASH, "hset", key);
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(added as i64);
     Ok(())
@@ -364,6 +366,18 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>) -> CmdResult {
     let text = longdouble::to_human(sum);
     h.set(field, text.as_bytes(), enc);
     drop(l);
+    // Journaled and replicated as the HSET of the result, as Redis propagates it: float
+    // arithmetic need not give the same digits on another machine.
+    if ctx.effects_wanted() {
+        let argv = ctx.argv;
+        let value = bytes::Bytes::from(text.clone().into_bytes());
+        ctx.rewrite1(vec![
+            bytes::Bytes::from_static(b"HSET"),
+            argv[1].clone(),
+            argv[2].clone(),
+            value,
+        ]);
+    }
     ctx.notify(notify::HASH, "hincrbyfloat", key);
     ctx.out.bulk(text.as_bytes());
     Ok(())

@@ -150,6 +150,8 @@ fn pfadd(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     if updated {
         ctx.notify(crate::services::notify::STRING, "pfadd", key);
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(i64::from(updated));
     Ok(())

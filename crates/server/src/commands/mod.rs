@@ -119,6 +119,30 @@ pub fn help(ctx: &mut Ctx<'_>, container: &str, subs: &[Command]) -> CmdResult {
 /// argv[1], deletes the key once the collection is empty, replies with the count and emits
 /// `event` (then `del`) as Redis does. `lookup` is the type's write lookup
 /// (`Locked::hash_mut`...), `remove` removes one member.
+/// What a *STORE command did to its destination `dst`, its lock released: `event` (of
+/// `class`) when it stored `n > 0` elements, with the key signalled ready for blocked
+/// clients when `ready`; `del` when an empty result deleted it. One that did neither
+/// changed nothing, and is not journaled or replicated (Redis's dirty stays).
+pub(crate) fn stored(
+    ctx: &mut Ctx<'_>,
+    dst: &[u8],
+    (class, event): (u32, &str),
+    n: usize,
+    removed: bool,
+    ready: bool,
+) {
+    if n > 0 {
+        if ready {
+            ctx.signal_key_ready(dst);
+        }
+        ctx.notify(class, event, dst);
+    } else if removed {
+        ctx.notify(notify::GENERIC, "del", dst);
+    } else {
+        ctx.no_effect();
+    }
+}
+
 pub(crate) fn remove_members<'a, T>(
     ctx: &mut Ctx<'a>,
     lookup: for<'l> fn(&'l mut Locked<'a>, &[u8]) -> Result<Option<&'l mut T>, WrongType>,
@@ -131,6 +155,7 @@ pub(crate) fn remove_members<'a, T>(
     let mut l = ctx.lock1(key);
     let Some(c) = lookup(&mut l, key)? else {
         drop(l);
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     };
@@ -150,6 +175,9 @@ pub(crate) fn remove_members<'a, T>(
         if removed {
             ctx.notify(notify::GENERIC, "del", key);
         }
+    } else {
+        // Nothing changed: nothing to journal or replicate, as Redis (its dirty stays).
+        ctx.no_effect();
     }
     ctx.out.int(deleted);
     Ok(())

@@ -586,13 +586,14 @@ fn finish(ctx: &mut Ctx<'_>, l: &mut Locked<'_>, o: &Opts<'_>, ld: Loaded) -> Cm
                     list.push(false, &v);
                 }
             }
-            if outputlen > 0 {
+            let removed = if outputlen > 0 {
                 l.set_value(dest, Value::List(Box::new(list)), Ttl::Clear);
-                ctx.signal_key_ready(dest);
-                ctx.notify(crate::services::notify::LIST, "sortstore", dest);
-            } else if l.remove(dest) {
-                ctx.notify(crate::services::notify::GENERIC, "del", dest);
-            }
+                false
+            } else {
+                l.remove(dest)
+            };
+            let event = (crate::services::notify::LIST, "sortstore");
+            crate::commands::stored(ctx, dest, event, outputlen, removed, true);
             ctx.out.int(outputlen as i64);
         }
     }

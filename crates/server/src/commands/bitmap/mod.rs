@@ -465,6 +465,8 @@ fn bitop(ctx: &mut Ctx<'_>) -> CmdResult {
         drop(l);
         if existed {
             ctx.notify(notify::GENERIC, "del", dest);
+        } else {
+            ctx.no_effect();
         }
         ctx.out.int(0);
         return Ok(());

@@ -131,6 +131,8 @@ pub(super) fn persist(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     if cleared {
         ctx.notify(notify::GENERIC, "persist", key);
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(cleared as i64);
     Ok(())

@@ -42,6 +42,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> CmdResult {
         ctx.signal_key_ready(dst);
         ctx.notify(notify::GENERIC, "rename_from", src);
         ctx.notify(notify::GENERIC, "rename_to", dst);
+    } else {
+        ctx.no_effect();
     }
     if nx {
         ctx.out.int(done as i64);
@@ -102,6 +104,8 @@ pub(super) fn copy(ctx: &mut Ctx<'_>) -> CmdResult {
     if copied {
         ctx.signal_key_ready_db(newkey, dst_db);
         ctx.notify_db(notify::GENERIC, "copy_to", newkey, dst_db);
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(copied as i64);
     Ok(())

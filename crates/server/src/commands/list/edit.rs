@@ -35,6 +35,7 @@ pub(super) fn linsert(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     let Some(list) = l.list_mut(key)? else {
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     };
@@ -44,6 +45,7 @@ pub(super) fn linsert(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.notify(notify::LIST, "linsert", key);
         ctx.out.int(len as i64);
     } else {
+        ctx.no_effect();
         ctx.out.int(-1);
     }
     Ok(())
@@ -54,6 +56,7 @@ pub(super) fn lrem(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     let Some(list) = l.list_mut(key)? else {
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     };
@@ -64,6 +67,8 @@ pub(super) fn lrem(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     if removed > 0 {
         ctx.notify(notify::LIST, "lrem", key);
+    } else {
+        ctx.no_effect();
     }
     if deleted {
         ctx.notify(notify::GENERIC, "del", key);
@@ -77,15 +82,22 @@ pub(super) fn ltrim(ctx: &mut Ctx<'_>) -> CmdResult {
     let end = ctx.int_arg(3)?;
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
+    // A trim that removes nothing is not journaled or replicated (Redis's dirty stays).
+    let mut trimmed = false;
     if let Some(list) = l.list_mut(key)? {
-        let keep = clamp_range(start, end, list.len());
+        let before = list.len();
+        let keep = clamp_range(start, end, before);
         list.trim(keep);
+        trimmed = list.len() != before;
         let deleted = l.remove_if_empty_list(key);
         drop(l);
         ctx.notify(notify::LIST, "ltrim", key);
         if deleted {
             ctx.notify(notify::GENERIC, "del", key);
         }
+    }
+    if !trimmed {
+        ctx.no_effect();
     }
     ctx.out.ok();
     Ok(())

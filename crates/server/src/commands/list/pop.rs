@@ -117,6 +117,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, head: bool) -> CmdResult {
     let key = &argv[1];
     let mut l = ctx.lock1(key);
     let Some(list) = l.list_mut(key)? else {
+        ctx.no_effect();
         match count {
             Some(_) => ctx.out.null_array(),
             None => ctx.out.null(),
@@ -148,6 +149,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, head: bool) -> CmdResult {
     drop(l);
     if popped {
         notify_popped(ctx, key, head, deleted);
+    } else {
+        ctx.no_effect();
     }
     Ok(())
 }

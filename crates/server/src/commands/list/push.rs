@@ -64,6 +64,8 @@ fn push_generic(ctx: &mut Ctx<'_>, head: bool, only_existing: bool) -> CmdResult
     drop(l);
     if len > 0 {
         notify_pushed(ctx, key, head);
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(len as i64);
     Ok(())

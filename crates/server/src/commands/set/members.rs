@@ -16,6 +16,8 @@ pub(super) fn sadd(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     if added > 0 {
         ctx.notify(notify::SET, "sadd", key);
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(added as i64);
     Ok(())
@@ -40,6 +42,7 @@ pub(super) fn smove(ctx: &mut Ctx<'_>) -> CmdResult {
     let kind = |l: &mut strata_engine::Locked<'_>, k: &[u8]| l.peek(k).map(|e| e.kind());
     let Some(src_kind) = kind(&mut l, src) else {
         drop(l);
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     };
@@ -51,6 +54,7 @@ pub(super) fn smove(ctx: &mut Ctx<'_>) -> CmdResult {
         // A no-op (and no event), as in Redis.
         let found = l.set_mut(src)?.is_some_and(|s| s.contains(member));
         drop(l);
+        ctx.no_effect();
         ctx.out.int(found as i64);
         return Ok(());
     }
@@ -73,6 +77,9 @@ pub(super) fn smove(ctx: &mut Ctx<'_>) -> CmdResult {
     drop(l);
     if added {
         ctx.notify(notify::SET, "sadd", dst);
+    }
+    if !removed {
+        ctx.no_effect();
     }
     ctx.out.int(removed as i64);
     Ok(())

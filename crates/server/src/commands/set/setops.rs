@@ -143,14 +143,9 @@ fn store(l: &mut strata_engine::Locked<'_>, dst: &[u8], result: SetValue) -> (us
     }
 }
 
-/// A *STORE's event (lock released): `event` when it stored `n > 0` members, `del` when
-/// an empty result deleted the destination.
+/// A set *STORE's events (lock released): see `commands::stored`.
 fn notify_store(ctx: &mut Ctx<'_>, dst: &[u8], event: &str, n: usize, removed: bool) {
-    if n > 0 {
-        ctx.notify(notify::SET, event, dst);
-    } else if removed {
-        ctx.notify(notify::GENERIC, "del", dst);
-    }
+    crate::commands::stored(ctx, dst, (notify::SET, event), n, removed, false);
 }
 
 // ---------------------------------------------------------------------------------------

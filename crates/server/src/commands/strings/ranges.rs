@@ -84,6 +84,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>) -> CmdResult {
         Some(e) => {
             let s = e.as_str().ok_or(CmdError::WRONG_TYPE)?;
             if val.is_empty() {
+                ctx.no_effect();
                 ctx.out.int(s.len() as i64);
                 return Ok(());
             }
@@ -91,6 +92,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     };
     if !exists && val.is_empty() {
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     }

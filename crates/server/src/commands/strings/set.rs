@@ -184,6 +184,7 @@ pub(super) fn setnx(ctx: &mut Ctx<'_>) -> CmdResult {
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     if l.contains(key) {
+        ctx.no_effect();
         ctx.out.int(0);
     } else {
         l.set_str(key, ctx.arg(2), Ttl::Clear);
@@ -261,6 +262,7 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>) -> CmdResult {
     let keys = mset_keys(ctx, "msetnx")?;
     let mut l = ctx.lock(&keys);
     if keys.iter().any(|k| l.contains(k)) {
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     }

@@ -121,8 +121,9 @@ fn zpop_generic(ctx: &mut Ctx<'_>, max: bool) -> CmdResult {
         false,
     )?;
     drop(l);
-    if let Some((k, _, deleted)) = popped {
-        notify_popped(ctx, &k, max, deleted);
+    match popped {
+        Some((k, _, deleted)) => notify_popped(ctx, &k, max, deleted),
+        None => ctx.no_effect(),
     }
     Ok(())
 }

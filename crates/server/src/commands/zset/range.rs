@@ -193,12 +193,8 @@ pub(super) fn zrange_generic(
                 l.remove(dst)
             };
             drop(l);
-            if count > 0 {
-                ctx.signal_key_ready(dst);
-                ctx.notify(crate::services::notify::ZSET, "zrangestore", dst);
-            } else if removed {
-                ctx.notify(crate::services::notify::GENERIC, "del", dst);
-            }
+            let event = (crate::services::notify::ZSET, "zrangestore");
+            crate::commands::stored(ctx, dst, event, count, removed, true);
             ctx.out.int(count as i64);
         }
     }
@@ -269,6 +265,7 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, what: RemRange) -> CmdResult {
     let key = ctx.arg(1);
     let mut l = ctx.lock1(key);
     let Some(z) = l.zset_mut(key)? else {
+        ctx.no_effect();
         ctx.out.int(0);
         return Ok(());
     };
@@ -290,6 +287,8 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, what: RemRange) -> CmdResult {
         if deleted {
             ctx.notify(crate::services::notify::GENERIC, "del", key);
         }
+    } else {
+        ctx.no_effect();
     }
     ctx.out.int(removed as i64);
     Ok(())

@@ -253,17 +253,12 @@ fn set_op_generic(
                 l.remove(d)
             };
             drop(l);
-            if n > 0 {
-                ctx.signal_key_ready(d);
-                let event = match op {
-                    SetOp::Union => "zunionstore",
-                    SetOp::Inter => "zinterstore",
-                    SetOp::Diff => "zdiffstore",
-                };
-                ctx.notify(notify::ZSET, event, d);
-            } else if removed {
-                ctx.notify(notify::GENERIC, "del", d);
-            }
+            let event = match op {
+                SetOp::Union => "zunionstore",
+                SetOp::Inter => "zinterstore",
+                SetOp::Diff => "zdiffstore",
+            };
+            crate::commands::stored(ctx, d, (notify::ZSET, event), n, removed, true);
             ctx.out.int(n as i64);
         }
         None => {

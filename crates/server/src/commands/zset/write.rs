@@ -78,6 +78,7 @@ pub(crate) fn zadd_pairs(ctx: &mut Ctx<'_>, fl: u8, ch: bool, pairs: &[(f64, &[u
     let z = match l.zset_mut(key)? {
         Some(z) => z,
         None if has(ZSetValue::XX) => {
+            ctx.no_effect();
             if incr {
                 ctx.out.null();
             } else {
@@ -125,6 +126,8 @@ pub(crate) fn zadd_pairs(ctx: &mut Ctx<'_>, fl: u8, ch: bool, pairs: &[(f64, &[u
     if added > 0 || updated > 0 {
         ctx.signal_key_ready(key);
         ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
+    } else {
+        ctx.no_effect();
     }
     if let Some(e) = failure {
         return Err(e);
