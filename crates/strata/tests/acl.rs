@@ -233,6 +233,40 @@ fn permission_matrix_over_commands_keys_channels_and_selectors() {
     assert!(err(&mut c, &["SELECT", "1"]).contains("'select'"));
 }
 
+/// DEBUG is one command to Redis: `+debug|x` allows its first argument x, known to Strata
+/// or not, and a refused DEBUG call is refused by ACL before its argument is looked at.
+#[test]
+fn debug_arguments_are_first_arguments_to_acl() {
+    let p = strata(&["--enable-debug-command", "yes"]);
+    let mut admin = p.client();
+    let rules = ["-@all", "+incr", "+debug|object", "+debug|segfault"];
+    let setuser = [
+        &["ACL", "SETUSER", "dbg", "on", ">pw", "~*"][..],
+        &rules[..],
+    ]
+    .concat();
+    ok(&mut admin, &setuser);
+    let user = fields(cmd(&mut admin, &["ACL", "GETUSER", "dbg"]));
+    let commands = text(&user["commands"]);
+    for rule in ["+debug|object", "+debug|segfault"] {
+        assert!(commands.contains(rule), "{commands}");
+    }
+    let mut c = login(&p, "dbg", "pw");
+    ok(&mut c, &["INCR", "k"]);
+    ok(&mut c, &["DEBUG", "OBJECT", "k"]);
+    let refused = err(&mut c, &["DEBUG", "DIGEST"]);
+    assert!(
+        refused.starts_with("NOPERM") && refused.contains("debug"),
+        "{refused}"
+    );
+    // Unknown to DEBUG, but allowed: DEBUG itself answers.
+    assert!(err(&mut c, &["DEBUG", "SEGFAULT"]).contains("unknown subcommand"));
+    let refused = err(&mut c, &["DEBUG", "NOSUCH"]);
+    assert!(refused.starts_with("NOPERM"), "{refused}");
+    // For a user who may run DEBUG, an unknown argument is DEBUG's own error.
+    assert!(err(&mut admin, &["DEBUG", "NOSUCH"]).contains("unknown subcommand"));
+}
+
 #[test]
 fn auth_and_hello_log_in_as_users() {
     let p = strata(&[]);

@@ -327,3 +327,22 @@ fn published_messages_reach_the_replicas_subscribers_but_not_the_journal() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `bind-source-addr`: the replica's link leaves from that address, which its primary
+/// then shows (127.0.0.2 is a loopback address of its own on Linux).
+#[test]
+fn the_link_leaves_from_bind_source_addr() {
+    let p = strata(&["--protected-mode", "no"]);
+    let r = strata(&["--bind-source-addr", "127.0.0.2"]);
+    let (mut pc, mut rc) = (p.client(), r.client());
+    replicaof(&mut rc, &p);
+    wait_synced(&mut pc, &mut rc);
+    let slave = field(&mut pc, "replication", "slave0");
+    assert!(slave.starts_with("ip=127.0.0.2,"), "{slave}");
+    // Changed at run time, it applies to the next connection.
+    let _: () = run(&mut rc, &["CONFIG", "SET", "bind-source-addr", ""]);
+    let _: i64 = run(&mut rc, &["CLIENT", "KILL", "TYPE", "master"]);
+    repl_common::wait_until("the replica to come back from 127.0.0.1", 20, || {
+        field(&mut pc, "replication", "slave0").starts_with("ip=127.0.0.1,")
+    });
+}

@@ -123,6 +123,23 @@ fn the_socket_serves_the_same_keyspace_and_shows_its_clients_as_redis_does() {
         );
     }
     assert_eq!(field(&ours, "flags"), field(&theirs, "flags"));
+    // MONITOR names a socket's client as Redis does (`unix:PATH`).
+    let (mut mon, mut rmon) = (
+        common::send_only(&p, &["MONITOR"]),
+        common::send_only(&r, &["MONITOR"]),
+    );
+    for m in [&mut mon, &mut rmon] {
+        assert_eq!(common::read_text(m), "+OK\\r\\n");
+    }
+    assert_eq!(text(&mut unix, &["SET", "seen", "1"]), "OK");
+    assert_eq!(text(&mut runix, &["SET", "seen", "1"]), "OK");
+    let source = |m: &mut common::RespConn, own: &str| {
+        let line = common::read_text(m).replace(own, "PATH");
+        line.split_once('[')
+            .map(|(_, rest)| rest.to_string())
+            .unwrap_or(line)
+    };
+    assert_eq!(source(&mut mon, path_s), source(&mut rmon, rpath_s));
     // A TCP client is not flagged.
     assert_eq!(field(&client_fields(&mut tcp), "flags"), "N");
     drop(r);
@@ -224,5 +241,24 @@ fn a_busy_script_answers_the_sockets_other_clients() {
     );
     assert_eq!(text(&mut watcher, &["PING"]), "PONG");
     drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An empty `bind` listens on no TCP address, as in Redis 7.0: the socket stays the way
+/// in, and `bind` set again opens the port again.
+#[test]
+fn an_empty_bind_closes_tcp_and_the_socket_stays() {
+    let (p, dir, path) = strata_with_socket("unix-bind", &[]);
+    let mut unix = unix_client(&path);
+    let tcp_up = || std::net::TcpStream::connect(("127.0.0.1", p.port)).is_ok();
+    assert!(tcp_up());
+    assert_eq!(text(&mut unix, &["CONFIG", "SET", "bind", ""]), "OK");
+    assert!(!tcp_up(), "TCP still listens with an empty bind");
+    assert_eq!(text(&mut unix, &["PING"]), "PONG");
+    assert_eq!(
+        text(&mut unix, &["CONFIG", "SET", "bind", "127.0.0.1"]),
+        "OK"
+    );
+    assert!(tcp_up(), "TCP did not come back");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -89,6 +89,10 @@ pub fn wrong_subcommand_args(ctx: &Ctx<'_>) -> CmdError {
 /// The handler of a container (CLIENT, CONFIG...). Dispatch resolves subcommands before
 /// handlers run, so this only answers when a container is called in a way it can't resolve.
 pub fn container(ctx: &mut Ctx<'_>) -> CmdResult {
+    // An OPAQUE container (DEBUG) runs its own handler for an argument it does not know.
+    if ctx.argv.len() >= 2 {
+        return Err(wrong_subcommand_args(ctx));
+    }
     Err(CmdError::arity(
         &String::from_utf8_lossy(ctx.arg(0)).to_ascii_lowercase(),
     ))

@@ -53,7 +53,7 @@ directives! {
     unixsocket: String = "", "unixsocket", START;
     unixsocketperm: u32 [PERMISSIONS] = "0", "unixsocketperm", START;
     socket_mark_id: u32 [int(0, UINT_MAX)] = "0", "socket-mark-id", START | INERT;
-    bind_source_addr: String = "", "bind-source-addr", LIVE | INERT;
+    bind_source_addr: String = "", "bind-source-addr", LIVE;
     io_threads: u32 [int(1, 128)] = "1", "io-threads", START | INERT;
     io_threads_do_reads: bool = "no", "io-threads-do-reads", START | INERT;
     maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE;

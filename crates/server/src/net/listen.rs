@@ -38,7 +38,8 @@ impl Want {
 /// Every address of `bind` on `port` and on `tls-port`, plain ones first. Port 0 asks for
 /// the port `chosen` (the one the OS picked at start), if any; else, without a TLS port
 /// or a Unix socket, for any free one (Strata's tests start that way); else for no plain
-/// listener, as in Redis. An empty `bind` is Redis's default, every address (`* -::*`).
+/// listener, as in Redis. An empty `bind` is no TCP listener at all, as in Redis 7.0
+/// (whose default, every address, is `* -::*`).
 pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
     let mut ports = Vec::new();
     match (values.port, chosen) {
@@ -49,14 +50,9 @@ pub(crate) fn wanted(values: &Values, chosen: Option<u16>) -> Vec<Want> {
     if values.tls_port != 0 {
         ports.push((values.tls_port, true));
     }
-    let every = ["*".to_string(), "-::*".to_string()];
-    let hosts = match values.bind.0.is_empty() {
-        true => &every[..],
-        false => &values.bind.0[..],
-    };
     let mut out = Vec::new();
     for (port, tls) in ports {
-        for host in hosts {
+        for host in &values.bind.0 {
             let (optional, host) = match host.strip_prefix('-') {
                 Some(h) => (true, h),
                 None => (false, host.as_str()),
@@ -241,13 +237,15 @@ mod tests {
         let c = Config::new(None);
         c.set("port", "0", false).unwrap();
         c.set("bind", "", false).unwrap();
+        assert_eq!(asked(&c, None), vec![], "an empty bind listens nowhere");
+        c.set("bind", "* -::*", false).unwrap();
         let any = |p: u16| {
             vec![
                 (format!("0.0.0.0:{p}"), false, false),
                 (format!("[::]:{p}"), false, true),
             ]
         };
-        assert_eq!(asked(&c, None), any(0), "an empty bind is `* -::*`");
+        assert_eq!(asked(&c, None), any(0), "`* -::*` is every address");
         assert_eq!(
             asked(&c, Some(7000)),
             any(7000),

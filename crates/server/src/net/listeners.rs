@@ -104,13 +104,15 @@ pub fn rebind(server: &Arc<Server>) -> std::io::Result<()> {
         new.iter()
             .any(|w| w.resolved().map(|a| a.port()) == Some(o.addr.port()))
     });
-    let bound = match bind_each(&new, server.config.get().tcp_backlog, kept.len()) {
+    // The Unix socket counts as a listener kept: with it, no TCP listener is fine.
+    let already = kept.len() + usize::from(!server.config.get().unixsocket.is_empty());
+    let bound = match bind_each(&new, server.config.get().tcp_backlog, already) {
         Ok(b) => b,
         Err(first) if shares_port => {
             // Retry without the old sockets, and open them again if that fails too.
             let old: Vec<_> = drop_old.iter().map(|o| (o.addr, o.tls)).collect();
             drop_old.drain(..).for_each(close);
-            match bind_each(&new, server.config.get().tcp_backlog, kept.len()) {
+            match bind_each(&new, server.config.get().tcp_backlog, already) {
                 Ok(b) => b,
                 Err(_) => {
                     reopen(server, &mut keep, &old);

@@ -82,6 +82,11 @@ pub fn line(
     let mut s = format!("+{}.{:06} [{db} ", t.as_secs(), t.subsec_micros());
     match source {
         Source::Script => s.push_str("lua"),
+        // Redis names a Unix socket client by the socket's path: `unix:/path`.
+        Source::Client(c) if c.unix => {
+            s.push_str("unix:");
+            s.push_str(c.addr.strip_suffix(":0").unwrap_or(&c.addr));
+        }
         Source::Client(c) => s.push_str(&c.addr),
     }
     s.push(']');

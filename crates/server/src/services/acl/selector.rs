@@ -367,9 +367,15 @@ impl Selector {
             return Err(RuleError::Syntax);
         }
         if !table.commands[id].subcommands.is_empty() {
-            let sid = table.lookup_rule_name(name).ok_or(RuleError::Unknown)?;
-            self.change(table, sid, true);
-            return Ok(());
+            match table.lookup_rule_name(name) {
+                Some(sid) => {
+                    self.change(table, sid, true);
+                    return Ok(());
+                }
+                // DEBUG is one command to Redis: `+debug|x` allows its first argument x.
+                None if table.commands[id].has(flags::OPAQUE) => {}
+                None => return Err(RuleError::Unknown),
+            }
         }
         // Redis allows this misuse (deprecated): one first argument of a denied command.
         tracing::warn!(

@@ -91,6 +91,31 @@ pub(super) struct Conn {
     pub fd: i32,
 }
 
+/// Connects to `host`:`port`, from the address `source` when one is given
+/// (`bind-source-addr`; as Redis, best effort: one that cannot be bound is left out).
+async fn connect_from(host: &str, port: u16, source: &str) -> io::Result<TcpStream> {
+    let Ok(ip) = source.parse::<std::net::IpAddr>() else {
+        return TcpStream::connect((host, port)).await;
+    };
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "the host resolves to nothing");
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = match addr {
+            std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        if ip.is_ipv4() == addr.is_ipv4() {
+            if let Err(e) = socket.bind(std::net::SocketAddr::new(ip, 0)) {
+                tracing::warn!("bind-source-addr {source}: {e}");
+            }
+        }
+        match socket.connect(addr).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 impl Conn {
     /// Connects to the primary, in TLS when `tls-replication` is on; each step within
     /// `timeout`.
@@ -100,7 +125,8 @@ impl Conn {
         port: u16,
         timeout: Duration,
     ) -> Result<Conn, LinkError> {
-        let tcp = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+        let source = server.config.get().bind_source_addr.clone();
+        let tcp = match tokio::time::timeout(timeout, connect_from(host, port, &source)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return fail(format!("Error condition on socket for SYNC: {e}")),
             Err(_) => return fail("Timeout connecting to the MASTER..."),
