@@ -247,24 +247,30 @@ pub(crate) fn packed_value(
     at: u64,
     space: &mut DecodeSpace,
 ) -> Result<RdbValue, Error> {
-    let dup = |what: &str| Error::corrupt(at, format!("duplicate {what}"));
+    // Worded as Redis logs a packed value with a repeated member or field.
+    let dup = |kind: &str, what: &str| {
+        Error::corrupt(
+            at,
+            format!("{kind} integrity check failed: duplicate {what}"),
+        )
+    };
     match ty {
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let (items, kind) = if ty == types::ZSET_ZIPLIST {
                 (
                     Ziplist::new(blob).and_then(|z| packed_scored(z, blob, space)),
-                    "sorted set ziplist",
+                    "Zset ziplist",
                 )
             } else {
                 (
                     Listpack::new(blob).and_then(|l| packed_scored(l, blob, space)),
-                    "sorted set listpack",
+                    "Zset listpack",
                 )
             };
             let items = items.map_err(|e| e.at_file(at, kind))?;
             let m = items.members();
             if space.dups.any(m.len(), |i| &m[i]) {
-                return Err(dup("sorted set member"));
+                return Err(dup(kind, "sorted set member"));
             }
             Ok(RdbValue::SortedSet(items))
         }
@@ -272,16 +278,16 @@ pub(crate) fn packed_value(
             let (flat, kind) = if ty == types::HASH_ZIPLIST {
                 (
                     Ziplist::new(blob).and_then(|z| packed_pairs(z, blob, space)),
-                    "hash ziplist",
+                    "Hash ziplist",
                 )
             } else {
                 (
                     Listpack::new(blob).and_then(|l| packed_pairs(l, blob, space)),
-                    "hash listpack",
+                    "Hash listpack",
                 )
             };
             let flat = flat.map_err(|e| e.at_file(at, kind))?;
-            hash(space, flat).ok_or_else(|| dup("hash field"))
+            hash(space, flat).ok_or_else(|| dup(kind, "hash field"))
         }
     }
 }

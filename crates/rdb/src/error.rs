@@ -168,11 +168,18 @@ impl BlobError {
 
     /// As an input error for a blob of kind `kind` (e.g. "hash listpack") that starts at
     /// input offset `blob_offset`.
+    /// Worded as Redis logs such a failure ("Ziplist integrity check failed"), which
+    /// tools and Redis's own tests look for.
     pub fn at_file(self, blob_offset: u64, kind: &str) -> Error {
+        let mut chars = kind.chars();
+        let kind: String = match chars.next() {
+            Some(first) => first.to_uppercase().chain(chars).collect(),
+            None => String::new(),
+        };
         Error::corrupt(
             blob_offset,
             format!(
-                "invalid {kind}: {} (at byte {} of the blob)",
+                "{kind} integrity check failed: {} (at byte {} of the blob)",
                 self.what, self.at
             ),
         )

@@ -107,7 +107,10 @@ pub use encode::WriteOptions;
 pub use error::{Error, ErrorKind, PayloadError};
 pub use members::{Members, MembersIter, Pairs, Scored};
 pub use packed::{DecodeSpace, PackedValue};
-pub use payload::{dump, dump_functions, restore, restore_functions, Dumper};
+pub use payload::{
+    dump, dump_functions, restore, restore_functions, restore_functions_with, restore_with, Dumper,
+    Verify,
+};
 pub use reader::{Entry, Item, KeyMeta, Reader};
 pub use value::{
     PendingEntry, RdbValue, StreamConsumer, StreamEntry, StreamGroup, StreamId, StreamValue,

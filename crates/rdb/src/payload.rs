@@ -78,9 +78,19 @@ fn seal(out: &mut Vec<u8>) {
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
+/// What a payload's footer must satisfy besides its RDB version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// A matching CRC64 too (RESTORE, FUNCTION RESTORE).
+    Checksum,
+    /// The version only: DEBUG SET-SKIP-CHECKSUM-VALIDATION 1, with which Redis's tests
+    /// hand-edit payloads.
+    VersionOnly,
+}
+
 /// Checks a payload's footer (at least 10 bytes, an RDB version no newer than 10, a
-/// matching CRC64) and returns its body.
-fn body(payload: &[u8]) -> Result<&[u8], PayloadError> {
+/// matching CRC64 unless `verify` says not) and returns its body.
+fn body(payload: &[u8], verify: Verify) -> Result<&[u8], PayloadError> {
     let body_len = payload
         .len()
         .checked_sub(FOOTER)
@@ -88,7 +98,8 @@ fn body(payload: &[u8]) -> Result<&[u8], PayloadError> {
     let version = u16::from_le_bytes([payload[body_len], payload[body_len + 1]]);
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&payload[body_len + 2..]);
-    if version > RDB_VERSION || u64::from_le_bytes(crc) != crc64(&payload[..body_len + 2]) {
+    let crc_ok = || u64::from_le_bytes(crc) == crc64(&payload[..body_len + 2]);
+    if version > RDB_VERSION || (verify == Verify::Checksum && !crc_ok()) {
         return Err(PayloadError::VersionOrChecksum);
     }
     Ok(&payload[..body_len])
@@ -109,7 +120,12 @@ fn source(body: &[u8]) -> Source<&[u8]> {
 /// malformed body is [`PayloadError::BadData`], whose detail is Redis's reply text ("given
 /// type is not a function", "Failed loading library payload"...).
 pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>, PayloadError> {
-    let mut src = source(body(payload)?);
+    restore_functions_with(payload, Verify::Checksum)
+}
+
+/// [`restore_functions`], with the footer checked as `verify` says.
+pub fn restore_functions_with(payload: &[u8], verify: Verify) -> Result<Vec<Bytes>, PayloadError> {
+    let mut src = source(body(payload, verify)?);
     let bad = |at: u64, what: &str| PayloadError::BadData(Error::corrupt(at, what));
     let mut codes = Vec::new();
     while !src.at_end().map_err(PayloadError::BadData)? {
@@ -156,7 +172,12 @@ fn pre_release_function(src: &mut Source<&[u8]>) -> Result<Bytes, &'static str> 
 /// no newer than 10 and a matching CRC64 ([`PayloadError::VersionOrChecksum`]), then a
 /// well-formed, non-empty value filling the rest ([`PayloadError::BadData`]).
 pub fn restore(payload: &[u8]) -> Result<RdbValue, PayloadError> {
-    let mut src = source(body(payload)?);
+    restore_with(payload, Verify::Checksum)
+}
+
+/// [`restore`], with the footer checked as `verify` says.
+pub fn restore_with(payload: &[u8], verify: Verify) -> Result<RdbValue, PayloadError> {
+    let mut src = source(body(payload, verify)?);
     let bad = |e: Error| PayloadError::BadData(e);
     let ty = src.u8().map_err(bad)?;
     if !types::is_value_type(ty) {

@@ -291,7 +291,7 @@ fn read_group<R: Read>(
         consumers.push(StreamConsumer { name, seen_time });
     }
     if src.space.dups.any(consumers.len(), |i| &consumers[i].name) {
-        return Err(Error::corrupt(at, "duplicate consumer in a group"));
+        return Err(Error::corrupt(at, "Duplicate stream consumer detected"));
     }
     let mut pending = Vec::with_capacity(pel.len());
     for ((id, delivery_time, delivery_count), owner) in pel.into_iter().zip(owners) {

@@ -121,7 +121,8 @@ fn restore(ctx: &mut Ctx<'_>) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::err("Invalid TTL value, must be >= 0"));
     }
-    let value = strata_rdb::restore(ctx.arg(3)).map_err(|e| rdb::payload_error(&e))?;
+    let verify = rdb::verify(ctx.server());
+    let value = strata_rdb::restore_with(ctx.arg(3), verify).map_err(|e| rdb::payload_error(&e))?;
     let ks = ctx.keyspace();
     let prepared =
         rdb::prepare(&value, &ks.encodings).map_err(|_| CmdError::Static("ERR Bad data format"))?;

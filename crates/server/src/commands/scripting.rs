@@ -710,7 +710,8 @@ fn function_restore(ctx: &mut Ctx<'_>) -> CmdResult {
                 )),
             },
         };
-    let codes = strata_rdb::restore_functions(ctx.arg(2)).map_err(|e| match e {
+    let verify = crate::rdb::verify(ctx.server());
+    let codes = strata_rdb::restore_functions_with(ctx.arg(2), verify).map_err(|e| match e {
         strata_rdb::PayloadError::BadData(e) => CmdError::Custom(format!("ERR {}", e.kind())),
         e => CmdError::Custom(format!("ERR {e}")),
     })?;

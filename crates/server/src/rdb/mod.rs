@@ -35,7 +35,7 @@ pub use convert::{entry_to_rdb, rdb_to_value, value_to_rdb};
 pub use load::{
     load_key, prepare, LoadError, LoadOptions, Loaded, Loader, Prepared, Progress, Summary,
 };
-pub use payload::{dump_payload, payload_error};
+pub use payload::{dump_payload, payload_error, verify};
 pub use save::{aux_fields, write_functions, write_keyspace, write_options, write_rdb, Written};
 
 #[cfg(test)]

@@ -25,12 +25,30 @@ pub fn dump_payload(server: &Server, v: &RdbValue) -> Vec<u8> {
     })
 }
 
-/// Redis's reply to a payload RESTORE cannot take.
+/// Redis's reply to a payload RESTORE cannot take; a malformed value's reason goes to
+/// the log, as Redis logs it.
 pub fn payload_error(e: &PayloadError) -> CmdError {
     match e {
         PayloadError::VersionOrChecksum => {
             CmdError::Static("ERR DUMP payload version or checksum are wrong")
         }
-        PayloadError::BadData(_) => CmdError::Static("ERR Bad data format"),
+        PayloadError::BadData(e) => {
+            tracing::warn!("DUMP payload refused: {e}");
+            CmdError::Static("ERR Bad data format")
+        }
+    }
+}
+
+/// How RESTORE and FUNCTION RESTORE check a payload's footer: its CRC64 too, unless
+/// DEBUG SET-SKIP-CHECKSUM-VALIDATION 1.
+pub fn verify(server: &Server) -> strata_rdb::Verify {
+    if server
+        .debug
+        .skip_checksum
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        strata_rdb::Verify::VersionOnly
+    } else {
+        strata_rdb::Verify::Checksum
     }
 }
