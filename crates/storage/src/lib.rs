@@ -14,7 +14,8 @@ mod snapshot_stream;
 
 pub use check::{check, truncate, CheckReport, TruncateReport};
 pub use format::{
-    fsync_dir, journal_dir, replace_file, segment_path, BLOCK_HEADER_LEN, SEG_HEADER_LEN,
+    fsync_dir, journal_dir, list_segments, replace_file, segment_path, BLOCK_HEADER_LEN,
+    SEG_HEADER_LEN,
 };
 pub use journal::{Fsync, Journal, JournalOptions, JournalStats, DEFAULT_SEGMENT_BYTES};
 pub use recovery::{

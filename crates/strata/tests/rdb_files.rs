@@ -167,6 +167,34 @@ fn serve_rdb_import_loads_once_and_persists() {
     assert!(text.contains("already holds data"), "{text}");
 }
 
+/// A Redis data directory used as is: its `dump.rdb` loads at the first start, and once
+/// Strata's own files hold the data it is left alone (a FLUSHALL stays flushed). A corrupt
+/// one stops the start with its reason.
+#[test]
+fn a_dump_rdb_in_a_fresh_directory_loads_at_start() {
+    let tmp = TempDir::new("rdb-in-dir");
+    let (r, file) = redis_file(&tmp, &[]);
+    let dir = tmp.path().join("strata");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&file, dir.join("dump.rdb")).unwrap();
+    let s = serve_in(&dir, &[]);
+    let mut con = s.client();
+    assert_same_data(&mut r.con(), &mut con, false);
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    drop(con);
+    drop(s);
+    let s = serve_in(&dir, &[]);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut s.client()).unwrap();
+    assert_eq!(n, 0, "the RDB file was loaded again over Strata's own data");
+    drop(s);
+    let bad = tmp.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(bad.join("dump.rdb"), &bytes[..bytes.len() / 2]).unwrap();
+    let text = serve_fails(&["--dir", bad.to_str().unwrap()]);
+    assert!(text.contains("dump.rdb"), "{text}");
+}
+
 #[test]
 fn import_refuses_a_directory_with_data_unless_forced() {
     let tmp = TempDir::new("force");

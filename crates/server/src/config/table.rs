@@ -148,7 +148,7 @@ directives! {
     /// (its thread runs SCHED_IDLE, starved on a saturated machine); 0: always.
     snapshot_help_after_ms: u64 [int(0, LONG_MAX)] = "50",
         "snapshot-help-after-ms", LIVE | OWN => SnapshotHelp;
-    dbfilename: String = "dump.rdb", "dbfilename", LIVE | PROTECTED | INERT,
+    dbfilename: String = "dump.rdb", "dbfilename", LIVE | PROTECTED,
         check file_name;
     appendfilename: String = "appendonly.aof", "appendfilename", START | INERT,
         check aof_file_name;

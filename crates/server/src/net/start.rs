@@ -61,13 +61,34 @@ pub fn start(config: Config, opts: &StartOptions) -> std::io::Result<(Arc<Server
         .memory
         .startup
         .store(server.memory.sample(), Ordering::Relaxed);
+    // A data directory Strata never wrote to may hold a Redis RDB file at
+    // `dir`/`dbfilename` (Redis's own data file, copied there): it is loaded, as Redis
+    // loads it at start. Once Strata has a snapshot or a journal there, they hold the data.
+    let fresh = {
+        let dir = server.data_dir();
+        strata_storage::latest_snapshot(&dir)
+            .ok()
+            .flatten()
+            .is_none()
+            && strata_storage::list_segments(&dir).map_or(true, |s| s.is_empty())
+    };
     crate::services::persist::open(&server).map_err(std::io::Error::other)?;
     if let Some(tier) = server.tier.get() {
         // Only the start's own load adopts a kept store's entries (not DEBUG RELOAD's).
         tier.watch.kept.store(false, Ordering::Relaxed);
     }
-    if let Some(path) = &opts.rdb_import {
-        crate::rdb::tools::import_at_start(&server, path).map_err(std::io::Error::other)?;
+    let redis_rdb = || {
+        fresh
+            .then(|| crate::rdb::tools::rdb_in_dir(&server))
+            .flatten()
+    };
+    if let Some(path) = opts.rdb_import.clone().or_else(redis_rdb) {
+        crate::rdb::tools::import_at_start(&server, &path).map_err(|e| {
+            // Redis's words, which its tests and operators' scripts look for.
+            tracing::warn!("{e}");
+            tracing::warn!("Terminating server after rdb file reading failure.");
+            std::io::Error::other(e)
+        })?;
     }
     crate::services::replication::load_at_start(&server);
     crate::services::snapshot::expire_at_start(&server);
