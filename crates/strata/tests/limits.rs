@@ -183,17 +183,28 @@ fn a_subscriber_that_stops_reading_is_closed_at_the_pubsub_limit() {
     let mut ack = [0u8; 31];
     sub.read_exact(&mut ack).unwrap();
     let message = "m".repeat(10_000);
-    let mut published = 0;
+    let (mut published, mut last_omem) = (0, 0);
     assert!(
         within(20, || {
             call_text(&mut admin, &["PUBLISH", "ch", &message]);
             published += 1;
-            client_fields(&mut admin, "sub").is_none()
+            match client_fields(&mut admin, "sub") {
+                Some(f) => {
+                    last_omem = field(&f, "omem");
+                    false
+                }
+                None => true,
+            }
         }),
         "a subscriber that reads nothing is closed"
     );
     // It got no more than the socket buffers held plus the limit.
     assert!(published > 25, "closed after {published} messages");
+    // CLIENT LIST showed the messages waiting for it as omem, up to near the limit.
+    assert!(
+        (128 << 10..256 << 10).contains(&last_omem),
+        "omem {last_omem} before it was closed"
+    );
 }
 
 #[test]

@@ -75,7 +75,7 @@ pub(crate) fn client_line(server: &Server, c: &ClientInfo) -> String {
     }
     // Buffer figures as the connection last reported them (net::clients).
     let qbuf = c.qbuf.load(Ordering::Relaxed);
-    let (obl, oll, omem) = c.mem.output_fields();
+    let (obl, oll, omem) = c.mem.output_fields(c.mail.pending());
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,

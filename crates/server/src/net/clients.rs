@@ -31,9 +31,12 @@ pub struct MemFigures {
 const REPLY_CHUNK: usize = 16 * 1024;
 
 impl MemFigures {
-    /// (obl, oll, omem) for CLIENT LIST.
-    pub fn output_fields(&self) -> (usize, usize, usize) {
-        let omem = self.omem.load(Ordering::Relaxed);
+    /// (obl, oll, omem) for CLIENT LIST, with `mail` bytes of the client's mailbox
+    /// pending (pub/sub messages, invalidations: their limits count them). Mail the
+    /// connection took may sit in its reply buffer too, so the larger of the two is
+    /// shown rather than their sum.
+    pub fn output_fields(&self, mail: usize) -> (usize, usize, usize) {
+        let omem = self.omem.load(Ordering::Relaxed).max(mail);
         let obl = omem.min(REPLY_CHUNK);
         let oll = (omem - obl).div_ceil(REPLY_CHUNK);
         (obl, oll, omem)
@@ -217,7 +220,7 @@ pub(crate) fn cron(server: &Server) {
     let (mut input, mut output) = (0, 0);
     for c in &clients {
         input = input.max(c.mem.qbuf_cap.load(Ordering::Relaxed));
-        output = output.max(c.mem.omem.load(Ordering::Relaxed));
+        output = output.max(c.mem.omem.load(Ordering::Relaxed).max(c.mail.pending()));
         if timeout > 0 && may_time_out(c) && c.idle_secs() > timeout {
             tracing::debug!("Closing idle client id={} addr={}", c.id, c.addr);
             c.kill();
@@ -253,11 +256,12 @@ mod tests {
     #[test]
     fn output_fields_split_pending_bytes_like_redis_reply_blocks() {
         let m = MemFigures::default();
-        assert_eq!(m.output_fields(), (0, 0, 0));
+        assert_eq!(m.output_fields(0), (0, 0, 0));
         m.omem.store(100, Ordering::Relaxed);
-        assert_eq!(m.output_fields(), (100, 0, 100));
+        assert_eq!(m.output_fields(0), (100, 0, 100));
+        assert_eq!(m.output_fields(150), (150, 0, 150), "pending mail shows");
         m.omem.store(REPLY_CHUNK * 3 + 1, Ordering::Relaxed);
-        assert_eq!(m.output_fields(), (REPLY_CHUNK, 3, REPLY_CHUNK * 3 + 1));
+        assert_eq!(m.output_fields(10), (REPLY_CHUNK, 3, REPLY_CHUNK * 3 + 1));
     }
 
     #[test]

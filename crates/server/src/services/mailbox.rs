@@ -84,6 +84,12 @@ impl Mailbox {
         Delivery::Queued
     }
 
+    /// Bytes queued or taken and not yet written: what the limits count.
+    pub fn pending(&self) -> usize {
+        let st = self.state.lock();
+        st.buf.len() + st.inflight
+    }
+
     /// Bytes queued and not yet taken by the connection.
     pub fn queued(&self) -> usize {
         self.state.lock().buf.len()
