@@ -548,6 +548,36 @@ fn lazy_eviction_frees_in_the_background() {
     }
 }
 
+/// An eviction that takes the latency monitor's threshold or longer is recorded, as Redis
+/// records `eviction-cycle` (one call's eviction; here 200,000 keys in one call, which
+/// `maxmemory-eviction-tenacity 100` lets run to the end). `eviction-del` (one key's
+/// removal) uses the same record, but no removal is reliably that slow here.
+#[test]
+fn slow_evictions_reach_the_latency_monitor() {
+    let s = common::strata(&[CACHE, &["--enable-debug-command", "yes"]].concat());
+    let mut c = s.client();
+    for (k, v) in [
+        ("latency-monitor-threshold", "1"),
+        ("maxmemory-eviction-tenacity", "100"),
+        ("maxmemory-policy", "allkeys-random"),
+    ] {
+        let _: () = query(&mut c, &["config", "set", k, v]);
+    }
+    let _: () = query(&mut c, &["DEBUG", "POPULATE", "200000"]);
+    let _: () = query(&mut c, &["config", "set", "maxmemory", "1mb"]);
+    let end = Instant::now() + Duration::from_secs(20);
+    while evicted(&mut c) < 100_000 {
+        assert!(Instant::now() < end, "the keys were never evicted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let latest: String = redis::cmd("LATENCY")
+        .arg("LATEST")
+        .query::<redis::Value>(&mut c)
+        .map(|v| format!("{v:?}"))
+        .expect("LATENCY LATEST");
+    assert!(latest.contains("eviction-cycle"), "{latest}");
+}
+
 /// OBJECT FREQ and IDLETIME follow the policy as in Redis: FREQ of a new key is 5 and
 /// grows with reads under LFU, and each subcommand refuses under the other kind of policy
 /// with Redis's text.

@@ -225,6 +225,7 @@ impl Evictor {
         let samples = self.samples.load(Relaxed) as usize;
         let lazy = self.lazy.load(Relaxed);
         let start = Instant::now();
+        let _cycle = LatencyEvent(server, "eviction-cycle", start);
         let (mut freed, mut keys, mut unmovable) = (0i64, 0u64, 0usize);
         let spared = std::cell::Cell::new(0);
         // With tiering, a large entry in use may stay (`spares_in_use`).
@@ -304,6 +305,7 @@ impl Evictor {
                 return State::Ok;
             }
             let mut recording = 0;
+            let del = LatencyEvent(server, "eviction-del", Instant::now());
             let gone = server
                 .keyspace
                 .evict_remove(db, &key, policy.volatile(), || {
@@ -318,6 +320,7 @@ impl Evictor {
                 } else {
                     drop(entry);
                 }
+                drop(del);
                 freed += before - memory::thread_net() + recording + queued;
                 keys += 1;
                 self.evicted.fetch_add(1, Relaxed);
@@ -424,6 +427,17 @@ impl Evictor {
 static LAZY_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// An evicted value on its way to the lazy-free thread, counted until freed.
+/// Records its event in the latency monitor when dropped, as Redis samples
+/// `eviction-cycle` (one call's eviction) and `eviction-del` (one key's removal).
+struct LatencyEvent<'a>(&'a Server, &'static str, Instant);
+
+impl Drop for LatencyEvent<'_> {
+    fn drop(&mut self) {
+        let ms = self.2.elapsed().as_millis() as u64;
+        self.0.latency.observe(self.1, ms);
+    }
+}
+
 struct LazyEntry(#[allow(dead_code)] strata_engine::Unlinked, u64);
 
 impl LazyEntry {
