@@ -12,6 +12,12 @@ use common::{logged, read_text, send_only, Proc, RespConn};
 use repl_common::{error_text, field, number, replicaof, run, strata, wait_synced, wait_until};
 use std::time::Duration;
 
+/// Waits for `text` in the server's log: a reply may arrive before the thread that reads
+/// the log has read the line written just before it.
+fn wait_logged(p: &Proc, text: &str) {
+    wait_until(&format!("the log line {text:?}"), 5, || logged(p, text));
+}
+
 fn signal(p: &Proc, sig: libc::c_int) {
     // SAFETY: kill(2) on the pid of a child the test spawned and has not reaped.
     let r = unsafe { libc::kill(p.pid() as libc::pid_t, sig) };
@@ -145,7 +151,7 @@ fn the_wait_ends_at_shutdown_timeout_and_logs_the_lagging_replica() {
         p.wait_exit(Duration::from_secs(10)),
         "the primary never exited"
     );
-    assert!(logged(&p, "Lagging replica 127.0.0.1:"));
+    wait_logged(&p, "Lagging replica 127.0.0.1:");
     assert!(logged(
         &p,
         "0 of 1 replicas are in sync when shutting down."
@@ -179,7 +185,7 @@ fn shutdown_abort_cancels_the_wait_and_every_shutdown_gets_an_error() {
         error_text(&mut pc, &["SHUTDOWN", "ABORT"]),
         "ERR No shutdown in progress."
     );
-    assert!(logged(&p, "Shutdown manually aborted."));
+    wait_logged(&p, "Shutdown manually aborted.");
     signal(&r, libc::SIGCONT);
     assert!(
         !p.wait_exit(Duration::from_millis(300)),
@@ -207,14 +213,14 @@ fn a_journal_switched_on_and_not_yet_written_refuses_a_shutdown_without_force() 
         error_text(&mut c, &["SHUTDOWN"]),
         "ERR Errors trying to SHUTDOWN. Check logs."
     );
-    assert!(logged(&p, "Writing initial AOF, can't exit."));
+    wait_logged(&p, "Writing initial AOF, can't exit.");
     assert_eq!(run::<String>(&mut c, &["GET", "k3"]), "v");
     let _ = redis::cmd("SHUTDOWN")
         .arg("NOSAVE")
         .arg("FORCE")
         .query::<()>(&mut c);
     assert!(p.wait_exit(Duration::from_secs(10)), "FORCE did not exit");
-    assert!(logged(&p, "Writing initial AOF. Exit anyway."));
+    wait_logged(&p, "Writing initial AOF. Exit anyway.");
 }
 
 #[test]
