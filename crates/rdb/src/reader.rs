@@ -71,8 +71,15 @@ pub struct Reader<R> {
     state: State,
     verify: bool,
     empty_skipped: u64,
+    /// The names of the empty keys skipped since the caller last took them (the first
+    /// `SKIPPED_NAMES` of them).
+    skipped_names: Vec<Bytes>,
     stored_checksum: Option<u64>,
 }
+
+/// Names of skipped empty keys a reader keeps until taken: a file of millions of them
+/// must not grow a list.
+const SKIPPED_NAMES: usize = 64;
 
 impl<R: Read> Reader<R> {
     /// Reads and checks the header (`REDIS` and a 4-digit version from 1 to 10).
@@ -96,6 +103,7 @@ impl<R: Read> Reader<R> {
             state: State::Running,
             verify: true,
             empty_skipped: 0,
+            skipped_names: Vec::new(),
             stored_checksum: None,
         })
     }
@@ -114,6 +122,12 @@ impl<R: Read> Reader<R> {
     /// them), and so does this reader.
     pub fn empty_keys_skipped(&self) -> u64 {
         self.empty_skipped
+    }
+
+    /// The names of the empty keys skipped since the last call (at most 64 are kept
+    /// between calls), for a log line each as Redis writes.
+    pub fn take_skipped_keys(&mut self) -> Vec<Bytes> {
+        std::mem::take(&mut self.skipped_names)
     }
 
     /// Whether to hand small hashes and sorted sets out undecoded, as
@@ -235,6 +249,9 @@ impl<R: Read> Reader<R> {
                         }),
                         None => {
                             self.empty_skipped += 1;
+                            if self.skipped_names.len() < SKIPPED_NAMES {
+                                self.skipped_names.push(key);
+                            }
                             continue;
                         }
                     }

@@ -508,4 +508,10 @@ fn headers_and_records_that_cannot_load_are_refused() {
     let mut reader = Reader::new(&empty[..]).expect("header");
     assert_eq!(reader.by_ref().count(), 1);
     assert_eq!(reader.empty_keys_skipped(), 1);
+    // Their names, for the log, once.
+    assert_eq!(
+        reader.take_skipped_keys(),
+        vec![Bytes::from_static(b"empty")]
+    );
+    assert!(reader.take_skipped_keys().is_empty());
 }

@@ -616,6 +616,7 @@ impl<'s> Loader<'s> {
         let mut next_report = Duration::from_secs(1);
         let mut n = 0u64;
         while let Some(item) = r.next_item()? {
+            log_skipped(&mut r);
             self.item(item)?;
             n += 1;
             if n.is_multiple_of(1024) && started.elapsed() >= next_report {
@@ -627,12 +628,21 @@ impl<'s> Loader<'s> {
                 });
             }
         }
+        log_skipped(&mut r);
         self.summary.rdb_version = r.version();
         self.summary.empty = r.empty_keys_skipped();
         self.summary.bytes = r.offset();
         let mut summary = self.finish()?;
         summary.elapsed = started.elapsed();
         Ok(summary)
+    }
+}
+
+/// A line for each empty key the reader skipped, in Redis's words.
+fn log_skipped<R: Read>(r: &mut Reader<R>) {
+    for key in r.take_skipped_keys() {
+        let key = String::from_utf8_lossy(&key);
+        tracing::warn!("rdbLoadObject skipping empty key: {key}");
     }
 }
 
