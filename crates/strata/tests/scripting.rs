@@ -249,6 +249,16 @@ fn function_kill_stops_a_busy_function() {
 }
 
 /// FCALL bump 1 k BY: the library's counter after adding BY.
+/// Loads the library whose `bump` INCRBYs its key.
+fn load_counter(c: &mut redis::Connection) {
+    let lib = "#!lua name=counter\nredis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(c)
+        .unwrap();
+}
+
 fn bump(c: &mut redis::Connection, by: i64) -> i64 {
     redis::cmd("FCALL")
         .arg("bump")
@@ -263,14 +273,9 @@ fn bump(c: &mut redis::Connection, by: i64) -> i64 {
 fn functions_survive_restart_and_rewrite() {
     let dir = temp_dir("functions");
     let d = dir.to_str().unwrap().to_string();
-    let lib = "#!lua name=counter\nredis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)";
     let p = strata(&["--dir", &d, "--save", "", "--appendfsync", "always"]);
     let mut c = p.client();
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(lib)
-        .query(&mut c)
-        .unwrap();
+    load_counter(&mut c);
     let n: i64 = bump(&mut c, 5);
     assert_eq!(n, 5);
     drop(p); // SIGKILL
@@ -303,15 +308,10 @@ fn functions_survive_restart_and_rewrite() {
 fn functions_survive_a_restart_without_the_journal() {
     let dir = temp_dir("functions-nojournal");
     let d = dir.to_str().unwrap().to_string();
-    let lib = "#!lua name=counter\nredis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)";
     let args = ["--dir", &d, "--appendonly", "no", "--save", "3600 1"];
     let mut p = strata(&args);
     let mut c = p.client();
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(lib)
-        .query(&mut c)
-        .unwrap();
+    load_counter(&mut c);
     assert_eq!(bump(&mut c, 5), 5);
     p.terminate();
     assert!(p.wait_exit(Duration::from_secs(20)), "no clean stop");
