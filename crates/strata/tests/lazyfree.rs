@@ -59,6 +59,14 @@ fn lazyfree_counts_objects_freed_in_the_background() {
     assert_eq!(int(&mut c, &args), 200);
     assert_eq!(int(&mut c, &["UNLINK", "big"]), 1);
     assert_eq!(lazyfree_done(&mut c), 103);
+    // DEL frees in place, unless `lazyfree-lazy-user-del yes` makes it UNLINK.
+    assert_eq!(int(&mut c, &args), 200);
+    assert_eq!(int(&mut c, &["DEL", "big"]), 1);
+    assert_eq!(lazyfree_done(&mut c), 103);
+    ok(&mut c, &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]);
+    assert_eq!(int(&mut c, &args), 200);
+    assert_eq!(int(&mut c, &["DEL", "big"]), 1);
+    assert_eq!(lazyfree_done(&mut c), 104);
     ok(&mut c, &["CONFIG", "RESETSTAT"]);
     assert_eq!(lazyfree_done(&mut c), 0);
 }

@@ -105,7 +105,7 @@ directives! {
     lazyfree_lazy_eviction: bool = "no", "lazyfree-lazy-eviction", LIVE => Maxmemory;
     lazyfree_lazy_expire: bool = "no", "lazyfree-lazy-expire", LIVE | INERT;
     lazyfree_lazy_server_del: bool = "no", "lazyfree-lazy-server-del", LIVE | INERT;
-    lazyfree_lazy_user_del: bool = "no", "lazyfree-lazy-user-del", LIVE | INERT;
+    lazyfree_lazy_user_del: bool = "no", "lazyfree-lazy-user-del", LIVE;
     /// Keyspace notification classes (K E g $ l s h z x e t m d n A).
     notify_keyspace_events: KeyspaceEvents = "", "notify-keyspace-events", LIVE => Notify;
 

@@ -7,8 +7,12 @@ use crate::exec::ctx::Ctx;
 use crate::services::notify;
 use bytes::Bytes;
 
-/// DEL and UNLINK: the number of keys removed (a key named twice counts once).
+/// DEL and UNLINK: the number of keys removed (a key named twice counts once). Under
+/// `lazyfree-lazy-user-del yes` DEL frees as UNLINK does, as in Redis.
 pub(super) fn del(ctx: &mut Ctx<'_>) -> CmdResult {
+    if ctx.config().get().lazyfree_lazy_user_del {
+        return unlink(ctx);
+    }
     let keys = &ctx.argv[1..];
     let mut l = ctx.lock(keys);
     if !ctx.notifying(notify::GENERIC) {
