@@ -280,7 +280,7 @@ fn propagate_move(ctx: &mut Ctx<'_>, from: Where, to: Where) {
     }
     let argv = ctx.argv;
     let end = |w: Where| Bytes::from_static(if w.head() { b"left" } else { b"right" });
-    let cmd = if argv.len() == 4 {
+    let cmd = if argv[0].eq_ignore_ascii_case(b"brpoplpush") {
         vec![
             Bytes::from_static(b"RPOPLPUSH"),
             argv[1].clone(),
