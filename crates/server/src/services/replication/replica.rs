@@ -98,6 +98,16 @@ async fn run(server: Arc<Server>, stats: Arc<ThreadStats>, generation: u64) {
     }
 }
 
+/// Under `appendfsync always`, an ACK waits until the journal holds every write applied
+/// before it, as Redis writes its ACK only after its AOF fsync: a primary's WAIT then
+/// counts this replica for writes that survive its `kill -9`.
+async fn durable_before_ack(server: &Server) {
+    let lsn = server.persist.last_lsn();
+    if server.persist.must_wait(lsn) {
+        server.persist.wait_durable(lsn).await;
+    }
+}
+
 /// One attempt: connect, handshake, sync, then the stream until the link drops. Ok with
 /// whether the stream was flowing when it ended (a change of role ends it quietly).
 async fn connect(
@@ -489,6 +499,7 @@ async fn follow(
         let r = apply.run(server, stats, &mut conn.buf).await;
         if !apply.acks.is_empty() {
             let acks = std::mem::take(&mut apply.acks);
+            durable_before_ack(server).await;
             if conn.put(&acks).await.is_err() {
                 break Err("Connection with master lost.".to_string());
             }
@@ -524,6 +535,7 @@ async fn follow(
                 }
                 if !start.pre_psync {
                     let ack = super::primary::ack_command(apply.reploff);
+                    durable_before_ack(server).await;
                     if conn.put(&ack).await.is_err() {
                         break Err("Connection with master lost.".to_string());
                     }
