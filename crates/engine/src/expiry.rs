@@ -78,7 +78,7 @@ impl Keyspace {
         let shards = self
             .dbs
             .iter()
-            .flat_map(|db| db.shards.iter().map(move |s| (db, s)));
+            .flat_map(|db| db.allocated().iter().map(move |s| (db, s)));
         shards
             .map(|(db, s)| db.purge_expired(&mut s.acquire(), now))
             .sum()
@@ -92,7 +92,7 @@ impl Db {
     /// to the expired hook); Some(false): not due yet; None: not in RAM, or no TTL.
     pub fn expire_if_due(&self, key: &[u8]) -> Option<bool> {
         let h = hash(key);
-        let mut g = self.shards[self.shard_index(h)].acquire();
+        let mut g = self.shards()[self.shard_index(h)].acquire();
         let at = g.find(h, key)?.expire_at()?;
         if at > clock::now_ms() {
             return Some(false);
@@ -132,13 +132,13 @@ impl Db {
         let (mut shard, mut pos) = ((cursor >> 32) as usize, cursor as u32 as usize);
         let (mut seen, mut expired) = (0, 0);
         for _ in 0..per_round {
-            let Some(i) = self.occupancy.next(true, shard % self.shards.len()) else {
+            let Some(i) = self.occupancy.next(true, shard % self.shard_count()) else {
                 break;
             };
             if i != shard {
                 (shard, pos) = (i, 0);
             }
-            let mut g = self.shards[i].acquire();
+            let mut g = self.shards()[i].acquire();
             // A shard whose keys with a TTL are all gone leaves the map here.
             g.refresh_marks();
             let (s, e, next) = self.expire_walk(&mut g, now, pos, per_round - seen);
@@ -152,7 +152,7 @@ impl Db {
                 break;
             }
         }
-        let shard = shard % self.shards.len();
+        let shard = shard % self.shard_count();
         self.expire_cursor
             .store((shard as u64) << 32 | pos as u64, Relaxed);
         (seen, expired)

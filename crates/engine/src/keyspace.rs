@@ -50,7 +50,15 @@ pub(crate) struct Hooks {
 
 /// One logical database (SELECT n): a fixed, power-of-two number of shards.
 pub struct Db {
-    pub(crate) shards: Box<[Shard]>,
+    /// Made by the first access that needs them (`shards`): a database never used costs
+    /// no shard, as Redis's empty databases cost next to nothing (16 × 1024 shards of 256
+    /// bytes were 4 MB of an idle server's used_memory). Walks over a whole database
+    /// (counting, SCAN, flushing, capturing) read `allocated`: one never used is empty.
+    shards: std::sync::OnceLock<Box<[Shard]>>,
+    /// A snapshot epoch that found this database's shards not made yet (`capture_chunk`):
+    /// shards made later count as captured at it, as they were empty when it started.
+    skipped_epoch: AtomicU64,
+    owner: usize,
     mask: usize,
     index: usize,
     pub(crate) hooks: std::sync::Arc<Hooks>,
@@ -121,25 +129,56 @@ impl Db {
         owner: usize,
     ) -> Db {
         let n = 1usize << shard_bits;
-        let occupancy = std::sync::Arc::new(Occupancy::new(n));
         Db {
-            shards: (0..n)
-                .map(|i| {
-                    Shard(Mutex::new(ShardData {
-                        owner,
-                        index: i as u32,
-                        occupancy: Some(occupancy.clone()),
-                        ..Default::default()
-                    }))
-                })
-                .collect(),
+            shards: std::sync::OnceLock::new(),
+            skipped_epoch: AtomicU64::new(0),
+            owner,
             mask: n - 1,
             index,
             hooks: hooks.clone(),
             access: access.clone(),
-            occupancy,
+            occupancy: std::sync::Arc::new(Occupancy::new(n)),
             expire_cursor: AtomicU64::new(0),
         }
+    }
+
+    /// This database's shards, made now if no access needed them before.
+    #[inline]
+    pub(crate) fn shards(&self) -> &[Shard] {
+        match self.shards.get() {
+            Some(s) => s,
+            None => self.make_shards(),
+        }
+    }
+
+    #[cold]
+    fn make_shards(&self) -> &[Shard] {
+        self.shards.get_or_init(|| {
+            let captured = self.skipped_epoch.load(Ordering::SeqCst);
+            (0..self.shard_count())
+                .map(|i| {
+                    Shard(Mutex::new(ShardData {
+                        owner: self.owner,
+                        index: i as u32,
+                        occupancy: Some(self.occupancy.clone()),
+                        captured,
+                        ..Default::default()
+                    }))
+                })
+                .collect()
+        })
+    }
+
+    /// The shards if an access made them, else none: what a walk over the whole database
+    /// reads, to which a database never used is empty.
+    pub(crate) fn allocated(&self) -> &[Shard] {
+        self.shards.get().map_or(&[], |s| s)
+    }
+
+    /// Whether an access made this database's shards (a walk may skip it otherwise: it
+    /// has never held a key).
+    pub fn is_allocated(&self) -> bool {
+        self.shards.get().is_some()
     }
 
     /// The stamp of an access now (the coarse clock; see `Access::stamp_now`).
@@ -186,11 +225,11 @@ impl Db {
     }
 
     pub(crate) fn shard_ref(&self, idx: usize) -> &Shard {
-        &self.shards[idx]
+        &self.shards()[idx]
     }
 
     pub fn shard_count(&self) -> usize {
-        self.shards.len()
+        self.mask + 1
     }
 
     /// Locks the shard of one key.
@@ -220,7 +259,7 @@ impl Db {
             return f(g.read(h, key, touch.then(|| self.stamp_now())));
         }
         let idx = self.shard_index(h);
-        let guard = self.shards[idx].acquire();
+        let guard = self.shards()[idx].acquire();
         let mut l = Locked::new(self, Guards::One(idx, guard), 0).no_touch(!touch);
         f(l.get_hashed(h, key))
     }
@@ -247,7 +286,7 @@ impl Db {
         if crate::session::thread_holds_shards() {
             return None;
         }
-        let g = self.shards[self.shard_index(h)].0.lock();
+        let g = self.shards()[self.shard_index(h)].0.lock();
         // A shard with keys in a cold store takes the general path, which brings a key
         // back; a write also when keys in RAM have copies there (clean), which it drops.
         let stored = g.cold != 0 || (write && !g.clean.is_empty());
@@ -259,13 +298,13 @@ impl Db {
     /// shard's share is its even part plus three standard deviations of how a hash
     /// spreads keys, so few shards outgrow it.
     pub fn expect(&self, keys: usize) {
-        let even = keys.div_ceil(self.shards.len());
+        let even = keys.div_ceil(self.shard_count());
         let share = if keys == 0 {
             0
         } else {
             even.saturating_add(3 * (even as f64).sqrt() as usize)
         };
-        for s in self.shards.iter() {
+        for s in self.shards() {
             s.0.lock().expected = u32::try_from(share).unwrap_or(u32::MAX);
         }
     }
@@ -276,7 +315,7 @@ impl Db {
     /// key's turn. Does nothing if the shard is locked.
     pub fn prefetch(&self, key: &[u8]) {
         let h = hash(key);
-        if let Some(d) = self.shards[self.shard_index(h)].0.try_lock() {
+        if let Some(d) = self.shards()[self.shard_index(h)].0.try_lock() {
             d.prefetch_ahead(h);
         }
     }
@@ -286,7 +325,7 @@ impl Db {
     /// the farther one, so that `prefetch` of it, a step later, does not stall on the
     /// shard (a replica's runs of writes: that stall was 16% of its samples).
     pub fn prefetch_shard(&self, key: &[u8]) {
-        let shard: *const Shard = &self.shards[self.shard_index(hash(key))];
+        let shard: *const Shard = &self.shards()[self.shard_index(hash(key))];
         let mut line = 0;
         while line < std::mem::size_of::<Shard>() {
             crate::entry::prefetch(shard.cast::<u8>().wrapping_add(line));
@@ -303,7 +342,7 @@ impl Db {
     /// command and every key it touches expires against that same instant.
     pub fn lock1_at(&self, now: u64, key: &[u8]) -> Locked<'_> {
         let idx = self.shard_index(hash(key));
-        Locked::new(self, Guards::One(idx, self.shards[idx].acquire()), now)
+        Locked::new(self, Guards::One(idx, self.shards()[idx].acquire()), now)
     }
 
     /// `lock` for a command running at `now` (Unix ms).
@@ -329,7 +368,7 @@ impl Db {
     }
 
     fn lock_indices(&self, idx: Vec<usize>) -> Vec<(usize, crate::session::ShardGuard<'_>)> {
-        let refs: Vec<&Shard> = idx.iter().map(|&i| &self.shards[i]).collect();
+        let refs: Vec<&Shard> = idx.iter().map(|&i| &self.shards()[i]).collect();
         idx.into_iter()
             .zip(crate::session::acquire_all(&refs))
             .collect()
@@ -360,7 +399,16 @@ impl Db {
         buckets: usize,
         mut f: impl FnMut(Captured<'_>),
     ) -> Capture {
-        let mut g = self.shards[idx].acquire();
+        let Some(shards) = self.shards.get() else {
+            // Never used: empty when the snapshot started. Shards made from now on count as
+            // captured (`make_shards`), unless they were made meanwhile.
+            self.skipped_epoch.fetch_max(epoch, Ordering::SeqCst);
+            if self.shards.get().is_none() {
+                return Capture::Already;
+            }
+            return self.capture_chunk(idx, epoch, buckets, f);
+        };
+        let mut g = shards[idx].acquire();
         if g.captured >= epoch {
             return Capture::Already;
         }
@@ -401,7 +449,7 @@ impl Db {
     /// Costs one copy of the entry, not of the shard.
     pub fn preserve(&self, key: &[u8], epoch: u64) {
         let h = hash(key);
-        let mut g = self.shards[self.shard_index(h)].acquire();
+        let mut g = self.shards()[self.shard_index(h)].acquire();
         if g.captured >= epoch {
             return;
         }
@@ -415,7 +463,7 @@ impl Db {
     /// included, one shard after another, each under its shard's lock (DEBUG DIGEST: `f`
     /// must not lock shards).
     pub fn for_each_entry(&self, mut f: impl FnMut(Captured<'_>)) {
-        for (idx, s) in self.shards.iter().enumerate() {
+        for (idx, s) in self.allocated().iter().enumerate() {
             let g = s.acquire();
             g.iter().for_each(|e| f(Captured::Entry(e)));
             self.each_cold(&g, idx, &mut |key, o| {
@@ -436,7 +484,7 @@ impl Db {
 
     /// Each shard in turn, locked.
     pub(crate) fn shard_iter(&self) -> impl Iterator<Item = crate::session::ShardGuard<'_>> {
-        self.shards.iter().map(|s| s.acquire())
+        self.allocated().iter().map(|s| s.acquire())
     }
 
     /// Keys that carry an expiry (INFO keyspace `expires=`), cold ones included.
@@ -448,14 +496,14 @@ impl Db {
 
     /// (keyspace hits, misses, expired keys) counted in this database.
     pub fn stats(&self) -> (u64, u64, u64) {
-        self.shards.iter().fold((0, 0, 0), |(h, m, e), s| {
+        self.allocated().iter().fold((0, 0, 0), |(h, m, e), s| {
             let g = s.acquire();
             (h + g.hits, m + g.misses, e + g.expired)
         })
     }
 
     pub fn reset_stats(&self) {
-        for s in self.shards.iter() {
+        for s in self.allocated() {
             let mut g = s.acquire();
             g.hits = 0;
             g.misses = 0;
@@ -466,7 +514,12 @@ impl Db {
     /// Empties the database, returning its tables to be dropped by the caller.
     pub fn flush(&self) -> Flushed {
         if self.hooks.cold.get().is_none() {
-            return Flushed(self.shards.iter().map(|s| s.acquire().clear()).collect());
+            return Flushed(
+                self.allocated()
+                    .iter()
+                    .map(|s| s.acquire().clear())
+                    .collect(),
+            );
         }
         // Every shard held while the cold entries go: none moves meanwhile.
         let mut held: Vec<_> = self.shard_iter().collect();
@@ -483,8 +536,9 @@ impl Db {
         let mut idx = cursor as usize;
         let mut visited = 0usize;
         let expire = self.may_expire(now);
-        while idx < self.shards.len() {
-            let mut g = self.shards[idx].acquire();
+        let shards = self.allocated();
+        while idx < shards.len() {
+            let mut g = shards[idx].acquire();
             // Expired keys the scan meets go, as Redis's SCAN expires those that pass its
             // MATCH pattern (each removal is recorded as a DEL of its own).
             if expire {
@@ -526,11 +580,7 @@ impl Db {
                 break;
             }
         }
-        let next = if idx >= self.shards.len() {
-            0
-        } else {
-            idx as u64
-        };
+        let next = if idx >= shards.len() { 0 } else { idx as u64 };
         (next, out)
     }
 
@@ -555,7 +605,8 @@ impl Db {
     /// A random live key (RANDOMKEY), or None when the database is empty.
     pub fn random_key(&self, seed: u64) -> Option<Vec<u8>> {
         let now = clock::now_ms();
-        let n = self.shards.len();
+        let shards = self.allocated();
+        let n = shards.len();
         let mut rng = seed | 1;
         // Random shards first; an almost-empty database falls through to a full sweep.
         for attempt in 0..(2 * n) {
@@ -565,7 +616,7 @@ impl Db {
             } else {
                 attempt - n
             };
-            let mut g = self.shards[idx].acquire();
+            let mut g = shards[idx].acquire();
             // An expired pick goes (unless expiry is frozen) and the shard is drawn from
             // again: each such draw removes a key, so this ends.
             loop {
@@ -747,8 +798,8 @@ impl Keyspace {
             return;
         }
         let (lo, hi) = (a.min(b), a.max(b));
-        let mut ga: Vec<_> = self.dbs[lo].shards.iter().map(|s| s.acquire()).collect();
-        let mut gb: Vec<_> = self.dbs[hi].shards.iter().map(|s| s.acquire()).collect();
+        let mut ga: Vec<_> = self.dbs[lo].shards().iter().map(|s| s.acquire()).collect();
+        let mut gb: Vec<_> = self.dbs[hi].shards().iter().map(|s| s.acquire()).collect();
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
             x.swap_entries(y);
         }

@@ -183,3 +183,42 @@ fn random_key_skips_and_removes_expired_keys() {
     assert_eq!(db.random_key(3), None);
     assert_eq!(db.len(), 0);
 }
+
+#[test]
+fn a_database_gets_its_shards_from_the_first_access_to_a_key() {
+    let ks = Keyspace::new(4, 4);
+    let db = ks.db(2);
+    // Walks over the whole database read it as empty and make nothing.
+    assert_eq!((db.len(), db.volatile_len()), (0, 0));
+    assert!(db.is_empty());
+    assert_eq!(db.scan(0, 10, ScanFilter::default()), (0, vec![]));
+    assert_eq!(db.random_key(7), None);
+    assert_eq!(db.stats(), (0, 0, 0));
+    db.reset_stats();
+    drop(db.flush());
+    db.for_each_entry(|_| panic!("an empty database has no entry"));
+    assert_eq!(db.shard_count(), 16);
+    assert!(!db.is_allocated());
+    // A snapshot that finds it so leaves the shards made later captured at its epoch: a
+    // write during it keeps no copy of what it changes (the database was empty then).
+    assert_eq!(db.capture_chunk(3, 5, usize::MAX, |_| {}), Capture::Already);
+    assert!(!db.is_allocated());
+    db.lock1(b"k").set_str(b"k", b"v", Ttl::Clear);
+    assert!(db.is_allocated());
+    db.preserve(b"k", 5);
+    let idx = db.shard_index(hash(b"k"));
+    assert!(db.shard_ref(idx).acquire().pre.is_none());
+    assert_eq!(
+        db.capture_chunk(idx, 5, usize::MAX, |_| {}),
+        Capture::Already
+    );
+    // The next snapshot captures it as any other.
+    let mut seen = 0;
+    assert_eq!(
+        db.capture_chunk(idx, 6, usize::MAX, |_| seen += 1),
+        Capture::Done
+    );
+    assert_eq!((seen, db.len()), (1, 1));
+    // The other databases still have none.
+    assert!(!ks.db(1).is_allocated() && !ks.db(3).is_allocated());
+}

@@ -86,9 +86,10 @@ pub fn table_overhead(db: &crate::Db) -> usize {
         0 => 0,
         n => size_class(n * (slot + 1) + 16),
     };
-    (0..db.shard_count())
-        .map(|i| {
-            let g = db.shard_ref(i).acquire();
+    db.allocated()
+        .iter()
+        .map(|s| {
+            let g = s.acquire();
             table(g.small.num_buckets(), 24) + table(g.table.num_buckets(), 8)
         })
         .sum()

@@ -20,8 +20,7 @@ impl Db {
             ends: Vec::new(),
             next: 0,
         };
-        if idx < self.shard_count() {
-            let shard = self.shard_ref(idx);
+        if let Some(shard) = self.allocated().get(idx) {
             let g = shard.acquire();
             for e in g.iter().filter(|e| !e.is_expired(now)) {
                 walk.keys.extend_from_slice(e.key());

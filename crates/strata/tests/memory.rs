@@ -78,6 +78,49 @@ fn used_memory_follows_the_data() {
 /// buffer it was read into. Before, one slow SADD of 100,000 members kept its 2 MB
 /// buffer for as long as its slow-log entry lived (unit/lazyfree of Redis's suite saw
 /// the memory not come back after UNLINK).
+/// A database costs nothing until a key is written to it, as Redis's empty databases cost
+/// next to nothing: the suite's client-eviction cases fill 5 MB under an 11 MB maxmemory
+/// and need the clients, not an idle server's own tables, to reach the limit. Reads over
+/// a whole database (DBSIZE, SCAN, KEYS, RANDOMKEY, INFO keyspace) and a snapshot leave the
+/// other databases without shards; the first write to one makes them.
+#[test]
+fn a_database_costs_memory_once_written_to() {
+    let s = common::strata(&["--appendonly", "yes"]);
+    let mut c = s.client();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .unwrap();
+    let before = used(&mut c);
+    for db in 1..16 {
+        redis::cmd("SELECT").arg(db).query::<()>(&mut c).unwrap();
+        let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+        assert_eq!(n, 0);
+        redis::cmd("SCAN").arg(0).query::<Value>(&mut c).unwrap();
+        redis::cmd("KEYS").arg("*").query::<Value>(&mut c).unwrap();
+        redis::cmd("RANDOMKEY").query::<Value>(&mut c).unwrap();
+    }
+    info_fields(&mut c, "keyspace");
+    redis::cmd("SAVE").query::<()>(&mut c).unwrap();
+    let read = used(&mut c) as i64 - before as i64;
+    redis::cmd("SELECT").arg(7).query::<()>(&mut c).unwrap();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .unwrap();
+    let written = used(&mut c) as i64 - before as i64 - read;
+    // One database's shards are a few hundred KB; the reads over fifteen made none.
+    assert!(written > 100_000, "the write made a database: {written}");
+    assert!(
+        read.abs() < written / 4,
+        "reads over fifteen databases grew used_memory by {read} (a write to one: {written})"
+    );
+    let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 1);
+}
+
 #[test]
 fn kept_arguments_do_not_keep_the_request() {
     let s = common::strata(CACHE);

@@ -232,7 +232,7 @@ fn exists_and_ttl_read_no_value(inline_read_us: &str) {
 #[test]
 fn maxmemory_warnings_of_a_tiered_server_speak_of_the_tier() {
     let below = "below the memory in use";
-    let plain = common::strata(&["--maxmemory", "1mb", "--appendonly", "no", "--save", ""]);
+    let plain = common::strata(&["--maxmemory", "100kb", "--appendonly", "no", "--save", ""]);
     assert!(logged(&plain, below), "{:?}", plain.log.lock().unwrap());
     drop(plain);
 

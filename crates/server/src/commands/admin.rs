@@ -15,7 +15,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "dbsize",
         arity: 1,
-        flags: READONLY | FAST | ALL_SHARDS,
+        flags: READONLY | FAST | DB_SHARDS,
         summary: "Returns the number of keys in the database.",
         since: "1.0.0",
         tips: &["request_policy:all_shards", "response_policy:agg_sum"],
@@ -26,7 +26,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "flushdb",
         arity: -1,
-        flags: WRITE | ALL_SHARDS,
+        flags: WRITE | DB_SHARDS,
         summary: "Removes all keys from the current database.",
         since: "1.0.0",
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],

@@ -41,7 +41,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "sort",
         arity: -2,
-        flags: flags::WRITE | flags::DENYOOM | flags::MOVABLEKEYS | flags::ALL_SHARDS,
+        flags: flags::WRITE | flags::DENYOOM | flags::MOVABLEKEYS | flags::DB_SHARDS,
         keys: Keys::Custom(
             sort_keys,
             &[
@@ -64,7 +64,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "sort_ro",
         arity: -2,
-        flags: flags::READONLY | flags::MOVABLEKEYS | flags::ALL_SHARDS,
+        flags: flags::READONLY | flags::MOVABLEKEYS | flags::DB_SHARDS,
         keys: Keys::Specs(&[
             KeySpec::range(ks::RO | ks::ACCESS, 1, 0, 1),
             KeySpec::unknown(ks::RO | ks::ACCESS),

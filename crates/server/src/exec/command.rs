@@ -41,9 +41,13 @@ pub mod flags {
     /// Runs at once inside MULTI instead of being queued (EXEC, DISCARD, MULTI, WATCH,
     /// QUIT, RESET).
     pub const NOT_QUEUED: u32 = 1 << 25;
-    /// Reaches keys it does not name, or keys of other databases (FLUSHALL, KEYS, MOVE,
-    /// SORT ... BY...): a write of it holds every shard.
+    /// Reaches keys it does not name in other databases too (FLUSHALL, MOVE, COPY ... DB,
+    /// SWAPDB): a write of it holds every shard.
     pub const ALL_SHARDS: u32 = 1 << 26;
+    /// Reaches keys it does not name, in its own database only (FLUSHDB, KEYS, SORT ...
+    /// BY...): a write of it holds every shard of that database, and no other (whose
+    /// shards an idle database does not have: `strata_engine::Db::is_allocated`).
+    pub const DB_SHARDS: u32 = 1 << 30;
     /// Runs only where `enable-debug-command` allows the client (DEBUG): refused before
     /// anything else is checked, as Redis refuses its protected commands.
     pub const PROTECTED: u32 = 1 << 27;

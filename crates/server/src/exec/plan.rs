@@ -17,8 +17,12 @@ pub enum LockPlan {
     One(ShardId),
     /// These shards (possibly none).
     Shards(Vec<ShardId>),
+    /// Every shard of one database: commands flagged DB_SHARDS, which touch keys they do
+    /// not name in the database they run in (FLUSHDB, SORT ... BY...).
+    /// (database, its shard count)
+    Db(usize, usize),
     /// Every shard of every database: commands flagged ALL_SHARDS, which touch keys they do
-    /// not name (FLUSHALL, KEYS, SORT ... BY, MOVE to another database...).
+    /// not name in any database (FLUSHALL, MOVE, SWAPDB...).
     World,
 }
 
@@ -40,8 +44,12 @@ fn for_each_shard(
 impl LockPlan {
     /// What command `id` with `argv` run in database `db` must hold.
     pub fn of(server: &Server, db: usize, id: usize, argv: &[Bytes]) -> LockPlan {
-        if server.table.commands[id].has(flags::ALL_SHARDS) {
+        let cmd = server.table.commands[id];
+        if cmd.has(flags::ALL_SHARDS) {
             return LockPlan::World;
+        }
+        if cmd.has(flags::DB_SHARDS) {
+            return LockPlan::Db(db, server.keyspace.db(db).shard_count());
         }
         let (mut first, mut more) = (None, Vec::new());
         for_each_shard(server, db, id, argv, |id| match first {
@@ -63,14 +71,21 @@ impl LockPlan {
         match self {
             LockPlan::One(id) => Some(vec![id]),
             LockPlan::Shards(ids) => Some(ids),
+            LockPlan::Db(db, n) => Some((0..n).map(|i| (db, i)).collect()),
             LockPlan::World => None,
         }
+    }
+
+    /// Whether the command reaches keys it does not name: a snapshot being taken then keeps
+    /// aside every shard the command holds, not only its keys.
+    pub fn reaches_unnamed(&self) -> bool {
+        matches!(self, LockPlan::Db(..) | LockPlan::World)
     }
 
     /// Whether this thread's session already holds all that [`LockPlan::of`] would name:
     /// a script's call on a key it declared, checked without building the plan.
     pub fn held(server: &Server, db: usize, id: usize, argv: &[Bytes]) -> bool {
-        if server.table.commands[id].has(flags::ALL_SHARDS) {
+        if server.table.commands[id].has(flags::ALL_SHARDS | flags::DB_SHARDS) {
             return false;
         }
         let mut held = true;
@@ -96,6 +111,9 @@ impl LockPlan {
             LockPlan::World => server.keyspace.session_all(),
             LockPlan::One(id) => server.keyspace.session1(id),
             LockPlan::Shards(ids) => server.keyspace.session(ids),
+            plan @ LockPlan::Db(..) => server
+                .keyspace
+                .session(plan.shard_ids().unwrap_or_default()),
         }
     }
 }
@@ -159,8 +177,8 @@ pub fn hold<'a>(
                 }
             }
             if write && server.persist.snapshots.active() {
-                let world = matches!(LockPlan::of(server, db, id, argv), LockPlan::World);
-                keep_for_snapshot(server, nest.epoch, db, cmd, world, argv);
+                let whole = LockPlan::of(server, db, id, argv).reaches_unnamed();
+                keep_for_snapshot(server, nest.epoch, db, cmd, whole, argv);
             }
             Ok(none)
         }
@@ -169,13 +187,13 @@ pub fn hold<'a>(
                 return Ok(none);
             }
             let plan = LockPlan::of(server, db, id, argv);
-            let world = matches!(plan, LockPlan::World);
+            let whole = plan.reaches_unnamed();
             let hold = snapshot::open_write(server, w.stats, plan);
             // Read under the locks, after the write's epoch: a snapshot (or a replica's
             // full sync) that began while this write waited for its shards needs what it
             // changes as it was (else the write is both in the capture and after its cut).
             if server.persist.snapshots.active() {
-                keep_for_snapshot(server, hold.epoch, db, cmd, world, argv);
+                keep_for_snapshot(server, hold.epoch, db, cmd, whole, argv);
             }
             Ok(Hold { write: Some(hold) })
         }
@@ -207,6 +225,11 @@ mod tests {
         assert_eq!(p, LockPlan::Shards(vec![(0, 3), (0, 1)]));
         p.merge(LockPlan::Shards(vec![(1, 2)]));
         assert_eq!(p.clone().shard_ids(), Some(vec![(0, 3), (0, 1), (1, 2)]));
+        p.merge(LockPlan::Db(2, 2));
+        assert_eq!(
+            p.clone().shard_ids(),
+            Some(vec![(0, 3), (0, 1), (1, 2), (2, 0), (2, 1)])
+        );
         p.merge(LockPlan::World);
         assert_eq!(p, LockPlan::World);
         p.merge(LockPlan::One((0, 0)));

@@ -155,7 +155,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "keys",
     arity: 2,
-    flags: flags::READONLY | flags::ALL_SHARDS,
+    flags: flags::READONLY | flags::DB_SHARDS,
     summary: "Find all keys matching the given pattern",
     since: "1.0.0",
     complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
@@ -168,7 +168,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "scan",
     arity: -2,
-    flags: flags::READONLY | flags::ALL_SHARDS,
+    flags: flags::READONLY | flags::DB_SHARDS,
     summary: "Incrementally iterate the keys space",
     since: "2.8.0",
     complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
@@ -180,7 +180,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
     name: "randomkey",
     arity: 1,
-    flags: flags::READONLY | flags::ALL_SHARDS,
+    flags: flags::READONLY | flags::DB_SHARDS,
     summary: "Return a random key from the keyspace",
     since: "1.0.0",
     complexity: "O(1)",

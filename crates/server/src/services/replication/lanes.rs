@@ -345,7 +345,7 @@ fn diverged(server: &Server, argv: &[Bytes], reply: &[u8]) {
 fn single_key(table: &Table, argv: &[Bytes]) -> Option<usize> {
     let id = table.resolve(argv).ok()?;
     let cmd = table.commands[id];
-    let excluded = flags::MOVABLEKEYS | flags::NOSCRIPT | flags::ALL_SHARDS;
+    let excluded = flags::MOVABLEKEYS | flags::NOSCRIPT | flags::ALL_SHARDS | flags::DB_SHARDS;
     if !cmd.has(flags::WRITE) || cmd.flags & excluded != 0 {
         return None;
     }
