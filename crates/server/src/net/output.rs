@@ -16,8 +16,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Reply bytes a batch gathers before it stops to write them; also how much output a
-/// client whose class has no limit may leave pending before its commands wait.
+/// Reply bytes a batch gathers before it stops to write them.
 pub(crate) const MAX_RESERVE: usize = 1024 * 1024;
 /// A buffer grown past this by one big reply is not kept once written.
 const KEEP_CAPACITY: usize = 4 * MAX_RESERVE;
@@ -43,11 +42,13 @@ pub(crate) fn class(client: &Client) -> usize {
 }
 
 /// How much output may be pending before the connection stops running commands and only
-/// waits for the socket: up to the limit that would close the client, or MAX_RESERVE
-/// when its class has none (the client is then slowed down instead of closed).
+/// waits for the socket: up to the limit that would close the client, and no bound when
+/// its class has none, as Redis buffers such a client's replies whatever they come to (a
+/// client that writes a long pipeline before reading any reply would otherwise wait for
+/// a server that waits for it; `maxmemory-clients` is what bounds it).
 pub(crate) fn cap(limit: BufferLimit) -> usize {
     let bound = match (limit.hard, limit.soft) {
-        (0, 0) => return MAX_RESERVE,
+        (0, 0) => return usize::MAX,
         (0, soft) => soft,
         (hard, _) => hard,
     };
@@ -200,7 +201,7 @@ mod tests {
             soft,
             soft_secs: 1,
         };
-        assert_eq!(cap(l(0, 0)), MAX_RESERVE);
+        assert_eq!(cap(l(0, 0)), usize::MAX, "no limit, no bound");
         assert_eq!(cap(l(64 << 20, 8 << 20)), 64 << 20);
         assert_eq!(cap(l(0, 8 << 20)), 8 << 20);
         assert_eq!(cap(l(1000, 0)), MAX_RESERVE, "never below a batch's output");
