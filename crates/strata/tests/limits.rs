@@ -166,6 +166,105 @@ fn replies_a_client_never_reads_are_its_pending_output_until_the_soft_limit_expi
 }
 
 #[test]
+fn a_client_without_a_limit_gets_every_reply_of_a_pipeline_it_reads_only_at_the_end() {
+    // As Redis: a `normal 0 0 0` client's replies are buffered whatever they come to, so a
+    // client that writes all its commands before reading any reply finishes. 1.5M INCRs
+    // are 36 MB in and 15 MB of replies out: more than the sockets' buffers hold either way
+    // (when Strata held such a client's commands once 1 MB of replies waited, the writer
+    // stopped for good at 0.8M-1.1M commands).
+    const N: usize = 1_500_000;
+    let p = strata(&["--threads", "1"]);
+    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+    let batch = b"*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n".repeat(10_000);
+    for sent in (0..N).step_by(10_000) {
+        if let Err(e) = s.write_all(&batch) {
+            panic!("the server stopped reading after {sent} commands: {e}");
+        }
+    }
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let (mut lines, mut last) = (0, Vec::new());
+    let mut buf = vec![0; 1 << 20];
+    while lines < N {
+        let n = s.read(&mut buf).expect("replies");
+        assert!(n > 0, "closed after {lines} replies");
+        for &b in &buf[..n] {
+            last.push(b);
+            if b == b'\n' {
+                lines += 1;
+                if lines < N {
+                    last.clear();
+                }
+            }
+        }
+    }
+    assert_eq!(last, format!(":{N}\r\n").as_bytes(), "the last reply");
+}
+
+#[test]
+fn random_picks_past_the_hard_limit_close_the_client_before_a_byte_of_the_reply() {
+    // As Redis: the reply of a negative count stops growing once the client is to close,
+    // and none of it goes out (Redis's own test client would otherwise read the header of
+    // a reply of a billion picks and wait out the rest).
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    call_text(&mut admin, &["HSET", "h", "f", "v"]);
+    call_text(&mut admin, &["SADD", "s", "m"]);
+    call_text(&mut admin, &["ZADD", "z", "1", "m"]);
+    call_text(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 100000 0 0",
+        ],
+    );
+    for cmd in ["HRANDFIELD h", "SRANDMEMBER s", "ZRANDMEMBER z"] {
+        let mut c = p.raw();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let started = Instant::now();
+        c.write_all(format!("{cmd} -999999999\r\n").as_bytes())
+            .unwrap();
+        let got = read_to_close(&mut c);
+        assert!(got.is_empty(), "{cmd}: {} bytes came", got.len());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{cmd}: closed at once"
+        );
+    }
+    assert!(logged(&p, "for overcoming of output buffer limits"));
+}
+
+#[test]
+fn tracking_prefixes_count_in_a_clients_memory() {
+    // Each BCAST prefix is part of what maxmemory-clients weighs, as in Redis: a client
+    // that adds them one by one is evicted.
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    call_text(
+        &mut admin,
+        &["CONFIG", "SET", "maxmemory-clients", "200000"],
+    );
+    let mut c = named(&p, "prefixes");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut evicted_after = None;
+    for j in 0..20_000 {
+        let cmd = format!("CLIENT TRACKING on PREFIX {j:012} BCAST\r\n");
+        let mut ok = [0u8; 5];
+        if c.write_all(cmd.as_bytes()).is_err() || c.read_exact(&mut ok).is_err() {
+            evicted_after = Some(j);
+            break;
+        }
+        assert_eq!(&ok, b"+OK\r\n");
+    }
+    let j = evicted_after.expect("evicted before 20,000 prefixes");
+    assert!(j > 100, "evicted only after its prefixes grew: {j}");
+    assert!(info_num(&mut admin, "stats", "evicted_clients") >= 1);
+    assert!(client_fields(&mut admin, "prefixes").is_none());
+}
+
+#[test]
 fn a_subscriber_that_stops_reading_is_closed_at_the_pubsub_limit() {
     let p = strata(&[]);
     let mut admin = RespConn::new(&p);

@@ -10,7 +10,7 @@
 //! hset (HSET, HMSET, HSETNX when it sets), hdel (then del when the hash is emptied),
 //! hincrby, hincrbyfloat.
 
-use super::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
+use super::random::{random_count_arg, sample_distinct, Picks, Rng};
 use super::scan;
 use crate::exec::command::{flags, ks, parse_i64, CmdError, CmdResult, Command, KeySpec, Keys};
 use crate::exec::ctx::Ctx;
@@ -547,7 +547,7 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, l: i64, withvalues: bool) -> CmdResult {
         // A listpack is walked once into positions; a hashtable picks in O(1).
         let pairs: Option<Vec<(&[u8], &[u8])>> =
             (h.encoding() == "listpack").then(|| h.iter().collect());
-        let start = ctx.out.buf.len();
+        let picks = Picks::new(ctx);
         for _ in 0..count {
             let i = rng.below(size);
             let pick = match &pairs {
@@ -557,8 +557,7 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, l: i64, withvalues: bool) -> CmdResult {
             if let Some(p) = pick {
                 emit(ctx, p);
             }
-            if ctx.out.buf.len() - start > RANDOM_REPLY_CAP {
-                ctx.client.close_after_reply = true;
+            if picks.stop(ctx) {
                 break;
             }
         }

@@ -51,10 +51,48 @@ pub(crate) fn sample_distinct(rng: &mut Rng, size: usize, count: usize) -> Vec<u
     }
 }
 
-/// A reply of repeated random picks (negative counts) stops here: Redis would grow the
-/// output buffer without bound (its default limit for normal clients is none) and closes
-/// the client when a limit trips; Strata closes the connection after this many bytes.
-pub(crate) const RANDOM_REPLY_CAP: usize = 512 << 20;
+/// A reply of repeated random picks (negative counts) stops here when the client's class
+/// has no hard output limit: Redis would grow the output buffer without bound (its default
+/// limit for normal clients is none); Strata closes the connection after this many bytes.
+const RANDOM_REPLY_CAP: usize = 512 << 20;
+
+/// Picks made one at a time into a reply that may grow past what the client may hold (a
+/// negative count): `stop` says when to end, as Redis ends such a command once the client
+/// is to be closed for its output limit.
+pub(crate) struct Picks {
+    start: usize,
+    cap: usize,
+    /// Whether the cap is the client's output limit, which closes it without a byte of the
+    /// reply (as Redis, whose client then reads no header of a reply it would wait out).
+    limited: bool,
+}
+
+impl Picks {
+    /// Starts at the reply's present length; the cap is the client's hard output limit
+    /// (its class's), or RANDOM_REPLY_CAP without one.
+    pub fn new(ctx: &Ctx<'_>) -> Picks {
+        let class = crate::net::output::class(ctx.client);
+        let hard = ctx.server().config.get().client_output_buffer_limit.0[class].hard;
+        let limit = usize::try_from(hard).unwrap_or(usize::MAX);
+        let limited = limit != 0 && limit < RANDOM_REPLY_CAP;
+        Picks {
+            start: ctx.out.buf.len(),
+            cap: if limited { limit } else { RANDOM_REPLY_CAP },
+            limited,
+        }
+    }
+
+    /// True once the reply passed the cap: the caller stops picking. Past the client's
+    /// output limit, the limit's check closes the client before the reply goes out, as in
+    /// Redis; past RANDOM_REPLY_CAP, the client is closed once the reply is out.
+    pub fn stop(&self, ctx: &mut Ctx<'_>) -> bool {
+        let over = ctx.out.buf.len() - self.start > self.cap;
+        if over && !self.limited {
+            ctx.client.close_after_reply = true;
+        }
+        over
+    }
+}
 
 /// The range Redis's getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX) accepts, for
 /// SRANDMEMBER, HRANDFIELD and ZRANDMEMBER counts.

@@ -1,7 +1,7 @@
 //! SPOP and SRANDMEMBER: members picked at random, the way Redis picks them.
 
 use super::union_of;
-use crate::commands::random::{random_count_arg, sample_distinct, Rng, RANDOM_REPLY_CAP};
+use crate::commands::random::{random_count_arg, sample_distinct, Picks, Rng};
 use crate::exec::command::{CmdError, CmdResult};
 use crate::exec::ctx::Ctx;
 use crate::services::notify;
@@ -159,13 +159,12 @@ fn srandmember_count(ctx: &mut Ctx<'_>) -> CmdResult {
     // CASE 1: repeats allowed (or one pick): independent uniform picks.
     if !uniq || count == 1 {
         ctx.out.array(usize::try_from(count).unwrap_or(usize::MAX));
-        let start = ctx.out.buf.len();
+        let picks = Picks::new(ctx);
         for _ in 0..count {
             if let Some(e) = s.nth(rng.below(size)) {
                 bulk_elem!(ctx, e);
             }
-            if ctx.out.buf.len() - start > RANDOM_REPLY_CAP {
-                ctx.client.close_after_reply = true;
+            if picks.stop(ctx) {
                 break;
             }
         }

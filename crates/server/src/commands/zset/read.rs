@@ -69,10 +69,6 @@ pub(super) fn zrevrank(ctx: &mut Ctx<'_>) -> CmdResult {
 // ---------------------------------------------------------------------------------------
 // ZRANDMEMBER
 
-/// Counts beyond this (with repetitions, so never capped by the set's size) are refused
-/// rather than building a reply of gigabytes; Redis would try and run out of memory.
-const MAX_RANDOM_REPLY: u64 = 1 << 26;
-
 pub(super) fn zrandmember(ctx: &mut Ctx<'_>) -> CmdResult {
     let argc = ctx.argv.len();
     let key = ctx.arg(1);
@@ -87,7 +83,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_>) -> CmdResult {
             return Err(CmdError::SYNTAX);
         }
         let withscores = argc == 4;
-        if withscores && !(i64::MIN / 2..=i64::MAX / 2).contains(&l) {
+        if withscores && !(-i64::MAX / 2..=i64::MAX / 2).contains(&l) {
             return Err(CmdError::err("value is out of range"));
         }
         return zrandmember_count(ctx, key, l, withscores);
@@ -136,14 +132,15 @@ fn zrandmember_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, withscores: bool) ->
         }
     };
     if !uniq || count == 1 {
-        if count > MAX_RANDOM_REPLY {
-            return Err(CmdError::err("value is out of range"));
-        }
-        let count = count as usize;
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
         header(&mut ctx.out, count);
+        let picks = crate::commands::random::Picks::new(ctx);
         for _ in 0..count {
             if let Some((m, s)) = z.get(rng.below(size)) {
                 item(&mut ctx.out, m, s);
+            }
+            if picks.stop(ctx) {
+                break;
             }
         }
         return Ok(());
