@@ -81,16 +81,19 @@ impl ClientsMem {
 
 /// Fixed cost of a connection: its state on both sides and the bookkeeping around it.
 const CLIENT_BASE: usize = std::mem::size_of::<Client>() + std::mem::size_of::<ClientInfo>() + 1024;
-/// What one queued argument, subscription or watched key costs beyond its bytes.
+/// What one queued argument, subscription, watched key or tracking prefix costs beyond
+/// its bytes.
 const ENTRY_OVERHEAD: usize = 48;
 
 /// A connection's running estimate of its memory: the parts that need a walk (queued
-/// transaction commands, subscriptions, watched keys) are recounted only when they change.
+/// transaction commands, subscriptions, watched keys, tracking prefixes) are recounted
+/// only when they change.
 #[derive(Default)]
 pub(crate) struct MemTracker {
     multi: (usize, usize),
     subs: (usize, usize),
     watch: (usize, usize),
+    prefixes: (usize, usize),
 }
 
 impl MemTracker {
@@ -121,6 +124,10 @@ impl MemTracker {
             total += self.subs.1;
         }
         total += client.info.mail.queued();
+        total += client
+            .info
+            .tracking
+            .prefixes_mem(&mut self.prefixes, ENTRY_OVERHEAD);
         let keys = &client.watch.keys;
         if keys.len() != self.watch.0 {
             let bytes = keys.iter().map(|(_, k)| k.len() + ENTRY_OVERHEAD).sum();

@@ -86,6 +86,20 @@ impl ClientTracking {
     pub fn prefixes(&self) -> Vec<Bytes> {
         self.prefixes.lock().clone()
     }
+
+    /// The bytes its BCAST prefixes hold, each with `overhead` more: part of the client's
+    /// memory (`maxmemory-clients`). `last` keeps (count, bytes) between calls, so a count
+    /// that did not change is not summed again; a client not tracking takes no lock.
+    pub fn prefixes_mem(&self, last: &mut (usize, usize), overhead: usize) -> usize {
+        if last.0 == 0 && !self.has(mode::ON) {
+            return 0;
+        }
+        let p = self.prefixes.lock();
+        if p.len() != last.0 {
+            *last = (p.len(), p.iter().map(|b| b.len() + overhead).sum());
+        }
+        last.1
+    }
 }
 
 /// The client running the command that causes an invalidation: NOLOOP spares its own
