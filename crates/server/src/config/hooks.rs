@@ -45,6 +45,9 @@ pub enum Hook {
     Port,
     /// The process's OOM score (`services::oom`).
     OomScoreAdj,
+    /// A lower `maxmemory-clients` evicts clients at once, as Redis does before the next
+    /// command (not at the next once-a-second pass).
+    ClientEviction,
 }
 
 impl Hook {
@@ -106,6 +109,7 @@ impl Hook {
             }
             Hook::Replication => crate::services::replication::configure(server),
             Hook::OomScoreAdj => crate::services::oom::apply(server)?,
+            Hook::ClientEviction => crate::net::clients::evict_if_over(server),
             Hook::Tracking => server.tracking.set_max_keys(c.tracking_table_max_keys),
             Hook::Latency => {
                 server
@@ -155,6 +159,8 @@ impl Hook {
                 }
             }
             Hook::Maxmemory => {
+                // A `maxmemory-clients` given in percent of it went down with it.
+                crate::net::clients::evict_if_over(server);
                 let access = server.keyspace.access();
                 access.set_lfu(c.maxmemory_policy.is_lfu());
                 access.set_lfu_params(

@@ -56,7 +56,7 @@ directives! {
     bind_source_addr: String = "", "bind-source-addr", LIVE;
     io_threads: u32 [int(1, 128)] = "1", "io-threads", START | INERT;
     io_threads_do_reads: bool = "no", "io-threads-do-reads", START | INERT;
-    maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE;
+    maxmemory_clients: i64 [PERCENT] = "0", "maxmemory-clients", LIVE => ClientEviction;
     tracking_table_max_keys: u64 [int(0, LONG_MAX)] = "1000000",
         "tracking-table-max-keys", LIVE => Tracking;
 

@@ -239,6 +239,11 @@ pub(crate) fn cron(server: &Server) {
         r.input[slot] = input;
         r.output[slot] = output;
     }
+    evict_if_over(server);
+}
+
+/// Evicts clients if their total passed `maxmemory-clients` (a limit that went down).
+pub(crate) fn evict_if_over(server: &Server) {
     if let Some(limit) = eviction_limit(server) {
         if server.clients.mem.total() > limit {
             evict(server, limit);
