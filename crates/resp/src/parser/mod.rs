@@ -175,6 +175,18 @@ impl Parser {
         }
     }
 
+    /// How much of the front of the buffer Redis would no longer count in the client's
+    /// query buffer (CLIENT LIST qbuf): the parsed head of a request whose awaited bulk is a
+    /// big argument (32 KB or more), which Redis reads into a buffer that starts with its
+    /// data. 0 otherwise.
+    pub fn big_arg_offset(&self) -> usize {
+        const BIG_ARG: usize = 32 * 1024;
+        match (self.state, self.bulk_len) {
+            (State::Bulks, Some(len)) if len >= BIG_ARG => self.pos,
+            _ => 0,
+        }
+    }
+
     fn reset(&mut self) {
         self.state = State::Start;
         self.pos = 0;

@@ -306,6 +306,25 @@ fn frame_hint_and_resume() {
 }
 
 #[test]
+fn a_big_argument_being_read_leaves_its_head_out_of_the_query_buffer() {
+    let mut p = Parser::default();
+    let mut buf = BytesMut::from(&b"*2\r\n$3\r\nSET\r\n$10\r\nabc"[..]);
+    assert_eq!(p.parse(&mut buf), Ok(None));
+    assert_eq!(
+        p.big_arg_offset(),
+        0,
+        "a small bulk counts whole, as in Redis"
+    );
+    let head = b"*1\r\n$40000\r\n";
+    let mut buf = BytesMut::from(&head[..]);
+    buf.extend_from_slice(&[b'v'; 100]);
+    let mut p = Parser::default();
+    assert_eq!(p.parse(&mut buf), Ok(None));
+    assert_eq!(p.big_arg_offset(), head.len());
+    assert_eq!(buf.len() - p.big_arg_offset(), 100);
+}
+
+#[test]
 fn contract_breach_does_not_panic() {
     let mut p = Parser::default();
     let mut buf = BytesMut::from(&b"*2\r\n$3\r\nSET\r\n$10\r\nabc"[..]);

@@ -372,7 +372,8 @@ async fn serve_conn<W: Wire>(
         let hot = streak.hot(sticky.one_shard());
         let clock = wk.clock;
         drop(sticky);
-        info.qbuf.store(inbuf.len(), Ordering::Relaxed);
+        let counted = inbuf.len().saturating_sub(parser.big_arg_offset());
+        info.qbuf.store(counted, Ordering::Relaxed);
         if inbuf.len() > limits.query_buffer {
             query_buffer_exceeded(&info, inbuf);
             if let Some(w) = blocked {
