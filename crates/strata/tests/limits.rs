@@ -95,7 +95,11 @@ fn a_reply_past_the_hard_limit_closes_the_client_before_any_of_it_is_sent() {
         read_to_close(&mut big).is_empty(),
         "nothing of the reply was sent"
     );
-    assert!(logged(&p, "for overcoming of output buffer limits"));
+    // The log is read on a thread of its own: it may come a little after the close.
+    assert!(within(5, || logged(
+        &p,
+        "for overcoming of output buffer limits"
+    )));
 
     // A pipeline whose replies add up past the limit: the same, even though the socket
     // could have taken them.
@@ -160,7 +164,11 @@ fn replies_a_client_never_reads_are_its_pending_output_until_the_soft_limit_expi
         "closed after {:?}, before its 2 seconds",
         over_since.elapsed()
     );
-    assert!(logged(&p, "for overcoming of output buffer limits"));
+    // The log is read on a thread of its own: it may come a little after the close.
+    assert!(within(5, || logged(
+        &p,
+        "for overcoming of output buffer limits"
+    )));
     let recent = info_num(&mut admin, "clients", "client_recent_max_output_buffer");
     assert!(recent >= 1 << 20, "INFO saw the pending output: {recent}");
 }
@@ -233,7 +241,11 @@ fn random_picks_past_the_hard_limit_close_the_client_before_a_byte_of_the_reply(
             "{cmd}: closed at once"
         );
     }
-    assert!(logged(&p, "for overcoming of output buffer limits"));
+    // The log is read on a thread of its own: it may come a little after the close.
+    assert!(within(5, || logged(
+        &p,
+        "for overcoming of output buffer limits"
+    )));
 }
 
 #[test]
