@@ -400,11 +400,12 @@ impl Db {
         mut f: impl FnMut(Captured<'_>),
     ) -> Capture {
         let Some(shards) = self.shards.get() else {
-            // Never used: empty when the snapshot started. Shards made from now on count as
-            // captured (`make_shards`), unless they were made meanwhile.
+            // Never used: empty when the snapshot started, so captured whole by this call.
+            // Shards made from now on count as captured (`make_shards`), unless they were
+            // made meanwhile.
             self.skipped_epoch.fetch_max(epoch, Ordering::SeqCst);
             if self.shards.get().is_none() {
-                return Capture::Already;
+                return Capture::Done;
             }
             return self.capture_chunk(idx, epoch, buckets, f);
         };

@@ -201,7 +201,7 @@ fn a_database_gets_its_shards_from_the_first_access_to_a_key() {
     assert!(!db.is_allocated());
     // A snapshot that finds it so leaves the shards made later captured at its epoch: a
     // write during it keeps no copy of what it changes (the database was empty then).
-    assert_eq!(db.capture_chunk(3, 5, usize::MAX, |_| {}), Capture::Already);
+    assert_eq!(db.capture_chunk(3, 5, usize::MAX, |_| {}), Capture::Done);
     assert!(!db.is_allocated());
     db.lock1(b"k").set_str(b"k", b"v", Ttl::Clear);
     assert!(db.is_allocated());
