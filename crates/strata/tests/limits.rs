@@ -60,6 +60,14 @@ fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     got
 }
 
+/// A server with `directive` set to `value` by CONFIG SET, and the connection that set it.
+fn configured(directive: &str, value: &str) -> (Proc, RespConn) {
+    let p = strata(&[]);
+    let mut admin = RespConn::new(&p);
+    call_text(&mut admin, &["CONFIG", "SET", directive, value]);
+    (p, admin)
+}
+
 /// Whether the server logged a close for the output limit. Its log is read on a thread
 /// of its own: the line may come a little after the close is seen.
 fn output_limit_logged(p: &Proc) -> bool {
@@ -76,17 +84,7 @@ fn info_num(admin: &mut RespConn, section: &str, name: &str) -> u64 {
 
 #[test]
 fn a_reply_past_the_hard_limit_closes_the_client_before_any_of_it_is_sent() {
-    let p = strata(&[]);
-    let mut admin = RespConn::new(&p);
-    call_text(
-        &mut admin,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 100000 0 0",
-        ],
-    );
+    let (p, mut admin) = configured("client-output-buffer-limit", "normal 100000 0 0");
     let item = "x".repeat(1000);
     for _ in 0..150 {
         call_text(&mut admin, &["RPUSH", "mylist", &item]);
@@ -246,12 +244,7 @@ fn random_picks_past_the_hard_limit_close_the_client_before_a_byte_of_the_reply(
 fn tracking_prefixes_count_in_a_clients_memory() {
     // Each BCAST prefix is part of what maxmemory-clients weighs, as in Redis: a client
     // that adds them one by one is evicted.
-    let p = strata(&[]);
-    let mut admin = RespConn::new(&p);
-    call_text(
-        &mut admin,
-        &["CONFIG", "SET", "maxmemory-clients", "200000"],
-    );
+    let (p, mut admin) = configured("maxmemory-clients", "200000");
     let mut c = named(&p, "prefixes");
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut evicted_after = None;
@@ -272,17 +265,7 @@ fn tracking_prefixes_count_in_a_clients_memory() {
 
 #[test]
 fn a_subscriber_that_stops_reading_is_closed_at_the_pubsub_limit() {
-    let p = strata(&[]);
-    let mut admin = RespConn::new(&p);
-    call_text(
-        &mut admin,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 256kb 0 0",
-        ],
-    );
+    let (p, mut admin) = configured("client-output-buffer-limit", "pubsub 256kb 0 0");
     let mut sub = named(&p, "sub");
     sub.write_all(b"SUBSCRIBE ch\r\n").unwrap();
     let mut ack = [0u8; 31];
@@ -314,12 +297,7 @@ fn a_subscriber_that_stops_reading_is_closed_at_the_pubsub_limit() {
 
 #[test]
 fn the_query_buffer_limit_cuts_an_endless_bulk_and_says_so() {
-    let p = strata(&[]);
-    let mut admin = RespConn::new(&p);
-    call_text(
-        &mut admin,
-        &["CONFIG", "SET", "client-query-buffer-limit", "1mb"],
-    );
+    let (p, mut admin) = configured("client-query-buffer-limit", "1mb");
     let mut endless = named(&p, "endless");
     endless
         .write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000000\r\n")
