@@ -624,3 +624,61 @@ fn object_freq_and_idletime_follow_the_policy() {
     }
     assert!(int(&mut c, &["object", "freq", "n"]) > 6);
 }
+
+/// The invalidations an eviction sends to tracking clients take memory until their
+/// connections write them; they must not count as memory still to free, or each eviction
+/// would pay for the messages of the last until the database was empty (Redis's unit
+/// maxmemory, "client tracking don't cause eviction feedback loop").
+#[test]
+fn tracking_invalidations_do_not_feed_eviction() {
+    let s = common::strata(CACHE);
+    let mut c = s.client();
+    let _: () = query(
+        &mut c,
+        &["config", "set", "maxmemory-eviction-tenacity", "100"],
+    );
+    // Ten RESP3 clients track every key and never read their invalidations.
+    let mut trackers: Vec<RespConn> = (0..10)
+        .map(|_| {
+            let mut t = RespConn::new(&s);
+            t.call(&["hello", "3"]).expect("HELLO");
+            t.call(&["client", "tracking", "on"]).expect("TRACKING");
+            t
+        })
+        .collect();
+    // Long names, short values: an evicted key's invalidations (ten of them) take about
+    // ten times what its eviction frees.
+    let keys: Vec<String> = (0..300)
+        .map(|i| format!("{i}{}", "x".repeat(1000)))
+        .collect();
+    for k in &keys {
+        let _: () = query(&mut c, &["set", k, "x"]);
+        for t in trackers.iter_mut() {
+            t.call(&["get", k]).expect("GET");
+        }
+    }
+    let limit = used(&mut c) - 40_000;
+    let _: () = query(
+        &mut c,
+        &["config", "set", "maxmemory-policy", "allkeys-lru"],
+    );
+    let _: () = query(&mut c, &["config", "set", "maxmemory", &limit.to_string()]);
+    // The eviction runs in the background after CONFIG SET: wait for its first keys.
+    let end = Instant::now() + Duration::from_secs(10);
+    while evicted(&mut c) == 0 {
+        assert!(Instant::now() < end, "nothing was evicted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (gone, left) = (evicted(&mut c), int(&mut c, &["dbsize"]));
+    assert!(
+        left >= 200,
+        "{left} keys left, {gone} evicted: eviction fed itself"
+    );
+    assert!(gone <= 100, "{gone} evicted for a limit 40 KB under use");
+    // The trackers were told: each has invalidations waiting.
+    for t in trackers.iter_mut() {
+        let push = t.read().expect("an invalidation");
+        assert_eq!(push.kind, b'>', "{}", push.shown());
+    }
+}

@@ -174,7 +174,7 @@ impl Report {
             rss: memory::rss_bytes(),
             allocator: memory::allocator(),
             clients,
-            journal: crate::services::evict::Evictor::not_counted(server),
+            journal: crate::services::evict::Evictor::journal_buffers(server),
             dbs,
         }
     }

@@ -8,6 +8,7 @@ use crate::net::busy::Registration;
 use crate::net::clients;
 use crate::net::conn::{new_conn, serve_client, Conn, Exit, Incoming, Moved};
 use crate::net::output::{flush_all, Output};
+use crate::net::replybuf::ReplyBuf;
 use crate::net::wire::Wire;
 use crate::server::Server;
 use crate::services::stats::ThreadStats;
@@ -21,7 +22,7 @@ use tokio::net::TcpStream;
 /// registered for `net::busy` at once (so a script that gets busy before its task first
 /// runs still serves it); anything else becomes a task of its own.
 pub(crate) fn start(server: &Arc<Server>, stats: &Arc<ThreadStats>, incoming: Incoming, me: usize) {
-    let (stream, client) = match incoming {
+    let (stream, client, reply) = match incoming {
         Incoming::New(stream) => {
             let Some((mut stream, info, refusal)) = open(server, stream) else {
                 return;
@@ -34,12 +35,16 @@ pub(crate) fn start(server: &Arc<Server>, stats: &Arc<ThreadStats>, incoming: In
                 return;
             }
             let client = new_client(server, info);
-            (stream, client)
+            (stream, client, ReplyBuf::new())
         }
         Incoming::Moved(m) => {
-            let Moved { stream, client } = *m;
+            let Moved {
+                stream,
+                client,
+                reply,
+            } = *m;
             match TcpStream::from_std(stream) {
-                Ok(stream) => (stream, client),
+                Ok(stream) => (stream, client, reply),
                 Err(_) => {
                     finish_client(server, client);
                     return;
@@ -59,7 +64,7 @@ pub(crate) fn start(server: &Arc<Server>, stats: &Arc<ThreadStats>, incoming: In
             return;
         }
     };
-    let conn = new_conn(server, client);
+    let conn = new_conn(server, client, reply);
     let idle = Registration::new(&conn);
     tokio::task::spawn_local(serve_plain(
         server.clone(),
@@ -110,7 +115,7 @@ async fn serve_pinned<W: Wire + tokio::io::AsyncRead + tokio::io::AsyncWrite + U
         return refuse(&server, &mut wire, &info, refusal).await;
     }
     let busy_serves = info.unix;
-    let conn = new_conn(&server, new_client(&server, info));
+    let conn = new_conn(&server, new_client(&server, info), ReplyBuf::new());
     let idle = busy_serves.then(|| Registration::new(&conn));
     let (mut client, exit) = serve_client(&server, &stats, &mut wire, conn, idle, me).await;
     if let Some(Exit::Replica(h, inbuf)) = exit {
@@ -225,9 +230,9 @@ async fn refuse<W: Wire>(server: &Server, wire: &mut W, info: &ClientInfo, why: 
 /// After `serve_client`: hands the connection to worker `to` if it asked to move, serves
 /// it as a replica's after SYNC/PSYNC, else closes it.
 async fn finish(server: &Server, mut stream: TcpStream, mut client: Client, exit: Option<Exit>) {
-    let to = match exit {
+    let (to, reply) = match exit {
         None => return finish_client(server, client),
-        Some(Exit::Move(to)) => to,
+        Some(Exit::Move(to, reply)) => (to, reply),
         Some(Exit::Replica(h, inbuf)) => {
             crate::services::replication::primary::serve_replica(
                 server,
@@ -247,7 +252,11 @@ async fn finish(server: &Server, mut stream: TcpStream, mut client: Client, exit
                 .stats
                 .connections_moved
                 .fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = q.send(Incoming::Moved(Box::new(Moved { stream, client }))) {
+            if let Err(e) = q.send(Incoming::Moved(Box::new(Moved {
+                stream,
+                client,
+                reply,
+            }))) {
                 // The worker is gone (shutting down): the connection closes.
                 if let Incoming::Moved(m) = e.0 {
                     finish_client(server, m.client);

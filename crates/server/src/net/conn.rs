@@ -6,6 +6,7 @@ use crate::exec::{self, blocked, After, Call, Origin, Worker};
 use crate::net::balance;
 use crate::net::clients::{self, MemTracker};
 use crate::net::output::{self, flush_all, Output, MAX_RESERVE};
+use crate::net::replybuf::ReplyBuf;
 use crate::net::waits::{run_deferred, wait_blocked, wait_later, wait_unpaused};
 use crate::net::wire::Wire;
 use crate::server::Server;
@@ -88,8 +89,9 @@ pub type Task = Box<
 
 /// How `serve_client` ended, when the connection stays open.
 pub(super) enum Exit {
-    /// Hand the connection to worker N.
-    Move(usize),
+    /// Hand the connection to worker N, with its reply buffer's sizing (the buffer is
+    /// made anew there at that size, not at the size a new connection starts with).
+    Move(usize, ReplyBuf),
     /// SYNC or PSYNC: the connection is a replica's now, with the bytes it sent after.
     Replica(Box<crate::services::replication::Handoff>, BytesMut),
 }
@@ -99,13 +101,15 @@ pub(super) enum Exit {
 pub struct Moved {
     pub(super) stream: std::net::TcpStream,
     pub(super) client: Client,
+    pub(super) reply: ReplyBuf,
 }
 
-/// The state a connection keeps between reads, for `client`.
-pub(super) fn new_conn(server: &Server, client: Client) -> Rc<RefCell<Conn>> {
+/// The state a connection keeps between reads, for `client`, its reply buffer sized by
+/// `reply` (`ReplyBuf::new()` for a new connection).
+pub(super) fn new_conn(server: &Server, client: Client, reply: ReplyBuf) -> Rc<RefCell<Conn>> {
     let mut parser = Parser::new(Limits::default());
     let limits = ConnLimits::load(server, &mut parser, client.authenticated);
-    let out = Output::new(READ_CHUNK);
+    let out = Output::with_reply(reply);
     let mem = &client.info.mem;
     mem.rbs.store(out.reply.size(), Ordering::Relaxed);
     Rc::new(RefCell::new(Conn {
@@ -413,7 +417,7 @@ async fn serve_conn<W: Wire>(
         if out.stalled() {
             match out.push(stream) {
                 Ok(true) => written(client, out),
-                Ok(false) => {}
+                Ok(false) => client.info.mail.stuck(),
                 Err(_) => {
                     if let Some(w) = blocked {
                         server.blocking.abandon(&w);
@@ -495,7 +499,7 @@ async fn serve_conn<W: Wire>(
         if let Some(shard) = hot {
             let to = shard % server.threads.max(1);
             if can_move && to != me {
-                return Some(Exit::Move(to));
+                return Some(Exit::Move(to, out.reply.clone()));
             }
         }
         // The workers' balance (`net::balance`): a connection whose batches keep to one
@@ -507,7 +511,7 @@ async fn serve_conn<W: Wire>(
             can_move,
         };
         if let Some(to) = balance::after_batch(&server.balance, &mut stamp, batch) {
-            return Some(Exit::Move(to));
+            return Some(Exit::Move(to, out.reply.clone()));
         }
     }
 }

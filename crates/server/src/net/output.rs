@@ -81,6 +81,15 @@ impl Output {
         }
     }
 
+    /// A connection's buffer, of the size `reply` gives it.
+    pub fn with_reply(reply: ReplyBuf) -> Output {
+        Output {
+            buf: Vec::with_capacity(reply.size()),
+            reply,
+            ..Output::new(0)
+        }
+    }
+
     /// Some output waits for the socket.
     #[inline]
     pub fn stalled(&self) -> bool {
@@ -116,6 +125,11 @@ impl Output {
         self.sent = 0;
         if self.buf.capacity() > KEEP_CAPACITY {
             self.buf = Vec::with_capacity(MAX_RESERVE / 64);
+        } else if self.mail > 0 && self.buf.capacity() > self.reply.size() {
+            // Other clients' messages grew it (Redis frees such reply blocks once
+            // written): used memory must not keep a burst of invalidations that an
+            // eviction caused, or the next eviction would count them as still there.
+            self.buf = Vec::with_capacity(self.reply.size());
         }
         Ok(true)
     }
@@ -150,7 +164,7 @@ pub(crate) async fn flush_all<W: Wire>(
     loop {
         match out.push(wire) {
             Ok(true) => return true,
-            Ok(false) => {}
+            Ok(false) => info.mail.stuck(),
             Err(_) => return false,
         }
         tokio::select! {

@@ -19,6 +19,7 @@ use std::time::Instant;
 pub(crate) const MIN: usize = 1024;
 pub(crate) const MAX: usize = 16 * 1024;
 
+#[derive(Clone)]
 pub(crate) struct ReplyBuf {
     /// The buffer's size (rbs).
     size: usize,

@@ -142,13 +142,21 @@ impl Evictor {
     /// records (those not yet written, and those written and kept until their fsync) and
     /// the replication stream replicas have still to read beyond the backlog,
     /// so that the DELs of evictions cannot feed more evictions, nor a slow replica
-    /// empty its primary.
+    /// empty its primary; also messages to clients that their connections have not yet
+    /// taken (`mailbox::in_transit`).
     pub fn not_counted(server: &Server) -> u64 {
-        let journal = server.persist.journal().map_or(0, |j| {
+        Self::journal_buffers(server)
+            + server.repl.buffers().2
+            + crate::services::mailbox::in_transit()
+    }
+
+    /// The journal's buffered records: not yet written, or written and kept until their
+    /// fsync (Redis's AOF buffer).
+    pub fn journal_buffers(server: &Server) -> u64 {
+        server.persist.journal().map_or(0, |j| {
             let stats = j.stats();
             stats.pending_bytes + stats.held_bytes
-        });
-        journal + server.repl.buffers().2
+        })
     }
 
     /// What `maxmemory` bounds: used memory, or with tiering the hot entries' bytes
@@ -227,6 +235,7 @@ impl Evictor {
         let start = Instant::now();
         let _cycle = LatencyEvent(server, "eviction-cycle", start);
         let (mut freed, mut keys, mut unmovable) = (0i64, 0u64, 0usize);
+        let mut timed_out = false;
         let spared = std::cell::Cell::new(0);
         // With tiering, a large entry in use may stay (`spares_in_use`).
         let spare = |bytes: usize| {
@@ -290,7 +299,7 @@ impl Evictor {
                 }
                 pool.recycle(key);
                 if keys % 16 == 0 && limit.is_some_and(|l| start.elapsed() > l) {
-                    self.start_background(server);
+                    timed_out = true;
                     break;
                 }
                 continue;
@@ -330,14 +339,21 @@ impl Evictor {
                         break;
                     }
                     if limit.is_some_and(|l| start.elapsed() > l) {
-                        self.start_background(server);
+                        timed_out = true;
                         break;
                     }
                 }
             }
             pool.recycle(key);
         }
-        if self.running.load(Relaxed) {
+        // Only a call out of time leaves eviction running. One that freed what it set out
+        // to free ends it even though memory may be over again: the evictions' own
+        // messages (tracking invalidations, keyspace events) wait in clients' output
+        // buffers until their connections write them, and evicting for those would feed
+        // itself until the database was empty. Redis's eviction time event likewise runs
+        // again only after the event loop has written its clients' replies.
+        if timed_out {
+            self.start_background(server);
             State::Running
         } else {
             State::Ok

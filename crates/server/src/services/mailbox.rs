@@ -13,17 +13,60 @@
 
 use crate::services::pubsub::BufferLimit;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
+
+/// Bytes of messages on their way to sockets, over every mailbox (`in_transit`).
+static IN_TRANSIT: AtomicU64 = AtomicU64::new(0);
+
+/// Memory held by messages on their way from the thread that sent them to their
+/// clients' sockets: queued (the buffers' whole allocations), or taken by the connection
+/// and being written. Eviction leaves it out, as Redis's event loop has written what one
+/// command sent other clients before it runs the next: an eviction's own invalidations
+/// must not count as memory still to free. Messages a socket did not take (`stuck`)
+/// count again, as they do in Redis's reply buffers.
+pub fn in_transit() -> u64 {
+    IN_TRANSIT.load(Ordering::Relaxed)
+}
 
 struct MailState {
     buf: Vec<u8>,
+    /// What this mailbox last added to `IN_TRANSIT`.
+    counted: usize,
+    /// The socket did not take all of `inflight` (`Mailbox::stuck`): nothing of this
+    /// mailbox is in transit until it has.
+    stuck: bool,
     /// Bytes taken by the connection and not yet confirmed written.
     inflight: usize,
     /// When the queue first passed the soft limit (cleared when it drops under).
     soft_since: Option<Instant>,
     /// Closed for exceeding its limits: further messages are dropped.
     dead: bool,
+}
+
+impl MailState {
+    /// Brings `IN_TRANSIT` up to date with this mailbox.
+    fn recount(&mut self) {
+        // What the allocator handed out for the buffer, as used memory counts it.
+        let cap = match self.buf.capacity() {
+            0 => 0,
+            c => strata_engine::memory::size_class(c),
+        };
+        // Once the socket refused some, everything queued for it waits with it.
+        let cap = if self.stuck { 0 } else { cap + self.inflight };
+        if cap >= self.counted {
+            IN_TRANSIT.fetch_add((cap - self.counted) as u64, Ordering::Relaxed);
+        } else {
+            IN_TRANSIT.fetch_sub((self.counted - cap) as u64, Ordering::Relaxed);
+        }
+        self.counted = cap;
+    }
+}
+
+impl Drop for MailState {
+    fn drop(&mut self) {
+        IN_TRANSIT.fetch_sub(self.counted as u64, Ordering::Relaxed);
+    }
 }
 
 /// Queued bytes for one client.
@@ -47,6 +90,8 @@ impl Default for Mailbox {
         Mailbox {
             state: Mutex::new(MailState {
                 buf: Vec::new(),
+                counted: 0,
+                stuck: false,
                 inflight: 0,
                 soft_since: None,
                 dead: false,
@@ -77,8 +122,10 @@ impl Mailbox {
         if over_hard || over_soft {
             st.dead = true;
             st.buf = Vec::new();
+            st.recount();
             return Delivery::Overflow;
         }
+        st.recount();
         drop(st);
         self.has_mail.store(true, Ordering::Release);
         Delivery::Queued
@@ -107,10 +154,13 @@ impl Mailbox {
         let n = st.buf.len();
         out.extend_from_slice(&st.buf);
         st.buf.clear();
-        if st.buf.capacity() > 1 << 20 {
+        // Mail comes in bursts (an eviction's or a flush's invalidations): the memory a
+        // burst took goes back once taken, not kept idle for the next one.
+        if st.buf.capacity() > crate::net::replybuf::MAX {
             st.buf = Vec::new();
         }
         st.inflight += n;
+        st.recount();
         n
     }
 
@@ -119,9 +169,23 @@ impl Mailbox {
         if n > 0 {
             let mut st = self.state.lock();
             st.inflight = st.inflight.saturating_sub(n);
+            if st.inflight == 0 {
+                st.stuck = false;
+            }
             if st.buf.is_empty() && st.inflight == 0 {
                 st.soft_since = None;
             }
+            st.recount();
+        }
+    }
+
+    /// The client's socket did not take all it was given: what this mailbox holds, taken
+    /// or queued, counts as memory in use until the connection has written mail again.
+    pub fn stuck(&self) {
+        let mut st = self.state.lock();
+        if !st.stuck {
+            st.stuck = true;
+            st.recount();
         }
     }
 
