@@ -682,3 +682,37 @@ fn tracking_invalidations_do_not_feed_eviction() {
         assert_eq!(push.kind, b'>', "{}", push.shown());
     }
 }
+
+/// Subscribers that stop reading hold the messages published to them: with
+/// `maxmemory-clients` on, those count as the subscribers' memory as they are sent, and
+/// the subscribers are evicted before any key is (Redis's unit maxmemory, "eviction due
+/// to output buffers of pubsub, client eviction: true").
+#[test]
+fn subscribers_that_do_not_read_are_evicted_before_keys() {
+    let s = common::strata(CACHE);
+    let mut c = s.client();
+    fill(&mut c, "k:", 0..50, 100_000, None).expect("writes");
+    let _: () = query(&mut c, &["client", "no-evict", "on"]);
+    let _: () = query(&mut c, &["config", "set", "maxmemory-clients", "3mb"]);
+    limit_at(&mut c, "allkeys-lru", 6 << 20);
+    let _subscribers: Vec<RespConn> = (0..20)
+        .map(|_| {
+            let mut sub = RespConn::new(&s);
+            sub.call(&["subscribe", "bla"]).expect("SUBSCRIBE");
+            sub
+        })
+        .collect();
+    let big = "x".repeat(100_000);
+    let end = Instant::now() + Duration::from_secs(20);
+    let clients_evicted = || info(&mut s.client(), "stats", "evicted_clients");
+    while clients_evicted() == 0 && evicted(&mut c) == 0 {
+        assert!(
+            Instant::now() < end,
+            "neither clients nor keys were evicted"
+        );
+        let _: i64 = query(&mut c, &["publish", "bla", &big]);
+    }
+    assert_eq!(evicted(&mut c), 0, "a key went before a subscriber");
+    assert!(clients_evicted() > 0);
+    assert_eq!(int(&mut c, &["dbsize"]), 50);
+}

@@ -282,10 +282,12 @@ impl<'a> Ctx<'a> {
     /// This client as the sender of messages: what it publishes to itself goes before
     /// its reply.
     pub fn publisher(&mut self) -> Publisher<'_> {
+        let server = self.server;
         Publisher {
             id: self.client.id,
             self_push: &mut self.after.self_push,
             proto: self.out.proto,
+            clients_limit: crate::net::clients::limited(server).then_some(server),
         }
     }
 

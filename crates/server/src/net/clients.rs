@@ -21,6 +21,8 @@ pub struct MemFigures {
     pub omem: AtomicUsize,
     /// Everything the connection holds (tot-mem), counted in `ClientsMem::total`.
     pub total: AtomicUsize,
+    /// The mailbox's queued bytes as `total` counts them (`mail_grew`).
+    pub mail: AtomicUsize,
     /// The reply buffer's size and recent peak (rbs, rbp; `net::replybuf`).
     pub rbs: AtomicUsize,
     pub rbp: AtomicUsize,
@@ -123,7 +125,9 @@ impl MemTracker {
             }
             total += self.subs.1;
         }
-        total += client.info.mail.queued();
+        let mail = client.info.mail.queued();
+        client.info.mem.mail.store(mail, Ordering::Relaxed);
+        total += mail;
         total += client
             .info
             .tracking
@@ -165,6 +169,24 @@ pub(crate) fn forget(server: &Server, info: &ClientInfo) {
         .mem
         .total
         .fetch_sub(before, Ordering::Relaxed);
+}
+
+/// Messages were queued for `info` by another client: its total counts them at once,
+/// and past `maxmemory-clients` clients are evicted (Redis updates a subscriber's memory
+/// on every message it is sent). Its connection, which may not run for a while (a
+/// client that does not read), recounts everything when it does.
+pub(crate) fn mail_grew(server: &Server, info: &ClientInfo) {
+    let now = info.mail.queued();
+    let before = info.mem.mail.swap(now, Ordering::Relaxed);
+    if now != before {
+        let total = info.mem.total.load(Ordering::Relaxed);
+        report(server, info, (total + now).saturating_sub(before));
+    }
+}
+
+/// Whether `maxmemory-clients` is on.
+pub(crate) fn limited(server: &Server) -> bool {
+    eviction_limit(server).is_some()
 }
 
 /// `maxmemory-clients` in bytes (a percentage is of `maxmemory`); None when off.

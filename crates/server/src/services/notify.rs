@@ -150,6 +150,7 @@ pub fn emit(
                 id: 0,
                 self_push: &mut nobody,
                 proto: strata_resp::Protocol::Resp2,
+                clients_limit: None,
             };
             publish(hub, flags, event, key, db, &mut me)
         }

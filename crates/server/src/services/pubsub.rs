@@ -134,6 +134,10 @@ pub struct Publisher<'a> {
     /// Messages for the publishing client, placed before its command's reply.
     pub self_push: &'a mut Vec<u8>,
     pub proto: Protocol,
+    /// The server, when `maxmemory-clients` is on: a subscriber's memory then counts
+    /// each message queued for it, as Redis's does, so that clients are evicted before
+    /// keys are.
+    pub clients_limit: Option<&'a crate::server::Server>,
 }
 
 impl Publisher<'_> {
@@ -143,6 +147,9 @@ impl Publisher<'_> {
             encode(self.self_push, self.proto, parts);
         } else {
             to.send(limit, |buf, proto| encode(buf, proto, parts));
+            if let Some(server) = self.clients_limit {
+                crate::net::clients::mail_grew(server, to);
+            }
         }
     }
 }
