@@ -541,12 +541,12 @@ fn reserve_input(c: &mut Conn) {
         c.inbuf_grown = false;
     }
     if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-        let want = c
+        // The end of a big argument (32 KB or more) being read.
+        let big = c
             .parser
             .frame_hint()
-            .unwrap_or(0)
-            .saturating_sub(inbuf.len());
-        inbuf.reserve(want.clamp(READ_CHUNK, MAX_RESERVE));
+            .filter(|_| c.parser.big_arg_offset() > 0);
+        crate::net::inbuf::make_room(inbuf, big);
         c.inbuf_grown |= inbuf.capacity() > 8 * READ_CHUNK;
     }
 }

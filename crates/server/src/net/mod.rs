@@ -5,6 +5,7 @@ pub mod balance;
 pub(crate) mod busy;
 pub mod clients;
 pub(crate) mod conn;
+pub(crate) mod inbuf;
 pub mod listen;
 pub mod listeners;
 pub(crate) mod output;
