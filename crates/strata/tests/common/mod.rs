@@ -123,13 +123,33 @@ fn catches_sigterm(pid: u32) -> bool {
         .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
 }
 
-/// Starts Strata on a port the OS picks (`--port 0`), reading the port from its log.
+/// The directories `temp_dir` handed out, removed when the test binary exits.
+static TEMP_DIRS: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn remove_temp_dirs() {
+    if let Ok(dirs) = TEMP_DIRS.lock() {
+        for d in dirs.iter() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// A fresh data directory under the system temp dir, unique to this process and call.
+/// It is removed when the test binary exits, whether its tests passed or not (a test
+/// that fails before its own clean-up would otherwise leave it behind).
 pub fn temp_dir(tag: &str) -> std::path::PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let d = std::env::temp_dir().join(format!("strata-test-{}-{tag}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a plain function; it only takes a lock and removes files.
+        unsafe { libc::atexit(remove_temp_dirs) };
+    });
+    if let Ok(mut dirs) = TEMP_DIRS.lock() {
+        dirs.push(d.clone());
+    }
     d
 }
 
