@@ -205,9 +205,11 @@ fn eviction_limit(server: &Server) -> Option<usize> {
 /// as gone.
 fn evict(server: &Server, limit: usize) {
     let mem = &server.clients.mem;
-    let Some(_one) = mem.evicting.try_lock() else {
-        return;
-    };
+    // One pass at a time, and a caller waits for the pass under way rather than return
+    // before it is done: CONFIG SET maxmemory-clients replied while another thread's pass
+    // (a growing client's report) was still choosing whom to close, and the next command
+    // still listed the client it closed. The clients that pass closed count as gone here.
+    let _one = mem.evicting.lock();
     let clients = server.clients.snapshot();
     let closing: usize = clients
         .iter()
