@@ -180,10 +180,21 @@ impl Parser {
     /// big argument (32 KB or more), which Redis reads into a buffer that starts with its
     /// data. 0 otherwise.
     pub fn big_arg_offset(&self) -> usize {
+        self.big_arg().map_or(0, |(start, _)| start)
+    }
+
+    /// Where the awaited bulk ends (with its CRLF), when it is a big argument (32 KB or
+    /// more): a connection reads it into a buffer of that size.
+    pub fn big_arg_end(&self) -> Option<usize> {
+        self.big_arg().map(|(_, end)| end)
+    }
+
+    /// The awaited bulk's start and end in the buffer, when it is a big argument.
+    fn big_arg(&self) -> Option<(usize, usize)> {
         const BIG_ARG: usize = 32 * 1024;
-        match (self.state, self.bulk_len) {
-            (State::Bulks, Some(len)) if len >= BIG_ARG => self.pos,
-            _ => 0,
+        match self.bulk_len {
+            Some(len) if len >= BIG_ARG => Some((self.pos, self.frame_hint()?)),
+            _ => None,
         }
     }
 

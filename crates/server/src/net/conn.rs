@@ -541,12 +541,7 @@ fn reserve_input(c: &mut Conn) {
         c.inbuf_grown = false;
     }
     if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-        // The end of a big argument (32 KB or more) being read.
-        let big = c
-            .parser
-            .frame_hint()
-            .filter(|_| c.parser.big_arg_offset() > 0);
-        crate::net::inbuf::make_room(inbuf, big);
+        crate::net::inbuf::make_room(inbuf, c.parser.big_arg_end());
         c.inbuf_grown |= inbuf.capacity() > 8 * READ_CHUNK;
     }
 }
